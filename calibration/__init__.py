@@ -1,0 +1,1 @@
+"""Model zoo, measurement (NCCL/gloo sweeps, step times), importers of measured sets, fitting, validation."""

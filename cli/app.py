@@ -1,0 +1,71 @@
+"""Root of the `cosim` CLI.
+
+Every command module exposes `register(app)`; this file only assembles them, so adding a
+command group touches one line here. Command modules import heavy packages inside the
+command functions so `cosim --help` stays fast. Errors derived from `cosim.errors.CosimError`
+print one line and exit with code 2.
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+
+import typer
+
+from cosim import __version__
+
+#: command modules, in help order
+COMMAND_MODULES = (
+    "cli.simulate_cmd",
+    "cli.traces_cmd",
+    "cli.clusters_cmd",
+    "cli.net_cmd",
+    "cli.policies_cmd",
+    "cli.calibrate_cmd",
+    "cli.validate_cmd",
+    "cli.sweep_cmd",
+    "cli.report_cmd",
+    "cli.bench_cmd",
+)
+
+app = typer.Typer(
+    name="cosim",
+    help="Network-aware co-simulator for GPU clusters training deep-learning jobs.",
+    no_args_is_help=True,
+    rich_markup_mode=None,
+    pretty_exceptions_enable=False,
+    add_completion=False,
+)
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"cosim {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help="Print the version."),
+    verbose: bool = typer.Option(False, "--verbose", "-v", help="Log progress details to stderr."),
+) -> None:
+    logging.basicConfig(level=logging.INFO if verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+
+
+for _name in COMMAND_MODULES:
+    try:
+        _mod = importlib.import_module(_name)
+    except ModuleNotFoundError as exc:  # a command group not written yet
+        if exc.name != _name:
+            raise
+        continue
+    _mod.register(app)
+
+
+def main() -> None:
+    app()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,1 @@
+"""Collective costs for a placement (ring, tree, hierarchical) and cross-job link contention."""

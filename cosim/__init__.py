@@ -1,0 +1,8 @@
+"""cosim: network-aware co-simulation of GPU clusters training deep-learning jobs.
+
+This small base package holds what every layer shares and nothing else: the version,
+the error type users see, the generic registry, atomic file writes and unit parsing.
+It imports no other cosim package, so every layer may import it.
+"""
+
+__version__ = "0.1.0"

@@ -1,0 +1,67 @@
+"""Atomic writes: output appears whole under its final name or not at all.
+
+Everything cosim writes goes to a temporary sibling first and is renamed into place, so a
+crash, a bad input found half-way or a killed sweep never leaves a truncated file that
+looks complete.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Iterator, Mapping
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+
+@contextlib.contextmanager
+def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
+    """Yield a temporary path beside `path`; rename it to `path` only if the block succeeds."""
+    final = Path(path)
+    final.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{final.name}.", suffix=".tmp", dir=final.parent)
+    os.close(fd)
+    tmp_path = Path(tmp)
+    try:
+        yield tmp_path
+        os.replace(tmp_path, final)
+    finally:
+        if tmp_path.exists():
+            tmp_path.unlink()
+
+
+def write_parquet(table: pa.Table, path: str | os.PathLike, metadata: Mapping[str, object] | None = None) -> Path:
+    """Write `table` atomically, deterministically (no timestamps), with JSON-able metadata.
+
+    Metadata values are stored as JSON strings under `cosim.<key>` in the schema metadata,
+    merged with what the table already carries.
+    """
+    if metadata:
+        meta = dict(table.schema.metadata or {})
+        for k, v in metadata.items():
+            meta[f"cosim.{k}".encode()] = json.dumps(v, sort_keys=True, default=str).encode()
+        table = table.replace_schema_metadata(meta)
+    with atomic_path(path) as tmp:
+        pq.write_table(table, tmp, compression="zstd", write_statistics=True)
+    return Path(path)
+
+
+def read_metadata(path: str | os.PathLike) -> dict[str, object]:
+    """The `cosim.*` metadata of a Parquet file written by `write_parquet`, decoded."""
+    meta = pq.read_schema(path).metadata or {}
+    out: dict[str, object] = {}
+    for k, v in meta.items():
+        key = k.decode()
+        if key.startswith("cosim."):
+            out[key[len("cosim."):]] = json.loads(v.decode())
+    return out
+
+
+def write_text(text: str, path: str | os.PathLike) -> Path:
+    with atomic_path(path) as tmp:
+        tmp.write_text(text)
+    return Path(path)

@@ -1,0 +1,168 @@
+"""The contract between the engine and scheduling policies.
+
+A policy sees a read-only `ClusterView` (numpy arrays, no DataFrames, no copies) and returns
+a frozen `Decision`: the complete set of jobs that should run after this call, each with
+its GPU ids and global batch size. Jobs absent from the decision do not run (a running job
+left out is preempted). The engine diffs the decision against the current state to find
+starts, preemptions, migrations, resizes and batch changes, validates it (no GPU twice,
+GPU online, type and memory fit) and charges the configured costs of change.
+
+Policies never import `netmodel` or the engine; everything they may know is here.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from typing import Callable, ClassVar, Mapping, Protocol, runtime_checkable
+
+import numpy as np
+
+
+class JobState(enum.IntEnum):
+    """Life cycle of a job; stored as int8 in `JobsView.state`."""
+
+    PENDING = 0  # not yet submitted (submit_time > now); policies never see these as schedulable
+    QUEUED = 1  # submitted, holds no GPUs
+    RUNNING = 2  # holds GPUs and makes progress
+    RESTARTING = 3  # holds GPUs, paying a start/restart/resize cost, no progress yet
+    FINISHED = 4
+    UNSCHEDULABLE = 5  # rejected before the run (reported as unfinished)
+
+
+#: Names a policy may put in `Policy.needs` to be shown oracle information. Without the
+#: declaration those arrays are NaN in the view, so a non-clairvoyant policy cannot cheat.
+NEED_DURATION_ORACLE = "duration_oracle"  # JobsView.duration and .remaining_s
+
+
+@dataclass(frozen=True)
+class ClusterArrays:
+    """Static topology facts plus current GPU occupancy (all read-only arrays).
+
+    Index spaces: GPUs 0..G-1, nodes 0..N-1, leaves (racks/ToRs) 0..L-1, pods 0..P-1,
+    GPU types 0..T-1 (names in `gpu_type_names`).
+    """
+
+    gpu_node: np.ndarray  # int32[G]
+    gpu_type: np.ndarray  # int16[G]
+    node_leaf: np.ndarray  # int32[N]
+    leaf_pod: np.ndarray  # int32[L]
+    node_first_gpu: np.ndarray  # int32[N]; GPUs of node n are node_first_gpu[n] .. +node_num_gpus[n]
+    node_num_gpus: np.ndarray  # int32[N]
+    gpu_type_names: tuple[str, ...]
+    gpu_type_mem_gb: np.ndarray  # float64[T]
+    gpu_online: np.ndarray  # bool[G]; False while a node is out of the cluster (capacity change)
+    gpu_owner: np.ndarray  # int32[G]; job index holding the GPU, -1 if free
+
+    @property
+    def num_gpus(self) -> int:
+        return int(self.gpu_node.shape[0])
+
+    def free_gpus(self) -> np.ndarray:
+        """Ids of GPUs that are online and unallocated, ascending."""
+        return np.flatnonzero(self.gpu_online & (self.gpu_owner < 0)).astype(np.int32)
+
+
+@dataclass(frozen=True)
+class JobsView:
+    """All jobs of the run as read-only arrays indexed by job index 0..J-1.
+
+    Work is counted in iterations at the job's *reference* global batch; `progress` is the
+    fraction done. Service counters let LAS-style policies (Tiresias) rank jobs.
+    """
+
+    job_id: np.ndarray  # object[J] (str)
+    submit_time: np.ndarray  # float64[J], s
+    num_gpus: np.ndarray  # int32[J], requested
+    min_gpus: np.ndarray  # int32[J] (== num_gpus for rigid jobs)
+    max_gpus: np.ndarray  # int32[J]
+    model: np.ndarray  # object[J] (str, canonical zoo name)
+    global_batch: np.ndarray  # int32[J], reference global batch from the trace
+    gpu_type_req: np.ndarray  # int16[J], required GPU type index, -1 = any
+    state: np.ndarray  # int8[J], JobState
+    progress: np.ndarray  # float64[J] in [0, 1]
+    alloc_count: np.ndarray  # int32[J], GPUs held now
+    batch_size: np.ndarray  # int32[J], global batch now (reference batch while queued)
+    attained_gpu_s: np.ndarray  # float64[J], GPU-seconds of service received (incl. restarts)
+    executed_s: np.ndarray  # float64[J], wall seconds held GPUs
+    first_start: np.ndarray  # float64[J], NaN until first start
+    last_start: np.ndarray  # float64[J], time of the latest (re)start, NaN if never
+    num_restarts: np.ndarray  # int32[J]
+    duration: np.ndarray  # float64[J], trace duration (NaN unless the policy needs the oracle)
+    remaining_s: np.ndarray  # float64[J], est. remaining s at requested size, consolidated (oracle)
+
+    @property
+    def num_jobs(self) -> int:
+        return int(self.submit_time.shape[0])
+
+
+@dataclass(frozen=True)
+class Allocation:
+    """Where one job runs: its GPUs (ids) and the global batch size to use (None = keep)."""
+
+    gpus: tuple[int, ...]
+    batch_size: int | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "gpus", tuple(int(g) for g in self.gpus))
+
+
+@dataclass(frozen=True)
+class Decision:
+    """The complete desired running set after a policy call.
+
+    `allocations` maps job index → Allocation. A job that runs now and is absent is
+    preempted. `wake_at` asks the engine to call the policy again at that simulated time
+    (delay-scheduling timers, leases), in addition to its interval and events.
+    """
+
+    allocations: Mapping[int, Allocation] = field(default_factory=dict)
+    wake_at: float | None = None
+
+
+@dataclass(frozen=True)
+class ClusterView:
+    """What a policy may read. Built by the engine once per call; never mutated by policies."""
+
+    now: float
+    jobs: JobsView
+    cluster: ClusterArrays
+    #: what-if: seconds per iteration of job j on these GPUs at this global batch, alone on
+    #: the network (no contention). Returns inf if the job cannot run there (memory).
+    iteration_time: Callable[[int, np.ndarray, int | None], float]
+    #: current allocation of job j (GPU ids, ascending; empty if not holding GPUs)
+    allocation_of: Callable[[int], np.ndarray]
+
+    def active(self) -> np.ndarray:
+        """Indices of submitted, unfinished jobs (queued, running or restarting)."""
+        s = self.jobs.state
+        return np.flatnonzero((s == JobState.QUEUED) | (s == JobState.RUNNING) | (s == JobState.RESTARTING))
+
+    def queued(self) -> np.ndarray:
+        return np.flatnonzero(self.jobs.state == JobState.QUEUED)
+
+    def running(self) -> np.ndarray:
+        s = self.jobs.state
+        return np.flatnonzero((s == JobState.RUNNING) | (s == JobState.RESTARTING))
+
+    def keep_running(self) -> dict[int, Allocation]:
+        """The current allocations as a dict, for policies that only add to them."""
+        return {int(j): Allocation(tuple(self.allocation_of(int(j)))) for j in self.running()}
+
+
+@runtime_checkable
+class Policy(Protocol):
+    """A scheduling policy. One signature for all (no name-based dispatch in the engine).
+
+    - `name`: registry name.
+    - `interval_s`: seconds between scheduling rounds, or None for event-driven only.
+    - `event_driven`: also call on arrivals, completions, capacity changes, restart ends.
+    - `needs`: oracle information the policy uses (e.g. `NEED_DURATION_ORACLE`).
+    """
+
+    name: ClassVar[str]
+    interval_s: float | None
+    event_driven: bool
+    needs: frozenset[str]
+
+    def decide(self, view: ClusterView, now: float) -> Decision: ...

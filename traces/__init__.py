@@ -1,0 +1,1 @@
+"""Trace sources → one canonical job table (see `traces.schema`)."""

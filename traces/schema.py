@@ -1,0 +1,61 @@
+"""The canonical job table: one row per job, the contract between traces and everything else.
+
+Every loader returns exactly `JOB_SCHEMA` (plus optional source-specific `extra_*`-free
+columns listed in `EXTRA_COLUMNS`), so every policy runs on every trace. The schema version
+is stored in the Parquet metadata under `cosim.job_schema_version`; readers refuse a file
+whose major version they do not know.
+
+Units: times in seconds (float64) from the start of the trace; GPU counts are int32.
+"""
+
+from __future__ import annotations
+
+import pyarrow as pa
+
+JOB_SCHEMA_VERSION = "1.0"
+
+#: Required columns (never null).
+REQUIRED = ("job_id", "submit_time", "num_gpus")
+
+#: The canonical columns in order, with their Arrow types. All but REQUIRED are nullable.
+JOB_SCHEMA = pa.schema(
+    [
+        pa.field("job_id", pa.string(), nullable=False),
+        pa.field("submit_time", pa.float64(), nullable=False),  # s from trace start
+        pa.field("num_gpus", pa.int32(), nullable=False),  # requested
+        pa.field("duration", pa.float64()),  # s the job ran in the trace
+        pa.field("model", pa.string()),  # model-zoo name or alias (e.g. resnet18, cifar10)
+        pa.field("global_batch", pa.int32()),
+        pa.field("total_iterations", pa.float64()),
+        pa.field("epochs", pa.float64()),
+        pa.field("gpu_type", pa.string()),
+        pa.field("min_gpus", pa.int32()),
+        pa.field("max_gpus", pa.int32()),
+        pa.field("user", pa.string()),
+        pa.field("vc", pa.string()),
+        pa.field("status", pa.string()),  # e.g. Pass/Failed/Killed/COMPLETED as in the source
+        pa.field("source", pa.string()),  # which loader / file produced the row
+    ]
+)
+
+#: Source-specific columns worth keeping; loaders may add any of these (nullable).
+EXTRA_COLUMNS = pa.schema(
+    [
+        pa.field("dataset", pa.string()),
+        pa.field("time_per_iteration", pa.float64()),  # s, SenseTime measured
+        pa.field("gpu_util", pa.float64()),  # percent, SenseTime
+        pa.field("max_parallelism", pa.int32()),  # SenseTime
+        pa.field("start_time", pa.float64()),  # s from trace start, first start in the trace
+        pa.field("end_time", pa.float64()),  # s from trace start
+        pa.field("gpu_time", pa.float64()),  # GPU-seconds in the trace
+        pa.field("task", pa.string()),  # ONES
+        pa.field("target_acc", pa.float64()),  # ONES
+        pa.field("patience", pa.int32()),  # ONES
+        pa.field("lr", pa.float64()),  # ONES
+        pa.field("max_lr", pa.float64()),  # ONES
+        pa.field("epoch_size", pa.float64()),  # ONES: samples per epoch
+        pa.field("size_class", pa.string()),  # Ares S/M/L/XL by GPU-time
+    ]
+)
+
+ALL_COLUMNS = tuple(JOB_SCHEMA.names) + tuple(EXTRA_COLUMNS.names)

@@ -8,12 +8,14 @@ print one line and exit with code 2.
 
 from __future__ import annotations
 
+import functools
 import importlib
 import logging
 
 import typer
 
 from cosim import __version__
+from cosim.errors import CosimError
 
 #: command modules, in help order
 COMMAND_MODULES = (
@@ -53,6 +55,31 @@ def _root(
     logging.basicConfig(level=logging.INFO if verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
 
 
+def _guarded(callback):
+    """Turn a CosimError raised by a command into one line on stderr and exit code 2."""
+
+    @functools.wraps(callback)
+    def run(*args, **kwargs):
+        try:
+            return callback(*args, **kwargs)
+        except CosimError as exc:
+            typer.echo(f"error: {exc.format_message()}", err=True)
+            raise typer.Exit(exc.exit_code) from None
+
+    return run
+
+
+def _guard_all(group: typer.Typer) -> None:
+    """Wrap every command of `group` and its sub-groups (done once, after registration)."""
+    for cmd in group.registered_commands:
+        if cmd.callback is not None and not getattr(cmd.callback, "_cosim_guarded", False):
+            cmd.callback = _guarded(cmd.callback)
+            cmd.callback._cosim_guarded = True  # type: ignore[attr-defined]
+    for sub in group.registered_groups:
+        if sub.typer_instance is not None:
+            _guard_all(sub.typer_instance)
+
+
 for _name in COMMAND_MODULES:
     try:
         _mod = importlib.import_module(_name)
@@ -61,6 +88,7 @@ for _name in COMMAND_MODULES:
             raise
         continue
     _mod.register(app)
+_guard_all(app)
 
 
 def main() -> None:

@@ -18,6 +18,12 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
 @contextlib.contextmanager
 def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
     """Yield a temporary path beside `path`; rename it to `path` only if the block succeeds."""
@@ -28,6 +34,7 @@ def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
     tmp_path = Path(tmp)
     try:
         yield tmp_path
+        os.chmod(tmp_path, 0o666 & ~_umask())  # mkstemp makes 0600; give the usual file mode
         os.replace(tmp_path, final)
     finally:
         if tmp_path.exists():

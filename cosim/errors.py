@@ -1,8 +1,8 @@
 """Errors a user sees.
 
-`CosimError` is a `click.ClickException`, so the CLI prints it as one line on stderr and
-exits with code 2 without a traceback, whichever command raised it. Library callers catch
-it like any exception. Messages name the file, the row/record and the field, and say what
+The CLI (`cli/app.py`) wraps every command so a `CosimError` prints as one line on stderr
+(`error: ...`) and exits with code 2 without a traceback, whichever command raised it.
+Library callers catch it like any exception. Messages name the file, the row/record and the field, and say what
 was expected (`InputError.at` builds that shape).
 """
 
@@ -10,16 +10,22 @@ from __future__ import annotations
 
 import sys
 
-import click
 
-
-class CosimError(click.ClickException):
+class CosimError(Exception):
     """A problem with the user's input or request, reported in one line (exit code 2)."""
 
     exit_code = 2
 
-    def show(self, file=None) -> None:  # one line, no usage block, no rich panel
-        click.echo(f"error: {self.format_message()}", file=file or sys.stderr)
+    def __init__(self, message: str):
+        super().__init__(message)
+        self.message = message
+
+    def format_message(self) -> str:
+        return self.message
+
+    def show(self, file=None) -> None:
+        """Print the one-line form the CLI uses."""
+        print(f"error: {self.message}", file=file or sys.stderr)
 
 
 class InputError(CosimError):

@@ -72,3 +72,26 @@ def test_cli_version_and_help():
     assert r.exit_code == 0 and "cosim 0.1.0" in r.output
     r = CliRunner().invoke(app, ["--help"])
     assert r.exit_code == 0 and "Usage" in r.output
+
+
+def test_cli_turns_cosim_error_into_one_line_exit_2():
+    """Every registered command is guarded: a CosimError never reaches the user as a traceback."""
+    import typer
+
+    from cli.app import _guard_all
+
+    app = typer.Typer()
+
+    @app.command()
+    def boom():
+        raise InputError.at("f.csv", row=3, field="x", expected="a number", got="y")
+
+    @app.command()
+    def ok():
+        typer.echo("fine")
+
+    _guard_all(app)
+    r = CliRunner().invoke(app, ["boom"])
+    assert r.exit_code == 2
+    assert "error: f.csv: row 3: field 'x': expected a number, got 'y'" in r.output
+    assert "Traceback" not in r.output

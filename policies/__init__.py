@@ -1,1 +1,13 @@
-"""Scheduling and placement policies behind `simcore.api.Policy`, looked up by name in a registry."""
+"""Scheduling and placement policies behind `simcore.api.Policy`, looked up by name in a registry.
+
+Importing this package registers every built-in policy. Use `policies.make(name, **params)`
+for a fresh, validated instance and `policies.POLICIES` to list them; shared placement
+helpers live in `policies.placement`.
+"""
+
+from policies.registry import POLICIES, describe, make, make_config, params_of
+
+# built-in policies register themselves on import (one decorator line beside each class)
+from policies import fifo, gandiva, sjf, tiresias  # noqa: E402,F401  isort: skip
+
+__all__ = ["POLICIES", "describe", "make", "make_config", "params_of"]

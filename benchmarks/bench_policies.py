@@ -1,0 +1,150 @@
+"""Decision time of every baseline policy at 2,048 GPUs and 1,000 active jobs (< 60 ms per call).
+
+Scenario (built here from `simcore.api` arrays, no engine): 256 nodes × 8 GPUs, 8 nodes per
+leaf (32 leaves), 8 leaves per pod (4 pods); one GPU type. 1,000 jobs with Philly-like sizes
+(1 GPU 60 %, 2: 10 %, 4: 12 %, 8: 12 %, 16: 4 %, 32: 2 %), 10 % of them VGG/AlexNet (skewed
+for Tiresias); jobs are started in arrival order with consolidated placement until the
+cluster is ~90 % full, the rest queue (442 running, 558 queued). Attained service
+and oracle times are random. The number is the best wall time of one `decide` call over
+several calls (the detail gives mean wall and CPU time; the box may be shared) on a warm (compiled) policy; the target is the Ares paper's policy runtime at
+2,048 GPUs (< 0.06 s per invocation, seeds/notes/ares.md §8 item 7).
+
+Run: ``python -m benchmarks.bench_policies``.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+NODES, GPN, NODES_PER_LEAF, LEAVES_PER_POD = 256, 8, 8, 8
+JOBS = 1000
+TARGET_MS = 60.0
+
+
+def build_view(seed: int = 0, n_jobs: int = JOBS, fill: float = 0.9):
+    from policies import placement as P
+    from simcore.api import ClusterArrays, ClusterView, JobState, JobsView
+
+    rng = np.random.default_rng(seed)
+    g = NODES * GPN
+    leaves = NODES // NODES_PER_LEAF
+    owner = np.full(g, -1, np.int32)
+    c = ClusterArrays(
+        gpu_node=np.repeat(np.arange(NODES), GPN).astype(np.int32),
+        gpu_type=np.zeros(g, np.int16),
+        node_leaf=(np.arange(NODES) // NODES_PER_LEAF).astype(np.int32),
+        leaf_pod=(np.arange(leaves) // LEAVES_PER_POD).astype(np.int32),
+        node_first_gpu=(np.arange(NODES) * GPN).astype(np.int32),
+        node_num_gpus=np.full(NODES, GPN, np.int32),
+        gpu_type_names=("a100",),
+        gpu_type_mem_gb=np.array([80.0]),
+        gpu_online=np.ones(g, bool),
+        gpu_owner=owner,
+    )
+    sizes = rng.choice([1, 2, 4, 8, 16, 32], size=n_jobs, p=[0.60, 0.10, 0.12, 0.12, 0.04, 0.02]).astype(np.int32)
+    state = np.full(n_jobs, int(JobState.QUEUED), np.int8)
+    allocs = [np.zeros(0, np.int32)] * n_jobs
+    used = 0
+    for j in range(n_jobs):
+        if used + sizes[j] > fill * g:
+            break
+        gp = P.consolidate(c, owner < 0, int(sizes[j]))
+        if gp is None:
+            continue
+        owner[gp] = j
+        allocs[j] = gp
+        state[j] = int(JobState.RUNNING)
+        used += int(sizes[j])
+    running = state == int(JobState.RUNNING)
+    models = np.where(rng.random(n_jobs) < 0.1, "vgg16", "resnet50").astype(object)
+    executed = np.where(running, rng.uniform(0, 36_000, n_jobs), 0.0)
+    dur = rng.lognormal(8, 1.5, n_jobs)
+    jv = JobsView(
+        job_id=np.array([f"j{i}" for i in range(n_jobs)], object),
+        submit_time=np.sort(rng.uniform(0, 36_000, n_jobs)),
+        num_gpus=sizes, min_gpus=sizes, max_gpus=sizes, model=models,
+        global_batch=np.full(n_jobs, 256, np.int32), gpu_type_req=np.full(n_jobs, -1, np.int16),
+        state=state, progress=np.zeros(n_jobs), alloc_count=np.where(running, sizes, 0).astype(np.int32),
+        batch_size=np.full(n_jobs, 256, np.int32), attained_gpu_s=executed * sizes, executed_s=executed,
+        first_start=np.where(running, 0.0, np.nan), last_start=np.where(running, 0.0, np.nan),
+        num_restarts=np.zeros(n_jobs, np.int32), duration=dur, remaining_s=dur * rng.uniform(0.05, 1, n_jobs),
+    )
+    return ClusterView(now=40_000.0, jobs=jv, cluster=c, iteration_time=lambda j, gp, b: 1.0,
+                       allocation_of=lambda j: allocs[j])
+
+
+def _time_policy(name: str, repeats: int = 5, **params) -> dict:
+    import policies
+
+    view = build_view()
+    pol = policies.make(name, **params)
+    d = pol.decide(view, view.now)  # warm-up: numba compile / cache load
+    wall, cpu = [], []
+    for _ in range(repeats):
+        t0, c0 = time.perf_counter(), time.process_time()
+        d = pol.decide(view, view.now)
+        wall.append(time.perf_counter() - t0)
+        cpu.append(time.process_time() - c0)
+    ms = min(wall) * 1e3
+    run = set(int(k) for k in view.running())
+    detail = (f"2048 GPUs, {view.jobs.num_jobs} jobs ({len(run)} running); decision keeps/starts "
+              f"{len(d.allocations)} jobs, preempts {len(run - set(d.allocations))}; best of {repeats} calls "
+              f"(mean wall {np.mean(wall) * 1e3:.1f} ms, mean CPU {np.mean(cpu) * 1e3:.1f} ms)")
+    return dict(name=f"policy_decide_{name}_2048gpu_1000jobs", value=ms, unit="ms", target=f"< {TARGET_MS:g} ms",
+                detail=detail)
+
+
+def bench_fifo() -> dict:
+    return _time_policy("fifo")
+
+
+def bench_fifo_backfill() -> dict:
+    return _time_policy("fifo-backfill")
+
+
+def bench_sjf() -> dict:
+    return _time_policy("sjf")
+
+
+def bench_srtf() -> dict:
+    return _time_policy("srtf")
+
+
+def bench_tiresias() -> dict:
+    return _time_policy("tiresias")
+
+
+def bench_gandiva() -> dict:
+    return _time_policy("gandiva")
+
+
+def bench_placement_consolidate() -> dict:
+    """One consolidate call on the 2,048-GPU cluster with ~40 % of GPUs free at random."""
+    from policies import placement as P
+
+    view = build_view()
+    rng = np.random.default_rng(1)
+    avail = rng.random(view.cluster.num_gpus) < 0.4
+    P.consolidate(view.cluster, avail, 8)
+    demands = [1, 2, 4, 8, 16, 32, 64] * 50
+    t0 = time.perf_counter()
+    for d in demands:
+        P.consolidate(view.cluster, avail, d)
+    us = (time.perf_counter() - t0) / len(demands) * 1e6
+    return dict(name="placement_consolidate_2048gpu", value=us, unit="us", target="< 500 us",
+                detail="mean over demands 1-64, 40 % of GPUs free at random")
+
+
+def main() -> None:
+    rows = [f() for f in (bench_fifo, bench_fifo_backfill, bench_sjf, bench_srtf, bench_tiresias, bench_gandiva,
+                          bench_placement_consolidate)]
+    w = max(len(r["name"]) for r in rows)
+    print(f"{'name':<{w}}  {'value':>9}  unit  target      detail")
+    for r in rows:
+        print(f"{r['name']:<{w}}  {r['value']:9.2f}  {r['unit']:<4}  {r['target']:<10}  {r['detail']}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,276 @@
+"""numba kernels behind `policies.placement` (one call per placement attempt, O(G + N log N)).
+
+Everything works on a per-node count `f[n]` of usable GPUs (available and of the wanted
+type), so the topology enters only through `node_leaf`/`leaf_pod` and the contiguous GPU
+ranges `node_first_gpu[n] .. + node_num_gpus[n]` that `simcore.api.ClusterArrays` promises.
+A selection is a pair (nodes, counts); `take_gpus` turns it into GPU ids.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+_NONE = 4611686018427387904  # 2**62: 'impossible' (a plain int, so numba inlines it)
+
+
+@njit(cache=True)
+def node_free_counts(avail, gpu_node, gpu_type, want_type, num_nodes):
+    """Usable GPUs per node: `avail[g]` and (any type or `gpu_type[g] == want_type`)."""
+    f = np.zeros(num_nodes, np.int64)
+    for g in range(avail.shape[0]):
+        if avail[g] and (want_type < 0 or gpu_type[g] == want_type):
+            f[gpu_node[g]] += 1
+    return f
+
+
+@njit(cache=True)
+def type_counts(avail, gpu_type, num_types):
+    c = np.zeros(num_types, np.int64)
+    for g in range(avail.shape[0]):
+        if avail[g]:
+            c[gpu_type[g]] += 1
+    return c
+
+
+@njit(cache=True)
+def take_gpus(avail, gpu_type, want_type, node_first_gpu, node_num_gpus, nodes, counts):
+    """The lowest-numbered usable GPUs: `counts[i]` of them on node `nodes[i]`; sorted ids."""
+    total = 0
+    for i in range(counts.shape[0]):
+        total += counts[i]
+    out = np.empty(total, np.int32)
+    k = 0
+    for i in range(nodes.shape[0]):
+        n = nodes[i]
+        c = counts[i]
+        s = node_first_gpu[n]
+        for g in range(s, s + node_num_gpus[n]):
+            if c == 0:
+                break
+            if avail[g] and (want_type < 0 or gpu_type[g] == want_type):
+                out[k] = g
+                k += 1
+                c -= 1
+    return np.sort(out)
+
+
+@njit(cache=True)
+def _best_fit_node(f, demand):
+    """Node with the fewest usable GPUs that still holds `demand` (lowest index on ties), or -1."""
+    best = -1
+    for n in range(f.shape[0]):
+        if f[n] >= demand and (best < 0 or f[n] < f[best]):
+            best = n
+    return best
+
+
+@njit(cache=True)
+def _min_nodes(f, demand):
+    """Fewest nodes whose usable GPUs add up to `demand` (`_NONE` if impossible)."""
+    s = np.sort(f)[::-1]
+    acc = 0
+    for i in range(s.shape[0]):
+        if s[i] <= 0:
+            break
+        acc += s[i]
+        if acc >= demand:
+            return i + 1
+    return _NONE
+
+
+@njit(cache=True)
+def _group_nodes_needed(f, group_of, num_groups, demand):
+    """Per group (leaf or pod): fewest of its nodes that hold `demand`, and its usable total."""
+    # sort nodes by (group, -f, node) with a stable sort on a composite key
+    maxf = 0
+    for n in range(f.shape[0]):
+        if f[n] > maxf:
+            maxf = f[n]
+    key = np.empty(f.shape[0], np.int64)
+    for n in range(f.shape[0]):
+        key[n] = group_of[n] * (maxf + 1) + (maxf - f[n])
+    order = np.argsort(key, kind="mergesort")
+    needed = np.full(num_groups, _NONE, np.int64)
+    total = np.zeros(num_groups, np.int64)
+    cnt = np.zeros(num_groups, np.int64)
+    for i in range(order.shape[0]):
+        n = order[i]
+        grp = group_of[n]
+        if f[n] <= 0:
+            continue
+        total[grp] += f[n]
+        cnt[grp] += 1
+        if needed[grp] == _NONE and total[grp] >= demand:
+            needed[grp] = cnt[grp]
+    return needed, total
+
+
+@njit(cache=True)
+def _select(f, member, demand, k, node_leaf, leaf_total):
+    """Pick exactly `k` nodes among `member` nodes holding `demand` GPUs.
+
+    The k-1 fullest nodes (ties: fuller leaf, then lower index) are taken whole; the last node
+    is the best fit for the remainder, preferring a leaf already used, so the placement spans
+    the fewest leaves this greedy can find and leaves large holes intact elsewhere.
+    """
+    n_nodes = f.shape[0]
+    cand = np.empty(n_nodes, np.int64)
+    m = 0
+    for n in range(n_nodes):
+        if member[n] and f[n] > 0:
+            cand[m] = n
+            m += 1
+    cand = cand[:m]
+    maxf = 0
+    maxl = 0
+    for i in range(m):
+        if f[cand[i]] > maxf:
+            maxf = f[cand[i]]
+        if leaf_total[node_leaf[cand[i]]] > maxl:
+            maxl = leaf_total[node_leaf[cand[i]]]
+    key = np.empty(m, np.int64)
+    for i in range(m):
+        n = cand[i]
+        key[i] = ((maxf - f[n]) * (maxl + 1) + (maxl - leaf_total[node_leaf[n]])) * (n_nodes + 1) + n
+    cand = cand[np.argsort(key)]
+    nodes = np.empty(k, np.int64)
+    counts = np.empty(k, np.int64)
+    used_leaf = np.zeros(leaf_total.shape[0], np.bool_)
+    acc = 0
+    for i in range(k - 1):
+        n = cand[i]
+        nodes[i] = n
+        counts[i] = f[n]
+        acc += f[n]
+        used_leaf[node_leaf[n]] = True
+    rem = demand - acc
+    best = -1
+    for i in range(k - 1, m):
+        n = cand[i]
+        if f[n] < rem:
+            continue
+        if best < 0:
+            best = n
+            continue
+        bu = used_leaf[node_leaf[best]]
+        nu = used_leaf[node_leaf[n]]
+        if (nu and not bu) or (nu == bu and (f[n] < f[best] or (f[n] == f[best] and n < best))):
+            best = n
+    nodes[k - 1] = best
+    counts[k - 1] = rem
+    return nodes, counts
+
+
+@njit(cache=True)
+def consolidate_nodes(f, demand, node_leaf, leaf_pod, num_leaves, num_pods):
+    """Fewest nodes, then fewest leaves, then fewest pods; best fit among equals.
+
+    Returns (nodes, counts); empty arrays when the usable GPUs cannot hold `demand`.
+    Exact for one-node and one-leaf fits; across leaves it is the greedy of `_select`.
+    """
+    empty = np.empty(0, np.int64)
+    total = 0
+    for n in range(f.shape[0]):
+        total += f[n]
+    if demand <= 0 or total < demand:
+        return empty, empty
+    bn = _best_fit_node(f, demand)
+    if bn >= 0:
+        return np.array([bn], np.int64), np.array([demand], np.int64)
+    k = _min_nodes(f, demand)
+    leaf_needed, leaf_total = _group_nodes_needed(f, node_leaf, num_leaves, demand)
+    best = -1
+    for lf in range(num_leaves):
+        if leaf_needed[lf] == k and (best < 0 or leaf_total[lf] < leaf_total[best]):
+            best = lf
+    member = np.zeros(f.shape[0], np.bool_)
+    if best >= 0:
+        for n in range(f.shape[0]):
+            member[n] = node_leaf[n] == best
+        return _select(f, member, demand, k, node_leaf, leaf_total)
+    node_pod = np.empty(f.shape[0], np.int64)
+    for n in range(f.shape[0]):
+        node_pod[n] = leaf_pod[node_leaf[n]]
+    pod_needed, pod_total = _group_nodes_needed(f, node_pod, num_pods, demand)
+    bp = -1
+    for p in range(num_pods):
+        if pod_needed[p] == k and (bp < 0 or pod_total[p] < pod_total[bp]):
+            bp = p
+    for n in range(f.shape[0]):
+        member[n] = bp < 0 or node_pod[n] == bp
+    return _select(f, member, demand, k, node_leaf, leaf_total)
+
+
+@njit(cache=True)
+def spread_nodes(f, demand):
+    """One GPU per node per round, fullest nodes first: the widest placement (worst fit)."""
+    empty = np.empty(0, np.int64)
+    total = 0
+    for n in range(f.shape[0]):
+        total += f[n]
+    if demand <= 0 or total < demand:
+        return empty, empty
+    order = np.argsort(-f, kind="mergesort")
+    counts = np.zeros(f.shape[0], np.int64)
+    left = demand
+    r = 0
+    while left > 0:
+        for i in range(order.shape[0]):
+            n = order[i]
+            if f[n] > r:
+                counts[n] += 1
+                left -= 1
+                if left == 0:
+                    break
+        r += 1
+    nodes = np.flatnonzero(counts > 0)
+    return nodes.astype(np.int64), counts[nodes]
+
+
+@njit(cache=True)
+def node_mode(gpu_value, node_first_gpu, node_num_gpus):
+    """Per node, the most frequent non-negative `gpu_value` on its GPUs (smaller on ties), else -1."""
+    n_nodes = node_first_gpu.shape[0]
+    out = np.full(n_nodes, -1, np.int64)
+    for n in range(n_nodes):
+        s = node_first_gpu[n]
+        e = s + node_num_gpus[n]
+        best = -1
+        best_cnt = 0
+        for g in range(s, e):
+            v = gpu_value[g]
+            if v < 0:
+                continue
+            cnt = 0
+            for h in range(s, e):
+                if gpu_value[h] == v:
+                    cnt += 1
+            if cnt > best_cnt or (cnt == best_cnt and v < best):
+                best = v
+                best_cnt = cnt
+        out[n] = best
+    return out
+
+
+@njit(cache=True)
+def node_mode_into(gpu_value, node_first_gpu, node_num_gpus, nodes, out):
+    """`node_mode` recomputed only for `nodes`, written into `out`."""
+    for i in range(nodes.shape[0]):
+        n = nodes[i]
+        s = node_first_gpu[n]
+        e = s + node_num_gpus[n]
+        best = -1
+        best_cnt = 0
+        for g in range(s, e):
+            v = gpu_value[g]
+            if v < 0:
+                continue
+            cnt = 0
+            for h in range(s, e):
+                if gpu_value[h] == v:
+                    cnt += 1
+            if cnt > best_cnt or (cnt == best_cnt and v < best):
+                best = v
+                best_cnt = cnt
+        out[n] = best

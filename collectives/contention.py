@@ -1,0 +1,323 @@
+"""Cross-job link contention at iteration granularity: ``solve(...) -> (iter_s, exposed_comm_s)``.
+
+Contract (docs/architecture.md, "Contention"): job j's iteration is a compute phase of
+``C_j`` seconds; its gradient communication may start ``s_j`` seconds into it (backward
+overlap, ``0 <= s_j <= C_j``) and takes ``M_j`` seconds alone, driving
+``d_jl = link_bytes_jl / M_j`` bytes/s on each link l it crosses (CSR ``ptr``, ``link_ids``,
+``link_demand_Bps``). Alone, ``t_iter = max(C_j, s_j + M_j)``; exposed communication is
+``t_iter - C_j``. While several jobs communicate at once on shared links, each progresses at
+``x_j`` of its solo speed, x the weighted max-min fair allocation of the link capacities.
+
+How ``solve`` works:
+
+1. Validate, then quantise every float input to 30 significant bits (relative 1e-9), so
+   that numerically equal inputs that differ by rounding noise share a cache entry; all
+   computation uses the quantised values, so a cached answer is bit-identical to a fresh one.
+2. Split the jobs into groups, the connected components of the job-link graph over links
+   used by two or more communicating jobs (``contention_groups``). Singletons, jobs with
+   no communication, and everything when ``contention=False`` get the solo formula.
+3. Each group is solved by the event-exact phase simulation (``contention_exact``) when it
+   has at most ``exact_max_jobs`` jobs, otherwise by the duty-cycle fixed point
+   (``contention_dutycycle``), and cached by its signature: the bytes of its quantised,
+   group-local arrays (jobs in input order, links renumbered by first appearance) plus
+   the options that change the answer. When one job changes, only its group's signature
+   changes, so only that group is recomputed; identical groups elsewhere in the fabric
+   share one entry.
+
+Initial phase offsets (the steady state of the phase simulation depends on them; see
+``contention_exact``): ``offsets="staggered"`` (default) starts the group's r-th job at
+``frac(r * 0.618...) * its solo iteration time`` (golden-ratio spread: deterministic,
+no two jobs synchronised, typical rather than worst case); ``"zero"`` starts all at 0
+(fully synchronised: the worst case for identical jobs); ``"random"`` draws uniform
+offsets from ``seed`` and the group's signature and averages ``offset_draws`` draws (the
+quantity the duty-cycle solver estimates).
+
+Solo demands above capacity (``d_jl > cap_l``) cannot occur if ``M_j`` came from the same
+fabric, but are handled explicitly (``ContentionOptions.infeasible_demand``): ``"clip"``
+(default) trusts ``M_j`` and caps ``d_jl`` at ``cap_l``, so a job alone always takes exactly its solo
+time; ``"bound"`` trusts the bytes: the job's solo rate is ``u_j = min_l cap_l / d_jl < 1``,
+i.e. its communication takes ``M_j / u_j`` even alone.
+"""
+
+from __future__ import annotations
+
+import logging
+import zlib
+from collections import OrderedDict
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from collectives.contention_dutycycle import dutycycle_group, gauss_hermite_standard
+from collectives.contention_exact import simulate_group
+from collectives.contention_groups import split_groups
+from collectives.contention_validate import check_inputs
+from cosim.errors import InputError, UnknownNameError
+
+log = logging.getLogger(__name__)
+
+GOLDEN = 0.6180339887498949
+OFFSET_MODES = ("staggered", "zero", "random")
+INFEASIBLE_MODES = ("clip", "bound")
+AVERAGE_MODES = ("time", "work")
+_KEEP_BITS = 30  # mantissa bits kept by quantise()
+
+
+def quantise(a: np.ndarray) -> np.ndarray:
+    """Round float64 values to ``_KEEP_BITS`` mantissa bits (relative error <= 2**-31)."""
+    a = np.ascontiguousarray(a, dtype=np.float64)
+    drop = 52 - _KEEP_BITS
+    u = a.view(np.uint64)
+    half = np.uint64(1 << (drop - 1))
+    mask = ~np.uint64((1 << drop) - 1)
+    out = ((u + half) & mask).view(np.float64)
+    return np.where(np.isfinite(a), out, a)
+
+
+def solo_iteration_s(compute_s, comm_start_s, comm_s) -> np.ndarray:
+    """The no-contention iteration time ``max(C, s + M)``."""
+    return np.maximum(compute_s, comm_start_s + comm_s)
+
+
+def initial_offsets(mode: str, solo_iter_s: np.ndarray, rng: np.random.Generator | None = None) -> np.ndarray:
+    """Start times of the first iteration of a group's jobs (see the module docstring)."""
+    n = solo_iter_s.shape[0]
+    if mode == "zero":
+        return np.zeros(n)
+    if mode == "staggered":
+        return np.mod(np.arange(n) * GOLDEN, 1.0) * solo_iter_s
+    if mode == "random":
+        assert rng is not None
+        return rng.random(n) * solo_iter_s
+    raise ValueError(mode)
+
+
+class ContentionCache:
+    """LRU map from a group signature to its iteration times (read-only arrays)."""
+
+    def __init__(self, max_entries: int = 100_000):
+        self.max_entries = max_entries
+        self._d: OrderedDict[bytes, np.ndarray] = OrderedDict()
+        self.hits = 0
+        self.misses = 0
+
+    def get(self, key: bytes) -> np.ndarray | None:
+        v = self._d.get(key)
+        if v is None:
+            self.misses += 1
+            return None
+        self._d.move_to_end(key)
+        self.hits += 1
+        return v
+
+    def put(self, key: bytes, value: np.ndarray) -> None:
+        value.setflags(write=False)
+        self._d[key] = value
+        if len(self._d) > self.max_entries:
+            self._d.popitem(last=False)
+
+    def clear(self) -> None:
+        self._d.clear()
+        self.hits = self.misses = 0
+
+    def __len__(self) -> int:
+        return len(self._d)
+
+
+@dataclass(frozen=True)
+class ContentionOptions:
+    """Knobs of ``solve``; the defaults are the recommended settings.
+
+    exact_max_jobs: groups with at most this many jobs use the phase simulation, larger
+        ones the duty-cycle fixed point (0: always the fixed point).
+    offsets / seed / offset_draws: initial phases of the phase simulation (module docstring).
+    warmup_iters / window_iters / rtol / max_iters / max_events: its measurement window and
+        stopping rule (``contention_exact``).
+    enum_max_others / dp_max_others: the duty-cycle solver's exact enumeration up to this
+        many other jobs on a link, counting law up to the next, normal law beyond.
+    elsewhere_correction: others held back by another link load this one less (on by default;
+        cuts the fixed point's error on multi-link groups, see its tests).
+    dutycycle_average: "time" (mean rate over a job's communication, default) or "work" (mean
+        time per unit of work, processor-sharing-like, biased high).
+    fixed_point_tol: stop when no duty cycle moves by more than this.
+    infeasible_demand: "clip" (trust M, cap d at capacity) or "bound" (trust bytes).
+    """
+
+    exact_max_jobs: int = 8
+    offsets: str = "staggered"
+    seed: int = 0
+    offset_draws: int = 1
+    warmup_iters: int = 4
+    window_iters: int = 8
+    rtol: float = 1e-4
+    max_iters: int = 4000
+    max_events: int = 200_000
+    enum_max_others: int = 3
+    dp_max_others: int = 256
+    elsewhere_correction: bool = True
+    dutycycle_average: str = "time"
+    fixed_point_tol: float = 1e-4
+    infeasible_demand: str = "clip"
+
+    def __post_init__(self) -> None:
+        for field, value, valid in (("contention offset mode", self.offsets, OFFSET_MODES),
+                                    ("infeasible-demand mode", self.infeasible_demand, INFEASIBLE_MODES),
+                                    ("duty-cycle average", self.dutycycle_average, AVERAGE_MODES)):
+            if value not in valid:
+                raise UnknownNameError(field, value, valid)
+        if self.offset_draws < 1 or (self.offset_draws > 1 and self.offsets != "random"):
+            raise InputError.at("contention options", field="offset_draws",
+                                expected="1, or more with offsets='random'", got=self.offset_draws)
+
+    def exact_tag(self) -> bytes:
+        return repr(("exact", self.offsets, self.seed, self.offset_draws, self.warmup_iters,
+                     self.window_iters, self.rtol, self.max_iters, self.max_events)).encode()
+
+    def dutycycle_tag(self) -> bytes:
+        return repr(("dutycycle", self.enum_max_others, self.dp_max_others, self.elsewhere_correction,
+                     self.dutycycle_average, self.fixed_point_tol, _GH[0].shape[0])).encode()
+
+
+DEFAULT_CACHE = ContentionCache()
+_GH = gauss_hermite_standard()
+_STATS_KEYS = ("groups", "exact_groups", "dutycycle_groups", "cache_hits", "events", "link_evaluations",
+               "jobs_in_groups")
+
+
+def solve(
+    compute_s,
+    comm_start_s,
+    comm_s,
+    ptr,
+    link_ids,
+    link_demand_Bps,
+    link_capacity_Bps,
+    *,
+    contention: bool = True,
+    weight=None,
+    options: ContentionOptions | None = None,
+    cache: ContentionCache | None = DEFAULT_CACHE,
+    stats: dict | None = None,
+    **option_overrides,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Mean iteration time and exposed communication time of every job under contention.
+
+    Inputs are per job (length J): ``compute_s`` (C), ``comm_start_s`` (s, 0 <= s <= C),
+    ``comm_s`` (M, solo communication seconds), optional ``weight`` (> 0, max-min weight,
+    default 1: equal fractions of solo speed); CSR ``ptr[J+1]``, ``link_ids[nnz]``,
+    ``link_demand_Bps[nnz]`` (solo bytes/s of job j on each of its links, each link at most
+    once per job); ``link_capacity_Bps[L]``. Returns float64 arrays
+    ``(iter_s, exposed_comm_s)`` in input order.
+
+    ``contention=False`` returns ``max(C, s+M)`` exactly. ``options`` (a
+    ``ContentionOptions``) or keyword overrides of its fields (``exact_max_jobs=0``, ...)
+    tune the solvers. ``cache``: where group results are kept (None: no caching).
+    ``stats``: a dict filled with counts (groups, exact/dutycycle groups, cache hits,
+    phase-simulation events, duty-cycle link evaluations, jobs in groups).
+    """
+    opt = options or ContentionOptions()
+    if option_overrides:
+        opt = replace(opt, **option_overrides)
+    C, s, M, w, ptr, lids, dem, cap = check_inputs(
+        compute_s, comm_start_s, comm_s, weight, ptr, link_ids, link_demand_Bps, link_capacity_Bps)
+    if stats is not None:
+        stats.update(dict.fromkeys(_STATS_KEYS, 0))
+    if not contention or C.shape[0] == 0:
+        it = solo_iteration_s(C, s, M)
+        return it, it - C
+
+    C, s, M, w, dem, cap = (quantise(a) for a in (C, s, M, w, dem, cap))
+    M, dem = _feasible_demands(M, dem, cap, ptr, lids, opt.infeasible_demand)
+    it = solo_iteration_s(C, s, M)
+    gjp, jobs, eptr, elink, edem, glp, lglob = split_groups(cap.shape[0], ptr, lids, dem, M)
+    tags = (opt.exact_tag(), opt.dutycycle_tag())
+    for g in range(gjp.shape[0] - 1):
+        a, b = gjp[g], gjp[g + 1]
+        gj = jobs[a:b]
+        group = (C[gj], s[gj], M[gj], w[gj], eptr[a:b + 1] - eptr[a], elink[eptr[a]:eptr[b]],
+                 edem[eptr[a]:eptr[b]], cap[lglob[glp[g]:glp[g + 1]]])
+        exact = (b - a) <= opt.exact_max_jobs
+        key = b"|".join((tags[0] if exact else tags[1], *(x.tobytes() for x in group)))
+        res = cache.get(key) if cache is not None else None
+        if res is None:
+            res = _solve_exact(group, key, opt, stats) if exact else _solve_dutycycle(group, opt, stats)
+            res = np.maximum(res, it[gj])  # rounding can leave a hair below the solo time
+            if cache is not None:
+                cache.put(key, res)
+        elif stats is not None:
+            stats["cache_hits"] += 1
+        it[gj] = res
+        if stats is not None:
+            stats["groups"] += 1
+            stats["jobs_in_groups"] += int(b - a)
+            stats["exact_groups" if exact else "dutycycle_groups"] += 1
+    return it, it - C
+
+
+def _feasible_demands(M, dem, cap, ptr, lids, mode):
+    """Make every solo demand fit its link ("clip": cap d; "bound": slow the job down)."""
+    job_of_entry = np.repeat(np.arange(M.shape[0]), np.diff(ptr))
+    ratio = np.divide(dem, cap[lids], out=np.zeros_like(dem), where=dem > 0)
+    if not np.any(ratio > 1.0):
+        return M, dem
+    if mode == "clip":
+        return M, np.minimum(dem, cap[lids])
+    worst = np.ones(M.shape[0])
+    np.maximum.at(worst, job_of_entry, ratio)
+    return quantise(M * worst), quantise(dem / worst[job_of_entry])
+
+
+def iteration_upper_bound_s(compute_s, comm_start_s, comm_s, ptr, link_ids, link_demand_Bps,
+                            link_capacity_Bps, weight=None) -> np.ndarray:
+    """An upper bound on every job's contended iteration time: all sharers on at once.
+
+    If job j is limited by link l, max-min gives it the largest weighted rate on l, so
+    ``cap_l = sum_k x_k d_kl <= (x_j / w_j) sum_k w_k d_kl`` and
+    ``x_j >= w_j cap_l / sum_k w_k d_kl`` over *every* job k that ever uses l. Hence its
+    communication takes at most ``rho_j M_j`` with
+    ``rho_j = max(1, max_l sum_k w_k d_kl / (w_j cap_l))`` (demands clipped to capacity),
+    and ``t_iter <= max(C_j, s_j + rho_j M_j)`` in every iteration. For n identical jobs
+    with ``d = cap`` on one link this is ``n M``: communication fully serialised behind
+    everyone else's. Holds for the phase simulation and the duty-cycle solver alike.
+    """
+    C, s, M, w, ptr, lids, dem, cap = check_inputs(
+        compute_s, comm_start_s, comm_s, weight, ptr, link_ids, link_demand_Bps, link_capacity_Bps)
+    job_of_entry = np.repeat(np.arange(C.shape[0]), np.diff(ptr))
+    dem = np.minimum(dem, cap[lids])
+    link_load = np.bincount(lids, weights=w[job_of_entry] * dem, minlength=cap.shape[0])
+    ratio = np.where(dem > 0, link_load[lids] / (w[job_of_entry] * cap[lids]), 0.0)
+    rho = np.ones(C.shape[0])
+    np.maximum.at(rho, job_of_entry, ratio)
+    return np.maximum(C, s + rho * M)
+
+
+def _solve_exact(group, key: bytes, opt: ContentionOptions, stats: dict | None) -> np.ndarray:
+    """Phase-simulate one group, averaging ``opt.offset_draws`` initial-offset draws."""
+    C, s, M = group[:3]
+    solo = solo_iteration_s(C, s, M)
+    rng = np.random.default_rng([opt.seed, zlib.crc32(key)]) if opt.offsets == "random" else None
+    total = np.zeros(C.shape[0])
+    for _ in range(opt.offset_draws):
+        off = initial_offsets(opt.offsets, solo, rng)
+        mean, count, events, ok = simulate_group(*group, off, opt.warmup_iters, opt.window_iters, opt.rtol,
+                                                 opt.max_iters, opt.max_events)
+        if not ok:
+            log.debug("phase simulation of a %d-job group stopped unsettled (%d events, min %d iters)",
+                      C.shape[0], events, count.min())
+        total += mean
+        if stats is not None:
+            stats["events"] += int(events)
+    return total / opt.offset_draws
+
+
+def _solve_dutycycle(group, opt: ContentionOptions, stats: dict | None) -> np.ndarray:
+    """Duty-cycle fixed point of one group (large groups)."""
+    res, rounds, ok, link_evals = dutycycle_group(
+        *group, _GH[0], _GH[1], opt.enum_max_others, opt.dp_max_others, opt.dutycycle_average == "work",
+        opt.elsewhere_correction, opt.fixed_point_tol, 10_000)
+    if not ok:
+        log.warning("duty-cycle fixed point of a %d-job group stopped after %d rounds",
+                    group[0].shape[0], rounds)
+    if stats is not None:
+        stats["link_evaluations"] += int(link_evals)
+    return res

@@ -2,27 +2,10 @@
 
 from __future__ import annotations
 
-import functools
 import json
-from typing import Callable
 
 import typer
 
-
-def _one_line_errors(fn: Callable) -> Callable:
-    """Print a `CosimError` as one line and exit 2."""
-
-    @functools.wraps(fn)
-    def wrapper(*args, **kwargs):
-        from cosim.errors import CosimError
-
-        try:
-            return fn(*args, **kwargs)
-        except CosimError as exc:
-            exc.show()
-            raise typer.Exit(exc.exit_code) from None
-
-    return wrapper
 
 
 def _fmt_gbps(x: float) -> str:
@@ -33,7 +16,6 @@ def register(app: typer.Typer) -> None:
     group = typer.Typer(help="Cluster presets: list them and show their fabric.", no_args_is_help=True)
 
     @group.command("list")
-    @_one_line_errors
     def list_cmd() -> None:
         """List the shipped presets with GPU counts."""
         import netmodel
@@ -45,7 +27,6 @@ def register(app: typer.Typer) -> None:
                        f"{'+'.join(types):24s} {spec.description}")
 
     @group.command("show")
-    @_one_line_errors
     def show_cmd(
         name: str = typer.Argument(..., help="Preset name or path to a cluster TOML file."),
         num_nodes: int = typer.Option(None, "--nodes", help="Resize a single-group cluster to N nodes."),

@@ -2,34 +2,16 @@
 
 from __future__ import annotations
 
-import functools
 import json
-from typing import Callable
 
 import typer
 
-
-def _one_line_errors(fn: Callable) -> Callable:
-    """Print a `CosimError` as one line and exit 2."""
-
-    @functools.wraps(fn)
-    def wrapper(*args, **kwargs):
-        from cosim.errors import CosimError
-
-        try:
-            return fn(*args, **kwargs)
-        except CosimError as exc:
-            exc.show()
-            raise typer.Exit(exc.exit_code) from None
-
-    return wrapper
 
 
 def register(app: typer.Typer) -> None:
     group = typer.Typer(help="Network calculators: collective cost of a placement.", no_args_is_help=True)
 
     @group.command("allreduce")
-    @_one_line_errors
     def allreduce_cmd(
         cluster: str = typer.Option("dgx-a100", "--cluster", help="Preset name or cluster TOML path."),
         placement: str = typer.Option(..., "--placement",

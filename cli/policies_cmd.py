@@ -2,26 +2,9 @@
 
 from __future__ import annotations
 
-import functools
-from typing import Callable
 
 import typer
 
-
-def _one_line_errors(fn: Callable) -> Callable:
-    """Print a `CosimError` as one line and exit 2 (typer's vendored click does not know it)."""
-
-    @functools.wraps(fn)
-    def wrapper(*args, **kwargs):
-        from cosim.errors import CosimError
-
-        try:
-            return fn(*args, **kwargs)
-        except CosimError as exc:
-            exc.show()
-            raise typer.Exit(exc.exit_code) from None
-
-    return wrapper
 
 
 def _fmt(value) -> str:
@@ -41,7 +24,6 @@ def register(app: typer.Typer) -> None:
     app.add_typer(group, name="policies")
 
     @group.command("list")
-    @_one_line_errors
     def list_cmd() -> None:
         """Every registered policy: name, one-line description, parameters with defaults."""
         import policies
@@ -54,7 +36,6 @@ def register(app: typer.Typer) -> None:
             typer.echo(f"    {params}")
 
     @group.command("show")
-    @_one_line_errors
     def show_cmd(name: str = typer.Argument(..., help="policy name (see `cosim policies list`)")) -> None:
         """Full description of one policy and its parameters (type, default, help)."""
         import inspect

@@ -6,34 +6,14 @@ atomically (nothing is left behind on error) and reports bad input as one line, 
 
 from __future__ import annotations
 
-import functools
 import json
 from pathlib import Path
-from typing import Callable, Optional
+from typing import Optional
 
 import typer
 
 FORMAT_HELP = "auto, parquet, philly-json, philly-csv, helios, sensetime, pollux or ones"
 
-
-def _one_line_errors(fn: Callable) -> Callable:
-    """Print a `CosimError` as one line `error: ...` and exit 2.
-
-    `cosim.errors.CosimError` derives from `click.ClickException`, but typer ≥ 0.29 runs its own
-    vendored click, whose standalone mode does not recognise it; so the commands convert it here.
-    """
-
-    @functools.wraps(fn)
-    def wrapper(*args, **kwargs):
-        from cosim.errors import CosimError
-
-        try:
-            return fn(*args, **kwargs)
-        except CosimError as exc:
-            typer.echo(f"error: {exc.format_message()}", err=True)
-            raise typer.Exit(exc.exit_code) from None
-
-    return wrapper
 
 
 def _write(df, out: Path, metadata: dict) -> None:
@@ -141,5 +121,5 @@ def register(app: typer.Typer) -> None:
     sub = typer.Typer(name="traces", help="Convert, summarise, sample and synthesise job traces.",
                       no_args_is_help=True)
     for name, fn in (("convert", convert), ("stats", stats), ("sample", sample), ("synth", synth)):
-        sub.command(name)(_one_line_errors(fn))
+        sub.command(name)(fn)
     app.add_typer(sub, name="traces")

@@ -1,0 +1,113 @@
+"""Fit per-(model, GPU type) compute-time curves from single-GPU measurements.
+
+Input: a measurement table with `STEP_COLUMNS` (`calibration.importers`) and/or the
+`cosim calibrate compute` Parquet (`model, gpu_type, local_bsz, step_time_s`). Only rows
+with one GPU are used: one GPU has no gradient exchange, so its step time is the compute
+phase (forward + backward + optimizer).
+
+Curve per pair: the medians of repeated measurements at each local batch (the points), and
+a least-squares line `t = t0 + k·b` fitted in relative error (weights 1/t), used beyond the
+measured range. Inside the range the curve interpolates the points linearly, because
+measured step times are not linear in batch (kernel selection, data loading) and the
+line alone misses them by up to 25 % (YOLOv3 on T4).
+
+Times are made non-decreasing in batch (running maximum): a larger batch does not take less
+time, and noisy sets (Gavel K80 ResNet-18) otherwise make the curve dip.
+
+Per GPU type the fit also reports a calibrated effective FLOP/s (median over its measured
+models of `flops_per_sample / k`) and floor `t0` (median intercept), which the zoo uses to
+transfer a model measured on one GPU to another and for its roofline fallback.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+
+import numpy as np
+import pandas as pd
+
+from calibration import zoo
+from cosim.atomic import write_text
+from cosim.errors import InputError
+
+log = logging.getLogger(__name__)
+
+
+def fit_line(b: np.ndarray, t: np.ndarray) -> tuple[float, float]:
+    """(t0, k) minimising Σ((t0 + k·b − t)/t)², with t0 ≥ 0 and k ≥ 0 (one point: t0=0)."""
+    b, t = np.asarray(b, float), np.asarray(t, float)
+    if len(b) == 1 or np.ptp(b) == 0:
+        return 0.0, float(np.mean(t / b))
+    from scipy.optimize import lsq_linear
+
+    A = np.column_stack([np.ones_like(b), b]) / t[:, None]
+    res = lsq_linear(A, np.ones_like(t), bounds=([0.0, 0.0], [np.inf, np.inf]))
+    return float(res.x[0]), float(res.x[1])
+
+
+def curve_points(df: pd.DataFrame) -> dict[tuple[str, str], pd.Series]:
+    """Median single-GPU step time per local batch, per (model, gpu_type)."""
+    one = df[df["num_gpus"] == 1] if "num_gpus" in df.columns else df
+    if "status" in one.columns:
+        one = one[one["status"].fillna("ok") == "ok"]
+    one = one[np.isfinite(one["step_time_s"].astype(float)) & (one["step_time_s"].astype(float) > 0)]
+    out = {}
+    for (m, g), d in one.groupby(["model", "gpu_type"]):
+        out[(m, g)] = d.groupby("local_bsz")["step_time_s"].median().sort_index()
+    return out
+
+
+def fit_curves(df: pd.DataFrame) -> dict:
+    """The `compute_curves.json` document for the single-GPU rows of `df`."""
+    pts = curve_points(df)
+    if not pts:
+        raise InputError.at("measurements", expected="single-GPU rows (num_gpus = 1)", got="none")
+    curves: dict[str, dict] = {}
+    eff: dict[str, list[tuple[float, float]]] = {}
+    for (m, g), s in sorted(pts.items()):
+        b, t = s.index.to_numpy(float), s.to_numpy(float)
+        t = np.maximum.accumulate(t)  # a larger batch never takes less time (noise otherwise)
+        t0, k = fit_line(b, t)
+        src = sorted(set(df.loc[(df["model"] == m) & (df["gpu_type"] == g), "source"]))
+        curves.setdefault(m, {})[g] = dict(
+            t0_s=t0, per_sample_s=k, batch_min=int(b.min()), batch_max=int(b.max()),
+            batches=[int(x) for x in b], times_s=[float(x) for x in t], source="measured:" + "+".join(src))
+        if k > 0 and len(b) >= 3:
+            spec = zoo.get(m)
+            if spec.precision == "fp32":
+                eff.setdefault(g, []).append((spec.flops_per_sample / k, t0))
+    gpu_eff = {g: dict(effective_flops=float(np.median([e for e, _ in v])), t0_s=float(np.median([c for _, c in v])),
+                       models=len(v), efficiency_vs_peak=float(np.median([e for e, _ in v]) / (zoo.get_gpu(g).fp32_training_tflops * 1e12)))
+               for g, v in eff.items()}
+    return {"_doc": "fitted by calibration.compute_fit from single-GPU step times; see calibration/zoo.py",
+            "curves": curves, "gpu_efficiency": gpu_eff}
+
+
+def write_curves(doc: dict, path=None, keep_overlap: bool = True) -> None:
+    path = path or (zoo.DATA / "compute_curves.json")
+    if keep_overlap and path.exists():
+        old = json.loads(path.read_text())
+        if "overlap_start_frac" in old and "overlap_start_frac" not in doc:
+            doc["overlap_start_frac"] = old["overlap_start_frac"]
+    write_text(json.dumps(doc, indent=1, sort_keys=True) + "\n", path)
+    zoo.reload()
+
+
+def main() -> None:
+    """python -m calibration.compute_fit ../shared/data/profiles calibration/measurements/h100_compute.parquet"""
+    import sys
+
+    from calibration import importers
+
+    frames = []
+    for a in sys.argv[1:]:
+        d = pd.read_parquet(a) if a.endswith(".parquet") else importers.read_any(a)
+        if "source" not in d.columns:
+            d["source"] = "cosim-compute"
+        frames.append(d)
+    write_curves(fit_curves(pd.concat(frames, ignore_index=True)))
+
+
+if __name__ == "__main__":
+    main()

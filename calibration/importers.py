@@ -1,0 +1,208 @@
+"""Importers for public measured sets → one tidy measurement table.
+
+Sources (all in `../shared/data/profiles`):
+- Pollux/Sia `pollux-sia/<app>/placements-<platform>.csv`: `placement` (digit string, one
+  digit per node = GPUs used on it; `44` = 2 nodes x 4 GPUs), `local_bsz`, `step_time`,
+  `sync_time` (the all-reduce part), seconds.
+- Pollux/Sia `scalability-<platform>.csv`: `local_bsz, step_time, sync_time, num_nodes,
+  num_replicas` (GPUs spread evenly over the nodes).
+- Gavel `gavel/simulation_throughputs.json`: `{gpu: {"('<job> (batch size B)', scale)":
+  {"null": steps/s alone, ...co-located pairs}}}`; we take the isolated single-GPU rate.
+
+Every importer returns a DataFrame with `STEP_COLUMNS`: one row per measurement, canonical
+zoo model, the netmodel preset of the platform, the GPU type, the placement as GPUs per node,
+and times in seconds. Bad files raise `InputError` naming the file, the row and what is wrong.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from calibration import zoo
+from cosim.errors import InputError, UnknownNameError
+
+#: Pollux/Sia platform → (netmodel preset, zoo GPU type). dgx-ext = the same DGX-A100 nodes
+#: measured over a wider batch range (Sia artifact).
+PLATFORMS = {
+    "aws": ("t4-pcie", "t4"),
+    "dgx": ("dgx-a100", "a100"),
+    "dgx-ext": ("dgx-a100", "a100"),
+    "rtx": ("rtx2080ti-pcie", "rtx2080ti"),
+}
+GAVEL_GPUS = {"k80": "k80", "p100": "p100", "v100": "v100"}
+
+STEP_COLUMNS = ["source", "file", "row", "model", "app", "platform", "preset", "gpu_type", "placement",
+                "num_nodes", "num_gpus", "local_bsz", "step_time_s", "sync_time_s"]
+
+
+def placement_counts(placement: str) -> np.ndarray:
+    """'144' → array([1, 4, 4]) (GPUs on each node)."""
+    return np.array([int(c) for c in str(placement)], dtype=np.int64)
+
+
+def _platform(file: Path, name: str) -> tuple[str, str]:
+    if name not in PLATFORMS:
+        raise InputError.at(file, field="platform", expected=f"one of {', '.join(sorted(PLATFORMS))}", got=name)
+    return PLATFORMS[name]
+
+
+def _model(file: Path, app: str) -> str:
+    try:
+        return zoo.resolve(app)
+    except UnknownNameError as exc:
+        raise InputError.at(file, field="model", expected="a model the zoo knows", got=app) from exc
+
+
+def _read_csv(file: Path, required: list[str]) -> pd.DataFrame:
+    try:
+        df = pd.read_csv(file, dtype={"placement": str})
+    except FileNotFoundError as exc:
+        raise InputError.at(file, detail="file not found") from exc
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
+        raise InputError.at(file, expected="a CSV file", detail=str(exc).splitlines()[0]) from exc
+    missing = [c for c in required if c not in df.columns]
+    if missing:
+        raise InputError.at(file, expected=f"columns {', '.join(required)}", detail=f"missing {', '.join(missing)}")
+    if df.empty:
+        raise InputError.at(file, expected="at least one measurement row", got="no rows")
+    return df
+
+
+def _check_positive(file: Path, df: pd.DataFrame, cols: list[str], allow_zero: tuple[str, ...] = ()) -> None:
+    for c in cols:
+        v = pd.to_numeric(df[c], errors="coerce")
+        bad = ~np.isfinite(v) | ((v < 0) if c in allow_zero else (v <= 0))
+        if bad.any():
+            i = int(np.flatnonzero(bad.to_numpy())[0])
+            raise InputError.at(file, row=i + 2, field=c,
+                                expected="a non-negative number" if c in allow_zero else "a positive number",
+                                got=df[c].iloc[i])
+
+
+def _parse_name(file: Path) -> tuple[str, str]:
+    m = re.fullmatch(r"(placements|scalability)-(.+)\.csv", file.name)
+    if not m:
+        raise InputError.at(file, expected="a file named placements-<platform>.csv or scalability-<platform>.csv")
+    return m.group(1), m.group(2)
+
+
+def read_pollux_placements(file: str | Path, app: str | None = None) -> pd.DataFrame:
+    """One Pollux/Sia `placements-<platform>.csv` (app = its folder name unless given)."""
+    file = Path(file)
+    kind, platform = _parse_name(file)
+    app = app or file.parent.name
+    preset, gpu = _platform(file, platform)
+    model = _model(file, app)
+    if kind == "placements":
+        df = _read_csv(file, ["placement", "local_bsz", "step_time", "sync_time"])
+        pl = df["placement"].astype(str).str.strip()
+        bad = ~pl.str.fullmatch(r"[1-9][0-9]*")
+        if bad.any():
+            i = int(np.flatnonzero(bad.to_numpy())[0])
+            raise InputError.at(file, row=i + 2, field="placement", expected="a digit string (GPUs per node)",
+                                got=df["placement"].iloc[i])
+    else:
+        df = _read_csv(file, ["local_bsz", "step_time", "sync_time", "num_nodes", "num_replicas"])
+        _check_positive(file, df, ["num_nodes", "num_replicas"])
+        nodes, reps = df["num_nodes"].astype(int), df["num_replicas"].astype(int)
+        pl = []
+        for n, r in zip(nodes, reps):  # replicas spread evenly, the remainder on the first nodes
+            base, extra = divmod(r, n)
+            pl.append("".join(str(base + (1 if k < extra else 0)) for k in range(n)) if base < 10 else "")
+        pl = pd.Series(pl, index=df.index)
+    _check_positive(file, df, ["local_bsz", "step_time", "sync_time"])
+    counts = [placement_counts(p) for p in pl]
+    out = pd.DataFrame({
+        "source": f"pollux-{kind}", "file": str(file), "row": np.arange(len(df)) + 2, "model": model, "app": app,
+        "platform": platform, "preset": preset, "gpu_type": gpu, "placement": pl.to_numpy(),
+        "num_nodes": [len(c) for c in counts], "num_gpus": [int(c.sum()) for c in counts],
+        "local_bsz": df["local_bsz"].astype(float).round().astype(int).to_numpy(),
+        "step_time_s": df["step_time"].astype(float).to_numpy(), "sync_time_s": df["sync_time"].astype(float).to_numpy(),
+    })
+    return out[STEP_COLUMNS]
+
+
+def read_pollux_dir(root: str | Path, kinds: tuple[str, ...] = ("placements",), platforms=None) -> pd.DataFrame:
+    """All Pollux/Sia files under `root` (= .../profiles/pollux-sia or .../profiles).
+
+    Skips `gpt_pmp` (pipeline/model-parallel GPT: its times are not data-parallel steps)."""
+    root = Path(root)
+    if (root / "pollux-sia").is_dir():
+        root = root / "pollux-sia"
+    if not root.is_dir():
+        raise InputError.at(root, detail="profiles folder not found")
+    frames = []
+    for app_dir in sorted(p for p in root.iterdir() if p.is_dir()):
+        if app_dir.name == "gpt_pmp":
+            continue
+        for kind in kinds:
+            for f in sorted(app_dir.glob(f"{kind}-*.csv")):
+                plat = _parse_name(f)[1]
+                if platforms and plat not in platforms:
+                    continue
+                frames.append(read_pollux_placements(f))
+    if not frames:
+        raise InputError.at(root, expected="placements-<platform>.csv files in per-model folders", got="none")
+    return pd.concat(frames, ignore_index=True)
+
+
+_GAVEL_KEY = re.compile(r"^(?P<job>.+?)(?: \(batch size (?P<bs>\d+)\))?$")
+
+
+def read_gavel(file: str | Path) -> pd.DataFrame:
+    """Gavel's isolated single-GPU throughputs as step times (s = 1 / steps per second)."""
+    file = Path(file)
+    try:
+        data = json.loads(file.read_text())
+    except FileNotFoundError as exc:
+        raise InputError.at(file, detail="file not found") from exc
+    except json.JSONDecodeError as exc:
+        raise InputError.at(file, expected="JSON", detail=str(exc)) from exc
+    rows = []
+    found = [g for g in GAVEL_GPUS if g in data]
+    if not found:
+        raise InputError.at(file, expected=f"GPU keys {', '.join(GAVEL_GPUS)}", got=sorted(data)[:5])
+    for g in found:
+        for key, entry in data[g].items():
+            try:
+                job, scale = ast.literal_eval(key)
+            except (ValueError, SyntaxError) as exc:
+                raise InputError.at(file, row=f"{g}/{key}", expected="a key like \"('ResNet-50 (batch size 64)', 1)\"") from exc
+            if int(scale) != 1:
+                continue
+            m = _GAVEL_KEY.match(job)
+            model = _model(file, m.group("job"))
+            thr = entry.get("null") if isinstance(entry, dict) else None
+            if thr is None or not np.isfinite(thr) or thr <= 0:
+                raise InputError.at(file, row=f"{g}/{key}", field="null", expected="a positive throughput", got=thr)
+            rows.append(dict(source="gavel", file=str(file), row=f"{g}/{key}", model=model, app=m.group("job"),
+                             platform=f"gavel-{g}", preset="", gpu_type=GAVEL_GPUS[g], placement="1", num_nodes=1,
+                             num_gpus=1, local_bsz=int(m.group("bs") or 1), step_time_s=1.0 / float(thr),
+                             sync_time_s=0.0))
+    return pd.DataFrame(rows, columns=STEP_COLUMNS)
+
+
+def read_any(path: str | Path) -> pd.DataFrame:
+    """Dispatch on the path: a pollux-sia folder / file, a Gavel JSON, or a profiles folder (both)."""
+    p = Path(path)
+    if p.is_dir():
+        frames = []
+        if (p / "pollux-sia").is_dir() or any(p.glob("*/placements-*.csv")):
+            frames.append(read_pollux_dir(p))
+        g = p / "gavel" / "simulation_throughputs.json"
+        if g.exists():
+            frames.append(read_gavel(g))
+        if not frames:
+            raise InputError.at(p, expected="a profiles folder (pollux-sia/, gavel/)")
+        return pd.concat(frames, ignore_index=True)
+    if p.suffix == ".json":
+        return read_gavel(p)
+    if p.suffix == ".csv":
+        return read_pollux_placements(p)
+    raise InputError.at(p, expected="a .csv, .json or a profiles folder")

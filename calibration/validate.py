@@ -1,0 +1,171 @@
+"""`cosim validate`: predicted vs measured step and all-reduce times, with the noise floor.
+
+For every measured Pollux/Sia multi-GPU row: the step time and all-reduce (`sync_time`)
+predicted from the zoo model (gradient bytes, DDP buckets), the platform's netmodel preset
+through `collectives.CommModel`, the platform's single-GPU compute curve, and the fitted
+calibration (`calibration.fit`). Predictions are cross-validated (K folds over placements) and,
+with `leave_one_platform_out`, also made with comm parameters fitted only on the other
+platforms. Errors are absolute percentage errors; the table gives their median and p90 per
+model and platform beside the measurement noise floor (`calibration.fit.noise_floor`).
+
+Targets (issue 5): step median ≤ 5 % cross-validated per platform, ≤ 10 % leave-one-platform-out;
+all-reduce median ≤ 1.5 × noise floor. `Dally Table I`: see `dally_table`.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from calibration import fit, importers
+
+STEP_TARGET_CV = 0.05
+STEP_TARGET_LOO = 0.10
+SYNC_TARGET_NOISE_MULT = 1.5
+
+
+def _errs(t: pd.DataFrame, key: str, pred: str) -> np.ndarray:
+    return np.abs(t[pred].to_numpy() / t[key].to_numpy() - 1.0)
+
+
+def error_table(rep: fit.FitReport) -> pd.DataFrame:
+    """One row per (platform, model) plus one 'ALL' row per platform."""
+    rows = []
+    noise = rep.noise.set_index(["model", "platform"]) if rep.noise is not None else None
+    for plat, r in rep.results.items():
+        groups = list(r.table.groupby("model")) + [("ALL", r.table)]
+        for model, t in groups:
+            es, ey = _errs(t, "step_time_s", "pred_step"), _errs(t, "sync_time_s", "pred_sync")
+            row = dict(platform=plat, model=model, rows=len(t), step_med=np.median(es), step_p90=np.quantile(es, 0.9),
+                       sync_med=np.median(ey), sync_p90=np.quantile(ey, 0.9))
+            if r.loo is not None:
+                lt = r.loo if model == "ALL" else r.loo[r.loo["model"] == model]
+                row["loo_step_med"] = float(np.median(_errs(lt, "step_time_s", "pred_step")))
+                row["loo_sync_med"] = float(np.median(_errs(lt, "sync_time_s", "pred_sync")))
+            if noise is not None:
+                if model == "ALL":
+                    nz = rep.noise[rep.noise["platform"] == plat]
+                    row["noise_step"], row["noise_sync"] = float(nz["noise_step"].median()), float(nz["noise_sync"].median())
+                elif (model, plat) in noise.index:
+                    row["noise_step"] = float(noise.loc[(model, plat), "noise_step"])
+                    row["noise_sync"] = float(noise.loc[(model, plat), "noise_sync"])
+            rows.append(row)
+    df = pd.DataFrame(rows)
+    df["sync_vs_noise"] = df["sync_med"] / df["noise_sync"]
+    return df
+
+
+def run(profiles, platforms: list[str] | None = None, folds: int = 5, loo: bool = False
+        ) -> tuple[fit.FitReport, pd.DataFrame]:
+    rows = importers.read_pollux_dir(profiles, platforms=platforms)
+    rep = fit.fit_rows(rows, folds=folds, loo=loo)
+    return rep, error_table(rep)
+
+
+def format_table(df: pd.DataFrame) -> str:
+    cols = ["platform", "model", "rows", "step_med", "step_p90", "noise_step", "sync_med", "sync_p90", "noise_sync",
+            "sync_vs_noise"] + [c for c in ("loo_step_med", "loo_sync_med") if c in df.columns]
+    out = df[cols].copy()
+    for c in cols[3:]:
+        if c == "sync_vs_noise":
+            out[c] = out[c].map(lambda v: f"{v:.1f}x" if np.isfinite(v) else "-")
+        else:
+            out[c] = out[c].map(lambda v: f"{100 * v:.1f}%" if np.isfinite(v) else "-")
+    return out.to_string(index=False)
+
+
+def targets_line(df: pd.DataFrame) -> str:
+    allr = df[df["model"] == "ALL"]
+    parts = []
+    for _, r in allr.iterrows():
+        ok = r["step_med"] <= STEP_TARGET_CV
+        s = f"{r['platform']}: step CV {r['step_med']:.1%} ({'meets' if ok else 'misses'} ≤{STEP_TARGET_CV:.0%})"
+        if "loo_step_med" in r and np.isfinite(r.get("loo_step_med", np.nan)):
+            s += f", LOPO {r['loo_step_med']:.1%} ({'meets' if r['loo_step_med'] <= STEP_TARGET_LOO else 'misses'} ≤{STEP_TARGET_LOO:.0%})"
+        if np.isfinite(r["sync_vs_noise"]):
+            s += (f", all-reduce {r['sync_vs_noise']:.1f}x noise "
+                  f"({'meets' if r['sync_vs_noise'] <= SYNC_TARGET_NOISE_MULT else 'misses'} ≤{SYNC_TARGET_NOISE_MULT}x)")
+        parts.append(s)
+    return "\n".join(parts)
+
+
+def plot(rep: fit.FitReport, path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 2, figsize=(11, 5))
+    for plat, r in rep.results.items():
+        t = r.table
+        axes[0].scatter(t["step_time_s"], t["pred_step"], s=4, alpha=0.5, label=plat)
+        axes[1].scatter(t["sync_time_s"], t["pred_sync"], s=4, alpha=0.5, label=plat)
+    for ax, name in zip(axes, ("step time (s)", "all-reduce time (s)")):
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        lo, hi = ax.get_xlim()
+        ax.plot([lo, hi], [lo, hi], "k--", lw=0.8)
+        ax.set_xlabel(f"measured {name}")
+        ax.set_ylabel(f"predicted {name} (cross-validated)")
+        ax.legend(markerscale=3)
+    fig.tight_layout()
+    from cosim.atomic import atomic_path
+
+    with atomic_path(path) as tmp:
+        fig.savefig(tmp, format="png", dpi=120)
+    plt.close(fig)
+
+
+#: Dally (IEEE BigData'25) Table I: communication latency as % of compute, 8 GPUs.
+DALLY_TABLE_I = {"vgg11": (1, 6, 7), "alexnet": (2, 13, 100), "mobilenet_v3": (42, 940, 19592),
+                 "resnet18": (7, 116, 2749), "resnet50": (12, 12, 38), "bert_large": (8, 23, 715)}
+
+
+def _dally_placements(topo) -> dict[str, np.ndarray]:
+    """8-GPU placements: machine (1 node x 8), rack (2 nodes x 4 and 8 x 1 in one rack),
+    network (2 racks x 4 and 8 racks x 1). The paper does not give the network shape."""
+    fg, leaf = topo.node_first_gpu, topo.node_leaf
+    first_in_leaf = [int(np.flatnonzero(leaf == lf)[0]) for lf in np.unique(leaf)]
+
+    def take(nodes, per):
+        return np.concatenate([fg[n] + np.arange(per) for n in nodes]).astype(np.int64)
+
+    return {"machine": take([0], 8), "rack 2x4": take([0, 1], 4), "rack 8x1": take(list(range(8)), 1),
+            "network 2x4": take(first_in_leaf[:2], 4), "network 8x1": take(first_in_leaf[:8], 1)}
+
+
+def dally_table(local_batch: int = 32, overlap_start_frac: float | None = None, params=None,
+                preset: str = "dally-3tier", gpu_type: str = "h100", per_layer: bool = True,
+                calibrate_machine: bool = True) -> pd.DataFrame:
+    """Exposed communication as % of compute for Table I's six models on 8 GPUs.
+
+    M = CommModel all-reduce on the placement, one call per gradient tensor (`per_layer`,
+    as ArtISt-sim's ASTRA-sim workloads issue one all-reduce per layer) or per DDP bucket.
+    compute C = the zoo's (measured H100) compute time at `local_batch`; with
+    `calibrate_machine` it is instead scaled per model, as the Dally authors did with
+    ASTRA-sim's `--compute-scale`, so that the machine tier equals the paper's value; rack and
+    network are then predictions. Exposed = max(C, s·C + M) − C with s = `overlap_start_frac`
+    (default 1: no overlap, so the ratio is `M / C`, the quantity the calibrated ASTRA-sim
+    numbers behave like — with per-model compute scales of 0.0001–0.03 nothing hides)."""
+    import netmodel
+    from collectives import CommModel
+
+    from calibration import zoo
+
+    topo = netmodel.build_topology(netmodel.load_cluster(preset))
+    cm = CommModel(topo, params)
+    rows = []
+    for model, paper in DALLY_TABLE_I.items():
+        spec = zoo.get(model)
+        buckets = spec.tensor_bytes[::-1] if per_layer else spec.bucket_bytes
+        s = 1.0 if overlap_start_frac is None else overlap_start_frac
+        places = _dally_placements(topo)
+        M = {name: cm.allreduce(g, spec.grad_bytes, buckets).seconds for name, g in places.items()}
+        C = zoo.compute_time_s(model, gpu_type, local_batch)
+        if calibrate_machine:  # solve (s·C + M − C)/C = p for C: C = M / (p + 1 − s)
+            C = M["machine"] / (paper[0] / 100.0 + 1.0 - s)
+        row = dict(model=model, compute_s=C, paper_machine=paper[0], paper_rack=paper[1], paper_network=paper[2])
+        for name in places:
+            row[f"{name} %"] = 100.0 * (max(C, s * C + M[name]) - C) / C
+        rows.append(row)
+    return pd.DataFrame(rows)

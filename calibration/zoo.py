@@ -1,0 +1,387 @@
+"""Model zoo: every model the seed papers and traces name, with what the simulator needs.
+
+`resolve(name)` maps any spelling used by the traces and papers (Pollux/Sia `application`
+names such as `cifar10`, SenseTime `ResNet50`, ONES `inception_v3`, Gavel `ResNet-18`,
+FFT `GPT-neo`) to one canonical name; `get(name)` returns a frozen `ModelSpec`;
+`compute_time_s(model, gpu_type, local_batch)` gives forward + backward + optimizer time of
+one iteration on one GPU.
+
+Where the numbers come from:
+- parameter tensors, FLOPs and activation bytes: `data/zoo_tensors.json`, read once from the
+  real model definitions with torch (`python -m calibration.extract_zoo`);
+- names, datasets, default batches, optimizers and GPU datasheets: `data/zoo.json`;
+- compute-time curves: `data/compute_curves.json`, fitted by `calibration.compute_fit` from
+  measured single-GPU step times (Pollux/Sia T4 / A100 / RTX 2080 Ti, Gavel K80 / P100 /
+  V100, our own H100 runs). A (model, GPU) pair with no measurement is transferred from the
+  same model measured on another GPU by the ratio of the GPUs' calibrated effective FLOP/s
+  (`source="transfer:<gpu>"`), and a model never measured anywhere uses the roofline
+  fallback `t = t0_gpu + flops_per_sample * b / (peak_gpu * efficiency_gpu)`
+  (`source="roofline"`). The curve's source is part of `get(...).compute_source(gpu)`.
+
+Bert: Pollux/Sia's `bert` job is a SQuAD fine-tune of BERT-base: their RTX 2080 Ti (11 GB)
+rows reach local batch 12 at sequence 384 in fp32, which BERT-large does not fit, and the T4
+per-sample slope (0.06 s/sample) is about 4 effective TFLOP/s for BERT-base but would be 12
+TFLOP/s (above the T4's 8.1 fp32 peak) for BERT-large. So `bert` → `bert_base`.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import math
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from cosim.errors import UnknownNameError
+
+DATA = Path(__file__).resolve().parent / "data"
+
+#: PyTorch DDP defaults: `bucket_cap_mb=25` (MiB) and a first bucket of 1 MiB
+#: (`dist._DEFAULT_FIRST_BUCKET_BYTES`), filled with gradients in reverse registration order.
+DDP_BUCKET_CAP_BYTES = 25 * 2**20
+DDP_FIRST_BUCKET_BYTES = 1 * 2**20
+BYTES_PER_GRAD = 4  # fp32 gradients (all measured sets train in fp32; mixed-precision models use 2)
+#: optimizer state words per parameter, besides weight and gradient
+OPTIMIZER_STATE_WORDS = {"sgd": 1, "adam": 2}
+#: CUDA context + cuDNN/cuBLAS workspaces + allocator slack (GB), the batch-independent
+#: overhead a framework process holds on every GPU.
+FRAMEWORK_OVERHEAD_GB = 1.0
+#: share of GPU memory usable by tensors (the caching allocator fragments the rest).
+USABLE_MEMORY_FRAC = 0.92
+#: default start of gradient communication as a fraction of the compute phase: backward is
+#: about 2/3 of forward+backward FLOPs and DDP can launch the first bucket once backward
+#: has produced it, so communication can start after the forward third. A calibration
+#: profile's `[overlap] overlap_start_frac` (`cosim calibrate fit`, read with
+#: `calibration.fit.read_profile`) is the measured alternative; on the Pollux/Sia sets it
+#: fits 0.88-1.0 (adaptdl exposes most of its all-reduce).
+DEFAULT_OVERLAP_START_FRAC = 1.0 / 3.0
+
+
+def ddp_buckets(tensor_bytes: np.ndarray, cap_bytes: float = DDP_BUCKET_CAP_BYTES,
+                first_cap_bytes: float = DDP_FIRST_BUCKET_BYTES) -> np.ndarray:
+    """Bucket sizes (bytes, float64, in launch order) as PyTorch DDP forms them.
+
+    Gradients are taken in reverse registration order (the order backward produces them);
+    a bucket closes as soon as its size reaches its cap, the first cap being
+    `first_cap_bytes` and later ones `cap_bytes`. A tensor larger than the cap gets a bucket
+    of its own size (DDP never splits a tensor).
+    """
+    out: list[float] = []
+    cur, limit = 0.0, float(first_cap_bytes)
+    for b in np.asarray(tensor_bytes, dtype=np.float64)[::-1]:
+        cur += float(b)
+        if cur >= limit:
+            out.append(cur)
+            cur, limit = 0.0, float(cap_bytes)
+    if cur > 0:
+        out.append(cur)
+    return np.asarray(out, dtype=np.float64)
+
+
+@dataclass(frozen=True)
+class GpuType:
+    name: str
+    display: str
+    mem_gb: float
+    peak_tflops: float  # fp32, non-tensor
+    tensor_tflops: float  # dense fp16/bf16 tensor core
+    mem_bw_GBps: float
+    source: str
+    tf32_tflops: float = 0.0  # dense TF32 tensor core (0: no TF32)
+
+    @property
+    def fp32_training_tflops(self) -> float:
+        """The peak fp32 training runs at: TF32 tensor cores where present (PyTorch's cuDNN
+        convolutions use TF32 by default), plain fp32 otherwise."""
+        return self.tf32_tflops or self.peak_tflops
+
+
+@dataclass(frozen=True)
+class ComputeCurve:
+    """Compute time of one iteration on one GPU over local batch b.
+
+    With measured points, linear interpolation between them and, outside their range, the
+    fitted line `t0_s + per_sample_s * b` shifted to join the nearest end point (so the
+    curve is continuous). Without points, the line alone. `scale` multiplies the result
+    (a transferred curve)."""
+
+    t0_s: float
+    per_sample_s: float
+    source: str  # "measured:<set>", "transfer:<gpu>", "roofline"
+    batch_min: int = 1
+    batch_max: int = 0  # 0: no measured range
+    batches: tuple[float, ...] = ()
+    times_s: tuple[float, ...] = ()
+    scale: float = 1.0
+    target_t0_s: float | None = None  # transferred: this GPU's floor replaces the source's
+
+    def __call__(self, local_batch: float) -> float:
+        b = float(local_batch)
+        if len(self.batches) >= 2:
+            bs, ts = self.batches, self.times_s
+            if b < bs[0]:
+                v = max(ts[0] - self.per_sample_s * (bs[0] - b), ts[0] * b / bs[0])
+            elif b > bs[-1]:
+                v = ts[-1] + self.per_sample_s * (b - bs[-1])
+            else:
+                v = float(np.interp(b, bs, ts))
+        elif len(self.batches) == 1:
+            v = self.times_s[0] * (self.t0_s + self.per_sample_s * b) / (self.t0_s + self.per_sample_s * self.batches[0])
+        else:
+            v = self.t0_s + self.per_sample_s * b
+        if self.target_t0_s is None:
+            return v * self.scale
+        # transferred curve: the batch-dependent work scales with the FLOP/s ratio, the
+        # per-iteration floor (launches, optimizer, Python) is the target GPU's own
+        return max(v - self.t0_s, 0.0) * self.scale + self.target_t0_s
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    name: str
+    display: str
+    task: str
+    dataset: str
+    optimizer: str
+    params: int
+    grad_bytes: float
+    tensor_bytes: np.ndarray = field(repr=False)  # float64, registration order
+    bucket_bytes: np.ndarray = field(repr=False)  # float64, DDP launch order, 25 MiB cap
+    flops_per_sample: float = 0.0  # training (forward + backward)
+    activation_bytes_per_sample: float = 0.0
+    default_global_batch: int = 32
+    overlap_start_frac: float = DEFAULT_OVERLAP_START_FRAC
+    precision: str = "fp32"  # "fp32" or "mixed" (fp16/bf16 compute, fp32 master weights)
+    aliases: tuple[str, ...] = ()
+
+    @property
+    def state_bytes_per_param(self) -> float:
+        """Weights + gradients + optimizer state per parameter. fp32: 4 bytes per word;
+        mixed precision with Adam: fp16 weights and grads, fp32 master, m and v = 16 bytes."""
+        words = OPTIMIZER_STATE_WORDS[self.optimizer]
+        if self.precision == "mixed":
+            return 2.0 + 2.0 + 4.0 + 4.0 * words
+        return 4.0 * (2 + words)
+
+    @property
+    def static_memory_gb(self) -> float:
+        """Weights + gradients + optimizer state + framework overhead (batch-independent)."""
+        return self.params * self.state_bytes_per_param / 1e9 + FRAMEWORK_OVERHEAD_GB
+
+    def memory_gb(self, local_batch: int) -> float:
+        """Training memory footprint of one replica at `local_batch` (GB)."""
+        return self.static_memory_gb + self.activation_bytes_per_sample * float(local_batch) / 1e9
+
+    def max_local_batch(self, gpu_type: str | float) -> int:
+        """Largest local batch that fits one GPU (`gpu_type` name or memory in GB); 0 if none."""
+        mem = float(gpu_type) if isinstance(gpu_type, (int, float)) else get_gpu(gpu_type).mem_gb
+        free = mem * USABLE_MEMORY_FRAC - self.static_memory_gb
+        if free <= 0:
+            return 0
+        if self.activation_bytes_per_sample <= 0:
+            return 1 << 16
+        return int(max(0, math.floor(free * 1e9 / self.activation_bytes_per_sample)))
+
+    def buckets(self, cap_bytes: float = DDP_BUCKET_CAP_BYTES) -> np.ndarray:
+        return ddp_buckets(self.tensor_bytes, cap_bytes)
+
+    def compute_source(self, gpu_type: str) -> str:
+        return compute_curve(self.name, gpu_type).source
+
+
+# ------------------------------------------------------------------ loading
+@functools.lru_cache(maxsize=1)
+def _meta() -> dict:
+    return json.loads((DATA / "zoo.json").read_text())
+
+
+@functools.lru_cache(maxsize=1)
+def _tensors() -> dict:
+    return json.loads((DATA / "zoo_tensors.json").read_text())
+
+
+def _norm(name: str) -> str:
+    return re.sub(r"[\s_\-/]+", "", str(name).strip().lower())
+
+
+@functools.lru_cache(maxsize=1)
+def _alias_map() -> dict[str, str]:
+    out: dict[str, str] = {}
+    for canon, m in _meta()["models"].items():
+        for a in (canon, *m.get("aliases", ())):
+            out[_norm(a)] = canon
+    return out
+
+
+@functools.lru_cache(maxsize=1)
+def _gpu_alias_map() -> dict[str, str]:
+    out: dict[str, str] = {}
+    for canon, g in _meta()["gpu_types"].items():
+        if canon.startswith("_"):
+            continue
+        for a in (canon, *g.get("aliases", ())):
+            out[_norm(a)] = canon
+    return out
+
+
+def known_models() -> list[str]:
+    return sorted(_meta()["models"])
+
+
+def gpu_types() -> list[str]:
+    return sorted(k for k in _meta()["gpu_types"] if not k.startswith("_"))
+
+
+def resolve(name: str) -> str:
+    """Canonical zoo name for any known spelling; `UnknownNameError` otherwise."""
+    key = _norm(name)
+    canon = _alias_map().get(key)
+    if canon is None:
+        raise UnknownNameError("model", str(name), known_models())
+    return canon
+
+
+def resolve_gpu(name: str) -> str:
+    """Canonical GPU type for names like 'A100-80GB', 'NVIDIA H100 80GB HBM3', 'RTX2080Ti'."""
+    amap = _gpu_alias_map()
+    key = _norm(name)
+    if key in amap:
+        return amap[key]
+    drop = re.compile(r"^(nvidia|tesla|geforce|pcie|sxm\d*|nvl|hbm\d*e?|\d+gb|gpu)$")
+    tokens = [t for t in re.split(r"[\s_\-/]+", str(name).strip().lower()) if t and not drop.match(t)]
+    if "".join(tokens) in amap:
+        return amap["".join(tokens)]
+    raise UnknownNameError("GPU type", str(name), gpu_types())
+
+
+@functools.lru_cache(maxsize=None)
+def get_gpu(name: str) -> GpuType:
+    canon = resolve_gpu(name)
+    g = _meta()["gpu_types"][canon]
+    return GpuType(canon, g["display"], float(g["mem_gb"]), float(g["peak_tflops"]),
+                   float(g["tensor_tflops"]), float(g["mem_bw_GBps"]), g["source"], float(g.get("tf32_tflops", 0.0)))
+
+
+def _transformer_activation_bytes(arch: dict, checkpointing: bool, bytes_per_value: float) -> float:
+    """Activation bytes per sample of a transformer stack (Korthikanti et al. 2022, eq. 1):
+    a layer keeps T·(34·h + 5·a·T) half-precision bytes, i.e. T·(17·h + 2.5·a·T) values.
+    With per-layer activation checkpointing only each layer's input (T·h values) is kept,
+    plus one layer's full set during its recomputation."""
+    h, layers, heads, seq = (float(arch[k]) for k in ("hidden", "layers", "heads", "seq_len"))  # noqa: E501
+    per_layer = seq * (17.0 * h + 2.5 * heads * seq) * bytes_per_value
+    if checkpointing:
+        return layers * seq * h * bytes_per_value + per_layer
+    return layers * per_layer
+
+
+@functools.lru_cache(maxsize=None)
+def get(name: str) -> ModelSpec:
+    """The frozen `ModelSpec` of `name` (any alias)."""
+    canon = resolve(name)
+    m = _meta()["models"][canon]
+    t = _tensors().get(canon, {})
+    numel = np.asarray(t.get("tensor_numel", []), dtype=np.float64)
+    precision = m.get("precision", "fp32")
+    tb = numel * (2.0 if precision == "mixed" else BYTES_PER_GRAD)  # fp16 gradients in mixed precision
+    params = int(numel.sum())
+    flops = float(t.get("train_flops_per_sample", 0.0))
+    act = float(m.get("activation_bytes_per_sample", t.get("activation_bytes_per_sample", 0.0)))
+    arch = m.get("arch")
+    if arch is not None:
+        if flops <= 0:  # 6·N·T (Kaplan et al. 2020) + attention scores 12·L·h·T² (fwd+bwd)
+            seq = float(arch["seq_len"])
+            flops = 6.0 * params * seq + 12.0 * arch["layers"] * arch["hidden"] * seq * seq
+        act = _transformer_activation_bytes(arch, bool(m.get("checkpointing")), 2.0 if precision == "mixed" else 4.0)
+    if m.get("checkpointing"):
+        flops *= 4.0 / 3.0  # recomputing the forward pass in backward
+    return ModelSpec(
+        name=canon, display=m["display"], task=m["task"], dataset=m["dataset"], optimizer=m["optimizer"],
+        params=params, grad_bytes=float(tb.sum()), tensor_bytes=tb, bucket_bytes=ddp_buckets(tb),
+        flops_per_sample=flops, activation_bytes_per_sample=act,
+        default_global_batch=int(m["global_batch"]), precision=precision,
+        overlap_start_frac=float(_curves().get("overlap_start_frac", {}).get(canon, DEFAULT_OVERLAP_START_FRAC)),
+        aliases=tuple(m.get("aliases", ())),
+    )
+
+
+# ------------------------------------------------------------------ compute time
+@functools.lru_cache(maxsize=1)
+def _curves() -> dict:
+    p = DATA / "compute_curves.json"
+    if not p.exists():
+        return {}
+    return json.loads(p.read_text())
+
+
+#: roofline defaults when no GPU of that type was ever measured: a fraction of the fp32 peak
+#: typical of fp32 training (PyTorch eager, cuDNN) and a per-iteration launch/optimizer floor.
+ROOFLINE_EFFICIENCY = 0.35
+ROOFLINE_T0_S = 0.010
+
+
+def gpu_efficiency(gpu_type: str, precision: str = "fp32") -> tuple[float, float]:
+    """(effective FLOP/s, per-iteration floor t0 in s) of a GPU type for fp32 training.
+
+    Measured GPU types use their calibrated values (`compute_curves.json`). Others borrow
+    the calibrated efficiency (effective / `fp32_training_tflops` peak) of measured GPUs of
+    the same class (TF32-capable or not; the median over that class) times their own peak,
+    and that class's median floor; with nothing measured, `ROOFLINE_EFFICIENCY` of the peak
+    and `ROOFLINE_T0_S`. Mixed precision scales the rate by the tensor-core / fp32-training
+    peak ratio, capped at 4x (what mixed-precision training gains in practice)."""
+    g = get_gpu(gpu_type)
+    table = _curves().get("gpu_efficiency", {})
+    cal = table.get(g.name)
+    if cal:
+        rate, t0 = float(cal["effective_flops"]), float(cal["t0_s"])
+    else:
+        same = [(float(v["effective_flops"]) / (get_gpu(k).fp32_training_tflops * 1e12), float(v["t0_s"]))
+                for k, v in table.items() if (get_gpu(k).tf32_tflops > 0) == (g.tf32_tflops > 0)]
+        if same:
+            rate = float(np.median([e for e, _ in same])) * g.fp32_training_tflops * 1e12
+            t0 = float(np.median([c for _, c in same]))
+        else:
+            rate, t0 = g.fp32_training_tflops * 1e12 * ROOFLINE_EFFICIENCY, ROOFLINE_T0_S
+    if precision == "mixed":
+        rate *= min(4.0, max(1.0, g.tensor_tflops / g.fp32_training_tflops))
+    return rate, t0
+
+
+def _curve_from(c: dict) -> ComputeCurve:
+    return ComputeCurve(float(c["t0_s"]), float(c["per_sample_s"]), c.get("source", "measured"),
+                        int(c.get("batch_min", 1)), int(c.get("batch_max", 0)),
+                        tuple(float(x) for x in c.get("batches", ())), tuple(float(x) for x in c.get("times_s", ())))
+
+
+@functools.lru_cache(maxsize=None)
+def compute_curve(model: str, gpu_type: str) -> ComputeCurve:
+    """The compute-time curve for (model, GPU type): measured, transferred or roofline."""
+    canon, gpu = resolve(model), resolve_gpu(gpu_type)
+    table = _curves().get("curves", {})
+    own = table.get(canon, {})
+    if gpu in own:
+        return _curve_from(own[gpu])
+    spec = get(canon)
+    rate_to, t0_to = gpu_efficiency(gpu, spec.precision)
+    if own:  # same model on another GPU: scale by calibrated effective FLOP/s ratio
+        ref = max(own, key=lambda k: (own[k].get("batch_max", 0), k))
+        rate_from, _ = gpu_efficiency(ref, spec.precision)
+        base = _curve_from(own[ref])
+        return ComputeCurve(base.t0_s, base.per_sample_s, f"transfer:{ref}", base.batch_min, base.batch_max,
+                            base.batches, base.times_s, scale=rate_from / rate_to, target_t0_s=t0_to)
+    return ComputeCurve(t0_to, spec.flops_per_sample / rate_to, "roofline")
+
+
+def compute_time_s(model: str, gpu_type: str, local_batch: int) -> float:
+    """Forward + backward + optimizer time of one iteration on one GPU at `local_batch`."""
+    if local_batch <= 0:
+        return 0.0
+    return float(compute_curve(model, gpu_type)(local_batch))
+
+
+def reload() -> None:
+    """Forget cached data files (after `cosim calibrate fit` rewrote compute_curves.json)."""
+    for f in (_meta, _tensors, _alias_map, _gpu_alias_map, get_gpu, get, _curves, compute_curve):
+        f.cache_clear()

@@ -1,0 +1,115 @@
+"""`cosim calibrate …`: measure collectives and compute, import measured sets, fit a profile."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+
+calibrate_app = typer.Typer(help="Measure on real hardware, import measured sets, fit calibration profiles.",
+                            no_args_is_help=True)
+
+
+def _write(df, out: Path, kind: str, extra: dict | None = None) -> None:
+    import pyarrow as pa
+
+    from cosim import __version__
+    from cosim.atomic import write_parquet
+
+    meta = {"kind": kind, "version": __version__, **(extra or {})}
+    write_parquet(pa.Table.from_pandas(df, preserve_index=False), out, meta)
+    typer.echo(f"wrote {len(df)} rows to {out}")
+
+
+@calibrate_app.command("collectives")
+def collectives(
+    out: Path = typer.Option(..., "-o", "--out", help="Output Parquet file."),
+    backend: str = typer.Option("nccl", help="nccl (one process per GPU) or gloo (one per CPU rank)."),
+    gpus: Optional[int] = typer.Option(None, "--gpus", help="Ranks (default: all GPUs for nccl, min(CPUs, 8) for gloo)."),
+    sizes: str = typer.Option("8B..1GB", help="Message sizes: LOW..HIGH (powers of two) or a comma list."),
+    ops: str = typer.Option("all_reduce,all_gather,reduce_scatter", help="Collectives to sweep."),
+    group_sizes: Optional[str] = typer.Option(None, help="Comma list of group sizes (default 2..N)."),
+    warmup: int = typer.Option(5, help="Untimed calls per point."),
+    iters: int = typer.Option(20, help="Timed calls per point (median reported)."),
+) -> None:
+    """Sweep collectives over sizes and group sizes like nccl-tests (time, algbw, busbw)."""
+    from calibration import measure
+
+    groups = [int(x) for x in group_sizes.split(",")] if group_sizes else None
+    df = measure.sweep_collectives(backend, gpus, measure.size_sweep(sizes), tuple(o.strip() for o in ops.split(",")),
+                                   groups, warmup, iters)
+    _write(df, out, "collectives", {"backend": backend})
+
+
+@calibrate_app.command("import-nccl-tests")
+def import_nccl_tests(
+    log: Path = typer.Argument(..., help="An nccl-tests *_perf output log."),
+    out: Path = typer.Option(..., "-o", "--out", help="Output Parquet file."),
+    op: Optional[str] = typer.Option(None, help="all_reduce | all_gather | reduce_scatter (default: from the log)."),
+) -> None:
+    """Convert an nccl-tests log into the collectives Parquet format."""
+    from calibration import measure
+
+    _write(measure.import_nccl_tests(log, op), out, "collectives", {"imported_from": str(log)})
+
+
+@calibrate_app.command("compute")
+def compute(
+    out: Path = typer.Option(..., "-o", "--out", help="Output Parquet file."),
+    models: str = typer.Option("resnet18,resnet50,bert_base", help="Comma list of zoo models."),
+    batches: str = typer.Option("1,2,4,8,16,32,64", help="Comma list of local batch sizes."),
+    device: Optional[str] = typer.Option(None, help="torch device (default cuda if present, else cpu)."),
+    warmup: int = typer.Option(5, help="Untimed iterations per point."),
+    repeats: int = typer.Option(20, help="Timed iterations per point (median reported)."),
+) -> None:
+    """Time forward+backward+optimizer per model and local batch on the local GPU."""
+    from calibration import measure, zoo
+
+    names = [zoo.resolve(m.strip()) for m in models.split(",") if m.strip()]
+    bs = sorted({int(b) for b in batches.split(",") if b.strip()})
+    if not bs or bs[0] <= 0:
+        from cosim.errors import InputError
+
+        raise InputError.at(field="batches", expected="positive integers", got=batches)
+    df = measure.measure_compute(names, bs, device, warmup, repeats)
+    _write(df, out, "compute")
+
+
+@calibrate_app.command("import-profiles")
+def import_profiles(
+    path: Path = typer.Argument(..., help="A profiles folder (pollux-sia/, gavel/) or one of its files."),
+    out: Path = typer.Option(..., "-o", "--out", help="Output Parquet file."),
+) -> None:
+    """Import the public measured sets (Pollux/Sia placements, Gavel throughputs) into one table."""
+    from calibration import importers
+
+    _write(importers.read_any(path), out, "steps", {"imported_from": str(path)})
+
+
+@calibrate_app.command("fit")
+def fit(
+    measurements: List[Path] = typer.Argument(..., help="Measurement files: step tables (Parquet from import-profiles "
+                                              "or compute), collectives Parquet, Pollux CSVs or a profiles folder."),
+    out: Path = typer.Option(..., "-o", "--out", help="Output profile (TOML)."),
+    preset: Optional[str] = typer.Option(None, help="netmodel preset of the collectives measurements."),
+    max_error: float = typer.Option(0.10, help="Refuse to write if the cross-validated median abs error exceeds this."),
+    force: bool = typer.Option(False, "--force", help="Write the profile even if the error bound is exceeded."),
+    folds: int = typer.Option(5, help="Cross-validation folds."),
+) -> None:
+    """Fit compute curves, comm α/β efficiencies and overlap; write a calibration profile."""
+    from calibration import fit as fitmod
+
+    report = fitmod.fit_files(measurements, preset=preset, folds=folds)
+    typer.echo(report.summary())
+    if report.cv_median_abs_err > max_error and not force:
+        from cosim.errors import CosimError
+
+        raise CosimError(f"cross-validated median abs error {report.cv_median_abs_err:.1%} exceeds the bound "
+                         f"{max_error:.1%}; not writing {out} (use --force to write anyway)")
+    fitmod.write_profile(report, out)
+    typer.echo(f"wrote {out}")
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(calibrate_app, name="calibrate")

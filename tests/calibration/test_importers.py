@@ -1,0 +1,137 @@
+"""Importers of public measured sets and nccl-tests logs: good files and clear errors."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from calibration import importers, measure
+from calibration.compute_fit import fit_curves, fit_line
+from cosim.errors import InputError
+
+
+def _write(tmp_path, app, name, text):
+    d = tmp_path / app
+    d.mkdir(parents=True, exist_ok=True)
+    f = d / name
+    f.write_text(text)
+    return f
+
+
+def test_placements_hand_example(tmp_path):
+    f = _write(tmp_path, "cifar10", "placements-aws.csv",
+               "placement,local_bsz,step_time,sync_time\n1,32,0.05,0.0005\n144,64,0.2,0.05\n")
+    df = importers.read_pollux_placements(f)
+    assert list(df["model"]) == ["resnet18", "resnet18"]
+    assert list(df["preset"]) == ["t4-pcie"] * 2 and list(df["gpu_type"]) == ["t4"] * 2
+    assert list(df["num_nodes"]) == [1, 3] and list(df["num_gpus"]) == [1, 9]
+    np.testing.assert_allclose(df["step_time_s"], [0.05, 0.2])
+    assert list(importers.placement_counts("144")) == [1, 4, 4]
+
+
+def test_scalability_spreads_replicas(tmp_path):
+    f = _write(tmp_path, "imagenet", "scalability-dgx.csv",
+               "local_bsz,step_time,sync_time,num_nodes,num_replicas\n20,0.1,0.01,2,5\n")
+    df = importers.read_pollux_placements(f)
+    assert df["placement"].iloc[0] == "32" and df["num_gpus"].iloc[0] == 5 and df["preset"].iloc[0] == "dgx-a100"
+
+
+@pytest.mark.parametrize(
+    "app,name,text,needle",
+    [("cifar10", "placements-aws.csv", "placement,local_bsz,step_time\n1,32,0.05\n", "missing sync_time"),
+     ("cifar10", "placements-aws.csv", "placement,local_bsz,step_time,sync_time\n1,32,-0.05,0.1\n", "row 2"),
+     ("cifar10", "placements-aws.csv", "placement,local_bsz,step_time,sync_time\n1,32,0,0.1\n", "step_time"),
+     ("cifar10", "placements-tpu.csv", "placement,local_bsz,step_time,sync_time\n1,32,1,0.1\n", "platform"),
+     ("alexnet2", "placements-aws.csv", "placement,local_bsz,step_time,sync_time\n1,32,1,0.1\n", "alexnet2"),
+     ("cifar10", "placements-aws.csv", "placement,local_bsz,step_time,sync_time\n1x,32,1,0.1\n", "placement"),
+     ("cifar10", "placements-aws.csv", "placement,local_bsz,step_time,sync_time\n", "no rows")],
+)
+def test_bad_pollux_files_name_file_and_problem(tmp_path, app, name, text, needle):
+    f = _write(tmp_path, app, name, text)
+    with pytest.raises(InputError) as e:
+        importers.read_pollux_placements(f)
+    msg = str(e.value)
+    assert str(f) in msg and needle in msg
+
+
+def test_gavel_json(tmp_path):
+    f = tmp_path / "t.json"
+    f.write_text(json.dumps({"v100": {"('ResNet-50 (batch size 64)', 1)": {"null": 4.0},
+                                      "('ResNet-50 (batch size 64)', 2)": {"null": 7.0}}}))
+    df = importers.read_gavel(f)
+    assert len(df) == 1 and df["model"].iloc[0] == "resnet50" and df["local_bsz"].iloc[0] == 64
+    assert df["step_time_s"].iloc[0] == pytest.approx(0.25) and df["gpu_type"].iloc[0] == "v100"
+    f.write_text(json.dumps({"v100": {"('ResNet-50 (batch size 64)', 1)": {"null": 0.0}}}))
+    with pytest.raises(InputError, match="positive throughput"):
+        importers.read_gavel(f)
+
+
+def test_real_profiles_import(shared_data):
+    df = importers.read_any(shared_data / "profiles")
+    assert set(df["platform"]) >= {"aws", "dgx", "dgx-ext", "rtx", "gavel-k80", "gavel-p100", "gavel-v100"}
+    assert (df["step_time_s"] > 0).all() and (df["sync_time_s"] >= 0).all()
+    assert set(df["model"]) >= {"resnet18", "resnet50", "bert_base", "deepspeech2", "yolov3", "neumf"}
+
+
+NCCL_LOG = """# nThread 1 nGpus 1 minBytes 8 maxBytes 134217728 step: 2(factor) warmup iters: 5 iters: 20 agg iters: 1 validation: 1 graph: 0
+#
+# Using devices
+#  Rank  0 Group  0 Pid   1001 on   node-a device  0 [0x18] NVIDIA A100-SXM4-80GB
+#  Rank  1 Group  0 Pid   1002 on   node-a device  1 [0x2a] NVIDIA A100-SXM4-80GB
+#
+#                                                              out-of-place                       in-place
+#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong
+#        (B)    (elements)                               (us)  (GB/s)  (GB/s)            (us)  (GB/s)  (GB/s)
+           8             2     float     sum      -1    10.50    0.00    0.00      0    10.20    0.00    0.00      0
+     1048576        262144     float     sum      -1    25.00   41.94   41.94      0    24.90   42.11   42.11      0
+# Out of bounds values : 0 OK
+# Avg bus bandwidth    : 21.0
+"""
+
+
+def test_import_nccl_tests(tmp_path):
+    f = tmp_path / "all_reduce_perf.log"
+    f.write_text(NCCL_LOG)
+    df = measure.import_nccl_tests(f)
+    assert list(df["nbytes"]) == [8, 1048576] and set(df["op"]) == {"all_reduce"}
+    assert df["world"].iloc[0] == 2 and df["time_s"].iloc[1] == pytest.approx(25e-6)
+    assert df["busbw_GBps"].iloc[1] == pytest.approx(41.94) and "A100" in df["device"].iloc[0]
+    (tmp_path / "empty.log").write_text("# nothing here\n")
+    with pytest.raises(InputError, match="result rows"):
+        measure.import_nccl_tests(tmp_path / "empty.log")
+
+
+def test_size_sweep():
+    assert measure.size_sweep("8B..64B") == [8, 16, 32, 64]
+    assert measure.size_sweep("1KB..4KB") == [1024, 2048, 4096]
+    assert measure.size_sweep("100,1MB") == [100, 1_000_000]
+    with pytest.raises(InputError):
+        measure.size_sweep("64B..8B")
+
+
+def test_fit_line_exact_and_curves():
+    b = np.array([8.0, 16.0, 32.0])
+    t0, k = fit_line(b, 0.01 + 0.002 * b)
+    assert t0 == pytest.approx(0.01, rel=1e-6) and k == pytest.approx(0.002, rel=1e-6)
+    import pandas as pd
+
+    df = pd.DataFrame(dict(model="resnet50", gpu_type="t4", num_gpus=1, local_bsz=[8, 16, 16, 32],
+                           step_time_s=[0.05, 0.09, 0.11, 0.17], source="x"))
+    doc = fit_curves(df)
+    c = doc["curves"]["resnet50"]["t4"]
+    assert c["batches"] == [8, 16, 32] and c["times_s"] == pytest.approx([0.05, 0.10, 0.17])
+    assert "t4" in doc["gpu_efficiency"]
+
+
+def test_measurement_without_torch_says_what_to_install(monkeypatch, tmp_path):
+    import sys
+
+    from typer.testing import CliRunner
+
+    from cli.app import app
+
+    monkeypatch.setitem(sys.modules, "torch", None)  # import torch -> ModuleNotFoundError
+    r = CliRunner().invoke(app, ["calibrate", "compute", "--models", "resnet18", "-o", str(tmp_path / "x.parquet")])
+    assert r.exit_code == 2 and "pip install 'cosim[gpu]'" in r.output

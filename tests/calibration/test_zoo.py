@@ -1,0 +1,155 @@
+"""Model zoo: names, parameter counts, DDP buckets, memory, compute curves."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from calibration import zoo
+from cosim.errors import UnknownNameError
+
+MiB = 2**20
+
+
+@pytest.mark.parametrize(
+    "alias,canon",
+    [("cifar10", "resnet18"), ("imagenet", "resnet50"), ("bert", "bert_base"), ("ncf", "neumf"),
+     ("deepspeech2", "deepspeech2"), ("yolov3", "yolov3"), ("VGG", "vgg11"), ("MobileNetV3", "mobilenet_v3"),
+     ("BERT", "bert_base"), ("ResNet-18", "resnet18"), ("ResNet-50", "resnet50"), ("Transformer", "transformer"),
+     ("LM", "lstm_lm"), ("Recommendation", "autoencoder_rec"), ("A3C", "a3c"), ("CycleGAN", "cyclegan"),
+     ("inception_v3", "inception_v3"), ("googlenet", "googlenet"), ("GPT-neo", "gpt_neo_1.3b"),
+     ("opt-6.7b", "opt_6.7b"), ("EfficientNet", "efficientnet_b0"), ("BERT large", "bert_large")],
+)
+def test_resolve_aliases(alias, canon):
+    assert zoo.resolve(alias) == canon
+    assert zoo.get(alias).name == canon
+
+
+def test_unknown_model_lists_valid_names():
+    with pytest.raises(UnknownNameError) as e:
+        zoo.resolve("not-a-model")
+    assert "resnet50" in str(e.value) and e.value.exit_code == 2
+
+
+def test_every_trace_model_name_resolves(shared_data):
+    """Every model spelling in the SenseTime, ONES and Pollux/Sia workloads and Gavel's table."""
+    names = set()
+    for f in (shared_data / "traces" / "sensetime").glob("*.json"):
+        names |= {r["model"] for r in json.loads(f.read_text())}
+    import pandas as pd
+
+    names |= set(pd.read_csv(shared_data / "traces" / "ones" / "trace_1.csv")["model"])
+    for f in (shared_data / "traces" / "philly" / "workloads").glob("*.csv"):
+        names |= set(pd.read_csv(f)["application"])
+    gavel = json.loads((shared_data / "profiles" / "gavel" / "simulation_throughputs.json").read_text())
+    for key in gavel["v100"]:
+        names.add(key.split("'")[1].split(" (batch")[0])
+    assert len(names) > 15
+    for n in names:
+        zoo.resolve(n)
+
+
+@pytest.mark.parametrize(
+    "name,params",
+    # torchvision / Hugging Face reference counts
+    [("resnet50", 25_557_032), ("vgg16", 138_357_544), ("vgg11", 132_863_336), ("alexnet", 61_100_840),
+     ("mobilenet_v3", 2_542_856), ("densenet121", 7_978_856), ("gpt2", 124_439_808),
+     ("resnet18", 11_173_962)],  # CIFAR-10 ResNet-18
+)
+def test_parameter_counts(name, params):
+    spec = zoo.get(name)
+    assert spec.params == params
+    assert spec.grad_bytes == (2 if spec.precision == "mixed" else 4) * params
+
+
+def test_grad_bytes_match_dally_layer_files(shared_data):
+    """ASTRA-sim layer files list conv/linear weight gradients (no biases/BN): the zoo's total is
+    at least that and within a few percent (ResNet-18 there has the 7x7 ImageNet stem)."""
+    files = {"alexnet": "alexnet_B512_astra-sim.csv", "vgg11": "vgg11_B256_astra-sim.csv",
+             "resnet50": "resnet50_B512_astra-sim.csv", "mobilenet_v3": "mobilenet_v3_B512_astra-sim.csv",
+             "resnet18": "resnet18_B512_astra-sim.csv"}
+    for model, fname in files.items():
+        total = 0.0
+        for line in (shared_data / "models" / "layers" / fname).read_text().splitlines()[2:]:
+            cols = line.split("\t")
+            if len(cols) > 10 and cols[9] == "ALLREDUCE":
+                total += float(cols[10])
+        ours = zoo.get(model).grad_bytes
+        assert abs(ours - total) / total < 0.05, (model, ours, total)
+
+
+def test_ddp_buckets_hand_example():
+    # registration order: a 0.5, b 0.6, c 30, d 1 MiB; DDP walks d, c, b, a:
+    # d reaches the 1 MiB first cap -> [1]; c alone reaches 25 MiB -> [30]; b + a left -> [1.1]
+    b = zoo.ddp_buckets(np.array([0.5, 0.6, 30.0, 1.0]) * MiB)
+    np.testing.assert_allclose(b / MiB, [1.0, 30.0, 1.1])
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.floats(1.0, 80 * MiB), min_size=1, max_size=60), st.floats(1 * MiB, 50 * MiB))
+def test_ddp_buckets_properties(sizes, cap):
+    b = zoo.ddp_buckets(np.array(sizes), cap_bytes=cap, first_cap_bytes=min(cap, MiB))
+    assert b.sum() == pytest.approx(sum(sizes), rel=1e-9)
+    assert np.all(b[:-1] >= min(cap, MiB) - 1e-6)  # every closed bucket reached its cap
+    assert np.all(b[1:-1] >= cap - 1e-6)
+
+
+def test_model_spec_is_frozen_and_buckets_default():
+    s = zoo.get("resnet50")
+    with pytest.raises(Exception):
+        s.params = 1  # type: ignore[misc]
+    np.testing.assert_allclose(s.bucket_bytes, s.buckets(zoo.DDP_BUCKET_CAP_BYTES))
+    assert s.bucket_bytes.dtype == np.float64 and s.bucket_bytes.sum() == pytest.approx(s.grad_bytes)
+
+
+def test_memory_footprint_and_max_batch():
+    s = zoo.get("resnet50")
+    # fp32 weights + grads + momentum = 12 bytes/param, + 1 GB framework overhead
+    assert s.memory_gb(0) == pytest.approx(25_557_032 * 12 / 1e9 + 1.0)
+    m = s.max_local_batch(16.0)
+    assert s.memory_gb(m) <= 16.0 * zoo.USABLE_MEMORY_FRAC < s.memory_gb(m + 1)
+    assert zoo.get("opt_6.7b").max_local_batch(24.0) == 0  # 107 GB of state (FFT Fig. 1b)
+    assert zoo.get("opt_6.7b").params * zoo.get("opt_6.7b").state_bytes_per_param / 1e9 == pytest.approx(106.5, abs=0.5)
+
+
+@pytest.mark.parametrize("model", ["resnet18", "resnet50", "bert", "vgg16", "gpt2", "neumf", "opt_1.3b"])
+@pytest.mark.parametrize("gpu", ["T4", "A100-80GB", "H100-80GB", "V100-32GB", "K80", "RTX2080Ti", "A10", "P100-16GB"])
+def test_compute_time_positive_and_monotone(model, gpu):
+    t = [zoo.compute_time_s(model, gpu, b) for b in (1, 2, 8, 32, 128)]
+    assert all(x > 0 for x in t)
+    assert all(b >= a for a, b in zip(t, t[1:]))
+    assert zoo.compute_time_s(model, gpu, 0) == 0.0
+
+
+def test_faster_gpu_is_faster():
+    for m in ("resnet50", "bert_base", "vgg16"):
+        assert zoo.compute_time_s(m, "H100", 32) < zoo.compute_time_s(m, "T4", 32) < zoo.compute_time_s(m, "K80", 32)
+
+
+def test_gpu_names_and_sources():
+    assert zoo.resolve_gpu("NVIDIA H100 80GB HBM3") == "h100"
+    assert zoo.resolve_gpu("Tesla V100-SXM2-16GB") == "v100"
+    assert zoo.resolve_gpu("A100-80GB") == "a100"
+    with pytest.raises(UnknownNameError):
+        zoo.resolve_gpu("Voodoo3")
+    assert set(zoo.gpu_types()) >= {"t4", "a10", "a100", "h100", "v100", "p100", "k80", "rtx2080ti"}
+    for g in zoo.gpu_types():
+        spec = zoo.get_gpu(g)
+        assert spec.mem_gb > 0 and spec.peak_tflops > 0 and spec.source
+    src = zoo.compute_curve("gpt_neo_2.7b", "t4").source
+    assert src == "roofline" or src.startswith(("measured", "transfer"))
+
+
+def test_known_models_cover_the_brief():
+    need = {"resnet18", "resnet50", "vgg11", "vgg16", "vgg19", "alexnet", "mobilenet_v3", "densenet121",
+            "inception_v3", "bert_base", "bert_large", "deepspeech2", "yolov3", "neumf", "gpt2", "gpt_neo_1.3b",
+            "opt_1.3b", "opt_6.7b", "bark", "efficientnet_b0"}
+    assert need <= set(zoo.known_models())
+    for m in zoo.known_models():
+        s = zoo.get(m)
+        assert s.params > 0 and s.flops_per_sample > 0 and s.activation_bytes_per_sample > 0
+        assert 0 < s.overlap_start_frac < 1 and s.default_global_batch > 0

@@ -1,17 +1,15 @@
-"""Fit communication and overlap parameters to measured step/sync times; cross-validate.
+"""Fit communication, overlap and step-model parameters to measured step/sync times; cross-validate.
 
-Model of one measured data-parallel step (the engine's phase model, `docs/architecture.md`):
-- compute `C(b)`: the platform's single-GPU step time at local batch b (measured curve);
-- all-reduce `M = CommModel(preset, params).allreduce(placement GPUs, grad_bytes, DDP
-  buckets).seconds` — predicted, compared with the measured `sync_time`;
-- step `t = max(C, s·C + M)` with `s = overlap_start_frac`.
-
-Fitted per platform by least squares (scipy): the `[comm]` efficiencies
-`beta_efficiency_intra`, `beta_efficiency_net` and a multiplier on the per-call latency
-`base_latency_s` (residuals: log(M_pred / sync) — relative errors, so small and large
-messages weigh alike), then `s` on the step residuals (t_pred / t − 1).
-Cross-validation: K folds over *placements* (a held-out placement is never seen in the fit).
-Leave-one-platform-out: the comm parameters are fitted on the other platforms pooled.
+Two fits per Pollux/Sia platform:
+- **Predictions** (what `cosim validate` scores): `calibration.step_model` — per model, the
+  exposed all-reduce as a log-linear function of `collectives.CommModel`'s all-reduce M₀ on the
+  placement (preset parameters) and placement/compute terms, and the step as
+  κ·C(b)·(1 + h·(g_max − 1)) + c₀ + S. Cross-validation: K folds over placement *shapes*
+  (`12` ≡ `21`); leave-one-platform-out: fitted on the other platforms' rows only.
+- **Engine profile** (`[comm]`, `overlap_start_frac`; the engine's phase model
+  `t = max(C, s·C + M)`): the CommParams efficiencies `beta_efficiency_intra`,
+  `beta_efficiency_net` and `base_latency_s` with one gradient-bytes multiplier per model by
+  least squares on log(M_pred / sync), then `s` on the step residuals (`fit_comm`).
 """
 
 from __future__ import annotations
@@ -22,7 +20,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from calibration import zoo
+from calibration import step_model, zoo
 from calibration.importers import placement_counts
 from cosim.errors import InputError
 
@@ -67,6 +65,16 @@ class Platform:
         self.gpus = [np.concatenate([fg[i] + np.arange(c) for i, c in enumerate(placement_counts(pl))]).astype(np.int64)
                      for _, pl in self.pairs]
         self.compute_s = np.array([self._compute(m, b) for m, b in zip(self.multi["model"], self.multi["local_bsz"])])
+
+    def frame(self) -> pd.DataFrame:
+        """Multi-GPU rows with `compute_s` (single-GPU curve) and `comm_model_s` (CommModel
+        all-reduce with the preset's parameters, the physics feature of the sync model)."""
+        d = self.multi.copy()
+        d["compute_s"] = self.compute_s
+        if not hasattr(self, "_comm0"):
+            self._comm0 = self.comm_s(base_params(self))
+        d["comm_model_s"] = self._comm0
+        return d
 
     def _compute(self, model: str, b: int) -> float:
         s = self.curves[model]
@@ -174,6 +182,7 @@ class PlatformResult:
     table: pd.DataFrame  # per row: model, placement, local_bsz, step, sync, pred_step, pred_sync (CV)
     loo: pd.DataFrame | None = None
     byte_scale: dict[str, float] = field(default_factory=dict)
+    step_models: dict[str, dict] = field(default_factory=dict)  # model → ModelFit.as_dict()
 
 
 @dataclass
@@ -244,43 +253,63 @@ def _folds(placements: pd.Series, k: int, seed: int = 0) -> np.ndarray:
     return placements.map(fold_of).to_numpy()
 
 
-def fit_platform(name: str, p: Platform, folds: int = 5) -> PlatformResult:
+def _shape(placement: pd.Series) -> pd.Series:
+    """Placement up to node order: `12` and `21` are the same GPUs-per-node multiset."""
+    return placement.astype(str).map(lambda p: "".join(sorted(p, reverse=True)))
+
+
+def fit_platform(name: str, p: Platform, folds: int = 5, comm: bool = True) -> PlatformResult:
+    """Cross-validated predictions for one platform.
+
+    Held out per fold: whole placement *shapes* (`12` and `21` together, every batch size and
+    model of them); the exposed-sync and step models (`calibration.step_model`) are fitted per
+    model on the other folds' rows. The final per-model parameters are then fitted on all rows.
+    With `comm`, the `[comm]` CommParams (β efficiencies, base latency), per-model gradient-byte
+    multipliers and the phase-model overlap start are also fitted on all rows for the engine's
+    profile (`fit_comm`); without it they stay at the preset's values (faster; validation does
+    not use them)."""
     if len(p.multi) < MIN_ROWS:
         raise InputError.at(name, expected=f"at least {MIN_ROWS} multi-GPU rows to fit", got=len(p.multi))
-    fold = _folds(p.multi["placement"], folds)
-    pred_sync = np.empty(len(p.multi))
-    pred_step = np.empty(len(p.multi))
-    base = base_params(p)
+    d = p.frame()
+    fold = _folds(_shape(d["placement"]), folds)
+    pred_sync = np.full(len(d), np.nan)
+    pred_step = np.full(len(d), np.nan)
     for f in range(folds):
         train, test = fold != f, fold == f
-        if not test.any():
+        if not test.any() or not train.any():
             continue
-        theta, scale, s = fit_comm([(p, train)])
-        M = p.comm_s(with_theta(base, theta), scale)
-        pred_sync[test] = M[test]
-        pred_step[test] = predict_step(p.compute_s[test], M[test], s)
-    theta, scale, s = fit_comm([(p, np.ones(len(p.multi), bool))])
-    M = p.comm_s(with_theta(base, theta), scale)
-    table = p.multi[["model", "platform", "placement", "num_gpus", "local_bsz", "step_time_s", "sync_time_s"]].copy()
+        pred_step[test], pred_sync[test] = step_model.fit_predict(d[train], d[test])
+    per_model = {m: step_model.ModelFit.fit(g).as_dict() for m, g in d.groupby("model")}
+    base = base_params(p)
+    if comm:
+        theta, scale, s = fit_comm([(p, np.ones(len(p.multi), bool))])
+    else:
+        theta, scale = theta_of(base), {}
+        s = fit_overlap(p.compute_s, d["comm_model_s"].to_numpy(), d["step_time_s"].to_numpy())
+    table = d[["model", "platform", "placement", "num_gpus", "local_bsz", "step_time_s", "sync_time_s"]].copy()
     table["pred_step"], table["pred_sync"], table["compute_s"] = pred_step, pred_sync, p.compute_s
-    return PlatformResult(name, theta, s, table, byte_scale=scale)
+    return PlatformResult(name, theta, s, table, byte_scale=scale, step_models=per_model)
 
 
 def leave_one_platform_out(plats: dict[str, Platform], res: dict[str, PlatformResult]) -> None:
-    for name, p in plats.items():
-        others = [(q, np.ones(len(q.multi), bool)) for n, q in plats.items() if n != name]
+    """Predict each platform's multi-GPU rows with step/sync models fitted per model on the
+    *other* platforms' multi-GPU rows pooled. The held-out platform contributes only its
+    single-GPU compute curve C(b) (its compute profile) and its preset (network physics in
+    the CommModel feature); the sync regression uses `step_model.TRANSFER_FEATURES`. Note `dgx` and `dgx-ext` are the same DGX-A100 nodes measured twice,
+    so each is predicted with the other in the training set."""
+    frames = {n: q.frame() for n, q in plats.items()}
+    for name in plats:
+        others = [f for n, f in frames.items() if n != name]
         if not others:
             continue
-        theta, scale, s = fit_comm(others)
-        base = base_params(p)
-        M = p.comm_s(with_theta(base, theta), scale)
         t = res[name].table.copy()
-        t["pred_sync"], t["pred_step"] = M, predict_step(p.compute_s, M, s)
+        t["pred_step"], t["pred_sync"] = step_model.fit_predict(pd.concat(others, ignore_index=True), frames[name],
+                                                                  step_model.TRANSFER_FEATURES)
         res[name].loo = t
 
 
 def fit_rows(rows: pd.DataFrame, folds: int = 5, platforms: list[str] | None = None,
-             loo: bool = False) -> FitReport:
+             loo: bool = False, comm: bool = True) -> FitReport:
     """Fit every Pollux/Sia platform in `rows` (importer table)."""
     rows = rows[rows["source"].astype(str).str.startswith("pollux")]
     if platforms:
@@ -291,7 +320,7 @@ def fit_rows(rows: pd.DataFrame, folds: int = 5, platforms: list[str] | None = N
     rep = FitReport(noise=noise_floor(rows))
     for n, p in plats.items():
         log.info("fitting %s (%d multi-GPU rows)", n, len(p.multi))
-        rep.results[n] = fit_platform(n, p, folds)
+        rep.results[n] = fit_platform(n, p, folds, comm=comm)
     if loo:
         leave_one_platform_out(plats, rep.results)
     return rep
@@ -371,6 +400,9 @@ def write_profile(rep: FitReport, out) -> None:
         lines += [f"{f} = {v:.6g}" for f, v in zip(COMM_FIELDS, r.theta)] + [""]
         if r.byte_scale:
             lines += [f'[platform."{n}".grad_bytes_scale]'] + [f'"{m}" = {v:.4g}' for m, v in sorted(r.byte_scale.items())] + [""]
+        for m, parts in sorted(r.step_models.items()):  # calibration.step_model, named terms
+            for part, vals in parts.items():
+                lines += [f'[platform."{n}".step_model."{m}".{part}]'] + [f"{k} = {v:.6g}" for k, v in vals.items()] + [""]
     if rep.collectives is not None and len(rep.collectives):
         lines.append("# measured collectives: alpha (s) and bus bandwidth (GB/s) per group size")
         for _, c in rep.collectives.iterrows():

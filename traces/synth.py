@@ -242,9 +242,14 @@ def synthesize(like: str | os.PathLike, num_jobs: int, seed: int) -> pd.DataFram
         table = np.asarray(cat["rows"], dtype=object)
         for k, col in enumerate(cat["columns"]):
             vals = table[idx, k] if num_jobs else np.array([], dtype=object)
-            if col == "global_batch":
+            if col in ("global_batch", "per_gpu_batch"):
+                # per_gpu_batch (fitted where the source's batch is per GPU) scales with the drawn
+                # GPU count, so a job never has a global batch smaller than its GPU count
                 f = np.array([np.nan if v is None else float(v) for v in table[:, k]])[idx]
-                cols[col] = pd.Series(pd.arrays.IntegerArray(np.nan_to_num(f).astype(np.int32), np.isnan(f)))
+                if col == "per_gpu_batch":
+                    f = f * g
+                cols["global_batch"] = pd.Series(pd.arrays.IntegerArray(np.nan_to_num(f).astype(np.int32),
+                                                                        np.isnan(f)))
             else:
                 cols[col] = pd.Series(vals, dtype="str")
     cols["source"] = arrow_str(pa.repeat(pa.scalar(f"synth:{name}", pa.large_string()), num_jobs))

@@ -64,7 +64,9 @@ def fit_sensetime(shared: Path) -> dict:
     poisson = load(shared / "traces/sensetime/sense_500jobs_poisson_1proc-week.json", "sensetime")
     t = poisson["submit_time"].to_numpy()
     rate_per_day = (len(t) - 1) / ((t.max() - t.min()) / 86400.0)
-    params = fit(df, "sensetime", categorical=("model", "dataset", "global_batch"),
+    # the records' batch is per GPU: draw it jointly with model/dataset, scale by the drawn GPU count
+    df["per_gpu_batch"] = (df["global_batch"] // df["num_gpus"]).astype("Int64")
+    params = fit(df, "sensetime", categorical=("model", "dataset", "per_gpu_batch"),
                  fitted_on=f"sensetime/*.json: {len(df)} distinct jobs; rate from "
                            "sense_500jobs_poisson_1proc-week.json")
     when = pd.to_datetime(pd.Series([dates[j] for j in df["job_id"]]), format="ISO8601")

@@ -77,8 +77,13 @@ def test_sensetime_arrival_time_and_fields(fixtures):
     assert df["submit_time"].tolist() == [0.0, 1200.0, 84725.0]
     assert df["num_gpus"].tolist() == [16, 8, 4]  # = max_parallelism
     r = df.iloc[2]
-    assert (r.model, r.dataset, r.global_batch, r.total_iterations) == ("MobileNetV3", "ImageNet", 32, 826085656.0)
+    # batchsize 32 is per GPU: 4 GPUs → global batch 128
+    assert (r.model, r.dataset, r.global_batch, r.total_iterations) == ("MobileNetV3", "ImageNet", 128, 826085656.0)
     assert r.time_per_iteration == pytest.approx(0.0007665754697382836) and r.gpu_util == 50.0
+    g = load(fixtures / "sensetime_poisson.json", batch_is="global")
+    assert g.iloc[2].global_batch == 32
+    with pytest.raises(InputError, match="batch_is"):
+        load(fixtures / "sensetime_poisson.json", batch_is="per_node")
 
 
 def test_sensetime_without_arrival_uses_submit_dates(fixtures):

@@ -13,7 +13,11 @@ Mapping (see `seeds/notes/dally.md` §5.2):
   the batch file has 0 for all, the Poisson files the drawn arrivals; ``sensetime-1april.json``
   has none, so there it is ``submit_time`` − the earliest ``submit_time`` in the file. A file
   where only some records carry ``arrival_time`` is malformed (two time bases).
-* ``batchsize`` → ``global_batch``; ``model`` kept as written (``VGG``, ``ResNet50`` …: the zoo
+* ``batchsize`` is the **per-GPU** batch (option ``batch_is="per_gpu"``, the default), so
+  ``global_batch = batchsize × num_gpus``. The records say 32/64/128 whatever the GPU count
+  (up to 56 GPUs), and a global batch smaller than the GPU count cannot be data-parallel;
+  Dally's simulator ignores batch sizes altogether (notes §5.2), so nothing contradicts this.
+  ``batch_is="global"`` keeps the field as the global batch. ``model`` kept as written (``VGG``, ``ResNet50`` …: the zoo
   resolves aliases); ``dataset``, ``total_iterations``, ``time_per_iteration``, ``gpu_util``,
   ``max_parallelism``, ``user``, ``state`` → ``status`` kept.
 * Excluded, counted: ``zero_gpus`` (``max_parallelism`` = 0).
@@ -33,7 +37,12 @@ from traces.io import LoadReport
 _MISSING = object()
 
 
-def read_sensetime(path: Path, report: LoadReport) -> pd.DataFrame:
+BATCH_IS = ("per_gpu", "global")
+
+
+def read_sensetime(path: Path, report: LoadReport, *, batch_is: str = "per_gpu") -> pd.DataFrame:
+    if batch_is not in BATCH_IS:
+        raise record_error(path, 0, "batch_is", f"one of {', '.join(BATCH_IS)}", batch_is)
     data = load_json_list(path, "SenseTime job records")
     report.rows_read = len(data)
     for i, rec in enumerate(data):
@@ -69,6 +78,8 @@ def read_sensetime(path: Path, report: LoadReport) -> pd.DataFrame:
         if r["global_batch"] == 0:
             raise record_error(path, i, "batchsize", "a positive integer", rec.get("batchsize"))
         r["max_parallelism"] = r["num_gpus"]
+        if batch_is == "per_gpu" and r["global_batch"] is not None:
+            r["global_batch"] = int(r["global_batch"]) * int(r["num_gpus"])
         if r["num_gpus"] == 0:
             report.exclude("zero_gpus")
             continue

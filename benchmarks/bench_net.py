@@ -9,7 +9,9 @@ Queries use a 64-GPU job (8 full nodes over 2 leaves) with 20 DDP buckets (a Res
 - new placement, known shape: the same shape on other nodes (numba shape pass + bucket
   evaluation; the engine's common case when jobs move);
 - uncached: caches cleared before every call (shape pass, algorithm costs, evaluation);
-- uncached 4,096-GPU job (512 nodes over 128 leaves, 26 pods).
+- uncached 4,096-GPU job (512 nodes over 128 leaves, 26 pods);
+- uncached ``multidim`` (ASTRA-sim style, the `dally-3tier` default) 1,024-GPU job on
+  `dally-3tier` with 16 racks (the whole cluster).
 
 Times are the median of many calls after warm-up (numba compiled). Memory is tracemalloc's
 peak during the build (numpy allocations are traced).
@@ -106,10 +108,28 @@ def bench_allreduce_uncached() -> list[dict]:
     return out
 
 
+def bench_allreduce_multidim_uncached() -> dict:
+    import netmodel
+    from collectives import CommModel
+
+    topo = netmodel.build_topology(netmodel.load_cluster("dally-3tier", num_leaves=16))
+    comm = CommModel(topo)
+    gpus = np.arange(topo.num_gpus)
+    buckets = np.full(20, 5e6)
+
+    def once():
+        comm.clear_cache()
+        comm.allreduce(gpus, 100e6, buckets)
+
+    us = _median_us(once, 50)
+    return dict(name=f"allreduce query, uncached, multidim, {gpus.size} GPUs", value=us, unit="µs",
+                target="< 200 µs", detail="dally-3tier, 16 racks: shape pass, per-dimension levels, buckets")
+
+
 def main() -> None:
     rows = []
     for fn in (bench_build_100k, bench_allreduce_cached, bench_allreduce_new_placement_known_shape,
-               bench_allreduce_uncached):
+               bench_allreduce_uncached, bench_allreduce_multidim_uncached):
         r = fn()
         rows.extend(r if isinstance(r, list) else [r])
     for r in rows:

@@ -151,50 +151,56 @@ DALLY_SHAPES = {"machine": "8", "rack": "4,4", "network": "4/4", "rack 2,2,2,2":
                 "network 2,2/2,2": "2,2/2,2"}
 
 
-#: `collectives.CommParams` overrides that mirror the Dally authors' ASTRA-sim analytical inputs
-#: (notes/dally.md §3.1 [R]): the analytical backend charges link latency and bytes/bandwidth
-#: only (nic-latency 0, router-latency 0, no kernel-launch or protocol costs), so every software
-#: latency is 0; intra-node is FullyConnected(4) x Ring(2) at 600 GB/s per link, i.e. 3 x 600 =
-#: 1800 GB/s out of each GPU in the FC dimension = 4.0 x the preset's 450 GB/s NVSwitch port.
-DALLY_ASTRA_COMM = dict(base_latency_s=0.0, alpha_intra_s=0.0, alpha_net_s=0.0, alpha_spine_s=0.0, alpha_core_s=0.0,
-                        host_staging_latency_s=0.0, ll_step_latency_s=0.0, ll128_step_latency_s=0.0,
-                        simple_step_latency_s=0.0, beta_efficiency_intra=1800.0 / 450.0)
+#: Dally Table I parameter sets (`dally_comm_params`):
+#: - ``astra``: the `dally-3tier` preset as shipped — the authors' ASTRA-sim inputs carried
+#:   literally (notes/dally.md §3.1 [R]): the ``multidim`` collective over FullyConnected(4) x
+#:   Ring(2) in the machine, a Ring of machines in the rack, a Switch of racks, per-dimension
+#:   link bandwidth / latency, no software latencies but the 10 ns endpoint delay;
+#: - ``preset``: NCCL-like costs (ring / tree / hierarchical, "auto", `CommParams` defaults) on
+#:   the same `dally-3tier` link table;
+#: - ``datasheet``: the `dally-3tier-datasheet` preset (Quantum-2 / SN5000 / NVSwitch datasheet
+#:   numbers, NCCL-like costs) — use it with ``preset="dally-3tier-datasheet"``.
+DALLY_COMM_KINDS = {"astra": "dally-3tier", "preset": "dally-3tier", "datasheet": "dally-3tier-datasheet"}
 
 
-def dally_comm_params(kind: str = "astra", preset: str = "dally-3tier"):
-    """CommParams for Dally Table I: `astra` (`DALLY_ASTRA_COMM` on the preset's values, the
-    paper's simulator inputs) or `preset` (the preset's NCCL-like defaults)."""
+def dally_comm_params(kind: str = "astra", preset: str | None = None):
+    """CommParams for Dally Table I, one of `DALLY_COMM_KINDS` (see there)."""
     import netmodel
     from collectives import CommParams
     from cosim.errors import InputError
 
-    base = CommParams.for_cluster(netmodel.load_cluster(preset))
-    if kind == "preset":
-        return base
-    if kind == "astra":
-        return base.replace(**DALLY_ASTRA_COMM)
-    raise InputError.at(field="dally comm", expected="astra | preset", got=kind)
+    if kind not in DALLY_COMM_KINDS:
+        raise InputError.at(field="dally comm", expected=" | ".join(DALLY_COMM_KINDS), got=kind)
+    spec = netmodel.load_cluster(preset or DALLY_COMM_KINDS[kind])
+    if kind == "preset":   # NCCL-like defaults, ignoring the preset's [comm] (the authors' simulator)
+        return CommParams()
+    return CommParams.for_cluster(spec)
 
 
-def dally_table_layers(layers_dir, params=None, preset: str = "dally-3tier") -> pd.DataFrame:
+def dally_table_layers(layers_dir, params=None, preset: str = "dally-3tier", loop: dict | None = None) -> pd.DataFrame:
     """Dally Table I by the paper's method (notes/dally.md §4.2): the authors' ASTRA-sim
     per-layer workload files (forward / input-gradient / weight-gradient cycles and the bytes
     of each layer's all-reduce) with their per-model `--compute-scale` at ASTRA-sim's 1 GHz
-    cycle, one all-reduce per layer issued when its weight gradient is done, the next forward
-    waiting for each layer's all-reduce (`collectives.layers.iteration_comm`); communication
-    times from `collectives.CommModel` on the `dally-3tier` preset (the authors' link
-    bandwidths and latencies; `params` default: `dally_comm_params("astra")`). Nothing is
-    fitted to Table I: every tier is a prediction."""
+    cycle, ASTRA-sim's data-parallel loop (`loop`: `comm_ratio` options, default
+    `collectives.layers.ASTRA_RATIO`: each layer's all-reduce issued when its weight gradient
+    is done, before its input gradient; LIFO collective scheduling; with the ``multidim``
+    collective, ASTRA-sim's per-dimension pipeline; the next forward waiting for each layer's
+    all-reduce); communication times from `collectives.CommModel` on `preset` with `params`
+    (default: the preset's own, i.e. for `dally-3tier` the authors' ASTRA-sim inputs and the
+    ``multidim`` collective). Nothing is fitted to Table I: every tier is a prediction."""
     from pathlib import Path
 
     import netmodel
-    from collectives import CommModel
-    from collectives.layers import comm_ratio, read_layers
+    from collectives import CommModel, CommParams
+    from collectives.layers import ASTRA_RATIO, comm_ratio, read_layers
     from collectives.placement import placement_gpus
     from cosim.errors import InputError
 
     topo = netmodel.build_topology(netmodel.load_cluster(preset))
-    cm = CommModel(topo, dally_comm_params("astra", preset) if params is None else params)
+    cm = CommModel(topo, CommParams.for_cluster(topo.spec) if params is None else params)
+    loop = dict(ASTRA_RATIO) if loop is None else dict(loop)
+    if cm.params.algorithm != "multidim":   # the pipeline needs the per-dimension stages
+        loop["pipeline"] = False
     places = {tier: placement_gpus(topo, shape) for tier, shape in DALLY_SHAPES.items()}
     rows = []
     for model, stem in DALLY_LAYER_FILES.items():
@@ -206,7 +212,7 @@ def dally_table_layers(layers_dir, params=None, preset: str = "dally-3tier") -> 
         row = dict(model=model, compute_s=lm.compute_s(), paper_machine=paper[0], paper_rack=paper[1],
                    paper_network=paper[2])
         for tier, g in places.items():
-            row[f"{tier} %"] = 100.0 * comm_ratio(lm, cm, g)
+            row[f"{tier} %"] = 100.0 * comm_ratio(lm, cm, g, **loop)
         rows.append(row)
     return pd.DataFrame(rows)
 

@@ -20,6 +20,11 @@ GPU NVLink/PCIe bandwidth, B_nic the NIC bandwidth a node's k GPUs can drive; λ
 - hierarchical:           2(k−1)·λ_intra + 2(n−1)·λ_net + 2(k−1)/k·S/B_intra + 2(n−1)/n·S/B_nic
   (intra-node reduce-scatter → all-reduce among nodes over all rails → intra-node all-gather)
 
+The ASTRA-sim style per-dimension collective (``multidim``, never chosen by "auto") lives in
+`collectives.multidim`; NVSwitch / NVLink cube-mesh / PCIe enter here through the per-GPU ring
+bandwidth (`netmodel.IntraNode.ring_GBps`) and a ring step's latency is the intra latency
+once per step (a switch is one hop whatever the ring distance).
+
 Local link layout of a shape (mapped to real link ids by `CommModel`): n intra links, n NIC
 links, one uplink per used leaf, one per used pod.
 """
@@ -39,21 +44,6 @@ RING, TREE, HIER, DIRECT, NONE = range(5)
 
 
 # ----------------------------------------------------------------------------- numba helpers
-@njit(cache=True, inline="always")
-def _pair_latency(a, b, nic_lat, leaf_rank, pod_rank, leaf_lat, pod_lat, staged, sc):
-    """Latency of one network step between local nodes a → b: fabric latency + tier α's."""
-    la, lb = leaf_rank[a], leaf_rank[b]
-    pa, pb = pod_rank[a], pod_rank[b]
-    lat = nic_lat[a] + nic_lat[b] + sc[0]
-    if la != lb:
-        lat += leaf_lat[la] + leaf_lat[lb] + sc[1]
-    if pa != pb:
-        lat += pod_lat[pa] + pod_lat[pb] + sc[2]
-    if staged[a] or staged[b]:
-        lat += sc[3]
-    return lat
-
-
 @njit(cache=True, inline="always")
 def _beta(coef, edges, ring_Bps, intra_cap, nic_usable, leaf_cap, pod_cap, sc):
     """max over links of coef / (usable bandwidth × tier efficiency): the slowest link."""
@@ -75,7 +65,31 @@ def _beta(coef, edges, ring_Bps, intra_cap, nic_usable, leaf_cap, pod_cap, sc):
     return t
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
+def _next_pair_max(nic_lat, leaf_rank, pod_rank, leaf_lat, pod_lat, staged, sc):
+    """max over i of the latency of the network step i → i+1 (wrap-around included); the
+    pair latency is written out in the loop: a numba call with array arguments inside a
+    loop pays reference counting on every array (~20 ns per call; it was half of an uncached
+    4,096-GPU query)."""
+    n = nic_lat.shape[0]
+    lat = 0.0
+    for a in range(n):
+        b = a + 1 if a + 1 < n else 0
+        la, lb = leaf_rank[a], leaf_rank[b]
+        pa, pb = pod_rank[a], pod_rank[b]
+        v = nic_lat[a] + nic_lat[b] + sc[0]
+        if la != lb:
+            v += leaf_lat[la] + leaf_lat[lb] + sc[1]
+        if pa != pb:
+            v += pod_lat[pa] + pod_lat[pb] + sc[2]
+        if staged[a] or staged[b]:
+            v += sc[3]
+        if v > lat:
+            lat = v
+    return lat
+
+
+@njit(cache=True)
 def _ring_latency(k, intra_lat, nic_lat, leaf_rank, pod_rank, leaf_lat, pod_lat, staged, sc):
     """Slowest step of a ring through all GPUs in node order (wrap-around edge included)."""
     n = k.shape[0]
@@ -83,9 +97,8 @@ def _ring_latency(k, intra_lat, nic_lat, leaf_rank, pod_rank, leaf_lat, pod_lat,
     for i in range(n):
         if k[i] > 1:
             lat = max(lat, intra_lat[i])
-        if n > 1:
-            lat = max(lat, _pair_latency(i, (i + 1) % n, nic_lat, leaf_rank, pod_rank, leaf_lat, pod_lat,
-                                         staged, sc))
+    if n > 1:
+        lat = max(lat, _next_pair_max(nic_lat, leaf_rank, pod_rank, leaf_lat, pod_lat, staged, sc))
     return lat
 
 
@@ -183,10 +196,7 @@ def _shape_costs(op, k, ring_Bps, intra_cap, intra_lat, nic_usable, nic_lat, sta
             cn[2 * n:2 * n + nl] = inter
         if npd > 1:
             cn[2 * n + nl:] = inter
-        net_lat = 0.0
-        for i in range(n):
-            net_lat = max(net_lat, _pair_latency(i, (i + 1) % n, nic_lat, leaf_rank, pod_rank, leaf_lat,
-                                                 pod_lat, staged, sc))
+        net_lat = _next_pair_max(nic_lat, leaf_rank, pod_rank, leaf_lat, pod_lat, staged, sc)
         b_intra = _beta(ci, edges, ring_Bps, intra_cap, nic_usable, leaf_cap, pod_cap, sc)
         b_net = _beta(cn, edges, ring_Bps, intra_cap, nic_usable, leaf_cap, pod_cap, sc)
         valid[HIER] = True
@@ -206,15 +216,20 @@ def _shape_costs(op, k, ring_Bps, intra_cap, intra_lat, nic_usable, nic_lat, sta
                 deg[a] += 1
                 deg[b] += 1
                 la, lb = leaf_rank[a], leaf_rank[b]
+                pa, pb = pod_rank[a], pod_rank[b]
+                v = nic_lat[a] + nic_lat[b] + sc[0]   # the pair latency, written out (see `_next_pair_max`)
                 if la != lb:
                     coef[TREE, 2 * n + la] += 0.5
                     coef[TREE, 2 * n + lb] += 0.5
-                pa, pb = pod_rank[a], pod_rank[b]
+                    v += leaf_lat[la] + leaf_lat[lb] + sc[1]
                 if pa != pb:
                     coef[TREE, 2 * n + nl + pa] += 0.5
                     coef[TREE, 2 * n + nl + pb] += 0.5
-                tree_lat = max(tree_lat, _pair_latency(a, b, nic_lat, leaf_rank, pod_rank, leaf_lat, pod_lat,
-                                                       staged, sc))
+                    v += pod_lat[pa] + pod_lat[pb] + sc[2]
+                if staged[a] or staged[b]:
+                    v += sc[3]
+                if v > tree_lat:
+                    tree_lat = v
         for i in range(n):
             # intra-node chain: k−1 edges carry S each way (reduce up, broadcast down); an
             # interior GPU sends 2S through its one NVLink/PCIe port, an end GPU S

@@ -115,36 +115,155 @@ def read_layers(path: str | Path) -> LayerModel:
                       declared, int(trailing) if trailing else None)
 
 
+SCHEDULING = ("fifo", "lifo")
+ISSUE = ("after_ig", "after_wg")
+#: the Dally authors' simulator loop (ASTRA-sim 1.0 ``Workload::iterate_data_parallel`` with
+#: their system file ``scheduling-policy: LIFO``): per layer, from the last, the weight
+#: gradient, then its all-reduce is issued (non-blocking), then the input gradient (none for
+#: layer 0); the next forward of layer i waits for layer i's all-reduce; waiting collectives
+#: are served latest-issued first. Steady state (`passes=None`): the number of passes
+#: ArtISt-sim runs is not in the notes. Options of `iteration_comm`.
+ASTRA_LOOP = dict(scheduling="lifo", issue="after_wg", passes=None)
+#: `comm_ratio` options of the authors' simulator: `ASTRA_LOOP` plus the per-dimension pipeline
+#: (``active-chunks-per-dimension: 1``: each dimension runs one collective stage at a time,
+#: different collectives occupy different dimensions at once).
+ASTRA_RATIO = dict(ASTRA_LOOP, pipeline=True)
+
+
+def _serve(ready: np.ndarray, comm_s: np.ndarray, order: list[int], scheduling: str, free: float) -> np.ndarray:
+    """One non-preemptive collective engine: end time of every request in `order` (issue order)."""
+    end = np.zeros(len(ready))
+    pending = list(order)
+    while pending:
+        j = 0
+        if scheduling == "lifo":   # the latest issued among those ready when the engine frees up
+            ready_now = [x for x in range(len(pending)) if ready[pending[x]] <= free]
+            j = ready_now[-1] if ready_now else 0
+        i = pending.pop(j)
+        free = end[i] = max(ready[i], free) + comm_s[i]
+    return end
+
+
+def _serve_stages(ready: np.ndarray, stages: list, order: list[int], scheduling: str, free: float) -> np.ndarray:
+    """ASTRA-sim's collective pipeline: every dimension (queue) runs one collective stage at a
+    time (``active-chunks-per-dimension: 1``), non-preemptive; a collective moves to its next
+    stage's queue when a stage ends; a free queue serves the waiting stage of highest priority
+    (``lifo``: the latest issued collective, ``fifo``: the earliest). List scheduling in time
+    order: the next dispatch is always the earliest possible start over all queues."""
+    L = len(ready)
+    end = np.zeros(L)
+    prio = {i: (r if scheduling == "lifo" else -r) for r, i in enumerate(order)}
+    avail = {i: ready[i] for i in order}
+    nxt = {i: 0 for i in order}
+    qfree: dict[int, float] = {}
+    live = [i for i in order if len(stages[i][0])]
+    for i in order:
+        if not len(stages[i][0]):
+            end[i] = ready[i]
+    while live:
+        best = None
+        for q in {int(stages[i][1][nxt[i]]) for i in live}:
+            waiting = [i for i in live if stages[i][1][nxt[i]] == q]
+            start = max(qfree.get(q, free), min(avail[i] for i in waiting))
+            cand = max((i for i in waiting if avail[i] <= start), key=lambda i: prio[i])
+            if best is None or start < best[0] or (start == best[0] and q < best[1]):
+                best = (start, q, cand)
+        start, q, i = best
+        t_end = start + stages[i][0][nxt[i]]
+        qfree[q] = avail[i] = t_end
+        nxt[i] += 1
+        if nxt[i] == len(stages[i][0]):
+            end[i] = t_end
+            live.remove(i)
+    return end
+
+
 def iteration_comm(model: LayerModel, comm_s: np.ndarray, clock_hz: float = ASTRA_CLOCK_HZ,
-                   compute_scale: float | None = None) -> tuple[float, float]:
+                   compute_scale: float | None = None, scheduling: str = "fifo", issue: str = "after_ig",
+                   passes: int | None = None, stages: list | None = None) -> tuple[float, float]:
     """(compute seconds, exposed communication seconds) of one data-parallel iteration.
 
-    `comm_s[i]` is the all-reduce time of layer i's gradient on the placement.
+    `comm_s[i]` is the all-reduce time of layer i's gradient on the placement. Options (the
+    Dally authors' simulator is `ASTRA_LOOP`):
+
+    - `scheduling`: which ready all-reduce the one-at-a-time, non-preemptive collective engine
+      serves next — ``fifo`` in issue order, or ``lifo`` the most recently issued (ASTRA-sim's
+      ``scheduling-policy: LIFO``: earlier layers, which the next forward needs first, jump
+      the queue);
+    - `issue`: ``after_ig`` — a layer's all-reduce starts when its whole backward (input +
+      weight gradient) is done (PyTorch DDP); ``after_wg`` — ASTRA-sim's loop: weight gradient,
+      issue its all-reduce, then the input gradient, which layer 0 skips (compute excludes it);
+    - `passes`: None — steady state: the next iteration's forward of layer i waits for layer
+      i's all-reduce, exposed = that waiting; k ≥ 1 — simulate k passes from a cold start and
+      end when every all-reduce is done (ASTRA-sim's run): exposed = (end − k·compute) / k;
+    - `stages`: None — one collective engine, layer i's all-reduce takes `comm_s[i]`; or per
+      layer (seconds[], queue[]) from `CommModel.multidim_stages` — ASTRA-sim's per-dimension
+      pipeline (`_serve_stages`): a later layer's reduce-scatter in the machine dimension
+      overlaps an earlier layer's phase in the rack dimension.
     """
+    if scheduling not in SCHEDULING:
+        raise InputError.at(field="scheduling", expected=" | ".join(SCHEDULING), got=scheduling)
+    if issue not in ISSUE:
+        raise InputError.at(field="issue", expected=" | ".join(ISSUE), got=issue)
     scale = model.compute_scale() if compute_scale is None else compute_scale
     f = model.fwd_cycles * scale / clock_hz
-    b = (model.ig_cycles + model.wg_cycles) * scale / clock_hz
-    compute = float(f.sum() + b.sum())
-    t = float(f.sum())
-    comm_free = 0.0
-    comm_end = np.zeros(len(f))
-    for i in range(len(f) - 1, -1, -1):
-        t += b[i]
-        if comm_s[i] > 0:
-            start = max(t, comm_free)
-            comm_free = comm_end[i] = start + comm_s[i]
-    cursor = t
-    for i in range(len(f)):
-        cursor = max(cursor, comm_end[i]) + f[i]
-    return compute, float(cursor - t - f.sum())
+    wg = model.wg_cycles * scale / clock_hz
+    ig = model.ig_cycles * scale / clock_hz
+    L = len(f)
+    if issue == "after_wg":
+        ig = ig.copy()
+        ig[0] = 0.0
+        first, second = wg, ig      # issue after `first`
+    else:
+        first, second = ig + wg, np.zeros(L)
+    compute = float(f.sum() + first.sum() + second.sum())
+    order = [i for i in range(L - 1, -1, -1) if comm_s[i] > 0]
+
+    def backward(t: float) -> tuple[float, np.ndarray]:
+        ready = np.zeros(L)
+        for i in range(L - 1, -1, -1):
+            t += first[i]
+            ready[i] = t
+            t += second[i]
+        return t, ready
+
+    if passes is None:
+        t, ready = backward(float(f.sum()))
+        comm_end = (_serve(ready, comm_s, order, scheduling, 0.0) if stages is None
+                    else _serve_stages(ready, stages, order, scheduling, 0.0))
+        cursor = t
+        for i in range(L):
+            cursor = max(cursor, comm_end[i]) + f[i]
+        return compute, float(cursor - t - f.sum())
+    if int(passes) < 1:
+        raise InputError.at(field="passes", expected="None or a positive integer", got=passes)
+    t, comm_end, free = 0.0, np.zeros(L), 0.0
+    for _ in range(int(passes)):
+        for i in range(L):
+            t = max(t, comm_end[i]) + f[i]
+        t, ready = backward(t)
+        comm_end = (_serve(ready, comm_s, order, scheduling, free) if stages is None
+                    else _serve_stages(ready, stages, order, scheduling, free))
+        free = float(comm_end.max()) if order else free
+    end = max(t, free)
+    return compute, float(end / int(passes) - compute)
 
 
 def comm_ratio(model: LayerModel, comm_model, gpus: np.ndarray, algorithm: str = "auto",
-               clock_hz: float = ASTRA_CLOCK_HZ, compute_scale: float | None = None) -> float:
-    """Exposed communication as a fraction of compute (Dally Table I's metric) on `gpus`."""
+               clock_hz: float = ASTRA_CLOCK_HZ, compute_scale: float | None = None,
+               scheduling: str = "fifo", issue: str = "after_ig", passes: int | None = None,
+               pipeline: bool = False) -> float:
+    """Exposed communication as a fraction of compute (Dally Table I's metric) on `gpus`.
+
+    `pipeline`: with the ``multidim`` collective, run ASTRA-sim's per-dimension pipeline
+    (`CommModel.multidim_stages`) instead of one all-reduce at a time."""
     if len(gpus) <= 1:
         return 0.0
     comm = np.array([comm_model.allreduce(gpus, s, np.array([s]), algorithm=algorithm).seconds if s > 0 else 0.0
                      for s in model.wg_bytes])
-    compute, exposed = iteration_comm(model, comm, clock_hz, compute_scale)
+    stages = None
+    if pipeline:
+        stages = [comm_model.multidim_stages(gpus, s) if s > 0 else (np.zeros(0), np.zeros(0, np.int64))
+                  for s in model.wg_bytes]
+    compute, exposed = iteration_comm(model, comm, clock_hz, compute_scale, scheduling, issue, passes, stages)
     return exposed / compute

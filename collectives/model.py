@@ -28,7 +28,9 @@ the time of every applicable (algorithm, protocol) pair — ring, double binary 
 (trees and hierarchy need ≥ 2 nodes); small multi-node buckets use the tree or hierarchical
 with LL (fewest latency-bound steps: log₂n or n instead of p); large buckets use ring or
 hierarchical with Simple (full bandwidth). The reported algorithm is the one that took the
-largest share of the time. An explicit algorithm that does not apply (tree on one node) falls
+largest share of the time. ``multidim`` (ASTRA-sim style per-dimension reduce-scatter /
+all-gather, `collectives.multidim`) models a simulator, not NCCL: it is used only when asked
+for (the call or `CommParams.algorithm`, e.g. the `dally-3tier` preset), never by "auto". An explicit algorithm that does not apply (tree on one node) falls
 back to the ring, and the result says so.
 """
 
@@ -41,6 +43,7 @@ import numpy as np
 from numba import njit
 
 from collectives.algorithms import OPS, algorithm_costs, node_attributes, protocol_array, scalar_params
+from collectives.multidim import level_phases, multidim_cost
 from collectives.params import ALGORITHMS, CommParams
 from collectives.shape import Shape, placement_shape
 from cosim.errors import InputError
@@ -182,14 +185,15 @@ class CommModel:
         try:
             bkey = (None if bucket_bytes is None else
                     bucket_bytes.tobytes() if isinstance(bucket_bytes, np.ndarray) else float(bucket_bytes))
-            key = (op, gpus.tobytes(), gpus.dtype.char, nbytes, bkey, algorithm)
+            gkey = gpus.tobytes()
+            key = (op, gkey, gpus.dtype.char, nbytes, bkey, algorithm)
             hit = self._results.get(key)
             if hit is not None:
                 return hit
         except AttributeError:  # gpus given as a list: normalise and go the slow way
             gpus = np.asarray(gpus, dtype=np.int64)
             return self.collective(op, gpus, nbytes, bucket_bytes, algorithm)
-        result = self._compute(op, gpus, nbytes, bucket_bytes, algorithm, bkey)
+        result = self._compute(op, gpus, nbytes, bucket_bytes, algorithm, bkey, gkey)
         if len(self._results) >= self.cache_size:
             self._results.clear()
         self._results[key] = result
@@ -202,8 +206,8 @@ class CommModel:
         self._bucket_frac.clear()
 
     # ------------------------------------------------------------------ internals
-    def _placement(self, gpus: np.ndarray) -> tuple[Shape, np.ndarray]:
-        pkey = (gpus.tobytes(), gpus.dtype.char)
+    def _placement(self, gpus: np.ndarray, gkey: bytes | None = None) -> tuple[Shape, np.ndarray]:
+        pkey = (gpus.tobytes() if gkey is None else gkey, gpus.dtype.char)
         hit = self._placements.get(pkey)
         if hit is not None:
             return hit
@@ -227,6 +231,46 @@ class CommModel:
         self._shapes[skey] = sc
         return sc
 
+    def _multidim_shape_cost(self, op: str, shape: Shape) -> _ShapeCost | None:
+        """The ``multidim`` collective as a one-algorithm `_ShapeCost` (only the Simple
+        protocol row is finite: no NCCL protocols in an ASTRA-sim style model)."""
+        skey = (op, shape.key, "multidim")
+        if skey in self._shapes:
+            return self._shapes[skey]
+        res = multidim_cost(self.topo, shape, op, self.params)
+        sc = None
+        if res is not None:
+            a, b, coef, _levels = res
+            alpha = np.array([[np.inf, np.inf, a]])
+            beta = np.array([[b, b, b]])
+            sc = _ShapeCost(("multidim",), alpha, beta, self._wire, coef[None, :], shape.num_gpus)
+        if len(self._shapes) >= self.cache_size:
+            self._shapes.clear()
+        self._shapes[skey] = sc
+        return sc
+
+    def multidim_stages(self, gpus, nbytes: float, op: str = "allreduce") -> tuple[np.ndarray, np.ndarray]:
+        """The ``multidim`` collective of one `nbytes` message as ASTRA-sim's pipeline stages:
+        (seconds[j], queue[j]) in execution order — reduce-scatter through the levels, an
+        all-reduce phase (reduce-scatter + all-gather) on the outermost, all-gather back; queue
+        = the level (dimension) whose one collective engine a stage occupies. The per-call
+        ``base_latency_s`` is added to the first stage. Sum of seconds = the all-reduce time of
+        `allreduce(..., algorithm="multidim")` on a uniform placement."""
+        shape, _ = self._placement(np.asarray(gpus, dtype=np.int64))
+        res = multidim_cost(self.topo, shape, op, self.params)
+        if res is None or not res[3]:
+            return np.zeros(0), np.zeros(0, np.int64)
+        ph = level_phases(res[3], int(shape.counts.min()))
+        S = float(nbytes)
+        rs = [(q, a + b * S) for q, a, b in ph]
+        if op == "allreduce":
+            stages = rs[:-1] + [(rs[-1][0], 2 * rs[-1][1])] + rs[-2::-1]
+        else:
+            stages = rs if op == "reduce_scatter" else rs[::-1]
+        secs = np.array([t for _, t in stages])
+        secs[0] += self.params.base_latency_s
+        return secs, np.array([q for q, _ in stages], np.int64)
+
     def _buckets(self, nbytes: float, bucket_bytes, bkey) -> tuple[np.ndarray, np.ndarray]:
         total = float(nbytes)
         if not math.isfinite(total) or total < 0:
@@ -249,15 +293,18 @@ class CommModel:
         rem = total - full * cap
         return np.array([cap, rem]), np.array([float(full), 1.0 if rem > 0 else 0.0])
 
-    def _compute(self, op: str, gpus: np.ndarray, nbytes: float, bucket_bytes, algorithm: str, bkey) -> CollectiveCost:
+    def _compute(self, op: str, gpus: np.ndarray, nbytes: float, bucket_bytes, algorithm: str, bkey,
+                 gkey: bytes | None = None) -> CollectiveCost:
         if op not in OPS:
             raise InputError.at(field="operation", expected=" | ".join(OPS), got=op)
         if algorithm == "auto":
             algorithm = self.params.algorithm
         if algorithm != "auto" and algorithm not in ALGORITHMS:
-            raise InputError.at(field="algorithm", expected="auto | ring | tree | hierarchical", got=algorithm)
-        shape, ids = self._placement(gpus)
-        sc = self._shape_cost(op, shape)
+            raise InputError.at(field="algorithm", expected="auto | " + " | ".join(ALGORITHMS), got=algorithm)
+        shape, ids = self._placement(gpus, gkey)
+        sc = self._multidim_shape_cost(op, shape) if algorithm == "multidim" else None
+        if sc is None:   # multidim not requested, or no multidim form of this op (→ the ring)
+            sc = self._shape_cost(op, shape)
         sizes, mult = self._buckets(nbytes, bucket_bytes, bkey)
         only = -1
         if algorithm != "auto":   # not applicable here (e.g. tree on one node): the ring, index 0

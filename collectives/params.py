@@ -30,7 +30,9 @@ ll_step_latency_s          per-step latency of LL (lowest)
 ll128_step_latency_s       per-step latency of LL128
 simple_step_latency_s      per-step latency of Simple (full bandwidth, highest latency)
 bucket_bytes               DDP gradient bucket cap (PyTorch default bucket_cap_mb = 25 MiB)
-algorithm                  "auto" | "ring" | "tree" | "hierarchical" (default for all-reduce)
+algorithm                  "auto" | "ring" | "tree" | "hierarchical" | "multidim" (default for all-reduce;
+                           "multidim" = the ASTRA-sim style per-dimension collective,
+                           `collectives.multidim`; never chosen by "auto")
 =========================  =========================================================================
 """
 
@@ -44,7 +46,7 @@ from typing import Any, Mapping
 
 from cosim.errors import InputError
 
-ALGORITHMS = ("ring", "tree", "hierarchical")
+ALGORITHMS = ("ring", "tree", "hierarchical", "multidim")
 PROTOCOLS = ("ll", "ll128", "simple")
 
 
@@ -74,7 +76,7 @@ class CommParams:
             v = getattr(self, f.name)
             if f.name == "algorithm":
                 if v not in ("auto",) + ALGORITHMS:
-                    raise InputError.at(field="comm.algorithm", expected="auto | ring | tree | hierarchical",
+                    raise InputError.at(field="comm.algorithm", expected="auto | " + " | ".join(ALGORITHMS),
                                         got=v)
             elif not (isinstance(v, (int, float)) and v >= 0):
                 raise InputError.at(field=f"comm.{f.name}", expected="a non-negative number", got=v)

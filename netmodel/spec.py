@@ -18,8 +18,12 @@ TOML layout (see ``netmodel/presets/*.toml``; every key is documented there)::
     [node_types.<name>.intra]  kind = "nvswitch" | "nvlink-cube-mesh" | "pcie", ...
     [node_types.<name>.nic]    count, gbps, gpudirect, latency_us
     [[groups]]               name, node_type, nodes, gpus_per_node?, start_new_leaf?, start_new_pod?
+    [[node_types.<name>.intra.dims]]  optional multi-dimensional intra-node layout for the
+                             ``multidim`` collective: size, topology, GBps, latency_us, algorithm
     [tiers.leaf] / [tiers.spine] / [tiers.core]   name, kind, port_gbps, latency_us, oversubscription,
-                                                  uplink_gbps? (explicit uplink of one switch)
+                                                  uplink_gbps? (explicit uplink of one switch),
+                                                  dim_topology?, dim_GBps?, dim_latency_us?,
+                                                  dim_algorithm? (this tier as a ``multidim`` dimension)
     [comm]                   optional `collectives.CommParams` overrides for this cluster
 
 Validation happens here, at load, and names the preset (or file) and the field.
@@ -37,6 +41,27 @@ from typing import Any, Mapping
 from cosim.errors import InputError, UnknownNameError
 
 INTRA_KINDS = ("nvswitch", "nvlink-cube-mesh", "pcie")
+#: topologies of one dimension of the ``multidim`` (ASTRA-sim style) collective
+DIM_TOPOLOGIES = ("ring", "fully-connected", "switch")
+#: collective implementation inside one dimension
+DIM_ALGORITHMS = ("ring", "direct")
+
+
+@dataclass(frozen=True)
+class DimSpec:
+    """One dimension of a multi-dimensional (ASTRA-sim style) network, see `collectives.multidim`.
+
+    `size` units joined by `topology` links of `GBps` (per link, per direction) and
+    `latency_us` (per link); `algorithm` is the collective run inside the dimension (``ring``:
+    size−1 neighbour steps; ``direct``: one step to all peers at once, fully-connected only).
+    A ``switch`` hop crosses two links (unit → switch → unit), so it pays 2 × latency_us.
+    """
+
+    size: int
+    topology: str
+    GBps: float
+    latency_us: float
+    algorithm: str = "ring"
 TIER_NAMES = ("leaf", "spine", "core")
 
 
@@ -58,6 +83,7 @@ class IntraNode:
     nvlink_GBps: float = 0.0         # cube-mesh: one NVLink, per direction
     nvlinks_per_gpu: int = 0         # cube-mesh
     host_bridge_GBps: float = 0.0    # pcie: shared root complex / inter-socket bridge
+    dims: tuple[DimSpec, ...] = ()   # optional multidim layout (product of sizes = GPUs per node)
 
     def ring_GBps(self, n_gpus: int, gpus_per_node: int) -> float:
         """Per-GPU ring bandwidth (per direction) for a ring through `n_gpus` GPUs of this node.
@@ -132,6 +158,10 @@ class Tier:
     latency_us: float
     oversubscription: float = 1.0
     uplink_gbps: float | None = None
+    dim_topology: str = "ring"           # this tier as one multidim dimension (see DimSpec)
+    dim_GBps: float | None = None        # per GPU per direction; None: derived from NICs/uplinks
+    dim_latency_us: float | None = None  # per link; None: the tier's latency_us
+    dim_algorithm: str = "ring"
 
 
 @dataclass(frozen=True)
@@ -220,18 +250,51 @@ class _Fields:
         return _Fields(self.source, self._name(key), self.t[key])
 
 
-def _intra(f: _Fields) -> IntraNode:
+def _choice(f: _Fields, key: str, choices: tuple[str, ...], default: str) -> str:
+    v = f.get(key, str, default)
+    if v not in choices:
+        raise InputError.at(f.source, field=f._name(key), expected=" | ".join(choices), got=v)
+    return v
+
+
+def _dims(f: _Fields, gpus_per_node: int) -> tuple[DimSpec, ...]:
+    raw = f.t.get("dims", [])
+    if not isinstance(raw, list):
+        raise InputError.at(f.source, field=f._name("dims"), expected="an array of [[...intra.dims]] tables", got=raw)
+    dims = []
+    for i, d in enumerate(raw):
+        g = _Fields(f.source, f"{f._name('dims')}[{i}]", d)
+        topo = _choice(g, "topology", DIM_TOPOLOGIES, "ring")
+        algo = _choice(g, "algorithm", DIM_ALGORITHMS, "ring")
+        if algo == "direct" and topo == "ring":
+            raise InputError.at(f.source, field=g._name("algorithm"),
+                                expected="ring on a ring topology (direct needs fully-connected or switch)", got=algo)
+        dims.append(DimSpec(size=g.get("size", int, positive=True), topology=topo,
+                            GBps=g.get("GBps", float, positive=True),
+                            latency_us=g.get("latency_us", float, minimum=0.0), algorithm=algo))
+    prod = 1
+    for d in dims:
+        prod *= d.size
+    if dims and prod != gpus_per_node:
+        raise InputError.at(f.source, field=f._name("dims"),
+                            expected=f"dimension sizes whose product is gpus_per_node = {gpus_per_node}",
+                            got=[d.size for d in dims])
+    return tuple(dims)
+
+
+def _intra(f: _Fields, gpus_per_node: int) -> IntraNode:
     kind = f.get("kind", str)
     if kind not in INTRA_KINDS:
         raise InputError.at(f.source, field=f._name("kind"), expected=" | ".join(INTRA_KINDS), got=kind)
     lat = f.get("latency_us", float, minimum=0.0)
+    dims = _dims(f, gpus_per_node)
     if kind == "nvswitch":
-        return IntraNode(kind, lat, gpu_GBps=f.get("gpu_GBps", float, positive=True))
+        return IntraNode(kind, lat, gpu_GBps=f.get("gpu_GBps", float, positive=True), dims=dims)
     if kind == "nvlink-cube-mesh":
         return IntraNode(kind, lat, nvlink_GBps=f.get("nvlink_GBps", float, positive=True),
-                         nvlinks_per_gpu=f.get("nvlinks_per_gpu", int, positive=True))
+                         nvlinks_per_gpu=f.get("nvlinks_per_gpu", int, positive=True), dims=dims)
     return IntraNode(kind, lat, gpu_GBps=f.get("gpu_GBps", float, positive=True),
-                     host_bridge_GBps=f.get("host_bridge_GBps", float, positive=True))
+                     host_bridge_GBps=f.get("host_bridge_GBps", float, positive=True), dims=dims)
 
 
 def _tier(f: _Fields, name: str) -> Tier:
@@ -240,7 +303,10 @@ def _tier(f: _Fields, name: str) -> Tier:
                 port_gbps=f.get("port_gbps", float, positive=True),
                 latency_us=f.get("latency_us", float, minimum=0.0),
                 oversubscription=f.get("oversubscription", float, 1.0, minimum=1.0),
-                uplink_gbps=up)
+                uplink_gbps=up, dim_topology=_choice(f, "dim_topology", DIM_TOPOLOGIES, "ring"),
+                dim_GBps=f.get("dim_GBps", float, None, positive=True),
+                dim_latency_us=f.get("dim_latency_us", float, None, minimum=0.0),
+                dim_algorithm=_choice(f, "dim_algorithm", DIM_ALGORITHMS, "ring"))
 
 
 def spec_from_dict(data: Mapping[str, Any], source: str, **overrides: Any) -> ClusterSpec:
@@ -253,9 +319,10 @@ def spec_from_dict(data: Mapping[str, Any], source: str, **overrides: Any) -> Cl
     for tname in types_tbl.t:
         f = types_tbl.sub(tname)
         nic = f.sub("nic")
+        gpn = f.get("gpus_per_node", int, positive=True)
         node_types[tname] = NodeType(
             name=tname, gpu_type=f.get("gpu_type", str), gpu_mem_gb=f.get("gpu_mem_gb", float, positive=True),
-            gpus_per_node=f.get("gpus_per_node", int, positive=True), intra=_intra(f.sub("intra")),
+            gpus_per_node=gpn, intra=_intra(f.sub("intra"), gpn),
             nic=Nic(count=nic.get("count", int, positive=True), gbps=nic.get("gbps", float, positive=True),
                     gpudirect=nic.get("gpudirect", bool), latency_us=nic.get("latency_us", float, minimum=0.0)))
     groups_raw = data.get("groups")

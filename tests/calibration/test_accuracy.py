@@ -95,27 +95,32 @@ def test_cv_holds_out_whole_placement_shapes(aws_subset):
 
 @pytest.mark.shared_data
 def test_dally_layers_network_tier(shared_data):
-    """The paper's method with ASTRA-sim-equivalent CommParams: network tier (4/4) MobileNetV3
-    18,270 % vs 19,592 %, ResNet-18 2,561 vs 2,749, ResNet-50 26 vs 38; the paper's network
-    order; VGG-11 and AlexNet machine tier within 3 points. Machine/rack misses are known
-    (intra-node latency, see docs/calibration.md) and pinned so a change shows up."""
+    """The paper's method with the authors' ASTRA-sim inputs (`dally-3tier` as shipped: the
+    multidim collective, ASTRA-sim's loop and per-dimension pipeline): network tier (4/4)
+    within 5 % for MobileNetV3, ResNet-18, BERT, AlexNet; machine within 3 points for VGG-11,
+    AlexNet, ResNet-18. Known misses pinned so a change shows up: machine MobileNetV3 24 vs 42,
+    BERT 2.2 vs 8, ResNet-50 ≈0 vs 12 (machine, rack) and 2.6 vs 38 (network), hence the
+    network order fails on ResNet-50 < VGG-11 (see docs/calibration.md)."""
     t = v.dally_table_layers(shared_data / "models" / "layers").set_index("model")
-    assert t.loc["mobilenet_v3", "network %"] == pytest.approx(19592, rel=0.1)
-    assert t.loc["resnet18", "network %"] == pytest.approx(2749, rel=0.1)
-    assert 38 / 2 < t.loc["resnet50", "network %"] < 38 * 2
+    for model, paper in (("mobilenet_v3", 19592), ("resnet18", 2749), ("bert_large", 715), ("alexnet", 100)):
+        assert t.loc[model, "network %"] == pytest.approx(paper, rel=0.05), model
     assert (t["machine %"] <= t["rack %"]).all() and (t["rack %"] <= t["network %"]).all()
-    assert abs(t.loc["vgg11", "machine %"] - 1) <= 3 and abs(t.loc["alexnet", "machine %"] - 2) <= 3
+    for model, paper in (("vgg11", 1), ("alexnet", 2), ("resnet18", 7)):
+        assert abs(t.loc[model, "machine %"] - paper) <= 3, model
     checks = v.dally_checks(t.reset_index())
-    assert checks["network order as the paper"] and checks["network same order of magnitude"]
-    assert not checks["machine within 3 points"]  # MobileNetV3 498 % vs 42 %: see docs
+    assert not checks["machine within 3 points"]      # MobileNetV3, BERT, ResNet-50: see docs
+    assert not checks["network order as the paper"]   # ResNet-50 (2.6) below VGG-11 (7.7)
+    net = t["network %"]
+    assert net["mobilenet_v3"] > net["resnet18"] > net["bert_large"] > net["alexnet"] > net["vgg11"]
     pre = v.dally_table_layers(shared_data / "models" / "layers", v.dally_comm_params("preset")).set_index("model")
-    assert pre.loc["mobilenet_v3", "network %"] == pytest.approx(19526, rel=0.01)  # the netmodel test's number
+    assert pre.loc["mobilenet_v3", "network %"] > 10 * pre.loc["mobilenet_v3", "machine %"]
 
 
 def test_dally_comm_params_kinds():
-    a, p = v.dally_comm_params("astra"), v.dally_comm_params("preset")
-    assert a.base_latency_s == 0.0 and a.beta_efficiency_intra == pytest.approx(4.0)
-    assert p.base_latency_s > 0
+    a, p, d = v.dally_comm_params("astra"), v.dally_comm_params("preset"), v.dally_comm_params("datasheet")
+    assert a.algorithm == "multidim" and a.base_latency_s == 0.0 and a.alpha_intra_s == pytest.approx(1e-8)
+    assert p.algorithm == "auto" and p.base_latency_s > 0
+    assert d.algorithm == "auto" and v.DALLY_COMM_KINDS["datasheet"] == "dally-3tier-datasheet"
     from cosim.errors import InputError
 
     with pytest.raises(InputError):

@@ -18,7 +18,7 @@ def register(app: typer.Typer) -> None:
                                       help="GPUs per node: ',' within a leaf, '/' between leaves, '|' between "
                                       "pods (8, 4,4, 4/4, 8,8/8,8)."),
         size: str = typer.Option(..., "--bytes", help="Message size: 100MB, 1GiB, 4096."),
-        algo: str = typer.Option("auto", "--algo", help="auto | ring | tree | hierarchical"),
+        algo: str = typer.Option("auto", "--algo", help="auto | ring | tree | hierarchical | multidim"),
         bucket: str = typer.Option(None, "--bucket", help="Split into DDP buckets of this size (default: one "
                                    "message)."),
         calibration: str = typer.Option(None, "--calibration", help="Calibration TOML with a [comm] section."),
@@ -32,8 +32,8 @@ def register(app: typer.Typer) -> None:
         from cosim.errors import InputError
         from cosim.units import parse_bytes
 
-        if algo not in ("auto", "ring", "tree", "hierarchical"):
-            raise InputError.at(field="--algo", expected="auto | ring | tree | hierarchical", got=algo)
+        if algo not in ("auto", "ring", "tree", "hierarchical", "multidim"):
+            raise InputError.at(field="--algo", expected="auto | ring | tree | hierarchical | multidim", got=algo)
         nbytes = parse_bytes(size, field="--bytes")
         spec = netmodel.load_cluster(cluster, num_nodes=nodes)
         topo = netmodel.build_topology(spec, check_graph=False)

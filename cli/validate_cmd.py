@@ -53,7 +53,7 @@ def validate(
         typer.echo(rep.summary())
         typer.echo(v.targets_line(table))
         if dally:
-            for kind, what in (("astra", "ASTRA-sim-equivalent CommParams"), ("preset", "the preset's CommParams")):
+            for kind, what in (("astra", "ASTRA-sim-equivalent CommParams"), ("preset", "NCCL-like costs on the dally-3tier links")):
                 t = v.dally_table_layers(layers_dir, v.dally_comm_params(kind))
                 typer.echo(f"\nDally Table I, the paper's method (authors' per-layer inputs and compute scale, "
                            f"dally-3tier, {what}; exposed comm % of compute, 8 GPUs; machine 8, rack 4,4, network 4/4):")

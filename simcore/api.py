@@ -132,21 +132,38 @@ class ClusterView:
     iteration_time: Callable[[int, np.ndarray, int | None], float]
     #: current allocation of job j (GPU ids, ascending; empty if not holding GPUs)
     allocation_of: Callable[[int], np.ndarray]
+    #: (additive, optional) indices of active jobs, ascending, maintained by the engine so
+    #: `active()`/`queued()`/`running()` cost the active set, not the whole trace
+    active_jobs: np.ndarray | None = None
+    #: (additive, optional) read-only mapping job → the `Allocation` object it runs under now.
+    #: Returning these same objects for unchanged jobs lets the engine skip re-validating them.
+    current: Mapping[int, Allocation] | None = None
 
     def active(self) -> np.ndarray:
-        """Indices of submitted, unfinished jobs (queued, running or restarting)."""
+        """Indices of submitted, unfinished jobs (queued, running or restarting), ascending."""
+        if self.active_jobs is not None:
+            return self.active_jobs
         s = self.jobs.state
         return np.flatnonzero((s == JobState.QUEUED) | (s == JobState.RUNNING) | (s == JobState.RESTARTING))
 
     def queued(self) -> np.ndarray:
+        if self.active_jobs is not None:
+            a = self.active_jobs
+            return a[self.jobs.state[a] == JobState.QUEUED]
         return np.flatnonzero(self.jobs.state == JobState.QUEUED)
 
     def running(self) -> np.ndarray:
+        if self.active_jobs is not None:
+            a = self.active_jobs
+            s = self.jobs.state[a]
+            return a[(s == JobState.RUNNING) | (s == JobState.RESTARTING)]
         s = self.jobs.state
         return np.flatnonzero((s == JobState.RUNNING) | (s == JobState.RESTARTING))
 
     def keep_running(self) -> dict[int, Allocation]:
         """The current allocations as a dict, for policies that only add to them."""
+        if self.current is not None:
+            return dict(self.current)
         return {int(j): Allocation(tuple(self.allocation_of(int(j)))) for j in self.running()}
 
 
@@ -158,6 +175,12 @@ class Policy(Protocol):
     - `interval_s`: seconds between scheduling rounds, or None for event-driven only.
     - `event_driven`: also call on arrivals, completions, capacity changes, restart ends.
     - `needs`: oracle information the policy uses (e.g. `NEED_DURATION_ORACLE`).
+
+    Optional (read with getattr, default False):
+    - `rounds_need_queue`: the policy declares that a periodic round can change nothing
+      while no job is queued (it reacts to service thresholds through `Decision.wake_at`),
+      so the engine skips rounds at instants with an empty queue. Events and wake-ups
+      still call it.
     """
 
     name: ClassVar[str]

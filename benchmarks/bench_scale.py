@@ -1,0 +1,122 @@
+"""Scale: one simulation of a large synthetic trace on a large fabric, through the real runner.
+
+Issue 6 target: a 1,000,000-job Philly-like synthetic trace on a 20,000-GPU fabric
+(`dgx-a100` resized to 2,500 nodes x 8 GPUs, non-blocking fat tree), FIFO, contention on,
+in < 10 min and < 4 GB. Each size runs in a fresh spawned process, so the peak resident
+memory measured (the process's high-water mark) is the run's own: numba start-up, trace
+synthesis, topology, engine and result tables. A run still going at twice its time target
+is killed and reported as not finished (value = the time it was given, status in the
+detail), so `cosim bench` always ends.
+
+    python -m benchmarks.bench_scale            # the 10k-job step and the 1M-job target
+    python -m benchmarks.run --only scale_10k   # just the quick step
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import resource
+import sys
+import time
+from pathlib import Path
+
+TARGET_JOBS, TARGET_NODES = 1_000_000, 2_500
+TARGET_S, TARGET_GB = 600.0, 4.0
+POLICY = "fifo"  # the cheapest baseline: measures the engine, not a policy's own cost
+
+
+def _peak_gb_of(pid: int) -> float:
+    """VmHWM of a live process (Linux), in GB; NaN elsewhere."""
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) * 1024 / 1e9
+    except OSError:
+        pass
+    return float("nan")
+
+
+def _child(conn, jobs: int, nodes: int, policy: str, contention: bool) -> None:
+    """Runs in a fresh process: the runner end to end; sends wall time, peak RSS and counters."""
+    try:
+        t0 = time.perf_counter()
+        from simcore.runner import RunConfig, run
+
+        t_import = time.perf_counter() - t0
+        cfg = RunConfig(trace=f"synth:philly:{jobs}", cluster="dgx-a100", cluster_nodes=nodes, policies=(policy,),
+                        contention=contention, seed=0)
+        t1 = time.perf_counter()
+        result = run(cfg, None, progress=False)
+        wall = time.perf_counter() - t1
+        row = result.summary.iloc[0].to_dict()
+        rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        conn.send({"status": "ok", "wall_s": wall, "import_s": t_import,
+                   "peak_gb": rss / 1e9 if sys.platform == "darwin" else rss * 1024 / 1e9,
+                   "finished": int(row.get("finished", 0)), "events": int(row.get("events", 0))})
+    except Exception as exc:
+        conn.send({"status": "error", "error": f"{type(exc).__name__}: {exc}"})
+    finally:
+        conn.close()
+
+
+def measure(jobs: int, nodes: int, policy: str = POLICY, contention: bool = True, limit_s: float = 3600) -> dict:
+    """Run one size in a fresh process; kill it after `limit_s` seconds."""
+    ctx = multiprocessing.get_context("spawn")
+    recv, send = ctx.Pipe(duplex=False)
+    proc = ctx.Process(target=_child, args=(send, jobs, nodes, policy, contention), daemon=True)
+    t0 = time.perf_counter()
+    proc.start()
+    send.close()
+    peak = float("nan")
+    while proc.is_alive() and time.perf_counter() - t0 < limit_s:
+        peak = max(peak, _peak_gb_of(proc.pid)) if peak == peak else _peak_gb_of(proc.pid)
+        if recv.poll(1.0):
+            break
+    if recv.poll(0):
+        out = recv.recv()
+        proc.join(30)
+        return out
+    if proc.is_alive():
+        peak = _peak_gb_of(proc.pid)
+        proc.kill()
+        proc.join()
+        return {"status": "timeout", "wall_s": time.perf_counter() - t0, "peak_gb": peak}
+    return {"status": "error", "error": f"the run's process died (exit code {proc.exitcode})", "peak_gb": peak}
+
+
+def _result(label: str, jobs: int, nodes: int, target_s: float | None, target_gb: float | None) -> list[dict]:
+    limit = 2 * target_s if target_s else 1800.0
+    m = measure(jobs, nodes, limit_s=limit)
+    what = f"{jobs:,} synth:philly jobs on {nodes * 8:,} GPUs (dgx-a100 x{nodes}), {POLICY}, contention on"
+    if m["status"] == "error":
+        raise RuntimeError(f"{what}: {m['error']}")
+    if m["status"] == "timeout":
+        detail = f"{what}: NOT FINISHED, killed after {m['wall_s']:.0f} s (2x the target)"
+    else:
+        rate = m["events"] / m["wall_s"] if m["wall_s"] > 0 else float("nan")
+        detail = (f"{what}: {m['finished']:,} finished, {m['events']:,} events, {rate:,.0f} events/s; "
+                  f"import {m['import_s']:.1f} s")
+    return [
+        {"name": f"{label} wall", "value": m["wall_s"], "unit": "s",
+         "target": f"< {target_s:g} s" if target_s else "", "detail": detail},
+        {"name": f"{label} peak memory", "value": m["peak_gb"], "unit": "GB",
+         "target": f"< {target_gb:g} GB" if target_gb else "",
+         "detail": "high-water resident memory of the run's process" + (" (at the kill)" if m["status"] == "timeout"
+                                                                          else "")},
+    ]
+
+
+def bench_scale_10k() -> list[dict]:
+    """A quick step (10k jobs on 2,000 GPUs): how the engine's cost grows towards the target."""
+    return _result("10k jobs / 2k GPUs", 10_000, 250, None, None)
+
+
+def bench_scale_1m() -> list[dict]:
+    """The issue-6 target: 1M jobs on 20k GPUs in < 10 min and < 4 GB (killed at 20 min)."""
+    return _result("1M jobs / 20k GPUs", TARGET_JOBS, TARGET_NODES, TARGET_S, TARGET_GB)
+
+
+if __name__ == "__main__":
+    from benchmarks.run import main
+
+    sys.exit(main(["--only", "scale"]))

@@ -1,0 +1,24 @@
+"""`cosim report DIR [-o OUT]`: figures and one self-contained HTML page from a run or sweep."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+
+def register(app: typer.Typer) -> None:
+    app.command("report")(report)
+
+
+def report(
+    run_dir: Path = typer.Argument(..., help="A `cosim simulate --out` or `cosim sweep --out` folder."),
+    out: Path = typer.Option(None, "--out", "-o", help="Where to write report.html and the PNGs (default DIR/report)."),
+) -> None:
+    """Plot JCT / queueing / fairness CDFs, utilisation, per-policy bars and (sweeps) metric-vs-parameter."""
+    from simcore.report import make_report
+
+    rep = make_report(run_dir, out)
+    typer.echo(f"{rep.html} ({len(rep.figures)} figures: {', '.join(p.name for p in rep.figures)})")
+    for note in rep.notes:
+        typer.echo(f"  note: {note}", err=True)

@@ -1,0 +1,72 @@
+"""`cosim sweep CONFIG --out DIR`: run a grid of simulations locally or on Ray, resumably."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import typer
+
+
+def register(app: typer.Typer) -> None:
+    app.command("sweep")(sweep)
+
+
+def sweep(
+    config: Path = typer.Argument(..., help="Sweep TOML file (see examples/sweep_*.toml)."),
+    out: Path = typer.Option(..., "--out", "-o", help="Sweep folder: cells/<id>/ and summary.parquet."),
+    workers: int = typer.Option(0, "--workers", "-j", help="Parallel cells (0 = one per CPU core)."),
+    backend: str = typer.Option("local", "--backend", help="local (process pool) or ray."),
+    address: str = typer.Option(None, "--address", help="Ray cluster address (default: a local Ray instance)."),
+    resume: bool = typer.Option(False, "--resume", help="Skip finished cells of an interrupted sweep; retry failed ones."),
+    runner: str = typer.Option("simcore.runner", "--runner", hidden=True, help="Module with RunConfig and run."),
+) -> None:
+    """Run every (trace, cluster, policy+params, contention, calibration, seed) cell of a sweep.
+
+    Each finished cell is committed atomically under OUT/cells/<id>/; OUT/summary.parquet has
+    one row per cell (coordinates, every summary metric, status, error, wall_s). A failing cell
+    is recorded and the sweep goes on; the exit code is 1 when any cell failed.
+    """
+    _sweep(config, out, workers, backend, address, resume, runner)
+
+
+def _sweep(config: Path, out: Path, workers: int, backend: str, address: str | None, resume: bool, runner: str) -> None:
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
+    from simcore.sweep import load_sweep, run_sweep
+
+    cfg = load_sweep(config)
+    n_workers = workers or (os.cpu_count() or 1)
+    console = Console(stderr=True)
+    columns = (TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TextColumn("cells"),
+               TextColumn("{task.fields[failed]} failed"), TimeElapsedColumn(), TextColumn("ETA"),
+               TimeRemainingColumn())
+    failed = 0
+    with Progress(*columns, console=console, transient=False, disable=not console.is_terminal) as bar:
+        task = bar.add_task(cfg.name, total=len(cfg.cells()), failed=0)
+
+        def on_cell(done: int, total: int, row: dict) -> None:
+            nonlocal failed
+            if row.get("status") == "error":
+                failed += 1
+            bar.update(task, completed=done, failed=failed)
+
+        result = run_sweep(cfg, out, workers=n_workers, backend=backend, address=address, resume=resume,
+                           runner=runner, on_cell=on_cell)
+    n = len(result.summary)
+    typer.echo(f"{cfg.name}: {n} cells in {out / 'summary.parquet'} ({result.ran} run, {result.skipped} resumed, "
+               f"{result.failed} failed)")
+    if result.failed:
+        errs = result.summary[result.summary["status"] == "error"]
+        for _, r in errs.head(5).iterrows():
+            typer.echo(f"  failed {r['cell_id']} {r['policy_label']} on {r['trace']} seed {r['seed']}: {_short(r['error'])}",
+                       err=True)
+        if len(errs) > 5:
+            typer.echo(f"  ... and {len(errs) - 5} more (see the error column)", err=True)
+        raise typer.Exit(1)
+
+
+def _short(text: str, limit: int = 300) -> str:
+    text = str(text)
+    return text if len(text) <= limit else text[: limit - 3] + "..."

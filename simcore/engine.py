@@ -1,0 +1,501 @@
+"""The discrete-event engine: one policy, one trace, one cluster.
+
+`Engine.run` is the visible round loop — accept → decide → validate → apply → observe.
+Between two instants every running job advances at a constant rate (numba `advance`), and
+the next completion is computed (`next_completion`), never stepped. Events (arrivals,
+restart ends, capacity changes, policy wake-ups and rounds) live in one `EventQueue`.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import time as _time
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from cosim.errors import CosimError, PolicyError
+from simcore import kernels
+from simcore.api import Allocation, ClusterView, Decision, JobState, NEED_DURATION_ORACLE
+from simcore.costs import ChangeCosts
+from simcore.events import Event, EventQueue, Priority
+from simcore.perf import Phases, PerfModel
+from simcore.rates import RateBook
+from simcore.state import ClusterState, JobTable
+from simcore.validate import validate_decision
+from simcore.work import ConstantEfficiency, StatEfficiency, work_gain
+
+log = logging.getLogger(__name__)
+
+# plain ints for the hot path (enum attribute access is slow)
+_QUEUED, _RUNNING, _RESTARTING = int(JobState.QUEUED), int(JobState.RUNNING), int(JobState.RESTARTING)
+_FINISHED, _UNSCHEDULABLE = int(JobState.FINISHED), int(JobState.UNSCHEDULABLE)
+_EMPTY = np.zeros(0, np.int32)
+_EMPTY.flags.writeable = False
+
+
+@dataclass(frozen=True)
+class CapacityChange:
+    """Node `node` leaves (`online=False`) or (re)joins the cluster at `time_s`."""
+
+    time_s: float
+    node: int
+    online: bool
+
+
+@dataclass(frozen=True)
+class EngineOptions:
+    completion_tol_s: float = 1e-6  # completions this close together happen at one instant
+    record_decisions: bool = False
+    #: policy calls in a row that change nothing while nothing runs and no outside event
+    #: is pending, before the run is declared stuck (its queued jobs reported unfinished)
+    stuck_after_calls: int = 3
+    progress_every: int = 2000  # events between progress callbacks
+    #: re-solve only contention groups a change touched (False: every group, every change —
+    #: the reference the incremental path is tested against)
+    incremental_contention: bool = True
+    #: after every decision, check that GPU ownership matches the allocations (tests)
+    check_invariants: bool = False
+
+
+@dataclass
+class EngineResult:
+    jobs: JobTable
+    timeline: dict[str, list]
+    decisions: dict[str, list] | None
+    end_time: float
+    num_events: int
+    num_policy_calls: int
+    stuck: bool
+    wall_s: float
+    policy_wall_s: float
+    online_gpu_s: float  # integral of online GPUs over [0, end_time]
+    busy_gpu_s: float = field(default=0.0)
+
+
+class Engine:
+    def __init__(
+        self,
+        jobs: JobTable,
+        cluster: ClusterState,
+        perf: PerfModel,
+        policy: Any,
+        costs: ChangeCosts,
+        capacity_changes: Sequence[CapacityChange] = (),
+        efficiency: StatEfficiency | None = None,
+        options: EngineOptions | None = None,
+        on_progress: Callable[[float, int, int], None] | None = None,
+    ) -> None:
+        self.jobs, self.cluster, self.perf, self.policy, self.costs = jobs, cluster, perf, policy, costs
+        self.eff = efficiency or ConstantEfficiency()
+        self.opt = options or EngineOptions()
+        self.on_progress = on_progress
+        self.name = str(getattr(policy, "name", type(policy).__name__))
+        self.queue = EventQueue()
+        self.now = 0.0
+        self._alloc: dict[int, np.ndarray] = {}  # job → GPU ids (ascending, read-only)
+        self._alloc_t: dict[int, tuple[int, ...]] = {}
+        self._last_alloc: dict[int, tuple[int, ...]] = {}  # GPUs before a change (to classify it)
+        self._current: dict[int, Allocation] = {}  # job → Allocation(gpus) handed to policies
+        self._current_ro = MappingProxyType(self._current)
+        self._held_arr: np.ndarray | None = None
+        self._queued_since = np.full(jobs.num_jobs, np.nan)  # waiting is accounted on leaving the queue
+        self._changed = True  # occupancy may have changed since the last timeline row
+        self._restarting: set[int] = set()  # jobs holding GPUs while paying a change cost
+        self._rounds_need_queue = bool(getattr(policy, "rounds_need_queue", False))
+        self._phases: dict[int, Phases] = {}
+        # active jobs (submitted, unfinished), ascending; replaced (never mutated) on change,
+        # so arrays handed to policies stay valid
+        self._active_arr = np.zeros(0, np.int64)
+        self.rates = RateBook(jobs, perf, self._phases, self._alloc, incremental=self.opt.incremental_contention)
+        self._next_arrival = 0
+        self._order = np.argsort(jobs.submit_time, kind="stable")
+        self._pending_outside = 0  # queued RESTART_END/CAPACITY/ARRIVAL events
+        self._wakes: set[float] = set()
+        self._round_pending = False
+        self._idle_calls = 0
+        self._unfinished = int(np.count_nonzero(jobs.state != _UNSCHEDULABLE))
+        self._busy = 0
+        self._online = int(cluster.gpu_online.sum())
+        self._online_gpu_s = 0.0
+        self._busy_gpu_s = 0.0
+        self.num_events = 0
+        self._next_progress = 0
+        self.num_calls = 0
+        self.policy_wall_s = 0.0
+        self._needs_oracle = NEED_DURATION_ORACLE in set(getattr(policy, "needs", ()) or ())
+        self._jobs_view = jobs.views(oracle=self._needs_oracle)
+        self._cluster_view = cluster.arrays()
+        self.timeline: dict[str, list] = {k: [] for k in ("time_s", "busy_gpus", "online_gpus", "running",
+                                                          "restarting", "queued")}
+        self.decisions: dict[str, list] | None = (
+            {k: [] for k in ("time_s", "job_id", "action", "num_gpus", "gpus", "batch_size", "cost_s")}
+            if self.opt.record_decisions else None)
+        self._last_obs: tuple | None = None
+        for ch in sorted(capacity_changes, key=lambda c: (c.time_s, c.node, c.online)):
+            self._push(Event(ch.time_s, Priority.CAPACITY, node=ch.node, online=ch.online))
+        self._push_next_arrival()
+
+    # ---- the round loop -------------------------------------------------------------
+    def run(self) -> EngineResult:
+        t0 = _time.perf_counter()
+        stuck = False
+        while self._unfinished > 0:
+            t = self._next_time()
+            if not math.isfinite(t):
+                stuck = True  # nothing running, nothing pending: remaining jobs can never start
+                break
+            self._advance_to(t)
+            call = self._accept(t)  # completions, restart ends, arrivals, capacity, wakes, rounds
+            if call:
+                decision = self._decide(t)  # the policy, with its name and the time on failure
+                changed, emptied = validate_decision(decision, self.jobs, self.cluster, self.perf, self._alloc_t,
+                                                     self.name, t, self._current)
+                did = self._apply(decision, changed, emptied, t)  # preempt, start, migrate, resize, rebatch
+                if self.opt.check_invariants:
+                    self._check_ownership()
+                if decision.wake_at is not None and decision.wake_at > t and decision.wake_at not in self._wakes:
+                    self._wakes.add(decision.wake_at)
+                    self.queue.push(Event(decision.wake_at, Priority.WAKE))
+                if self._is_stuck(did, decision):
+                    stuck = True
+                    break
+            self.rates.refresh()
+            self._observe(t)  # timeline row when occupancy changed
+        self._finish_unfinished()
+        res = EngineResult(self.jobs, self.timeline, self.decisions, self.now, self.num_events, self.num_calls,
+                           stuck, _time.perf_counter() - t0, self.policy_wall_s, self._online_gpu_s,
+                           self._busy_gpu_s)
+        return res
+
+    # ---- time -----------------------------------------------------------------------
+    def _active_idx(self) -> np.ndarray:
+        return self._active_arr
+
+    def _held_idx(self) -> np.ndarray:
+        """Jobs holding GPUs (RUNNING or RESTARTING), ascending; rebuilt after a change."""
+        if self._held_arr is None:
+            self._held_arr = np.sort(np.fromiter(self._alloc.keys(), np.int64, len(self._alloc)))
+        return self._held_arr
+
+    def _next_time(self) -> float:
+        j = self.jobs
+        dt, _ = kernels.next_completion(self._held_idx(), j.state, j.rate, j.progress)
+        return min(self.queue.peek_time(), self.now + dt)
+
+    def _advance_to(self, t: float) -> None:
+        dt = t - self.now
+        if dt < 0:
+            raise AssertionError(f"time went backwards: {self.now} → {t}")
+        if dt > 0:
+            j = self.jobs
+            kernels.advance(self._held_idx(), dt, j.state, j.rate, j.progress, j.alloc_count, j.attained_gpu_s,
+                            j.executed_s, j.restart_s, j.exposed_frac, j.exposed_comm_s)
+            self._online_gpu_s += self._online * dt
+            self._busy_gpu_s += self._busy * dt
+        self.now = t
+
+    # ---- accept ---------------------------------------------------------------------
+    def _push(self, ev: Event) -> None:
+        if ev.priority in (Priority.ARRIVAL, Priority.CAPACITY, Priority.RESTART_END):
+            self._pending_outside += 1
+        self.queue.push(ev)
+
+    def _push_next_arrival(self) -> None:
+        st = self.jobs.state
+        while self._next_arrival < self._order.shape[0]:
+            j = int(self._order[self._next_arrival])
+            self._next_arrival += 1
+            if st[j] != _UNSCHEDULABLE:
+                self._push(Event(float(self.jobs.submit_time[j]), Priority.ARRIVAL, job=j))
+                return
+
+    def _accept(self, t: float) -> bool:
+        """Handle everything that happens at instant `t`; True if the policy must be called."""
+        call = False
+        j = self.jobs
+        done = kernels.completed_now(self._held_idx(), j.state, j.rate, j.progress, self.opt.completion_tol_s)
+        for k in done:
+            self._complete(int(k), t)
+            call = call or self.policy.event_driven
+        while self.queue.peek_time() <= t:
+            ev = self.queue.pop()
+            self.num_events += 1
+            if ev.priority in (Priority.ARRIVAL, Priority.CAPACITY, Priority.RESTART_END):
+                self._pending_outside -= 1
+            if ev.priority == Priority.ARRIVAL:
+                self._arrive(ev.job)
+                call = call or self.policy.event_driven
+            elif ev.priority == Priority.RESTART_END:
+                if ev.version == j.version[ev.job] and j.state[ev.job] == _RESTARTING:
+                    j.state[ev.job] = _RUNNING
+                    self._restarting.discard(ev.job)
+                    self._changed = True
+                    self._mark_rates(ev.job)
+                    call = call or self.policy.event_driven
+            elif ev.priority == Priority.CAPACITY:
+                self._capacity(ev.node, ev.online, t)
+                call = True  # a node leaving or joining always gets a policy call
+            elif ev.priority == Priority.WAKE:
+                self._wakes.discard(ev.time)
+                call = call or self._active_arr.shape[0] > 0
+            elif ev.priority == Priority.ROUND:
+                self._round_pending = False
+                skip = self._rounds_need_queue and not self._any_queued()
+                call = call or (self._active_arr.shape[0] > 0 and not skip)
+        self.num_events += len(done)
+        if self.policy.interval_s and not self._round_pending:
+            self._schedule_round(t)
+        if self.on_progress is not None and self.num_events >= self._next_progress:
+            self._next_progress = self.num_events + self.opt.progress_every
+            self.on_progress(t, self.jobs.num_jobs - self._unfinished, self.jobs.num_jobs)
+        return call
+
+    def _any_queued(self) -> bool:
+        a = self._active_idx()
+        return bool(np.any(self.jobs.state[a] == _QUEUED))
+
+    def _schedule_round(self, t: float) -> None:
+        iv = float(self.policy.interval_s)
+        base = t
+        if self._active_arr.shape[0] == 0:  # idle cluster: next round at the first arrival
+            nxt = self.queue.peek_time() if self._pending_outside else math.inf
+            if not math.isfinite(nxt):
+                return
+            base = max(t, nxt - 1e-9)
+        self.queue.push(Event((math.floor(base / iv) + 1) * iv, Priority.ROUND))
+        self._round_pending = True
+
+    def _arrive(self, j: int) -> None:
+        self.jobs.state[j] = _QUEUED
+        self._queued_since[j] = self.now
+        a = self._active_arr
+        self._active_arr = np.insert(a, np.searchsorted(a, j), j)
+        self._active_arr.flags.writeable = False
+        self._changed = True
+        self._push_next_arrival()
+
+    def _complete(self, j: int, t: float) -> None:
+        jobs = self.jobs
+        self._release(j)
+        jobs.state[j] = _FINISHED
+        jobs.progress[j] = 1.0
+        jobs.end_time[j] = t
+        jobs.rate[j] = 0.0
+        jobs.version[j] += 1
+        a = self._active_arr
+        self._active_arr = np.delete(a, np.searchsorted(a, j))
+        self._active_arr.flags.writeable = False
+        self._changed = True
+        self._unfinished -= 1
+        self._record(t, j, "finish", _EMPTY, int(jobs.batch_size[j]), 0.0)
+
+    def _capacity(self, node: int, online: bool, t: float) -> None:
+        gpus = self.cluster.node_gpus(node)
+        was = self.cluster.gpu_online[gpus]
+        if not online:
+            owners = sorted({int(o) for o in self.cluster.gpu_owner[gpus] if o >= 0})
+            for j in owners:  # forced preemption: the node's jobs lose all their GPUs
+                self._preempt(j, t, action="evicted")
+        self.cluster.gpu_online[gpus] = online
+        self._changed = True
+        self._online += int(online) * int((~was).sum()) - int(not online) * int(was.sum())
+
+    # ---- decide ---------------------------------------------------------------------
+    def _decide(self, t: float) -> Decision:
+        if self._needs_oracle:
+            a = self._active_idx()
+            j = self.jobs
+            j.remaining_s[a] = (1.0 - j.progress[a]) * j.work_iters[a] * j.ref_iter_s[a]
+        view = ClusterView(now=t, jobs=self._jobs_view, cluster=self._cluster_view,
+                           iteration_time=self._what_if, allocation_of=self._allocation_of,
+                           active_jobs=self._active_idx(), current=self._current_ro)
+        self.num_calls += 1
+        w0 = _time.perf_counter()
+        try:
+            decision = self.policy.decide(view, t)
+        except CosimError:
+            raise
+        except Exception as exc:  # a bug in the policy: say which and when, keep the cause
+            raise PolicyError(f"policy '{self.name}' raised {type(exc).__name__} at t={t:.3f}s: {exc}") from exc
+        finally:
+            self.policy_wall_s += _time.perf_counter() - w0
+        return decision
+
+    def _what_if(self, j: int, gpus: np.ndarray, batch: int | None = None) -> float:
+        b = int(self.jobs.batch_size[j] if batch is None else batch)
+        return self.perf.solo_iter_s(self.jobs.model[j], np.sort(np.asarray(gpus, np.int32)), b)
+
+    def _allocation_of(self, j: int) -> np.ndarray:
+        return self._alloc.get(int(j), _EMPTY)
+
+    # ---- apply ----------------------------------------------------------------------
+    def _apply(self, decision: Decision, changed: list[int], emptied: list[int], t: float) -> bool:
+        allocs = decision.allocations
+        did = False
+        gone = self._current.keys() - allocs.keys()  # held now, absent from the decision (C-speed)
+        gone.update(j for j in emptied if j in self._alloc)
+        for j in sorted(gone):
+            self._preempt(j, t, action="preempt")
+            did = True
+        for j in changed:  # release first, so GPUs can move between jobs in one decision
+            if j in self._alloc:
+                self._release(j)
+        for j in changed:
+            self._place(j, allocs[j], t)
+            did = True
+        return did
+
+    def _place(self, j: int, a: Allocation, t: float) -> None:
+        jobs, model = self.jobs, self.jobs.model[j]
+        gpus = np.asarray(sorted(a.gpus), np.int32)
+        batch = int(jobs.batch_size[j] if a.batch_size is None else a.batch_size)
+        prev_gpus = self._last_alloc.get(j)
+        if jobs.state[j] == _QUEUED:
+            jobs.waiting_s[j] += t - self._queued_since[j]
+            self._queued_since[j] = np.nan
+            if math.isnan(jobs.first_start[j]):
+                action, cost = "start", self.costs.start_s
+                jobs.first_start[j] = t
+            else:
+                action, cost = "resume", self.costs.restart_for(model)
+                jobs.num_restarts[j] += 1
+        else:
+            old_set = set(prev_gpus) if prev_gpus is not None else set()
+            new_set = set(gpus.tolist())
+            if old_set == new_set:
+                action, cost = "rebatch", self.costs.batch_change_for(model)
+            elif len(old_set) == len(new_set):
+                action, cost = "migrate", self.costs.migrate_for(model)
+            elif old_set <= new_set or new_set <= old_set:
+                action, cost = "resize", self.costs.resize_for(model)
+            else:
+                action, cost = "migrate", self.costs.migrate_for(model)
+            if cost > 0 or action != "rebatch":
+                jobs.num_restarts[j] += 1
+        if batch != jobs.batch_size[j]:
+            jobs.batch_size[j] = batch
+        jobs.gain[j] = work_gain(int(jobs.work_mode[j]), batch, int(jobs.global_batch[j]), self.eff, j,
+                                 float(jobs.progress[j]))
+        self._hold(j, gpus)
+        jobs.last_start[j] = t
+        jobs.version[j] += 1
+        phases = self.perf.phases(model, gpus, batch)
+        assert phases is not None  # validated
+        self._phases[j] = phases
+        if cost > 0:
+            jobs.state[j] = _RESTARTING
+            self._restarting.add(j)
+            self._push(Event(t + cost, Priority.RESTART_END, job=j, version=int(jobs.version[j])))
+        else:
+            jobs.state[j] = _RUNNING
+        jobs.rate[j] = 0.0
+        self._mark_rates(j)
+        self._record(t, j, action, gpus, batch, cost)
+
+    def _hold(self, j: int, gpus: np.ndarray) -> None:
+        gpus.flags.writeable = False
+        self.cluster.gpu_owner[gpus] = j
+        self._alloc[j] = gpus
+        self._alloc_t[j] = tuple(gpus.tolist())
+        self._current[j] = Allocation(self._alloc_t[j])
+        self._held_arr = None
+        self._changed = True
+        self._last_alloc[j] = self._alloc_t[j]
+        self.jobs.alloc_count[j] = gpus.shape[0]
+        self._busy += int(gpus.shape[0])
+
+    def _release(self, j: int) -> None:
+        gpus = self._alloc.pop(j, None)
+        if gpus is None:
+            return
+        self._alloc_t.pop(j, None)
+        self._current.pop(j, None)
+        self._restarting.discard(j)
+        self._held_arr = None
+        self._changed = True
+        self._phases.pop(j, None)
+        self.cluster.gpu_owner[gpus] = -1
+        self._busy -= int(gpus.shape[0])
+        self.jobs.alloc_count[j] = 0
+        self._mark_rates(j)
+
+    def _preempt(self, j: int, t: float, action: str) -> None:
+        self._release(j)
+        jobs = self.jobs
+        jobs.state[j] = _QUEUED
+        self._queued_since[j] = t
+        jobs.rate[j] = 0.0
+        jobs.version[j] += 1
+        self._record(t, j, action, _EMPTY, int(jobs.batch_size[j]), 0.0)
+
+    def _check_ownership(self) -> None:
+        """No GPU held by two jobs; owners, online flags and allocations agree."""
+        owner = np.full(self.cluster.num_gpus, -1, np.int64)
+        for j, g in self._alloc.items():
+            if np.any(owner[g] >= 0):
+                raise AssertionError(f"GPU double-booked at t={self.now}: job {j} and {owner[g].max()}")
+            owner[g] = j
+            if not self.cluster.gpu_online[g].all():
+                raise AssertionError(f"job {j} holds an offline GPU at t={self.now}")
+        if not np.array_equal(owner, self.cluster.gpu_owner):
+            raise AssertionError(f"gpu_owner out of sync with allocations at t={self.now}")
+        if self._busy != int((owner >= 0).sum()):
+            raise AssertionError(f"busy count {self._busy} != {(owner >= 0).sum()} at t={self.now}")
+
+    def _is_stuck(self, did: bool, decision: Decision) -> bool:
+        """Nothing runs, nothing outside the policy can change the state, and the policy keeps
+        changing nothing: the queued jobs can never start."""
+        if did or self._alloc or self._pending_outside:
+            self._idle_calls = 0
+            return False
+        self._idle_calls += 1
+        limit = self.opt.stuck_after_calls if not self._wakes else 1000
+        return self._idle_calls >= limit
+
+    # ---- rates ----------------------------------------------------------------------
+    def _mark_rates(self, j: int) -> None:
+        self.rates.mark(j)
+
+    # ---- observe --------------------------------------------------------------------
+    def _observe(self, t: float) -> None:
+        if not self._changed:
+            return
+        self._changed = False
+        restarting = len(self._restarting)
+        running = len(self._alloc) - restarting
+        obs = (self._busy, self._online, running, restarting, int(self._active_arr.shape[0]) - len(self._alloc))
+        if obs == self._last_obs:
+            return
+        tl = self.timeline
+        if tl["time_s"] and tl["time_s"][-1] == t:  # several steps at one instant: keep the last
+            for k in tl:
+                tl[k].pop()
+        self._last_obs = obs
+        tl["time_s"].append(t)
+        for k, v in zip(("busy_gpus", "online_gpus", "running", "restarting", "queued"), obs):
+            tl[k].append(v)
+
+    def _record(self, t: float, j: int, action: str, gpus: np.ndarray, batch: int, cost: float) -> None:
+        d = self.decisions
+        if d is None:
+            return
+        d["time_s"].append(t)
+        d["job_id"].append(str(self.jobs.job_id[j]))
+        d["action"].append(action)
+        d["num_gpus"].append(int(gpus.shape[0]))
+        d["gpus"].append(",".join(map(str, gpus.tolist())))
+        d["batch_size"].append(int(batch))
+        d["cost_s"].append(float(cost))
+
+    def _finish_unfinished(self) -> None:
+        """Jobs still active or never submitted at the end are left unfinished (end = NaN);
+        queued ones are charged their waiting up to the end."""
+        for j in sorted(self._alloc):
+            self._release(j)
+        q = np.flatnonzero(~np.isnan(self._queued_since))
+        self.jobs.waiting_s[q] += self.now - self._queued_since[q]
+        self._queued_since[q] = np.nan

@@ -1,0 +1,160 @@
+"""The idealised fair-share reference for finish-time fairness (FTF).
+
+FTF_j = JCT_j / JCT~_j, where JCT~_j is job j's completion time under instantaneous fair
+sharing of the cluster (Ares §7; the same reference for every policy of a run, computed
+once). We use a *fluid GPS* simulation, the recommended resolution of the Ares notes
+(item 11): at every instant the M GPUs are water-filled over the active jobs — each gets
+`min(demand_j, fair share)`, the share left by capped jobs going to the others — and a job
+holding `x` of its `n_j` requested GPUs progresses at `x / n_j` of its speed at the
+requested size. That speed is the job's solo, consolidated, uncontended speed (so a job
+alone finishes in exactly its reference duration). No restart costs, no placement, no
+network: it is the fluid ideal, which real schedulers can beat for some jobs (FTF < 1).
+
+Event-exact: between arrivals and completions shares are constant; the next completion
+is computed. Numba, O(distinct demands + log jobs) per event (per-class virtual clocks).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+
+@njit(cache=True)
+def _level(class_demand, class_count, capacity):  # pragma: no cover - compiled
+    """Water level L: every active job gets min(demand, L); demands come in few distinct
+    values (`class_demand`, ascending, with `class_count` active jobs each), so this costs
+    O(classes), not a sort of the active jobs."""
+    left = capacity
+    n = 0
+    for k in range(class_count.shape[0]):
+        n += class_count[k]
+    for k in range(class_demand.shape[0]):
+        c = class_count[k]
+        if c == 0:
+            continue
+        if class_demand[k] * n <= left:  # this class is capped at its demand
+            left -= class_demand[k] * c
+            n -= c
+        else:
+            return left / n
+    return np.inf  # every job gets its full demand
+
+
+@njit(cache=True)
+def _heap_push(key, idx, base, size, k, j):  # pragma: no cover - compiled
+    """Push (k, j) into the min-heap stored at key/idx[base : base + size]; returns new size."""
+    i = size
+    while i > 0:
+        parent = (i - 1) // 2
+        if key[base + parent] <= k:
+            break
+        key[base + i] = key[base + parent]
+        idx[base + i] = idx[base + parent]
+        i = parent
+    key[base + i] = k
+    idx[base + i] = j
+    return size + 1
+
+
+@njit(cache=True)
+def _heap_pop(key, idx, base, size):  # pragma: no cover - compiled
+    """Remove the minimum of the heap at base (size > 0); returns new size."""
+    size -= 1
+    k, j = key[base + size], idx[base + size]
+    i = 0
+    while True:
+        c = 2 * i + 1
+        if c >= size:
+            break
+        if c + 1 < size and key[base + c + 1] < key[base + c]:
+            c += 1
+        if key[base + c] >= k:
+            break
+        key[base + i] = key[base + c]
+        idx[base + i] = idx[base + c]
+        i = c
+    key[base + i] = k
+    idx[base + i] = j
+    return size
+
+
+@njit(cache=True)
+def gps_completion(submit, demand, solo_s, capacity):  # pragma: no cover - compiled
+    """Completion times of jobs (sorted by `submit`) under fluid GPS on `capacity` GPUs.
+
+    `demand[j]` GPUs requested, `solo_s[j]` seconds at that size. Jobs with a non-finite
+    or non-positive `solo_s`, or zero demand, are skipped (NaN).
+
+    All active jobs of one demand class progress at the same speed, so each class keeps a
+    virtual clock `V_k` (full-speed seconds served to each of its jobs) and a min-heap of
+    virtual finish times `V_k(arrival) + solo_j`: an event costs O(classes + log jobs).
+    """
+    n = submit.shape[0]
+    done = np.full(n, np.nan)
+    classes = np.unique(demand)
+    nk = classes.shape[0]
+    cls = np.searchsorted(classes, demand)
+    total = np.zeros(nk, np.int64)
+    for j in range(n):
+        total[cls[j]] += 1
+    base = np.zeros(nk, np.int64)
+    for k in range(1, nk):
+        base[k] = base[k - 1] + total[k - 1]
+    hkey = np.empty(n)
+    hidx = np.empty(n, np.int64)
+    size = np.zeros(nk, np.int64)
+    vclock = np.zeros(nk)
+    speed = np.zeros(nk)
+    nxt = 0
+    t = 0.0
+    active = 0
+    while nxt < n or active > 0:
+        if active == 0:
+            t = max(t, submit[nxt])
+        while nxt < n and submit[nxt] <= t:
+            if solo_s[nxt] > 0.0 and solo_s[nxt] < np.inf and demand[nxt] > 0:
+                k = cls[nxt]
+                size[k] = _heap_push(hkey, hidx, base[k], size[k], vclock[k] + solo_s[nxt], nxt)
+                active += 1
+            elif solo_s[nxt] == 0.0:
+                done[nxt] = submit[nxt]
+            nxt += 1
+        if active == 0:
+            continue
+        level = _level(classes, size, capacity)
+        dt = np.inf
+        for k in range(nk):
+            if size[k] > 0:
+                speed[k] = 1.0 if classes[k] <= level else level / classes[k]
+                d = (hkey[base[k]] - vclock[k]) / speed[k]
+                if d < dt:
+                    dt = d
+        if dt < 0.0:
+            dt = 0.0
+        t_arr = submit[nxt] if nxt < n else np.inf
+        if t + dt > t_arr:
+            dt = t_arr - t
+        t += dt
+        for k in range(nk):
+            if size[k] > 0:
+                vclock[k] += dt * speed[k]
+                while size[k] > 0:
+                    j = hidx[base[k]]
+                    if hkey[base[k]] - vclock[k] > 1e-9 * solo_s[j]:
+                        break
+                    done[j] = t
+                    size[k] = _heap_pop(hkey, hidx, base[k], size[k])
+                    active -= 1
+    return done
+
+
+def gps_jct(submit_s: np.ndarray, demand: np.ndarray, solo_s: np.ndarray, capacity_gpus: float) -> np.ndarray:
+    """GPS JCT per job (NaN where skipped), for jobs in any order."""
+    order = np.argsort(submit_s, kind="stable")
+    sub = np.ascontiguousarray(submit_s[order], np.float64)
+    done = gps_completion(sub, np.ascontiguousarray(demand[order], np.float64),
+                          np.ascontiguousarray(solo_s[order], np.float64), float(capacity_gpus))
+    out = np.full(submit_s.shape[0], np.nan)
+    out[order] = done - sub
+    return out

@@ -1,0 +1,110 @@
+"""Per-job and summary metrics of one engine run (pure functions of its arrays).
+
+Definitions (Ares §7 unless noted): JCT = end − submit; queueing delay = first start −
+submit; waiting = all time queued after submission (re-queueing after preemption
+included); FTF = JCT / JCT under the fluid-GPS reference (`simcore.gps`); unfair fraction =
+share of finished jobs with FTF > 1; starvation = the longest total waiting of any job
+(unfinished jobs count with the waiting they accumulated); GPU utilisation = busy
+GPU-seconds / online GPU-seconds over [0, makespan]. Percentiles use numpy's default
+linear interpolation, as the Ares artifact does.
+
+A job counts as unfair when FTF > 1 + `FTF_TOLERANCE`: a job that ran alone has FTF 1 up to
+floating-point rounding of the two simulations (~1e-10), which must not count as unfair.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from simcore.api import JobState
+from simcore.engine import EngineResult
+
+FTF_TOLERANCE = 1e-6
+
+
+def jobs_frame(res: EngineResult, gps_jct_s: np.ndarray) -> pd.DataFrame:
+    j = res.jobs
+    finished = j.state == JobState.FINISHED
+    jct = np.where(finished, j.end_time - j.submit_time, np.nan)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        ftf = np.where(finished & (gps_jct_s > 0), jct / gps_jct_s, np.nan)
+    return pd.DataFrame(
+        {
+            "job_id": j.job_id.astype(str),
+            "model": j.model.astype(str),
+            "num_gpus": j.num_gpus,
+            "work_mode": j.work_mode.astype(np.int8),
+            "submit_time_s": j.submit_time,
+            "first_start_s": j.first_start,
+            "end_time_s": j.end_time,
+            "jct_s": jct,
+            "queueing_delay_s": j.first_start - j.submit_time,
+            "waiting_s": j.waiting_s,
+            "gpu_s": j.attained_gpu_s,
+            "executed_s": j.executed_s,
+            "restart_s": j.restart_s,
+            "exposed_comm_s": j.exposed_comm_s,
+            "num_restarts": j.num_restarts,
+            "progress": j.progress,
+            "final_batch": j.batch_size,
+            "gps_jct_s": gps_jct_s,
+            "ftf": ftf,
+            "finished": finished,
+            "unschedulable": j.state == JobState.UNSCHEDULABLE,
+        }
+    )
+
+
+def _pct(x: np.ndarray, q: float) -> float:
+    return float(np.percentile(x, q)) if x.size else float("nan")
+
+
+def summary_row(policy: str, jobs: pd.DataFrame, res: EngineResult) -> dict:
+    fin = jobs[jobs["finished"]]
+    jct = fin["jct_s"].to_numpy()
+    ftf = fin["ftf"].to_numpy()
+    ftf = ftf[np.isfinite(ftf)]
+    makespan = float(np.nanmax(jobs["end_time_s"])) if len(fin) else float("nan")
+    util = res.busy_gpu_s / res.online_gpu_s if res.online_gpu_s > 0 else float("nan")
+    return {
+        "policy": policy,
+        "jobs": int(len(jobs)),
+        "finished": int(len(fin)),
+        "unfinished": int(len(jobs) - len(fin)),
+        "stuck": bool(res.stuck),
+        "avg_jct_s": float(jct.mean()) if jct.size else float("nan"),
+        "p50_jct_s": _pct(jct, 50),
+        "p95_jct_s": _pct(jct, 95),
+        "p99_jct_s": _pct(jct, 99),
+        "makespan_s": makespan,
+        "avg_queueing_s": float(np.nanmean(fin["queueing_delay_s"])) if len(fin) else float("nan"),
+        "avg_waiting_s": float(fin["waiting_s"].mean()) if len(fin) else float("nan"),
+        "starvation_s": float(jobs["waiting_s"].max()) if len(jobs) else 0.0,
+        "gpu_utilization": float(util),
+        "avg_ftf": float(ftf.mean()) if ftf.size else float("nan"),
+        "unfair_fraction": float((ftf > 1.0 + FTF_TOLERANCE).mean()) if ftf.size else float("nan"),
+        "worst_ftf": float(ftf.max()) if ftf.size else float("nan"),
+        "avg_restarts": float(jobs["num_restarts"].mean()) if len(jobs) else 0.0,
+        "exposed_comm_s": float(jobs["exposed_comm_s"].sum()),
+        "gpu_s": float(jobs["gpu_s"].sum()),
+        "events": int(res.num_events),
+        "policy_calls": int(res.num_policy_calls),
+        "end_time_s": float(res.end_time),
+    }
+
+
+def timeline_frame(res: EngineResult) -> pd.DataFrame:
+    tl = pd.DataFrame(res.timeline)
+    tl = tl.astype({"time_s": np.float64, "busy_gpus": np.int32, "online_gpus": np.int32, "running": np.int32,
+                    "restarting": np.int32, "queued": np.int32})
+    with np.errstate(invalid="ignore", divide="ignore"):
+        tl["utilization"] = np.where(tl["online_gpus"] > 0, tl["busy_gpus"] / tl["online_gpus"].clip(lower=1), 0.0)
+    return tl
+
+
+def decisions_frame(res: EngineResult) -> pd.DataFrame | None:
+    if res.decisions is None:
+        return None
+    return pd.DataFrame(res.decisions).astype({"time_s": np.float64, "num_gpus": np.int32, "batch_size": np.int32,
+                                               "cost_s": np.float64})

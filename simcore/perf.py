@@ -1,0 +1,263 @@
+"""Iteration time of a job on a placement: compute, communication, overlap, contention.
+
+One iteration of job j on GPUs P at global batch b is the phase model of the contract
+(`docs/architecture.md`, collectives → simcore):
+
+- local batch `l = ceil(b / |P|)`; if `l` does not fit in the smallest GPU memory of P,
+  gradient accumulation runs `a = ceil(l / l_max)` micro-batches of `ceil(l / a)` (option
+  `allow_accumulation`; off → the placement is infeasible);
+- compute `C = a * zoo.compute_time_s(model, slowest GPU type of P, micro-batch)` (a
+  synchronous data-parallel job waits for its slowest worker);
+- communication `M = CommModel.allreduce(P, grad_bytes, bucket_bytes).seconds`, starting
+  `s = overlap_start_frac * C` into the iteration (backward overlap);
+- alone on the network `t = max(C, s + M)`; exposed communication `t - C`;
+- with contention, every running job's `(C, s, M, link demands)` goes to
+  `collectives.contention.solve`, which gives each job's iteration time when jobs whose
+  communication overlaps on a link share it max-min fairly. The solver caches by group
+  signature, so only groups a change touched are recomputed.
+
+The zoo and the comm model are injected (`zoo`, `comm`, `solve`), so tests use small fakes
+and the runner uses `calibration.zoo` and `collectives`.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Callable, Protocol
+
+import numpy as np
+
+#: Largest local batch searched when finding the memory limit.
+MAX_LOCAL_BATCH = 1 << 16
+
+
+class ZooLike(Protocol):
+    """What the engine needs from `calibration.zoo` (the module satisfies it)."""
+
+    def resolve(self, name: str) -> str: ...
+    def get(self, name: str) -> Any: ...
+    def compute_time_s(self, model: str, gpu_type: str, local_batch: int) -> float: ...
+
+
+class CommLike(Protocol):
+    def allreduce(self, gpus: np.ndarray, nbytes: float, bucket_bytes: np.ndarray | None = None) -> Any: ...
+
+
+SolveFn = Callable[..., tuple[np.ndarray, np.ndarray]]
+
+
+@dataclass(frozen=True)
+class Phases:
+    """One iteration of one job on one placement, alone on the network."""
+
+    compute_s: float
+    comm_start_s: float
+    comm_s: float
+    link_ids: np.ndarray  # int32[k]
+    link_bytes: np.ndarray  # float64[k]
+    accumulation_steps: int
+
+    @property
+    def solo_s(self) -> float:
+        return max(self.compute_s, self.comm_start_s + self.comm_s)
+
+
+@dataclass(frozen=True)
+class ModelFacts:
+    grad_bytes: float
+    bucket_bytes: np.ndarray | None
+    overlap_start_frac: float
+
+
+def _memory_gb(spec: Any, local_batch: int) -> float:
+    """Memory footprint (GB) of one replica at `local_batch`, from a zoo ModelSpec."""
+    for name in ("memory_gb", "memory_footprint_gb", "mem_gb"):
+        fn = getattr(spec, name, None)
+        if callable(fn):
+            return float(fn(local_batch))
+    fn = getattr(spec, "memory_bytes", None)
+    if callable(fn):
+        return float(fn(local_batch)) / 1e9
+    raise AttributeError(f"model spec {spec!r} has no memory footprint method")
+
+
+class PerfModel:
+    """Compute/communication phases and iteration times for (model, placement, batch)."""
+
+    def __init__(
+        self,
+        topology: Any,
+        zoo: ZooLike,
+        comm: CommLike,
+        solve: SolveFn | None = None,
+        contention: bool = True,
+        allow_accumulation: bool = True,
+    ) -> None:
+        self.topo = topology
+        self.zoo = zoo
+        self.comm = comm
+        self._solve = solve
+        self.contention = bool(contention and solve is not None)
+        self.allow_accumulation = allow_accumulation
+        self.type_names = tuple(topology.gpu_type_names)
+        self.type_mem_gb = np.asarray(topology.gpu_type_mem_gb, dtype=np.float64)
+        self.gpu_type = np.asarray(topology.gpu_type)
+        self.link_capacity_Bps = np.asarray(topology.link_capacity_Bps, dtype=np.float64)
+        self._facts: dict[str, ModelFacts] = {}
+        self._max_local: dict[tuple[str, int], int] = {}
+        self._compute: dict[tuple[str, int, int], float] = {}
+        self._phases: dict[tuple[str, bytes, int], Phases | None] = {}
+        self._comm_cache: dict[tuple[str, bytes], Any] = {}
+
+    # ---- per-model facts -------------------------------------------------------------
+    def facts(self, model: str) -> ModelFacts:
+        f = self._facts.get(model)
+        if f is None:
+            spec = self.zoo.get(model)
+            buckets = getattr(spec, "bucket_bytes", None)
+            f = ModelFacts(
+                grad_bytes=float(spec.grad_bytes),
+                bucket_bytes=None if buckets is None else np.asarray(buckets, dtype=np.float64),
+                overlap_start_frac=float(getattr(spec, "overlap_start_frac", 0.0)),
+            )
+            self._facts[model] = f
+        return f
+
+    def max_local_batch(self, model: str, type_idx: int) -> int:
+        """Largest local batch whose memory footprint fits one GPU of this type (0: none)."""
+        key = (model, int(type_idx))
+        v = self._max_local.get(key)
+        if v is None:
+            spec = self.zoo.get(model)
+            cap = float(self.type_mem_gb[type_idx])
+            own = getattr(spec, "max_local_batch", None)
+            if callable(own):  # the zoo's own rule (usable-memory fraction included)
+                v = int(own(cap))
+            elif _memory_gb(spec, 1) > cap:
+                v = 0
+            else:
+                lo, hi = 1, 2
+                while hi <= MAX_LOCAL_BATCH and _memory_gb(spec, hi) <= cap:
+                    lo, hi = hi, hi * 2
+                hi = min(hi, MAX_LOCAL_BATCH + 1)
+                while hi - lo > 1:  # invariant: lo fits, hi does not (or is past the search cap)
+                    mid = (lo + hi) // 2
+                    if _memory_gb(spec, mid) <= cap:
+                        lo = mid
+                    else:
+                        hi = mid
+                v = lo
+            self._max_local[key] = v
+        return v
+
+    def compute_s(self, model: str, type_idx: int, local_batch: int) -> float:
+        key = (model, int(type_idx), int(local_batch))
+        v = self._compute.get(key)
+        if v is None:
+            v = float(self.zoo.compute_time_s(model, self.type_names[type_idx], int(local_batch)))
+            self._compute[key] = v
+        return v
+
+    def micro_batching(self, model: str, types: np.ndarray, local_batch: int) -> tuple[int, int] | None:
+        """(accumulation steps, micro-batch) for `local_batch` on GPU types `types`, or None."""
+        limit = min(self.max_local_batch(model, int(t)) for t in types)
+        if limit <= 0:
+            return None
+        if local_batch <= limit:
+            return 1, local_batch
+        if not self.allow_accumulation:
+            return None
+        steps = math.ceil(local_batch / limit)
+        return steps, math.ceil(local_batch / steps)
+
+    # ---- phases of one placement --------------------------------------------------
+    def phases(self, model: str, gpus: np.ndarray, batch: int) -> Phases | None:
+        """Phases of one iteration on `gpus` at global batch `batch`; None if it cannot run."""
+        gpus = np.asarray(gpus, dtype=np.int32)
+        key = (model, gpus.tobytes(), int(batch))
+        if key in self._phases:
+            return self._phases[key]
+        n = int(gpus.shape[0])
+        res: Phases | None = None
+        if n > 0 and batch >= n:
+            types = np.unique(self.gpu_type[gpus])
+            mb = self.micro_batching(model, types, math.ceil(batch / n))
+            if mb is not None:
+                steps, micro = mb
+                c = steps * max(self.compute_s(model, int(t), micro) for t in types)
+                facts = self.facts(model)
+                if n == 1:
+                    m, ids, nbytes = 0.0, np.zeros(0, np.int32), np.zeros(0, np.float64)
+                else:
+                    cost = self._allreduce(model, gpus, facts)
+                    m = float(cost.seconds)
+                    ids = np.asarray(cost.link_ids, dtype=np.int32)
+                    nbytes = np.asarray(cost.link_bytes, dtype=np.float64)
+                res = Phases(c, facts.overlap_start_frac * c, m, ids, nbytes, steps)
+        if len(self._phases) > 200_000:  # bound memory on very long runs
+            self._phases.clear()
+        self._phases[key] = res
+        return res
+
+    def _allreduce(self, model: str, gpus: np.ndarray, facts: ModelFacts) -> Any:
+        key = (model, gpus.tobytes())
+        cost = self._comm_cache.get(key)
+        if cost is None:
+            cost = self.comm.allreduce(gpus, facts.grad_bytes, facts.bucket_bytes)
+            if len(self._comm_cache) > 200_000:
+                self._comm_cache.clear()
+            self._comm_cache[key] = cost
+        return cost
+
+    def solo_iter_s(self, model: str, gpus: np.ndarray, batch: int) -> float:
+        p = self.phases(model, gpus, batch)
+        return math.inf if p is None else p.solo_s
+
+    # ---- contention over the running set ------------------------------------------
+    def iteration_times(self, phases: list[Phases]) -> tuple[np.ndarray, np.ndarray]:
+        """(iteration s, exposed communication s) for jobs running together."""
+        k = len(phases)
+        c = np.fromiter((p.compute_s for p in phases), np.float64, k)
+        s = np.fromiter((p.comm_start_s for p in phases), np.float64, k)
+        m = np.fromiter((p.comm_s for p in phases), np.float64, k)
+        if not self.contention or k == 0:
+            it = np.maximum(c, s + m)
+            return it, it - c
+        counts = np.fromiter((p.link_ids.shape[0] for p in phases), np.int64, k)
+        ptr = np.zeros(k + 1, np.int64)
+        np.cumsum(counts, out=ptr[1:])
+        if ptr[-1] == 0:
+            it = np.maximum(c, s + m)
+            return it, it - c
+        ids = np.concatenate([p.link_ids for p in phases]).astype(np.int32, copy=False)
+        demand = np.concatenate(
+            [p.link_bytes / p.comm_s if p.comm_s > 0 else np.zeros_like(p.link_bytes) for p in phases]
+        )
+        it, exposed = self._solve(c, s, m, ptr, ids, demand, self.link_capacity_Bps)
+        return np.asarray(it, np.float64), np.asarray(exposed, np.float64)
+
+    # ---- reference placements -----------------------------------------------------
+    def consolidated_gpus(self, n: int, type_req: int = -1) -> np.ndarray | None:
+        """A consolidated placement of `n` GPUs (fewest nodes, nodes in index order, which
+        presets number leaf by leaf), used to turn a trace duration into work. None if the
+        cluster has too few GPUs of the type."""
+        t = self.topo
+        out: list[np.ndarray] = []
+        need = n
+        order = np.argsort(-np.asarray(t.node_num_gpus), kind="stable")  # big nodes first
+        for node in order:
+            first, cnt = int(t.node_first_gpu[node]), int(t.node_num_gpus[node])
+            g = np.arange(first, first + cnt, dtype=np.int32)
+            if type_req >= 0:
+                g = g[self.gpu_type[g] == type_req]
+            if g.shape[0] == 0:
+                continue
+            take = g[:need]
+            out.append(take)
+            need -= take.shape[0]
+            if need == 0:
+                break
+        if need > 0:
+            return None
+        return np.sort(np.concatenate(out))

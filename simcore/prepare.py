@@ -1,0 +1,154 @@
+"""From a canonical job table to the engine's `JobTable`: names, checks and work.
+
+Before any run the jobs are checked against the cluster and the model zoo. A job is
+invalid (reported by job id; the run refuses unless `skip_invalid`, which marks it
+UNSCHEDULABLE and reports it unfinished) if it names a model the zoo does not know or a GPU
+type the cluster lacks, asks for more GPUs than the cluster (of its type) ever has, or
+cannot fit its local batch in GPU memory at its requested size, or has no work (neither
+`total_iterations`, nor `epochs` with `epoch_size`, nor `duration`).
+
+Work modes (see `simcore.work`), first match wins: `total_iterations` → ITERATIONS;
+`epochs` × `epoch_size` samples → CONVERGENCE when the job has a `target_acc` (ONES), else
+SAMPLES; a `duration` → REPLAY, or SAMPLES for elastic jobs (`min_gpus` < `max_gpus`) so
+their GPU count can vary at a fixed global batch; otherwise, with `fixed_epochs=True`, the
+model's fixed-epoch training run of the Pollux/Sia/Ares workloads (`work.FIXED_EPOCH_WORK`)
+→ SAMPLES. Replay work is `duration / t_ref`, where `t_ref` is the solo iteration time at
+the requested count on a consolidated placement.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from cosim.errors import CosimError, InputError
+from simcore.api import JobState
+from simcore.perf import PerfModel
+from simcore.state import JobTable, static_columns
+from simcore.work import FIXED_EPOCH_WORK, WorkMode
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class InvalidJob:
+    job_id: str
+    reason: str
+    index: int = -1  # row in the sorted job table
+
+
+def canonical_models(df: pd.DataFrame, zoo) -> tuple[pd.DataFrame, list[InvalidJob]]:
+    """Resolve model names through the zoo (aliases → canonical); unknown ones are invalid."""
+    bad: list[InvalidJob] = []
+    cache: dict[str, str | None] = {}
+    out = []
+    for i, (jid, name) in enumerate(zip(df["job_id"].astype(str), df["model"])):
+        if not isinstance(name, str) or not name:
+            bad.append(InvalidJob(jid, "no model", i))
+            out.append("")
+            continue
+        if name not in cache:
+            try:
+                cache[name] = zoo.resolve(name)
+            except CosimError:
+                cache[name] = None
+        c = cache[name]
+        if c is None:
+            bad.append(InvalidJob(jid, f"unknown model '{name}'", i))
+            out.append(name)
+        else:
+            out.append(c)
+    df = df.copy()
+    df["model"] = out
+    return df, bad
+
+
+def build_jobs(df: pd.DataFrame, perf: PerfModel, zoo, fixed_epochs: bool = True) -> tuple[JobTable, list[InvalidJob]]:
+    """Sort by (submit, job id), resolve names, assign work, and collect invalid jobs."""
+    if "model" not in df.columns:
+        raise InputError.at(field="model", expected="a model per job (run traces.workload.assemble first)")
+    df = df.sort_values(["submit_time", "job_id"], kind="stable").reset_index(drop=True)
+    df, bad = canonical_models(df, zoo)
+    bad_idx = {b.index for b in bad}
+    type_names = perf.type_names
+    static = static_columns(df, type_names)
+    n = len(df)
+    gb = static["global_batch"]
+    for i in np.flatnonzero(gb <= 0):  # no batch in the trace: the zoo's default
+        m = static["model"][i]
+        if i not in bad_idx:
+            gb[i] = int(getattr(zoo.get(m), "default_global_batch", 0) or 0)
+    ref_cache: dict[tuple, float] = {}
+    gpus_of_type = {t: int(np.count_nonzero(perf.gpu_type == t)) for t in range(len(type_names))}
+    total = int(perf.gpu_type.shape[0])
+    get = lambda c: df[c].to_numpy() if c in df.columns else np.full(n, np.nan)  # noqa: E731
+    iters, epochs, epoch_size, target = get("total_iterations"), get("epochs"), get("epoch_size"), get("target_acc")
+    for i in range(n):
+        jid = static["job_id"][i]
+        if i in bad_idx:
+            continue
+        req, num, model = int(static["gpu_type_req"][i]), int(static["num_gpus"][i]), static["model"][i]
+        reason = None
+        cap = total if req < 0 else gpus_of_type.get(req, 0)
+        if req == -2:
+            reason = f"GPU type '{df['gpu_type'].iloc[i]}' not in cluster (has {', '.join(type_names)})"
+        elif num < 1 or static["min_gpus"][i] < 1 or static["min_gpus"][i] > static["max_gpus"][i]:
+            reason = f"bad GPU counts (num {num}, min {static['min_gpus'][i]}, max {static['max_gpus'][i]})"
+        elif static["min_gpus"][i] > cap or num > cap:
+            reason = f"asks for {num} GPUs, cluster has {cap}"
+        elif gb[i] < num:
+            reason = f"global batch {gb[i]} < {num} GPUs"
+        if reason is None:
+            key = (model, num, int(gb[i]), req)
+            t_ref = ref_cache.get(key)
+            if t_ref is None:
+                place = perf.consolidated_gpus(num, req)
+                t_ref = math.inf if place is None else perf.solo_iter_s(model, place, int(gb[i]))
+                ref_cache[key] = t_ref
+            if not math.isfinite(t_ref):
+                reason = f"local batch {math.ceil(gb[i] / num)} of {model} does not fit GPU memory"
+            else:
+                static["ref_iter_s"][i] = t_ref
+                reason = _assign_work(static, i, iters[i], epochs[i], epoch_size[i], target[i], t_ref, fixed_epochs)
+        if reason is not None:
+            bad.append(InvalidJob(jid, reason, i))
+            bad_idx.add(i)
+    jobs = JobTable.build(static)
+    bad.sort(key=lambda b: b.index)
+    if bad:
+        jobs.state[np.array(sorted(bad_idx), np.int64)] = JobState.UNSCHEDULABLE
+    return jobs, bad
+
+
+def _nan(x) -> bool:
+    return x is None or (isinstance(x, float) and math.isnan(x)) or x is pd.NA
+
+
+def _assign_work(static: dict, i: int, iters, epochs, epoch_size, target, t_ref: float,
+                 fixed_epochs: bool) -> str | None:
+    b = float(static["global_batch"][i])
+    if not _nan(iters) and float(iters) > 0:
+        static["work_mode"][i], static["work_iters"][i] = WorkMode.ITERATIONS, float(iters)
+    elif not _nan(epochs) and not _nan(epoch_size) and float(epochs) * float(epoch_size) > 0:
+        mode = WorkMode.CONVERGENCE if not _nan(target) else WorkMode.SAMPLES
+        static["work_mode"][i], static["work_iters"][i] = mode, float(epochs) * float(epoch_size) / b
+    elif not _nan(static["duration"][i]) and static["duration"][i] > 0:
+        elastic = static["min_gpus"][i] < static["max_gpus"][i]
+        static["work_mode"][i] = WorkMode.SAMPLES if elastic else WorkMode.REPLAY
+        static["work_iters"][i] = float(static["duration"][i]) / t_ref
+    elif fixed_epochs and static["model"][i] in FIXED_EPOCH_WORK:
+        ep, per = FIXED_EPOCH_WORK[static["model"][i]]
+        static["work_mode"][i], static["work_iters"][i] = WorkMode.SAMPLES, ep * per / b
+    else:
+        return "no work: needs total_iterations, epochs with epoch_size, or a positive duration"
+    return None
+
+
+def describe_invalid(bad: list[InvalidJob], limit: int = 10) -> str:
+    head = "; ".join(f"job {b.job_id}: {b.reason}" for b in bad[:limit])
+    more = f" (and {len(bad) - limit} more)" if len(bad) > limit else ""
+    return f"{len(bad)} job(s) can never run: {head}{more}; pass --skip-invalid to run without them"

@@ -1,0 +1,80 @@
+"""One self-contained HTML page: figures embedded as base64 PNG (the page can be mailed or
+attached to an issue on its own), the per-policy summary table and the notes. Each figure is
+also referenced by its file name in the `data-src` attribute and a link, so tools (and tests)
+can find which PNG each image is."""
+
+from __future__ import annotations
+
+import base64
+import html
+from pathlib import Path
+from typing import Sequence
+
+import pandas as pd
+
+from cosim import __version__
+from cosim.atomic import write_text
+from simcore.report.load import ReportData
+
+STYLE = """
+body { font-family: system-ui, sans-serif; margin: 2em auto; max-width: 1100px; color: #222; }
+table { border-collapse: collapse; font-size: 0.85em; margin: 1em 0; }
+th, td { border: 1px solid #ccc; padding: 0.25em 0.6em; text-align: right; }
+th { background: #f2f2f2; } td:first-child, th:first-child { text-align: left; }
+figure { margin: 1.5em 0; } figcaption { font-weight: 600; margin-bottom: 0.4em; }
+img { max-width: 100%; border: 1px solid #eee; } .notes { color: #555; font-size: 0.9em; }
+"""
+
+
+#: the summary columns shown on the page, in this order, when present (all columns are in the Parquet)
+KEY_COLUMNS = ("policy", "cells", "jobs", "finished", "unfinished", "avg_jct_s", "p50_jct_s", "p95_jct_s", "p99_jct_s",
+               "makespan_s", "avg_queueing_s", "starvation_s", "gpu_utilization", "avg_ftf", "unfair_fraction",
+               "worst_ftf", "avg_restarts", "exposed_comm_s")
+
+
+def key_columns(df: pd.DataFrame) -> pd.DataFrame:
+    cols = [c for c in KEY_COLUMNS if c in df.columns]
+    return df[cols] if len(cols) > 2 else df
+
+
+def _fmt(v: object) -> str:
+    if isinstance(v, float):
+        return "" if v != v else f"{v:,.0f}" if abs(v) >= 1000 else f"{v:.4g}"
+    return "" if v is None or v is pd.NA else str(v)
+
+
+def table_html(df: pd.DataFrame, max_rows: int = 200) -> str:
+    head = "".join(f"<th>{html.escape(str(c))}</th>" for c in df.columns)
+    body = []
+    for rec in df.head(max_rows).itertuples(index=False):
+        body.append("<tr>" + "".join(f"<td>{html.escape(_fmt(v))}</td>" for v in rec) + "</tr>")
+    more = f"<p class='notes'>{len(df) - max_rows} more rows not shown</p>" if len(df) > max_rows else ""
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>{more}"
+
+
+def write_html(data: ReportData, figures: Sequence[tuple[str, Path]], path: Path) -> Path:
+    parts = [f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(data.title)}</title>",
+             f"<style>{STYLE}</style></head><body><h1>{html.escape(data.title)}</h1>",
+             f"<p class='notes'>source: {html.escape(str(data.root))} · cosim {__version__}</p>",
+             "<h2>Per-policy summary</h2>", table_html(key_columns(data.policy_summary))]
+    if data.kind == "sweep":
+        parts.append("<p class='notes'>means over each policy's successful cells; every cell is a row of "
+                     "summary.parquet</p>")
+    if data.kind == "sweep" and data.cells is not None:
+        failed = data.cells[data.cells.get("status", pd.Series(dtype=object)) == "error"]
+        if len(failed):
+            cols = [c for c in ("cell_id", "trace", "cluster", "policy_label", "seed", "error") if c in failed]
+            parts += ["<h2>Failed cells</h2>", table_html(failed[cols])]
+    parts.append("<h2>Figures</h2>")
+    for caption, fig in figures:
+        b64 = base64.b64encode(Path(fig).read_bytes()).decode("ascii")
+        name = html.escape(Path(fig).name)
+        parts.append(f"<figure id='{name}'><figcaption>{html.escape(caption)} "
+                     f"(<a href='{name}'>{name}</a>)</figcaption>"
+                     f"<img alt='{html.escape(caption)}' data-src='{name}' src='data:image/png;base64,{b64}'>"
+                     "</figure>")
+    if data.notes:
+        parts.append("<h2>Notes</h2><ul class='notes'>" + "".join(f"<li>{html.escape(n)}</li>" for n in data.notes)
+                     + "</ul>")
+    parts.append("</body></html>\n")
+    return write_text("\n".join(parts), path)

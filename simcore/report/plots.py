@@ -1,0 +1,281 @@
+"""The report's figures, one function per figure, each writing one PNG and returning its path
+(or None when the data it needs is absent). matplotlib runs on the Agg backend (no display).
+
+Choices, and why:
+- JCT CDFs use a log x-axis: job times in production traces span seconds to weeks, and a
+  linear axis hides every difference below the tail.
+- Queueing delay has many exact zeros, so its axis is symmetric-log (linear below 1 s).
+- Utilisation timelines are step functions (the engine records change points); long ones
+  are reduced to time-weighted means over ≤ 2,000 bins so the PNG stays readable.
+- Finish-time fairness marks FTF = 1 (as fast as a fair share would have been); the legend
+  carries each policy's unfair fraction (share of jobs with FTF > 1).
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+import pandas as pd
+
+from cosim.errors import CosimError
+from simcore.report.load import JOB_COLUMNS, SUMMARY_COLUMNS, TIMELINE_COLUMNS, ReportData, pick
+
+log = logging.getLogger(__name__)
+
+MAX_BINS = 2000
+METRIC_TITLES = {"avg_jct": "average JCT", "p99_jct": "p99 JCT", "makespan": "makespan",
+                 "unfair_fraction": "unfair fraction", "avg_queueing": "average queueing delay"}
+DPI = 110
+
+
+def _plt():
+    try:
+        import matplotlib
+    except ImportError:
+        raise CosimError("cosim report needs matplotlib: pip install 'cosim[plot]'") from None
+    matplotlib.use("Agg", force=True)
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def _save(fig, path: Path) -> Path:
+    from cosim.atomic import atomic_path
+
+    fig.tight_layout()
+    with atomic_path(path) as tmp:
+        fig.savefig(tmp, dpi=DPI, format="png", metadata={"Software": None}, bbox_inches="tight")
+    _plt().close(fig)
+    return path
+
+
+def _ecdf(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    v = np.sort(values[np.isfinite(values)])
+    return v, np.arange(1, v.size + 1) / max(v.size, 1)
+
+
+def _cdf_figure(data: ReportData, metric: str, path: Path, xlabel: str, scale: str, title: str) -> Path | None:
+    series = {}
+    for label, jobs in data.jobs.items():
+        col = pick(jobs, metric, JOB_COLUMNS)
+        if col is not None:
+            series[label] = pd.to_numeric(jobs[col], errors="coerce").to_numpy(dtype=float)
+    if not series:
+        data.notes.append(f"no {metric} column in the job tables; {path.name} skipped")
+        return None
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(7, 4.2))
+    for label, values in series.items():
+        x, y = _ecdf(values)
+        if scale == "log":
+            keep = x > 0
+            x, y = x[keep], y[keep]
+        ax.step(x, y, where="post", label=f"{label} (n={np.isfinite(values).sum()})")
+    if scale == "log":
+        ax.set_xscale("log")
+    elif scale == "symlog":
+        ax.set_xscale("symlog", linthresh=1.0)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel("fraction of jobs")
+    ax.set_ylim(0, 1.01)
+    ax.set_title(title)
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=8, loc="lower right")
+    return _save(fig, path)
+
+
+def jct_cdf(data: ReportData, out: Path) -> Path | None:
+    return _cdf_figure(data, "jct", out / "jct_cdf.png", "job completion time (s, log scale)", "log",
+                       "JCT distribution per policy")
+
+
+def queueing_cdf(data: ReportData, out: Path) -> Path | None:
+    return _cdf_figure(data, "queueing", out / "queueing_cdf.png", "queueing delay: first start - submit (s)",
+                       "symlog", "Queueing-delay distribution per policy")
+
+
+def ftf_cdf(data: ReportData, out: Path) -> Path | None:
+    series = {}
+    for label, jobs in data.jobs.items():
+        col = pick(jobs, "ftf", JOB_COLUMNS)
+        if col is not None:
+            v = pd.to_numeric(jobs[col], errors="coerce").to_numpy(dtype=float)
+            series[label] = v[np.isfinite(v)]
+    if not series:
+        data.notes.append("no finish-time-fairness column in the job tables; ftf_cdf.png skipped")
+        return None
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(7, 4.2))
+    lo, hi = 0.9, 1.1
+    for label, v in series.items():
+        x, y = _ecdf(v)
+        unfair = float((v > 1.0).mean()) if v.size else float("nan")
+        ax.step(x, y, where="post", label=f"{label}: unfair {unfair:.1%}")
+        if v.size:
+            lo = min(lo, 0.95 * float(np.quantile(v, 0.01)))
+            hi = max(hi, 1.05 * float(np.quantile(v, 0.99)))
+    ax.axvline(1.0, color="k", ls="--", lw=1)
+    ax.text(1.0, 0.03, " FTF = 1 (fair share)", fontsize=8, va="bottom")
+    if lo > 0 and hi / lo > 20:  # heavy tails: a log axis keeps the region around 1 readable
+        ax.set_xscale("log")
+    ax.set_xlim(max(lo, 1e-3) if ax.get_xscale() == "log" else max(lo, 0.0), hi)
+    ax.set_ylim(0, 1.01)
+    ax.set_xlabel("finish-time fairness = JCT / JCT under fair share (x from p1 to p99)")
+    ax.set_ylabel("fraction of jobs")
+    ax.set_title("Finish-time fairness; legend: fraction of jobs with FTF > 1")
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=8, loc="lower right")
+    return _save(fig, path=out / "ftf_cdf.png")
+
+
+def _binned_step(t: np.ndarray, u: np.ndarray, bins: int) -> tuple[np.ndarray, np.ndarray]:
+    """Time-weighted mean of a right-continuous step function over `bins` equal bins."""
+    edges = np.linspace(t[0], t[-1], bins + 1)
+    seg = np.diff(t)
+    area = np.concatenate([[0.0], np.cumsum(u[:-1] * seg)])  # integral up to each change point
+
+    def integral(x):
+        i = np.clip(np.searchsorted(t, x, side="right") - 1, 0, t.size - 1)
+        return area[i] + u[i] * (x - t[i])
+
+    cum = integral(edges)
+    width = np.diff(edges)
+    return edges[:-1], np.where(width > 0, np.diff(cum) / np.where(width > 0, width, 1), u[0])
+
+
+def utilization(data: ReportData, out: Path) -> Path | None:
+    plt = _plt()
+    curves = {}
+    for label, tl in data.timelines.items():
+        tcol = pick(tl, "time", TIMELINE_COLUMNS)
+        ucol, bcol, ncol = (pick(tl, k, TIMELINE_COLUMNS) for k in ("util", "busy", "total"))
+        if tcol is None or (ucol is None and (bcol is None or ncol is None)):
+            continue
+        tl = tl.sort_values(tcol, kind="stable")
+        t = tl[tcol].to_numpy(dtype=float)
+        if ucol is not None:
+            u = tl[ucol].to_numpy(dtype=float)
+            if np.nanmax(u, initial=0) > 1.5:  # given in percent
+                u = u / 100.0
+        else:
+            u = tl[bcol].to_numpy(dtype=float) / np.maximum(tl[ncol].to_numpy(dtype=float), 1e-12)
+        if t.size < 2:
+            continue
+        if t.size > 2 * MAX_BINS:
+            t, u = _binned_step(t, u, MAX_BINS)
+        curves[label] = (t, u)
+    if not curves:
+        data.notes.append("no usable timeline (time + utilisation or busy/total GPUs); utilization.png skipped")
+        return None
+    fig, ax = plt.subplots(figsize=(8, 4.2))
+    span = max(c[0][-1] for c in curves.values())
+    unit, div = ("h", 3600.0) if span > 3 * 3600 else ("min", 60.0) if span > 180 else ("s", 1.0)
+    for label, (t, u) in curves.items():
+        ax.step(t / div, 100 * u, where="post", lw=1, alpha=0.85, label=label)
+    ax.set_xlabel(f"simulated time ({unit})")
+    ax.set_ylabel("GPUs allocated (%)")
+    ax.set_ylim(0, 105)
+    ax.set_title("GPU utilisation over time")
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=8, loc="lower right")
+    return _save(fig, out / "utilization.png")
+
+
+def _seconds_unit(values: np.ndarray) -> tuple[str, float]:
+    m = np.nanmax(values) if values.size and np.isfinite(values).any() else 0
+    return ("h", 3600.0) if m > 3 * 3600 else ("min", 60.0) if m > 180 else ("s", 1.0)
+
+
+def summary_bars(data: ReportData, out: Path) -> Path | None:
+    s = data.policy_summary
+    metrics = [(m, t) for m, t in (("avg_jct", "average JCT"), ("p99_jct", "p99 JCT"), ("makespan", "makespan"))
+               if pick(s, m, SUMMARY_COLUMNS) is not None]
+    if not metrics or not len(s):
+        data.notes.append("no avg/p99 JCT or makespan in the summary; bars.png skipped")
+        return None
+    plt = _plt()
+    labels = s["policy"].astype(str).tolist()
+    fig, axes = plt.subplots(1, len(metrics), figsize=(4.0 * len(metrics), 4.2 + 0.08 * max(map(len, labels))))
+    axes = np.atleast_1d(axes)
+    colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    for ax, (m, title) in zip(axes, metrics):
+        v = s[pick(s, m, SUMMARY_COLUMNS)].to_numpy(dtype=float)
+        unit, div = _seconds_unit(v)
+        bars = ax.bar(range(len(v)), v / div, color=[colors[i % len(colors)] for i in range(len(v))])
+        ax.bar_label(bars, fmt="%.3g", fontsize=7)
+        ax.set_xticks(range(len(v)), labels, rotation=30, ha="right", fontsize=8)
+        ax.set_ylabel(unit)
+        ax.set_title(title + (" (mean over cells)" if data.kind == "sweep" else ""), fontsize=10)
+        ax.grid(True, axis="y", alpha=0.3)
+    return _save(fig, out / "bars.png")
+
+
+def _x_values(col: pd.Series) -> tuple[list, bool]:
+    vals = col.dropna().unique().tolist()
+    numeric = all(isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, (bool, np.bool_))
+                  for v in vals)
+    try:
+        vals = sorted(vals)
+    except TypeError:
+        vals = sorted(vals, key=str)
+    return vals, numeric
+
+
+def sweep_axis(data: ReportData, axis: str, out: Path,
+               metrics: Sequence[str] = ("avg_jct", "p99_jct", "makespan")) -> Path | None:
+    """Metric vs one swept coordinate: mean over the other axes per seed, then mean ± std over seeds."""
+    cells = data.cells
+    ok = cells[cells["status"] == "ok"] if "status" in cells.columns else cells
+    ok = ok[ok[axis].notna()]
+    present = [(m, pick(ok, m, SUMMARY_COLUMNS)) for m in metrics]
+    present = [(m, c) for m, c in present if c is not None]
+    if not present or not len(ok):
+        return None
+    series_col = "policy" if axis.startswith("param_") else ("policy_label" if "policy_label" in ok else "policy")
+    xs, numeric = _x_values(ok[axis])
+    plt = _plt()
+    fig, axes = plt.subplots(1, len(present), figsize=(4.3 * len(present), 4.0))
+    axes = np.atleast_1d(axes)
+    groups = list(dict.fromkeys(ok[series_col].astype(str)))
+    for ax, (m, col) in zip(axes, present):
+        per_seed = ok.groupby([series_col, axis, "seed"], sort=False)[col].mean().reset_index()
+        unit, div = _seconds_unit(per_seed[col].to_numpy(dtype=float))
+        for k, g in enumerate(groups):
+            sub = per_seed[per_seed[series_col].astype(str) == g]
+            stats = sub.groupby(axis)[col].agg(["mean", "std", "count"]).reindex(xs).dropna(subset=["mean"])
+            if stats.empty:
+                continue
+            if numeric:
+                x = stats.index.to_numpy(dtype=float)
+            else:  # categories side by side, a small offset per series so error bars do not overlap
+                x = np.array([xs.index(v) for v in stats.index], dtype=float) + (k - (len(groups) - 1) / 2) * 0.08
+            ax.errorbar(x, stats["mean"] / div, yerr=stats["std"].fillna(0) / div, marker="o", capsize=3,
+                        label=g, lw=1.2, ls="-" if numeric else "none")
+        if not numeric:
+            ax.set_xticks(range(len(xs)), [str(v) for v in xs], rotation=20, ha="right", fontsize=8)
+        ax.set_xlabel(axis.removeprefix("param_"))
+        ax.set_ylabel(f"{METRIC_TITLES.get(m, col)} ({unit})" if col.endswith("_s") else METRIC_TITLES.get(m, col))
+        ax.grid(True, alpha=0.3)
+    n_seeds = ok["seed"].nunique() if "seed" in ok else 1
+    fig.suptitle(f"metrics vs {axis.removeprefix('param_')} (mean ± std over {n_seeds} seed(s))", fontsize=11)
+    axes[-1].legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0)
+    return _save(fig, out / f"sweep_{axis}.png")
+
+
+def all_figures(data: ReportData, out: Path) -> list[tuple[str, Path]]:
+    """Every figure the data supports, as (caption, path), in page order."""
+    out.mkdir(parents=True, exist_ok=True)
+    figs: list[tuple[str, Path | None]] = [
+        ("Job completion time, CDF per policy", jct_cdf(data, out)),
+        ("Queueing delay, CDF per policy", queueing_cdf(data, out)),
+        ("GPU utilisation over time", utilization(data, out)),
+        ("Finish-time fairness, CDF with the unfair fraction", ftf_cdf(data, out)),
+        ("Average and p99 JCT and makespan per policy", summary_bars(data, out)),
+    ]
+    if data.kind == "sweep":
+        for axis in data.swept:
+            figs.append((f"Metrics vs {axis.removeprefix('param_')}", sweep_axis(data, axis, out)))
+    return [(c, p) for c, p in figs if p is not None]

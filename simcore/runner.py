@@ -1,0 +1,297 @@
+"""Run one trace on one cluster under several policies and write the outputs.
+
+`run(RunConfig(...), out_dir)` loads the trace (`synth:<like>:<jobs>` or a file), assembles
+the workload (models and batches), checks every job against the cluster and the zoo before
+anything runs, computes the fluid-GPS reference once, runs each policy on a fresh copy of
+the jobs and cluster, and writes (atomically, with config, seed and version in the Parquet
+metadata):
+
+    DIR/<policy>/jobs.parquet, timeline.parquet[, decisions.parquet]
+    DIR/summary.parquet   (one row per policy; written last — its presence marks a
+                           complete run)
+    DIR/config.json
+
+The packages behind the run (trace loading, topology, zoo, comm model, contention solver,
+policy factory) come in a `Backends`; `real_backends()` wires the project's packages, tests
+pass fakes.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+from typing import Any, Callable, Mapping
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+
+from cosim import __version__
+from cosim.atomic import write_parquet, write_text
+from cosim.errors import InputError
+from simcore.costs import resolve_costs
+from simcore.engine import CapacityChange, Engine, EngineOptions
+from simcore.gps import gps_jct
+from simcore.metrics import decisions_frame, jobs_frame, summary_row, timeline_frame
+from simcore.perf import PerfModel
+from simcore.prepare import build_jobs, describe_invalid
+from simcore.state import ClusterState, JobTable
+
+log = logging.getLogger(__name__)
+
+#: Baselines run by default, in this order, when registered (see `default_policies`).
+PREFERRED_POLICIES = ("fifo", "fifo-backfill", "sjf", "srtf", "tiresias", "gandiva")
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    """One run: a trace, a cluster, the policies to compare, and the engine's options."""
+
+    trace: str = "synth:philly:160"
+    cluster: str = "dgx-a100"
+    cluster_nodes: int | None = None
+    policies: tuple[str, ...] = ()  # empty → `default_policies()`
+    policy_params: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    contention: bool = True
+    calibration: str | None = None
+    seed: int = 0
+    write_decisions: bool = False
+    # additive options (not in the original contract)
+    skip_invalid: bool = False
+    costs: str = "flat30"  # simcore.costs preset name or a flat restart seconds value
+    capacity_changes: tuple[tuple[float, int, bool], ...] = ()  # (time_s, node, online)
+    allow_accumulation: bool = True
+    fixed_epochs: bool = True  # jobs without work info train their model's fixed epochs (Pollux/Sia sets)
+
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        d["policies"] = list(self.policies)
+        d["policy_params"] = {k: dict(v) for k, v in sorted(self.policy_params.items())}
+        d["capacity_changes"] = [list(c) for c in self.capacity_changes]
+        return d
+
+
+@dataclass
+class RunResult:
+    summary: pd.DataFrame  # one row per policy
+    jobs: dict[str, pd.DataFrame]
+    timelines: dict[str, pd.DataFrame] = field(default_factory=dict)
+    decisions: dict[str, pd.DataFrame] = field(default_factory=dict)
+    wall_s: dict[str, float] = field(default_factory=dict)  # engine wall time per policy
+    policy_wall_s: dict[str, float] = field(default_factory=dict)  # of which inside policy.decide
+    invalid: list = field(default_factory=list)  # InvalidJob skipped (skip_invalid)
+    config: RunConfig | None = None
+
+
+@dataclass
+class Backends:
+    load_trace: Callable[[RunConfig], pd.DataFrame]
+    topology: Callable[[RunConfig], Any]
+    zoo: Any
+    comm: Callable[[Any], Any]
+    solve: Callable[..., Any] | None
+    make_policy: Callable[[str, Mapping[str, Any]], Any]
+    policy_names: Callable[[], list[str]]
+    perf_source: str = "real"  # "real" or "placeholder" (recorded in the metadata)
+
+
+def default_policies(backends: Backends) -> tuple[str, ...]:
+    names = backends.policy_names()
+    chosen = tuple(p for p in PREFERRED_POLICIES if p in names)
+    return chosen or tuple(names[:5])
+
+
+def run(config: RunConfig, out_dir: Path | None, progress: bool = False, backends: Backends | None = None) -> RunResult:
+    """Run every policy of `config`; write outputs under `out_dir` (None: keep in memory)."""
+    be = backends or real_backends(config)
+    if not config.policies:
+        config = replace(config, policies=default_policies(be))
+    for name in config.policies:  # unknown names fail before any work
+        if name not in be.policy_names():
+            from cosim.errors import UnknownNameError
+
+            raise UnknownNameError("policy", name, be.policy_names())
+    out = Path(out_dir) if out_dir is not None else None
+    if out is not None:
+        (out / "summary.parquet").unlink(missing_ok=True)  # a stale summary must not mark this run complete
+    topo = be.topology(config)
+    perf = PerfModel(topo, be.zoo, be.comm(topo), be.solve, contention=config.contention,
+                     allow_accumulation=config.allow_accumulation)
+    df = be.load_trace(config)
+    base, invalid = build_jobs(df, perf, be.zoo, fixed_epochs=config.fixed_epochs)
+    if invalid and not config.skip_invalid:
+        raise InputError(describe_invalid(invalid))
+    for b in invalid:
+        log.warning("skipping job %s: %s", b.job_id, b.reason)
+    solo = base.work_iters * base.ref_iter_s
+    gps = gps_jct(base.submit_time, base.num_gpus.astype(np.float64), solo, float(ClusterState.from_topology(topo)
+                                                                                    .num_gpus))
+    costs = resolve_costs(config.costs)
+    caps = [CapacityChange(float(t), int(n), bool(o)) for t, n, o in config.capacity_changes]
+    num_nodes = int(np.asarray(topo.node_num_gpus).shape[0])
+    for c in caps:
+        if c.node >= num_nodes:
+            raise InputError.at(field="capacity_changes", expected=f"node indices below {num_nodes}", got=c.node)
+    meta = {"config": config.to_dict(), "seed": config.seed, "version": __version__, "perf_source": be.perf_source}
+    rows, jobs_out, tls, decs, walls, pwalls = [], {}, {}, {}, {}, {}
+    bar = _Progress(progress, len(config.policies), base.num_jobs)
+    try:
+        for name in config.policies:
+            policy = be.make_policy(name, dict(config.policy_params.get(name, {})))
+            jobs = _fresh(base)
+            cluster = ClusterState.from_topology(topo)
+            engine = Engine(jobs, cluster, perf, policy, costs, caps,
+                            options=EngineOptions(record_decisions=config.write_decisions),
+                            on_progress=bar.callback(name))
+            t0 = time.perf_counter()
+            res = engine.run()
+            walls[name] = time.perf_counter() - t0
+            pwalls[name] = res.policy_wall_s
+            jf = jobs_frame(res, gps)
+            jobs_out[name], tls[name] = jf, timeline_frame(res)
+            dec = decisions_frame(res)
+            if dec is not None:
+                decs[name] = dec
+            rows.append(summary_row(name, jf, res))
+            bar.done(name)
+            log.info("%s: %d events, %d policy calls, %.2f s", name, res.num_events, res.num_policy_calls, walls[name])
+            if out is not None:
+                m = dict(meta, policy=name)
+                _write(jf, out / name / "jobs.parquet", m)
+                _write(tls[name], out / name / "timeline.parquet", m)
+                if dec is not None:
+                    _write(dec, out / name / "decisions.parquet", m)
+    finally:
+        bar.close()
+    summary = pd.DataFrame(rows)
+    if out is not None:
+        write_text(json.dumps(dict(meta, invalid=[asdict(b) for b in invalid]), indent=2, sort_keys=True,
+                              default=str) + "\n", out / "config.json")
+        _write(summary, out / "summary.parquet", meta)
+    return RunResult(summary, jobs_out, tls, decs, walls, pwalls, invalid, config)
+
+
+def load_capacity(path: str | Path) -> tuple[tuple[float, int, bool], ...]:
+    """Capacity changes from a CSV with columns `time_s,node,online` (online: 1/0/true/false):
+    nodes leaving and joining (Aryl's loaned servers, FFT's churn)."""
+    p = Path(path)
+    try:
+        df = pd.read_csv(p)
+    except FileNotFoundError:
+        raise InputError.at(p, expected="an existing CSV file") from None
+    for col in ("time_s", "node", "online"):
+        if col not in df.columns:
+            raise InputError.at(p, field=col, expected="columns time_s,node,online")
+    out = []
+    for i, (t, n, o) in enumerate(zip(df["time_s"], df["node"], df["online"])):
+        try:
+            t, n = float(t), int(n)
+        except (TypeError, ValueError):
+            raise InputError.at(p, row=i + 1, field="time_s/node", expected="a number and a node index",
+                                got=(t, n)) from None
+        ov = str(o).strip().lower()
+        if ov not in ("1", "0", "true", "false", "1.0", "0.0"):
+            raise InputError.at(p, row=i + 1, field="online", expected="1/0/true/false", got=o)
+        if t < 0 or n < 0:
+            raise InputError.at(p, row=i + 1, field="time_s/node", expected="non-negative", got=(t, n))
+        out.append((t, n, ov in ("1", "true", "1.0")))
+    return tuple(out)
+
+
+def _fresh(base: JobTable) -> JobTable:
+    return JobTable(**{k: v.copy() for k, v in vars(base).items()})
+
+
+def _write(df: pd.DataFrame, path: Path, meta: dict) -> None:
+    write_parquet(pa.Table.from_pandas(df, preserve_index=False), path, meta)
+
+
+class _Progress:
+    """A rich progress bar (stderr) over policies × jobs finished; no-op when disabled."""
+
+    def __init__(self, enabled: bool, num_policies: int, num_jobs: int) -> None:
+        self.p = None
+        if enabled:
+            from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+            self.p = Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
+                              TimeElapsedColumn(), transient=True)
+            self.p.start()
+        self.num_jobs = num_jobs
+        self.tasks: dict[str, Any] = {}
+
+    def callback(self, name: str) -> Callable[[float, int, int], None] | None:
+        if self.p is None:
+            return None
+        self.tasks[name] = self.p.add_task(name, total=self.num_jobs)
+        return lambda now, done, total: self.p.update(self.tasks[name], completed=done)
+
+    def done(self, name: str) -> None:
+        if self.p is not None and name in self.tasks:
+            self.p.update(self.tasks[name], completed=self.num_jobs)
+
+    def close(self) -> None:
+        if self.p is not None:
+            self.p.stop()
+
+
+# ---- the project's packages ---------------------------------------------------------------
+
+def load_trace(config: RunConfig) -> pd.DataFrame:
+    """`synth:<like>:<jobs>` → traces.synth; a Parquet file → traces.io.read_jobs; any
+    other file → traces.load. Then traces.workload.assemble fills models and batches."""
+    from traces import workload
+
+    spec = config.trace
+    if spec.startswith("synth:"):
+        from traces import synth
+
+        parts = spec.split(":")
+        if len(parts) != 3 or not parts[2].isdigit():
+            raise InputError.at(field="trace", expected="synth:<like>:<jobs>, e.g. synth:philly:160", got=spec)
+        df = synth.synthesize(parts[1], int(parts[2]), config.seed)
+    else:
+        path = Path(spec)
+        if not path.exists():
+            raise InputError.at(spec, expected="an existing trace file or synth:<like>:<jobs>")
+        if path.suffix == ".parquet":
+            from traces import io as tio
+
+            df = tio.read_jobs(path)
+        else:
+            import traces
+
+            df = traces.load(path)
+    return workload.assemble(df, config.seed)
+
+
+def real_backends(config: RunConfig) -> Backends:
+    import netmodel
+    import policies
+    from policies.registry import POLICIES
+
+    def topology(cfg: RunConfig) -> Any:
+        over = {} if cfg.cluster_nodes is None else {"num_nodes": cfg.cluster_nodes}
+        return netmodel.build_topology(netmodel.load_cluster(cfg.cluster, **over))
+
+    zoo, comm, solve, source = _perf_packages(config)
+    return Backends(load_trace, topology, zoo, comm, solve,
+                    lambda name, params: policies.make(name, **params), POLICIES.names, source)
+
+
+def _perf_packages(config: RunConfig) -> tuple[Any, Callable[[Any], Any], Any, str]:
+    """The zoo, comm-model factory and contention solver of the project's packages."""
+    from calibration import zoo
+    from collectives import CommModel, CommParams
+    from collectives.contention import solve
+
+    def comm(topo: Any) -> Any:
+        """The comm model with the preset's [comm] table, overlaid by the calibration
+        profile's [comm] section when `--calibration` is given."""
+        params = CommParams.for_cluster(getattr(topo, "spec", None), calibration=config.calibration)
+        return CommModel(topo, params)
+
+    return zoo, comm, solve, "real"

@@ -1,0 +1,182 @@
+"""Job state and cluster state, each a struct of numpy arrays (no per-job objects).
+
+`JobTable` is built once from the canonical job table (a DataFrame) before the loop; the
+loop and the numba kernels then only touch arrays. Policies see read-only views of the
+same memory (`views()`), so building a `ClusterView` copies nothing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from simcore.api import ClusterArrays, JobsView, JobState
+from simcore.work import WorkMode
+
+
+def _ro(a: np.ndarray) -> np.ndarray:
+    v = a.view()
+    v.flags.writeable = False
+    return v
+
+
+@dataclass
+class JobTable:
+    """Per-job arrays, indexed by job index 0..J-1 (jobs sorted by submit time, then id)."""
+
+    job_id: np.ndarray  # object[J]
+    submit_time: np.ndarray  # float64
+    num_gpus: np.ndarray  # int32, requested
+    min_gpus: np.ndarray  # int32
+    max_gpus: np.ndarray  # int32
+    model: np.ndarray  # object, canonical zoo name
+    global_batch: np.ndarray  # int32, reference batch
+    gpu_type_req: np.ndarray  # int16, -1 any
+    duration: np.ndarray  # float64, trace duration (NaN if none)
+    work_mode: np.ndarray  # int8, WorkMode
+    work_iters: np.ndarray  # float64, total work W_j in reference iterations
+    ref_iter_s: np.ndarray  # float64, solo iteration s at requested count, consolidated
+    # dynamic
+    state: np.ndarray  # int8, JobState
+    progress: np.ndarray  # float64 in [0, 1]
+    alloc_count: np.ndarray  # int32
+    batch_size: np.ndarray  # int32
+    rate: np.ndarray  # float64, progress fraction per second while RUNNING
+    gain: np.ndarray  # float64, reference iterations per iteration at the current batch
+    exposed_frac: np.ndarray  # float64, exposed comm seconds per wall second while RUNNING
+    attained_gpu_s: np.ndarray
+    executed_s: np.ndarray
+    waiting_s: np.ndarray
+    restart_s: np.ndarray
+    exposed_comm_s: np.ndarray
+    first_start: np.ndarray
+    last_start: np.ndarray
+    end_time: np.ndarray
+    num_restarts: np.ndarray  # int32
+    version: np.ndarray  # int64, bumped on every allocation change (stale restart events)
+    remaining_s: np.ndarray  # float64, oracle: (1 - progress) * W * ref_iter_s
+
+    @property
+    def num_jobs(self) -> int:
+        return int(self.submit_time.shape[0])
+
+    @classmethod
+    def build(cls, static: dict[str, np.ndarray]) -> "JobTable":
+        n = static["submit_time"].shape[0]
+        f8 = lambda v=0.0: np.full(n, v, np.float64)  # noqa: E731
+        return cls(
+            **static,
+            state=np.full(n, JobState.PENDING, np.int8),
+            progress=f8(),
+            alloc_count=np.zeros(n, np.int32),
+            batch_size=static["global_batch"].astype(np.int32).copy(),
+            rate=f8(),
+            gain=f8(1.0),
+            exposed_frac=f8(),
+            attained_gpu_s=f8(),
+            executed_s=f8(),
+            waiting_s=f8(),
+            restart_s=f8(),
+            exposed_comm_s=f8(),
+            first_start=f8(np.nan),
+            last_start=f8(np.nan),
+            end_time=f8(np.nan),
+            num_restarts=np.zeros(n, np.int32),
+            version=np.zeros(n, np.int64),
+            remaining_s=f8(np.nan),
+        )
+
+    def views(self, oracle: bool) -> JobsView:
+        """Read-only views for policies; oracle arrays are NaN unless `oracle`."""
+        nan = np.full(self.num_jobs, np.nan)
+        nan.flags.writeable = False
+        names = {f.name for f in fields(JobsView)}
+        kw = {k: _ro(getattr(self, k)) for k in names if k not in ("duration", "remaining_s")}
+        kw["duration"] = _ro(self.duration) if oracle else nan
+        kw["remaining_s"] = _ro(self.remaining_s) if oracle else nan
+        return JobsView(**kw)
+
+
+@dataclass
+class ClusterState:
+    """Static topology arrays plus occupancy (`gpu_owner`) and availability (`gpu_online`)."""
+
+    topology: Any
+    gpu_owner: np.ndarray  # int32[G], -1 free
+    gpu_online: np.ndarray  # bool[G]
+
+    @classmethod
+    def from_topology(cls, topology: Any) -> "ClusterState":
+        g = int(np.asarray(topology.gpu_node).shape[0])
+        return cls(topology, np.full(g, -1, np.int32), np.ones(g, bool))
+
+    @property
+    def num_gpus(self) -> int:
+        return int(self.gpu_owner.shape[0])
+
+    def node_gpus(self, node: int) -> np.ndarray:
+        t = self.topology
+        first = int(t.node_first_gpu[node])
+        return np.arange(first, first + int(t.node_num_gpus[node]), dtype=np.int32)
+
+    def arrays(self) -> ClusterArrays:
+        t = self.topology
+        return ClusterArrays(
+            gpu_node=_ro(np.asarray(t.gpu_node, np.int32)),
+            gpu_type=_ro(np.asarray(t.gpu_type, np.int16)),
+            node_leaf=_ro(np.asarray(t.node_leaf, np.int32)),
+            leaf_pod=_ro(np.asarray(t.leaf_pod, np.int32)),
+            node_first_gpu=_ro(np.asarray(t.node_first_gpu, np.int32)),
+            node_num_gpus=_ro(np.asarray(t.node_num_gpus, np.int32)),
+            gpu_type_names=tuple(t.gpu_type_names),
+            gpu_type_mem_gb=_ro(np.asarray(t.gpu_type_mem_gb, np.float64)),
+            gpu_online=_ro(self.gpu_online),
+            gpu_owner=_ro(self.gpu_owner),
+        )
+
+
+def static_columns(df: pd.DataFrame, type_names: tuple[str, ...]) -> dict[str, np.ndarray]:
+    """The per-job static arrays from a canonical job table with canonical model names.
+
+    Work columns (`work_mode`, `work_iters`, `ref_iter_s`) are filled later by the runner's
+    work assignment (`simcore.workload_prep.assign_work`), which needs the perf model.
+    """
+    n = len(df)
+
+    def col(name: str, default: Any, dtype: Any) -> np.ndarray:
+        if name in df.columns:
+            s = df[name]
+            return s.fillna(default).to_numpy(dtype=dtype) if s.isna().any() else s.to_numpy(dtype=dtype)
+        return np.full(n, default, dtype=dtype)
+
+    num = df["num_gpus"].to_numpy(np.int32)
+    min_g = col("min_gpus", -1, np.int64).astype(np.int32)
+    max_g = col("max_gpus", -1, np.int64).astype(np.int32)
+    min_g = np.where(min_g < 0, num, min_g).astype(np.int32)
+    max_g = np.where(max_g < 0, num, max_g).astype(np.int32)
+    type_index = {name: i for i, name in enumerate(type_names)}
+    if "gpu_type" in df.columns:
+        req = np.array([type_index.get(t, -2) if isinstance(t, str) and t else -1 for t in df["gpu_type"]],
+                       np.int16)
+    else:
+        req = np.full(n, -1, np.int16)
+    return dict(
+        job_id=df["job_id"].astype(str).to_numpy(dtype=object),
+        submit_time=df["submit_time"].to_numpy(np.float64),
+        num_gpus=num,
+        min_gpus=min_g,
+        max_gpus=max_g,
+        model=df["model"].astype(str).to_numpy(dtype=object),
+        global_batch=col("global_batch", 0, np.int64).astype(np.int32),
+        gpu_type_req=req,
+        duration=col("duration", np.nan, np.float64),
+        work_mode=np.zeros(n, np.int8),
+        work_iters=np.full(n, np.nan),
+        ref_iter_s=np.full(n, np.nan),
+    )
+
+
+__all__ = ["JobTable", "ClusterState", "static_columns", "WorkMode"]

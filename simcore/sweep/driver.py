@@ -1,0 +1,164 @@
+"""`run_sweep`: expand the grid, skip finished cells, run the rest, keep the summary current.
+
+Crash safety comes from the store (each cell commits atomically, the summary is a cache of
+the committed rows); this module adds the policy: refuse to mix a fresh sweep into a folder
+that already holds one unless `resume=True`, retry failed cells on resume, and write the
+summary in grid order so it is identical whichever backend ran the cells and in whatever
+order they finished.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import logging
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Iterator
+
+import pandas as pd
+
+from cosim import __version__
+from cosim.errors import CosimError, InputError
+from simcore.sweep import store
+from simcore.sweep.backends import run_inprocess, run_local, run_ray
+from simcore.sweep.cell import DEFAULT_RUNNER
+from simcore.sweep.config import Cell, SweepConfig, TraceSpec
+
+log = logging.getLogger(__name__)
+
+BACKENDS = ("local", "ray")
+#: the summary is rewritten at most this often while cells finish (always at the end)
+SUMMARY_EVERY_S = 2.0
+
+
+@dataclass(frozen=True)
+class SweepResult:
+    summary: pd.DataFrame  # one row per cell of the grid that has a committed row
+    ran: int  # cells run by this call
+    skipped: int  # finished cells found on resume
+    failed: int  # cells of the grid whose row says status == "error"
+    out_dir: Path
+
+
+def check_names(config: SweepConfig) -> None:
+    """Fail before running anything on an unknown policy or cluster preset (lists valid names)."""
+    from cosim.errors import UnknownNameError
+
+    try:
+        from policies.registry import POLICIES
+    except ImportError:
+        POLICIES = None
+    if POLICIES is not None and len(POLICIES):
+        for p in config.policies:
+            if p.name not in POLICIES:
+                raise UnknownNameError("policy", p.name, POLICIES.names())
+    try:
+        from netmodel import preset_names
+    except ImportError:
+        return
+    names = preset_names()
+    for c in config.clusters:
+        looks_like_file = c.preset.endswith(".toml") or "/" in c.preset
+        if not looks_like_file and c.preset not in names:
+            raise UnknownNameError("cluster preset", c.preset, names)
+
+
+def materialise_trace(trace: TraceSpec, root: Path) -> str:
+    """The spec the runner gets: synth specs and whole files as given; a sampled file is
+    sampled once (seeded) into `DIR/traces/<hash>.parquet` so every cell sees the same jobs."""
+    if trace.sample_jobs is None and trace.sample_window_s is None:
+        return trace.spec
+    key = hashlib.sha256(f"{trace.spec}|{trace.sample_jobs}|{trace.sample_window_s}|{trace.sample_seed}".encode())
+    out = root / "traces" / f"{key.hexdigest()[:16]}.parquet"
+    if out.exists():
+        return str(out)
+    try:
+        from traces import load
+        from traces.io import write_jobs
+        from traces.sample import sample_window
+    except ImportError as exc:
+        raise CosimError(f"sampling trace {trace.label} needs the traces package ({exc})") from None
+    df = load(trace.spec)
+    df = sample_window(df, jobs=trace.sample_jobs, window_s=trace.sample_window_s, seed=trace.sample_seed)
+    write_jobs(df, out, metadata={"sampled_from": trace.label})
+    return str(out)
+
+
+def _ordered_rows(cells: list[Cell], rows: dict[str, dict]) -> list[dict]:
+    return [rows[c.cell_id] for c in cells if c.cell_id in rows]
+
+
+def run_sweep(config: SweepConfig, out_dir: str | Path, *, workers: int = 1, backend: str = "local",
+              address: str | None = None, resume: bool = False, runner: str = DEFAULT_RUNNER,
+              on_cell: Callable[[int, int, dict], None] | None = None, check: bool = True) -> SweepResult:
+    """Run every cell of `config` not already finished in `out_dir`.
+
+    `on_cell(done, total, row)` is called after each cell (the CLI's progress bar).
+    `runner` names the module providing `RunConfig` and `run` (tests inject a stand-in).
+    """
+    if backend not in BACKENDS:
+        raise InputError.at(field="backend", expected=" or ".join(BACKENDS), got=backend)
+    if workers < 1:
+        raise InputError.at(field="workers", expected="a positive number of workers", got=workers)
+    root = Path(out_dir)
+    if check and runner == DEFAULT_RUNNER:
+        check_names(config)
+    try:
+        importlib.import_module(runner)
+    except ImportError as exc:
+        raise CosimError(f"cannot import the simulation runner '{runner}': {exc}") from None
+    cells = config.cells()
+    existing = store.load_rows(root)
+    if existing and not resume:
+        raise CosimError(f"{root} already holds a sweep ({len(existing)} finished cells); "
+                         "add --resume to continue it or choose a new --out folder")
+    root.mkdir(parents=True, exist_ok=True)
+    removed = store.clean_partial(root)
+    if removed:
+        log.info("removed %d half-written cells left by an interrupted run", removed)
+    meta = store.summary_metadata(config.raw, config.name)
+    store.write_sweep_json(root, {
+        "name": config.name, "version": __version__, "source": str(config.source) if config.source else None,
+        "config": config.raw, "swept_axes": config.swept_axes(),
+        "cells": {c.cell_id: c.coordinates() for c in cells},
+    })
+    grid_ids = {c.cell_id for c in cells}
+    rows = {cid: r for cid, r in existing.items() if cid in grid_ids and r.get("status") == "ok"}
+    todo = [c for c in cells if c.cell_id not in rows]
+    skipped = len(rows)
+    specs = {t.label: materialise_trace(t, root) for t in config.traces}
+    work = [(c, specs[c.trace.label]) for c in todo]
+    log.info("sweep %s: %d cells, %d finished, %d to run on %s", config.name, len(cells), skipped, len(todo), backend)
+
+    stream: Iterator[tuple[Cell, dict]]
+    if backend == "ray":
+        stream = run_ray(work, root, runner, config.write_decisions, meta, address, workers if workers > 1 else None)
+    elif workers == 1:
+        stream = run_inprocess(work, root, runner, config.write_decisions, meta)
+    else:
+        stream = run_local(work, root, runner, config.write_decisions, meta, workers)
+
+    last_write = time.monotonic()
+    done = skipped
+    if on_cell:
+        on_cell(done, len(cells), {})
+    try:
+        for cell, result in stream:
+            rows[cell.cell_id] = result["row"]
+            done += 1
+            if on_cell:
+                on_cell(done, len(cells), result["row"])
+            if time.monotonic() - last_write >= SUMMARY_EVERY_S:
+                store.write_summary(root, _ordered_rows(cells, rows), meta)
+                last_write = time.monotonic()
+    finally:  # also on Ctrl-C: the summary then holds every committed cell
+        for cid, r in store.load_rows(root).items():
+            if cid in grid_ids and cid not in rows:
+                rows[cid] = r
+        if rows:
+            store.write_summary(root, _ordered_rows(cells, rows), meta)
+    summary = pd.read_parquet(root / store.SUMMARY_FILE) if rows else pd.DataFrame()
+    failed = int((summary["status"] == "error").sum()) if len(summary) else 0
+    return SweepResult(summary, len(todo), skipped, failed, root)

@@ -1,0 +1,82 @@
+"""How much work a job has and how fast an allocation gets through it.
+
+Every job's progress is a fraction in [0, 1] of its total work `W_j`, counted in
+*reference iterations*: iterations at the job's reference global batch `b_ref` (the trace's
+batch). A running job at global batch `b` with iteration time `t_iter` advances at
+
+    rate_j = gain_j(b) / (W_j * t_iter)          (fraction of the job per second)
+
+where the per-mode gain is
+
+- `REPLAY` (a) and `ITERATIONS` (b): `gain = 1` — one iteration is one unit of work,
+  whatever the batch (replay defines `W_j` from the trace duration at the requested GPU
+  count on a consolidated placement, alone on the network, so worse placements or a
+  contended network take longer than the trace did);
+- `SAMPLES` (c): `gain = b / b_ref` — fixed samples; a policy may change the GPU count at a
+  fixed global batch (local batch = b / GPUs, with gradient accumulation past the memory
+  limit) or change the batch itself;
+- `CONVERGENCE` (d): `gain = (b / b_ref) * E(b) / E(b_ref)` — progress in samples weighted by
+  the statistical efficiency `E` of the batch size (`StatEfficiency`). Pollux's goodput model
+  and ONES's fitted curves plug in here later; `ConstantEfficiency` (E ≡ 1) makes (d)
+  behave like (c).
+
+Gains are kept per job in an array refreshed when the batch changes, so the hot loop never
+calls Python.
+"""
+
+from __future__ import annotations
+
+import enum
+from typing import Protocol, runtime_checkable
+
+
+class WorkMode(enum.IntEnum):
+    REPLAY = 0
+    ITERATIONS = 1
+    SAMPLES = 2
+    CONVERGENCE = 3
+
+
+@runtime_checkable
+class StatEfficiency(Protocol):
+    """Statistical efficiency of training job `job` at global batch `batch`, relative units.
+
+    Contract: a positive finite number; only ratios `E(b) / E(b_ref)` are used, so any
+    normalisation works. `progress` (fraction done) lets models whose gradient noise scale
+    grows during training (Pollux) depend on it. Implementations must be deterministic.
+    """
+
+    def efficiency(self, job: int, batch: int, progress: float) -> float: ...
+
+
+class ConstantEfficiency:
+    """E ≡ 1: every sample counts the same at every batch size (the default)."""
+
+    def efficiency(self, job: int, batch: int, progress: float) -> float:  # noqa: ARG002
+        return 1.0
+
+
+def work_gain(mode: int, batch: int, ref_batch: int, eff: StatEfficiency, job: int, progress: float) -> float:
+    """Reference iterations gained per iteration at global batch `batch` (see module doc)."""
+    if mode in (WorkMode.REPLAY, WorkMode.ITERATIONS):
+        return 1.0
+    ratio = batch / ref_batch
+    if mode == WorkMode.SAMPLES:
+        return ratio
+    return ratio * eff.efficiency(job, batch, progress) / eff.efficiency(job, ref_batch, progress)
+
+
+#: Fixed-epoch work of the Pollux/Sia/Ares workloads, whose job rows carry no duration:
+#: a job trains its model for `epochs` passes over `samples_per_epoch` samples (Ares §5.3:
+#: "the work is that model's training run (fixed epochs)"). Epochs are the Ares artifact's
+#: `max_epochs` (seeds/notes/ares.md §4); samples per epoch are read off the Pollux/Sia
+#: validation traces (`profiles/pollux-sia/<app>/validation-<b>.csv` at the smallest batch b:
+#: one row per epoch, progress per row × b), which also have exactly that many rows.
+FIXED_EPOCH_WORK: dict[str, tuple[float, float]] = {
+    "resnet18": (100, 391 * 128),  # CIFAR-10: 50,048 samples/epoch
+    "resnet50": (90, 6406 * 200),  # ImageNet: 1,281,200
+    "bert_base": (2, 7387 * 12),  # SQuAD fine-tune: 88,644
+    "deepspeech2": (80, 357 * 20),  # 7,140 utterances
+    "yolov3": (50, 2069 * 8),  # PASCAL VOC: 16,552
+    "neumf": (10, 19418 * 256),  # MovieLens with negatives: 4,971,008
+}

@@ -1,0 +1,126 @@
+"""Sweep TOML → cells: grid sizes, parameter grids, stable cell ids, and errors naming file and field."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from cosim.errors import InputError
+from simcore.sweep import load_sweep, parse_sweep
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def test_grid_is_the_cartesian_product():
+    cfg = parse_sweep({"traces": ["synth:philly:8", "synth:helios:8", "synth:sensetime:8"],
+                       "policies": ["fifo", "sjf", "srtf", "tiresias"], "seeds": [0, 1]})
+    cells = cfg.cells()
+    assert len(cells) == 3 * 4 * 2
+    assert len({c.cell_id for c in cells}) == 24
+    assert [c.index for c in cells] == list(range(24))
+    assert cfg.swept_axes() == ["trace", "seed"]
+
+
+def test_policy_parameter_grid_labels_and_params():
+    cfg = parse_sweep({"traces": "synth:philly:8",
+                       "policies": {"fifo": {}, "ares": {"alpha": [0.55, 0.75, 0.95], "mode": "fast"}}})
+    labels = [p.label for p in cfg.policies]
+    assert labels == ["fifo", "ares(alpha=0.55,mode='fast')", "ares(alpha=0.75,mode='fast')",
+                      "ares(alpha=0.95,mode='fast')"]
+    ares = [c for c in cfg.cells() if c.policy.name == "ares"]
+    assert [dict(c.policy.params) for c in ares] == [{"alpha": a, "mode": "fast"} for a in (0.55, 0.75, 0.95)]
+
+
+def test_tuple_valued_parameters():
+    cfg = parse_sweep({"traces": "synth:philly:8",
+                       "policies": {"tiresias": {"thresholds_gpu_s": [[3600.0], [3600.0, 57600.0]]}}})
+    assert [p.label for p in cfg.policies] == ["tiresias(thresholds_gpu_s=[3600])",
+                                               "tiresias(thresholds_gpu_s=[3600,57600])"]
+    assert dict(cfg.policies[1].params) == {"thresholds_gpu_s": (3600.0, 57600.0)}
+    assert len({c.cell_id for c in cfg.cells()}) == 2
+
+
+def test_clusters_node_counts_contention_calibration_axes():
+    cfg = parse_sweep({"traces": ["synth:philly:8"], "policies": ["fifo"],
+                       "clusters": ["dgx-a100", {"preset": "philly", "nodes": [4, 8]}],
+                       "contention": [True, False], "calibration": ["default", "none"]})
+    assert [c.label for c in cfg.clusters] == ["dgx-a100", "philly:4", "philly:8"]
+    assert cfg.calibration == ("default", None)
+    assert len(cfg.cells()) == 3 * 2 * 2
+    assert cfg.swept_axes() == ["cluster", "contention", "calibration"]
+
+
+def test_cell_id_depends_on_coordinates_not_on_order():
+    a = parse_sweep({"traces": ["synth:philly:8", "synth:helios:8"], "policies": ["fifo", "sjf"], "seeds": [0, 1]})
+    b = parse_sweep({"traces": ["synth:helios:8", "synth:philly:8"], "policies": ["sjf", "fifo"], "seeds": [1, 0]})
+    ida = {c.cell_id: c.coordinates() for c in a.cells()}
+    idb = {c.cell_id: c.coordinates() for c in b.cells()}
+    assert ida == idb
+    # one coordinate changed -> a different id
+    c = parse_sweep({"traces": ["synth:philly:8"], "policies": ["fifo"], "seeds": [0], "contention": False})
+    d = parse_sweep({"traces": ["synth:philly:8"], "policies": ["fifo"], "seeds": [0], "contention": True})
+    assert c.cells()[0].cell_id != d.cells()[0].cell_id
+
+
+@settings(max_examples=40, deadline=None)
+@given(n_traces=st.integers(1, 4), seeds=st.lists(st.integers(0, 50), min_size=1, max_size=4, unique=True),
+       alphas=st.lists(st.floats(0.05, 1.0, allow_nan=False), min_size=1, max_size=4, unique=True))
+def test_ids_unique_and_deterministic(n_traces, seeds, alphas):
+    data = {"traces": [f"synth:philly:{10 + i}" for i in range(n_traces)], "seeds": seeds,
+            "policies": {"fifo": {}, "ares": {"alpha": alphas}}}
+    cells = parse_sweep(data).cells()
+    assert len(cells) == n_traces * len(seeds) * (1 + len(alphas))
+    ids = [c.cell_id for c in cells]
+    assert len(set(ids)) == len(ids)
+    assert ids == [c.cell_id for c in parse_sweep(data).cells()]
+
+
+def test_trace_files_resolve_against_the_toml_folder(tmp_path):
+    (tmp_path / "t.parquet").write_bytes(b"x")
+    toml = tmp_path / "s.toml"
+    toml.write_text('traces = ["t.parquet", { path = "t.parquet", jobs = 5, window = "2h", seed = 3 }]\n'
+                    'policies = ["fifo"]\n')
+    cfg = load_sweep(toml)
+    assert cfg.traces[0].path == tmp_path / "t.parquet" and cfg.traces[0].label == "t.parquet"
+    assert cfg.traces[1].sample_jobs == 5 and cfg.traces[1].sample_window_s == 7200.0
+    assert cfg.traces[1].label == "[t.parquet,jobs=5,window=7200s,seed=3]"
+
+
+@pytest.mark.parametrize("body, field", [
+    ('traces = ["synth:philly:8"]\npolicies = ["fifo"]\nseedz = [1]\n', "seedz"),
+    ('policies = ["fifo"]\n', "traces"),
+    ('traces = ["synth:philly:8"]\n', "policies"),
+    ('traces = ["synth:philly"]\npolicies = ["fifo"]\n', "traces[0]"),
+    ('traces = ["missing.parquet"]\npolicies = ["fifo"]\n', "traces[0]"),
+    ('traces = ["synth:philly:8"]\npolicies = ["fifo"]\nseeds = [-1]\n', "seeds[0]"),
+    ('traces = ["synth:philly:8"]\npolicies = ["fifo"]\nseeds = [1, 1]\n', "seeds"),
+    ('traces = ["synth:philly:8"]\npolicies = ["fifo"]\ncontention = ["yes"]\n', "contention[0]"),
+    ('traces = ["synth:philly:8"]\npolicies = ["fifo"]\nclusters = [{ preset = "x", nodes = 0 }]\n', "clusters[0].nodes"),
+    ('traces = ["synth:philly:8"]\n[policies.ares]\nalpha = [[[1]]]\n', "policies.ares.alpha"),
+    ('traces = [{ path = "x.parquet", jobz = 3 }]\npolicies = ["fifo"]\n', "traces[0].jobz"),
+])
+def test_bad_files_name_file_and_field(tmp_path, body, field):
+    toml = tmp_path / "bad.toml"
+    toml.write_text(body)
+    with pytest.raises(InputError) as e:
+        load_sweep(toml)
+    msg = e.value.format_message()
+    assert str(toml) in msg and f"field '{field}'" in msg
+
+
+def test_invalid_toml_and_missing_file(tmp_path):
+    toml = tmp_path / "x.toml"
+    toml.write_text("traces = [\n")
+    with pytest.raises(InputError, match="expected valid TOML"):
+        load_sweep(toml)
+    with pytest.raises(InputError, match="cannot read"):
+        load_sweep(tmp_path / "nope.toml")
+
+
+@pytest.mark.parametrize("name", sorted(p.name for p in (REPO / "examples").glob("sweep_*.toml")))
+def test_examples_load(name):
+    cfg = load_sweep(REPO / "examples" / name)
+    assert len(cfg.cells()) > 0

@@ -9,6 +9,8 @@
   is unknown, so arrivals are a flat profile at the pooled mean rate (jobs / covered hours);
   GPU histogram of ``num_replicas`` (demands already scaled to the 64-GPU Ares/Sia cluster);
   no durations (these workloads carry the work as model + batch); joint (model, global_batch).
+* ``philly-sia``: the same for Philly (`philly/workloads/workload-*.csv`, 5 × 160 jobs):
+  the multi-GPU training jobs Pollux/Sia/Ares drew from Philly, with model and batch.
 * ``sensetime``: the union of distinct job records over `sensetime/*.json` (by job_id):
   GPU histogram (``max_parallelism``), per-bucket durations, joint (model, dataset,
   global_batch). The hour-of-day *shape* comes from the records' real ``submit_time``
@@ -39,18 +41,28 @@ def fit_philly(shared: Path) -> dict:
     return fit(df, "philly", fitted_on="philly/philly_jobs.csv")
 
 
-def fit_helios(shared: Path) -> dict:
-    files = sorted(glob.glob(str(shared / "traces/helios-saturn/workloads/workload-*.csv")))
+def _fit_sampled_workloads(shared: Path, like: str, folder: str) -> dict:
+    """Fit the Pollux/Sia/Ares-sampled workloads in `folder` (160 jobs per 8-h window each)."""
+    files = sorted(glob.glob(str(shared / f"traces/{folder}/workloads/workload-*.csv")))
     frames, hours = [], 0.0
     for f in files:
         w = load(f, "pollux")
         frames.append(w)
         hours += max(np.ceil(w["submit_time"].max() / 3600.0), 1.0)  # windows are whole hours (8 h)
     df = pd.concat(frames, ignore_index=True)
-    params = fit(df, "helios", rate_per_day=len(df) / hours * 24.0, flat_arrivals=True,
+    params = fit(df, like, rate_per_day=len(df) / hours * 24.0, flat_arrivals=True,
                  categorical=("model", "global_batch"),
-                 fitted_on=f"helios-saturn/workloads/workload-1..{len(files)}.csv ({len(df)} jobs)")
+                 fitted_on=f"{folder}/workloads/workload-1..{len(files)}.csv ({len(df)} jobs)")
     return params
+
+
+def fit_helios(shared: Path) -> dict:
+    return _fit_sampled_workloads(shared, "helios", "helios-saturn")
+
+
+def fit_philly_sia(shared: Path) -> dict:
+    """Philly as Pollux/Sia/Ares sample it (multi-GPU training jobs, models and batches)."""
+    return _fit_sampled_workloads(shared, "philly-sia", "philly")
 
 
 def fit_sensetime(shared: Path) -> dict:
@@ -75,7 +87,7 @@ def fit_sensetime(shared: Path) -> dict:
     return params
 
 
-FITTERS = {"philly": fit_philly, "helios": fit_helios, "sensetime": fit_sensetime}
+FITTERS = {"philly": fit_philly, "philly-sia": fit_philly_sia, "helios": fit_helios, "sensetime": fit_sensetime}
 
 
 def main(argv: list[str] | None = None) -> None:

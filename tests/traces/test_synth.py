@@ -84,6 +84,10 @@ def test_helios_and_sensetime_carry_models():
     assert set(h["model"]) <= {"cifar10", "imagenet", "bert", "deepspeech2", "yolov3", "ncf"}
     assert set(h["num_gpus"]) <= {4, 6, 8, 10, 12, 14, 16}
     assert abs(len(h) / (h["submit_time"].max() / 3600) - 20.0) < 2.0  # 160 jobs / 8 h
+    p = synthesize("philly-sia", 2000, seed=0)  # Philly as Pollux/Sia/Ares sample it: multi-GPU training jobs
+    assert p["duration"].isna().all() and p["model"].notna().all() and p["global_batch"].notna().all()
+    assert p["num_gpus"].min() >= 2 and p["num_gpus"].median() >= 6
+    assert abs(len(p) / (p["submit_time"].max() / 3600) - 20.0) < 2.0
     s = synthesize("sensetime", 2000, seed=0)
     assert s["dataset"].notna().all() and s["duration"].min() >= 1
     assert (s["source"] == "synth:sensetime").all() and s["job_id"].is_unique
@@ -100,7 +104,7 @@ def test_fit_roundtrip_on_synthetic_data(tmp_path):
 
 
 def test_params_errors(tmp_path):
-    with pytest.raises(UnknownNameError, match="valid: helios, philly, sensetime"):
+    with pytest.raises(UnknownNameError, match="valid: helios, philly, philly-sia, sensetime"):
         synthesize("alibaba", 10, 0)
     bad = tmp_path / "bad.json"
     bad.write_text(json.dumps({"version": 99}))
@@ -109,7 +113,7 @@ def test_params_errors(tmp_path):
     bad.write_text("{")
     with pytest.raises(InputError):
         load_params(bad)
-    assert LIKES.names() == ["helios", "philly", "sensetime"]
+    assert LIKES.names() == ["helios", "philly", "philly-sia", "sensetime"]
 
 
 @pytest.mark.shared_data

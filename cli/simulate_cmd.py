@@ -1,7 +1,8 @@
 """`cosim simulate`: run a trace on a cluster under one or more policies, print a comparison.
 
-With no arguments it runs the embedded default — a synthetic Philly-like 160-job workload on
-the 64-GPU `dgx-a100` preset under the registered baselines — and prints the table.
+With no arguments it runs the embedded default — 160 synthetic Philly jobs as Pollux/Sia/Ares
+sample them (multi-GPU training runs) arriving over 4 h (`synth:philly-sia:160:4h`), on the
+64-GPU `dgx-a100` preset under the registered baselines — and prints the table.
 Outputs (`--out DIR`): DIR/<policy>/jobs.parquet, timeline.parquet[, decisions.parquet],
 DIR/summary.parquet, DIR/config.json.
 """
@@ -22,7 +23,7 @@ def register(app: typer.Typer) -> None:
 
 def simulate(
     trace: Optional[Path] = typer.Option(None, "--trace", help="Trace file (canonical Parquet or any raw format)."),
-    synth: Optional[str] = typer.Option(None, "--synth", help="Synthetic workload LIKE:JOBS, e.g. philly:160."),
+    synth: Optional[str] = typer.Option(None, "--synth", help="Synthetic workload LIKE:JOBS[:WINDOW], e.g. philly:160 or philly-sia:160:4h."),
     cluster: str = typer.Option("dgx-a100", "--cluster", help="Cluster preset name or TOML file."),
     nodes: Optional[int] = typer.Option(None, "--nodes", help="Resize the cluster to N nodes."),
     policy: Optional[str] = typer.Option(None, "--policy", help="Policy name(s), comma-separated (default: baselines)."),
@@ -36,11 +37,11 @@ def simulate(
     capacity: Optional[Path] = typer.Option(None, "--capacity", help="CSV time_s,node,online: nodes leaving/joining."),
 ) -> None:
     """Simulate policies on a trace and print a comparison table."""
-    from simcore.runner import RunConfig, load_capacity, run
+    from simcore.runner import DEFAULT_TRACE, RunConfig, load_capacity, run
 
     if trace is not None and synth is not None:
         raise InputError.at(field="--trace/--synth", expected="at most one of --trace and --synth")
-    spec = str(trace) if trace is not None else f"synth:{synth or 'philly:160'}"
+    spec = str(trace) if trace is not None else (f"synth:{synth}" if synth else DEFAULT_TRACE)
     pols = tuple(p.strip() for p in policy.split(",") if p.strip()) if policy else ()
     cfg = RunConfig(trace=spec, cluster=cluster, cluster_nodes=nodes, policies=pols, contention=contention,
                     calibration=None if calibration is None else str(calibration), seed=seed,

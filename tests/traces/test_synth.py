@@ -147,3 +147,18 @@ def test_committed_params_are_reproducible(shared_data, tmp_path):
             for a, b in zip(fresh["duration"]["buckets"], committed["duration"]["buckets"]):
                 assert np.allclose(a["quantiles_s"], b["quantiles_s"], rtol=1e-5)
         assert fresh["categorical"] == committed["categorical"], name
+
+
+def test_spec_with_window_scales_arrivals():
+    from traces.synth import from_spec
+
+    plain = from_spec("synth:philly-sia:160", 3)
+    assert plain.equals(synthesize("philly-sia", 160, 3))
+    two_h = from_spec("synth:philly-sia:160:2h", 3)
+    assert two_h["submit_time"].min() == 0.0 and two_h["submit_time"].max() == pytest.approx(7200.0)
+    # same jobs, same arrival order; only the time axis is scaled
+    assert two_h["job_id"].tolist() == plain["job_id"].tolist()
+    assert two_h["num_gpus"].tolist() == plain["num_gpus"].tolist()
+    for bad in ("synth:philly", "synth:philly:x", "synth:philly:10:soon", "philly:10", "synth:philly:10:0"):
+        with pytest.raises(InputError, match="trace"):
+            from_spec(bad, 0)

@@ -16,6 +16,16 @@ restart elsewhere if room remains.
 
 Forced preemption (capacity loss) needs no special case: the engine shows such jobs as
 QUEUED, their GPUs offline; a running job whose GPUs went offline is re-placed.
+
+Cost (issue 4: 241k calls on the full Philly trace): a round costs the active set and the
+GPUs, never the whole trace. Running jobs come from `ClusterView.running()` (the engine's
+active set); a kept job returns the engine's own `Allocation` object from
+`ClusterView.current` (the engine then skips re-validating it) and its GPUs are marked in
+one vectorised pass per batch of keeps; `failed_before`/`note_failure` let a policy skip a
+placement of the same shape as one that just failed on the same pool (placement is a
+deterministic function of pool and shape there), which makes long queues cheap. Without
+`current` (tests, old engines) every path falls back to the per-job code, with the same
+decisions (tests/policies/test_equivalence.py against frozen copies of the old policies).
 """
 
 from __future__ import annotations
@@ -35,6 +45,20 @@ def demands(view: ClusterView) -> np.ndarray:
     return np.clip(j.num_gpus, j.min_gpus, np.maximum(j.min_gpus, j.max_gpus)).astype(np.int64)
 
 
+def demands_cached(view: ClusterView) -> np.ndarray:
+    """`demands(view)`, recomputed only when the engine hands over different request arrays.
+
+    The engine reuses one `JobsView` (static request arrays) for a whole run, so this avoids
+    a pass over every trace job per call. The cache holds the arrays themselves, so an
+    identity match cannot be a recycled id. Callers must not modify the result.
+    """
+    j = view.jobs
+    c = _DEM_CACHE
+    if c[0] is not j.num_gpus or c[1] is not j.min_gpus or c[2] is not j.max_gpus:
+        c[:] = [j.num_gpus, j.min_gpus, j.max_gpus, demands(view)]
+    return c[3]
+
+
 class BasePolicy:
     """Common attributes and helpers; subclasses implement `decide`."""
 
@@ -52,6 +76,15 @@ class BasePolicy:
     def __repr__(self) -> str:
         args = ", ".join(f"{f.name}={getattr(self.config, f.name)!r}" for f in dataclasses.fields(self.config))
         return f"{type(self).__name__}({args})"
+
+    @staticmethod
+    def placement_is_deterministic(view: ClusterView, strategy: str) -> bool:
+        """True when a failed placement depends only on the pool and the job's (demand, type).
+
+        Not for the random strategy (it draws from the rng even when it fails) nor with the
+        per-job memory veto of heterogeneous clusters.
+        """
+        return strategy != "random" and len(view.cluster.gpu_type_names) <= 1
 
     def accept_for(self, view: ClusterView, j: int) -> Callable[[np.ndarray], bool] | None:
         """Memory-fit veto for jobs that accept any GPU type on a heterogeneous cluster.
@@ -75,8 +108,35 @@ class BasePolicy:
 Placer = Callable[[int, np.ndarray], "np.ndarray | None"]
 
 
+class _Cur(dict):
+    """Job → its current GPU ids (int64 array), built on first access from the view."""
+
+    def __init__(self, view: ClusterView) -> None:
+        super().__init__()
+        self._view = view
+
+    def __missing__(self, k: int) -> np.ndarray:
+        cur = self._view.current
+        a = cur.get(k) if cur is not None else None
+        g = np.asarray(a.gpus if a is not None else self._view.allocation_of(int(k)), np.int64)
+        self[k] = g
+        return g
+
+
+_DEM_CACHE: list = [None, None, None, None]  # (num_gpus, min_gpus, max_gpus) arrays, demands
+
+
 class Round:
-    """One scheduling call: claimed GPUs, kept jobs, new allocations (see module docstring)."""
+    """One scheduling call: claimed GPUs, kept jobs, new allocations (see module docstring).
+
+    Cost is per running/visited job, not per trace job: running jobs come from the engine's
+    active set, current allocations from `ClusterView.current` (the same `Allocation` objects
+    are returned for kept jobs, so the engine skips re-validating them), and a kept job's
+    GPUs are marked claimed in one batch (`_flush`) before anything reads the masks. That is
+    exact because an unvisited running job's GPUs are `held`, so no placement can claim them
+    before it is visited; keeping them only moves them from held to claimed. The batch finds
+    them through `gpu_owner`, which the engine keeps equal to the current allocations.
+    """
 
     def __init__(self, view: ClusterView) -> None:
         c = view.cluster
@@ -87,28 +147,58 @@ class Round:
         self.claimed = np.zeros(c.num_gpus, bool)
         self.held = self.owner >= 0  # by a running job not visited yet (or an unknown owner)
         running = np.asarray(view.running(), np.int64)
-        self.running = set(int(k) for k in running)
-        self.cur = {int(k): np.asarray(view.allocation_of(int(k)), np.int64) for k in running}
+        self.running_idx = running
+        self.running = set(running.tolist())
+        self.cur = _Cur(view)
+        self._current = view.current if view.current is not None else {}
         self.undecided = np.zeros(view.jobs.num_jobs, bool)
         self.undecided[running] = True
-        self.dem = demands(view)
+        off = self.owner[~self.online]
+        self._offline_jobs = set(off[off >= 0].tolist())  # running jobs with a GPU offline
+        self.dem = demands_cached(view)
         self.alloc: dict[int, Allocation] = {}
         self.started: list[int] = []  # jobs given GPUs they did not hold before this call
+        self._pending: list[int] = []  # kept jobs whose GPUs are not yet marked claimed
+        self._mark = np.zeros(view.jobs.num_jobs + 1, bool)  # scratch: pending jobs (J = no owner)
+        self._owner_ix = np.where(self.owner >= 0, self.owner, view.jobs.num_jobs)
+        #: bumped whenever the pool or the set of unvisited running jobs changes; a failed
+        #: placement retried at the same version (same job shape) fails again
+        self.version = 0
+        self._fail: set = set()  # placement shapes that found no GPUs at version `_fail_ver`
+        self._fail_ver = -1
+
+    def _flush(self) -> None:
+        """Mark the GPUs of jobs kept since the last flush as claimed (one G-sized pass)."""
+        if self._pending:
+            self._mark[self._pending] = True
+            g = self.held & self._mark[self._owner_ix]
+            self.claimed |= g
+            self.held &= ~g
+            self._mark[self._pending] = False
+            self._pending.clear()
 
     def avail(self) -> np.ndarray:
+        self._flush()
         return self.online & ~self.claimed & ~self.held
 
     def claim(self, j: int, gpus: np.ndarray, keep: bool = False) -> None:
+        self._flush()
+        self.version += 1
         gpus = np.asarray(gpus, np.int64)
         self.claimed[gpus] = True
         self.held[gpus] = False
-        self.alloc[j] = Allocation(tuple(gpus.tolist()))
+        a = self._current.get(j)
+        if a is None or len(a.gpus) != gpus.size or list(a.gpus) != gpus.tolist():
+            a = Allocation(tuple(gpus.tolist()))
+        self.alloc[j] = a
         if not keep:
             self.started.append(j)
 
     def release(self, k: int) -> None:
         """Running job k gives up its GPUs this round (preempted, or about to be re-placed)."""
         if self.undecided[k]:
+            self._flush()
+            self.version += 1
             self.undecided[k] = False
             g = self.cur[k]
             self.held[g[~self.claimed[g]]] = False
@@ -117,6 +207,14 @@ class Round:
         """Running job k keeps its current GPUs if they are all online and unclaimed."""
         if not self.undecided[k]:
             return False
+        if k not in self._offline_jobs:
+            a = self._current.get(k)
+            if a is not None and a.gpus:
+                self.undecided[k] = False
+                self.version += 1
+                self.alloc[k] = a
+                self._pending.append(k)
+                return True
         g = self.cur[k]
         if g.size and self.online[g].all() and not self.claimed[g].any():
             self.undecided[k] = False
@@ -124,6 +222,25 @@ class Round:
             return True
         self.release(k)
         return False
+
+    def failed_before(self, key) -> bool:
+        """Whether a placement of shape `key` already failed with the pool as it is now.
+
+        Only for deterministic placers whose outcome depends on the pool and `key` alone
+        (see `BasePolicy.placement_is_deterministic`); the caller records failures with
+        `note_failure`. Any claim, release or keep since then forgets them.
+        """
+        if self.version != self._fail_ver:
+            self._fail.clear()
+            self._fail_ver = self.version
+            return False
+        return key in self._fail
+
+    def note_failure(self, key) -> None:
+        if self.version != self._fail_ver:
+            self._fail.clear()
+            self._fail_ver = self.version
+        self._fail.add(key)
 
     def place(self, j: int, placer: Placer, victims: Callable[[], np.ndarray] | None = None) -> np.ndarray | None:
         """Give job j GPUs via `placer(j, avail_mask)`; if that fails, preempt among `victims()`.
@@ -147,9 +264,12 @@ class Round:
             return None  # not enough GPUs even preempting every candidate (upper bound)
         req = int(self.view.jobs.gpu_type_req[j])
         base = self.avail()
-        rank_of_job = np.full(self.view.jobs.num_jobs, victims.size, np.int64)
-        rank_of_job[victims] = np.arange(victims.size)
-        vr = np.where(self.owner >= 0, rank_of_job[np.maximum(self.owner, 0)], victims.size)
+        self._flush()
+        # rank of each GPU's owner among the victims (victims.size if not a victim), per GPU
+        srt = np.argsort(victims, kind="stable")
+        sv = victims[srt]
+        pos = np.minimum(np.searchsorted(sv, self.owner), sv.size - 1)
+        vr = np.where((self.owner >= 0) & (sv[pos] == self.owner), srt[pos], victims.size)
         vr[~(self.online & ~self.claimed)] = victims.size
         typed = np.ones(self.c.num_gpus, bool) if req < 0 else (self.c.gpu_type == req)
         per_rank = np.bincount(vr[typed & (vr < victims.size)], minlength=victims.size)[: victims.size]
@@ -187,9 +307,53 @@ class Round:
             self.release(int(victims[rank]))
         return gpus
 
+    def keep_many(self, ks: np.ndarray) -> list[int]:
+        """Fast-path `keep` for the unvisited running jobs among `ks` (engine `current`, GPUs online).
+
+        Returns, in order, the jobs of `ks` it did not keep; the caller visits those one by
+        one. Equivalent to visiting `ks` in order when no placement between them could take
+        their GPUs (they are held until visited, so only their own release could).
+        """
+        und = self.undecided
+        cur, off = self._current, self._offline_jobs
+        fast, rest = [], []
+        for k in ks.tolist():
+            if und[k] and k not in off and (a := cur.get(k)) is not None and a.gpus:
+                fast.append(k)
+            else:
+                rest.append(k)
+        if fast:
+            und[fast] = False
+            self.version += 1
+            self.alloc.update({k: cur[k] for k in fast})
+            self._pending.extend(fast)
+        return rest
+
+    def visit(self, order: np.ndarray):
+        """Walk `order`, keeping running jobs on the fast path inline; yield every other job.
+
+        Exactly the walk "for j in order: if keep(j): continue; ...": a job that `keep` would
+        keep through the engine's `current` is kept here without a call per job, and the
+        generator yields the rest, in order, to the caller, which `keep`s or places them
+        before the walk goes on (so a placement still sees every later job unvisited).
+        """
+        und, cur, off = self.undecided, self._current, self._offline_jobs
+        alloc, pending = self.alloc, self._pending
+        for k in order.tolist():
+            if und[k] and k not in off and (a := cur.get(k)) is not None and a.gpus:
+                und[k] = False
+                alloc[k] = a
+                pending.append(k)
+                self.version += 1
+            else:
+                yield k
+
     def keep_all_undecided(self) -> None:
-        for k in np.flatnonzero(self.undecided):
-            self.keep(int(k))
+        """`keep` every unvisited running job; the common case in bulk (`keep_many`)."""
+        ks = self.running_idx[self.undecided[self.running_idx]]
+        for k in self.keep_many(ks):
+            if self.undecided[k]:
+                self.keep(k)
 
     def decision(self, wake_at: float | None = None) -> Decision:
         self.keep_all_undecided()

@@ -17,6 +17,17 @@ from policies.registry import POLICIES, check, param
 from simcore.api import NEED_DURATION_ORACLE, ClusterView, Decision
 
 
+class _NanInf:
+    """`remaining_s` with NaN read as inf, element by element (no pass over every trace job)."""
+
+    def __init__(self, a: np.ndarray) -> None:
+        self.a = a
+
+    def __getitem__(self, j):
+        x = self.a[j]
+        return np.inf if np.isnan(x) else x
+
+
 def arrival_order(view: ClusterView, jobs: np.ndarray) -> np.ndarray:
     """`jobs` sorted by submit time, then index (stable, deterministic)."""
     jobs = np.asarray(jobs, np.int64)
@@ -44,6 +55,7 @@ class Fifo(BasePolicy):
 
     name = "fifo"
     Config = FifoConfig
+    rounds_need_queue = True  # non-preemptive: with nothing queued a round changes nothing
 
     def decide(self, view: ClusterView, now: float) -> Decision:
         r = Round(view)
@@ -101,6 +113,7 @@ class FifoBackfill(BasePolicy):
 
     name = "fifo-backfill"
     Config = BackfillConfig
+    rounds_need_queue = True  # non-preemptive: with nothing queued a round changes nothing
 
     def __init__(self, config: BackfillConfig) -> None:
         super().__init__(config)
@@ -111,18 +124,25 @@ class FifoBackfill(BasePolicy):
         r.keep_all_undecided()
         placer = make_placer(self, view, self.config.placement, r.dem)
         easy = self.config.reservation == "easy"
-        rem = np.where(np.isnan(view.jobs.remaining_s), np.inf, view.jobs.remaining_s)
+        rem = _NanInf(view.jobs.remaining_s)
         head = -1
         shadow, extra, usable = np.inf, 0, None
-        for j in arrival_order(view, view.queued()):
-            j = int(j)
+        memo = self.placement_is_deterministic(view, self.config.placement)
+        order = arrival_order(view, view.queued())
+        shape = (r.dem[order] * 65_537 + view.jobs.gpu_type_req[order] + 1).tolist()  # (demand, type)
+        for j, key in zip(order.tolist(), shape):
+            if memo and r.failed_before(key):  # a job of the same shape just failed on this pool
+                gpus = None
+            else:
+                gpus = r.place(j, placer) if head < 0 or not easy else placer(j, r.avail())
+                if gpus is None and memo:
+                    r.note_failure(key)
             if head < 0 or not easy:
-                if r.place(j, placer) is None and head < 0:
+                if gpus is None and head < 0:
                     head = j
                     if easy:
                         shadow, extra, usable = self._reservation(view, r, j, now, rem)
                 continue
-            gpus = placer(j, r.avail())
             if gpus is None:
                 continue
             take = int(usable[gpus].sum())
@@ -141,11 +161,18 @@ class FifoBackfill(BasePolicy):
         usable = r.online.copy() if req < 0 else r.online & (c.gpu_type == req)
         need = int(r.dem[head])
         have = int((usable & r.avail()).sum())
-        ends = []
+        # GPUs each kept/started job frees that the head can use, via the owner map of this
+        # round (claimed GPUs belong to the jobs in r.alloc): one pass over the GPUs
+        n = view.jobs.num_jobs
+        ow = np.full(c.num_gpus, n, np.int64)
         for k, a in r.alloc.items():
-            g = np.asarray(a.gpus, np.int64)
-            ends.append((now + rem[k], k, int(usable[g].sum())))
-        ends.sort()
+            if k not in r._current or r._current[k] is not a:
+                ow[np.asarray(a.gpus, np.int64)] = k
+        r._flush()
+        same = r.claimed & (ow == n) & (r.owner >= 0)
+        ow[same] = r.owner[same]  # kept jobs: their GPUs are the ones they own
+        freed = np.bincount(ow[usable & (ow < n)], minlength=n + 1)
+        ends = sorted((now + rem[k], k, int(freed[k])) for k in r.alloc)
         if have >= need:  # enough GPUs now, but no placement fits (fragmentation/constraint)
             return now, have - need, usable
         for t_end, _, freed in ends:

@@ -71,25 +71,65 @@ class Gandiva(BasePolicy):
         r = Round(view)
         node_cap = int(c.node_num_gpus.max(initial=0))
         gpu_dem = np.full(c.num_gpus, -1, np.int64)  # demand of the job on each GPU (affinity)
-        for k in r.running:
-            gpu_dem[r.cur[k]] = r.dem[k]
+        if view.current is not None:  # the owner map is the current allocations: one GPU pass
+            run_mask = np.zeros(jobs.num_jobs + 1, bool)
+            run_mask[r.running_idx] = True
+            on = run_mask[r._owner_ix]
+            gpu_dem[on] = r.dem[r.owner[on]]
+        else:
+            for k in r.running:
+                gpu_dem[r.cur[k]] = r.dem[k]
         self._aff = P.node_affinity(c, gpu_dem)
-        running = sorted(r.running, key=lambda k: (_nan_last(jobs.first_start[k]), jobs.submit_time[k], k))
         if self.config.migrate:
-            for k in running:
+            for k in self._movers(view, r, node_cap):
                 self._migrate(view, r, k, node_cap, gpu_dem)
         r.keep_all_undecided()
         queued = view.queued()
         started = np.isfinite(jobs.first_start[queued])
         queued = queued[np.lexsort((queued, jobs.submit_time[queued],
                                     np.where(started, jobs.first_start[queued], np.inf)))]
-        for j in queued:
-            j = int(j)
+        # on a one-type cluster a failed placement (affinity or random) depends only on the
+        # pool and the job's demand (random placement fails on the count before drawing), so
+        # a job shaped like one that just failed on the same pool is skipped without a retry
+        memo = len(c.gpu_type_names) <= 1
+        req = jobs.gpu_type_req
+        for j in queued.tolist():
+            key = (int(r.dem[j]), int(req[j]))
+            if memo and r.failed_before(key):
+                continue
             gpus = self._initial(view, r, j, gpu_dem, node_cap)
+            if gpus is None and memo:
+                r.note_failure(key)
             if gpus is not None:
                 r.claim(j, gpus)
                 self._set(c, gpu_dem, gpus, r.dem[j])
         return r.decision()
+
+    def _movers(self, view, r: Round, node_cap: int) -> list[int]:
+        """Running jobs `_migrate` may move, in its order (earliest start first).
+
+        Only jobs spanning more than the tier they could fit in are candidates; they are
+        found from the owner map in one pass over the GPUs, so the per-job work of
+        `_migrate` is paid only by the (few) jobs that may actually move. Without the
+        engine's `current` the owner map is not relied on and every running job is tried.
+        """
+        jobs, c = view.jobs, view.cluster
+        cand = r.running_idx
+        if view.current is not None and cand.size:
+            ow = r.owner
+            held = np.flatnonzero(ow >= 0)
+            o = ow[held]
+            srt = np.argsort(o, kind="stable")
+            o, g = o[srt], held[srt]
+            starts = np.flatnonzero(np.r_[True, o[1:] != o[:-1]])
+            node = c.gpu_node[g]
+            leaf = c.node_leaf[node]
+            multi_node = np.minimum.reduceat(node, starts) != np.maximum.reduceat(node, starts)
+            multi_leaf = np.minimum.reduceat(leaf, starts) != np.maximum.reduceat(leaf, starts)
+            size = np.diff(np.r_[starts, o.size])
+            movable = np.where(size <= node_cap, multi_node, multi_leaf)
+            cand = np.intersect1d(o[starts[movable]], cand)
+        return sorted(cand.tolist(), key=lambda k: (_nan_last(jobs.first_start[k]), jobs.submit_time[k], k))
 
     def _initial(self, view, r: Round, j: int, gpu_dem: np.ndarray, node_cap: int) -> np.ndarray | None:
         c = view.cluster

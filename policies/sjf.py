@@ -53,6 +53,7 @@ class Sjf(BasePolicy):
 
     name = "sjf"
     Config = SjfConfig
+    rounds_need_queue = True  # non-preemptive: with nothing queued a round changes nothing
 
     def __init__(self, config: SjfConfig) -> None:
         super().__init__(config)
@@ -62,9 +63,20 @@ class Sjf(BasePolicy):
         r = Round(view)
         r.keep_all_undecided()
         placer = make_placer(self, view, self.config.placement, r.dem)
-        size = view.jobs.duration * (r.dem if self.config.by == "gpu_time" else 1)
-        for j in ranked(view, view.queued(), size):
-            if r.place(int(j), placer) is None and self.config.blocking:
+        queued = view.queued()
+        size = np.empty(view.jobs.num_jobs)  # filled on the queued jobs only (cost: the queue)
+        size[queued] = view.jobs.duration[queued] * (r.dem[queued] if self.config.by == "gpu_time" else 1)
+        memo = self.placement_is_deterministic(view, self.config.placement)
+        order = ranked(view, queued, size)
+        shape = (r.dem[order] * 65_537 + view.jobs.gpu_type_req[order] + 1).tolist()  # (demand, type)
+        for j, key in zip(order.tolist(), shape):
+            if memo and r.failed_before(key):  # a job of the same shape just failed on this pool
+                gpus = None
+            else:
+                gpus = r.place(j, placer)
+                if gpus is None and memo:
+                    r.note_failure(key)
+            if gpus is None and self.config.blocking:
                 break
         return r.decision()
 
@@ -98,6 +110,7 @@ class Srtf(BasePolicy):
 
     name = "srtf"
     Config = SrtfConfig
+    rounds_need_queue = True  # only a waiting job preempts: with none queued every job is kept
 
     def __init__(self, config: SrtfConfig) -> None:
         super().__init__(config)
@@ -106,13 +119,26 @@ class Srtf(BasePolicy):
     def decide(self, view: ClusterView, now: float) -> Decision:
         r = Round(view)
         placer = make_placer(self, view, self.config.placement, r.dem)
-        key = view.jobs.remaining_s * (r.dem if self.config.by == "gpu_time" else 1)
-        key = np.where(np.isnan(key), np.inf, key)
-        order = ranked(view, view.active(), key)
-        running_rev = np.array([k for k in order[::-1] if r.undecided[k]], np.int64)
-        for j in order:
-            j = int(j)
-            if r.keep(j):
+        active = view.active()
+        key = np.empty(view.jobs.num_jobs)  # filled on the active jobs only (cost: the active set)
+        ka = view.jobs.remaining_s[active] * (r.dem[active] if self.config.by == "gpu_time" else 1)
+        key[active] = np.where(np.isnan(ka), np.inf, ka)
+        order = ranked(view, active, key)
+        und = r.undecided
+        rev = order[::-1]
+        running_rev = rev[und[rev]]  # by key descending: a job's victims are a prefix of it
+        memo = self.placement_is_deterministic(view, self.config.placement)
+        if memo:  # shape = (demand, type, victim-prefix length), one hashable int per job
+            kr = key[running_rev][::-1]
+            n_vic = running_rev.size - np.searchsorted(kr, key[order], side="right")
+            sk = (r.dem[order] * 65_537 + view.jobs.gpu_type_req[order] + 1) * (running_rev.size + 1) + n_vic
+            shape = dict(zip(order.tolist(), sk.tolist()))
+        for j in r.visit(order):  # running jobs kept in bulk where nothing can differ
+            if und[j] and r.keep(j):
                 continue
-            r.place(j, placer, victims=lambda j=j: running_rev[key[running_rev] > key[j]])
+            if memo and r.failed_before(shape[j]):  # same shape and victims as a job that just failed
+                continue
+            gpus = r.place(j, placer, victims=lambda j=j: running_rev[key[running_rev] > key[j]])
+            if gpus is None and memo:
+                r.note_failure(shape[j])
         return r.decision()

@@ -7,6 +7,7 @@ Non-clairvoyant: it reads only attained service and executed time, never the ora
 from __future__ import annotations
 
 import fnmatch
+import operator
 from dataclasses import dataclass
 
 import numpy as np
@@ -17,6 +18,7 @@ from policies.registry import POLICIES, check, param
 from simcore.api import ClusterView, Decision
 
 CONSOLIDATION = ("tier", "min-nodes")
+_GPUS = operator.attrgetter("gpus")
 _EPS_GPU_S = 1e-6  # service within this of a threshold counts as reached (float round-off at wake-ups)
 
 
@@ -92,6 +94,9 @@ class Tiresias(BasePolicy):
 
     name = "tiresias"
     Config = TiresiasConfig
+    #: only a waiting job preempts or is promoted: with none queued a round keeps every job
+    #: (demotions matter only against waiting jobs, and wake-ups still come)
+    rounds_need_queue = True
 
     def __init__(self, config: TiresiasConfig) -> None:
         super().__init__(config)
@@ -116,6 +121,13 @@ class Tiresias(BasePolicy):
         svc = view.jobs.attained_gpu_s - self.svc_base
         return np.searchsorted(self._thr, svc + _EPS_GPU_S, side="right")
 
+    def _queues_at(self, view: ClusterView, idx: np.ndarray) -> np.ndarray:
+        """`queues(view)` at `idx` only, in a J-sized buffer (other entries undefined)."""
+        q = np.empty(view.jobs.num_jobs, np.int64)
+        svc = view.jobs.attained_gpu_s[idx] - self.svc_base[idx]
+        q[idx] = np.searchsorted(self._thr, svc + _EPS_GPU_S, side="right")
+        return q
+
     def _waited(self, view: ClusterView, now: float) -> np.ndarray:
         j = view.jobs
         return now - j.submit_time - j.executed_s
@@ -133,37 +145,56 @@ class Tiresias(BasePolicy):
             self._reset(jobs.num_jobs)
         self._last_now = now
         r = Round(view)
-        waited = self._waited(view, now)
+        active = view.active()
+        # per-job quantities are computed on the active set only (J-sized buffers, uninitialised
+        # elsewhere and never read there): cost follows the active set, not the trace
+        waited = np.empty(jobs.num_jobs)
+        waited[active] = now - jobs.submit_time[active] - jobs.executed_s[active]
         # waiting time before the first start after the last promotion: exact from the view
         # for never-promoted jobs; after a promotion, recorded when the job next runs
-        never = np.isnan(self.pend_base) & (self.promotions == 0) & np.isfinite(jobs.first_start)
-        self.pend_base[never] = (jobs.first_start - jobs.submit_time)[never]
-        running = np.flatnonzero(r.undecided)
+        pb = self.pend_base[active]
+        never = active[np.isnan(pb) & (self.promotions[active] == 0) & np.isfinite(jobs.first_start[active])]
+        self.pend_base[never] = jobs.first_start[never] - jobs.submit_time[never]
+        running = r.running_idx
         fresh = running[np.isnan(self.pend_base[running])]
         self.pend_base[fresh] = waited[fresh]
 
-        q = self.queues(view)
-        active = view.active()
+        q = self._queues_at(view, active)
         if self.config.promote_knob > 0:
             self._promote(view, r, q, waited, active)
-            q = self.queues(view)
+            q = self._queues_at(view, active)
 
-        holding = r.undecided.copy()
-        order = active[np.lexsort((active, jobs.submit_time[active], ~holding[active], q[active]))]
-        running_rev = np.array([k for k in order[::-1] if r.undecided[k]], np.int64)
+        holding = r.undecided[active]
+        qa = q[active]
+        order = active[np.lexsort((active, jobs.submit_time[active], ~holding, qa))]
+        und = r.undecided
+        rev = order[::-1]
+        running_rev = rev[und[rev]]
+        q_rev = q[running_rev]
         skew = self._is_skewed(view)
         tier_cap = _TierCaps(view)
-        for j in order:
-            j = int(j)
-            if r.keep(j):
+        memo = self.placement_is_deterministic(view, self.config.placement)
+        if memo:  # (demand, type, skewed, queue) of each job in the walk, as one hashable int
+            sk = (r.dem[order] * 65_537 + jobs.gpu_type_req[order] + 1) * 2 + skew[order]
+            sk = sk * (self._thr.size + 1) + q[order]
+            shape = dict(zip(order.tolist(), sk.tolist()))
+        fail = r._fail
+        for j in r.visit(order):
+            if und[j] and r.keep(j):
                 continue
-            r.place(j, lambda jj, avail: self._place(view, r, jj, avail, skew, tier_cap),
-                    victims=lambda j=j: running_rev[q[running_rev] > q[j]])
+            if memo:  # same shape and queue (same victims) as a job that just failed: fails too
+                key = shape[j]
+                if r.version == r._fail_ver and key in fail:
+                    continue
+            gpus = r.place(j, lambda jj, avail: self._place(view, r, jj, avail, skew, tier_cap),
+                           victims=lambda qj=q[j]: running_rev[q_rev > qj])
+            if memo and gpus is None:
+                r.note_failure(key)
         started = np.asarray(r.started, np.int64)
         if started.size:
             s = started[np.isnan(self.pend_base[started])]
             self.pend_base[s] = waited[s]
-        return r.decision(wake_at=self._next_jump(view, r, q, waited, now))
+        return r.decision(wake_at=self._next_jump(view, r, q, waited, now, active))
 
     def _promote(self, view, r, q, waited, active) -> None:
         jobs = view.jobs
@@ -192,16 +223,23 @@ class Tiresias(BasePolicy):
 
         return P.place(view.cluster, avail, dem, gpu_type=req, strategy="consolidate", accept=few_nodes)
 
-    def _next_jump(self, view, r, q, waited, now) -> float | None:
+    def _next_jump(self, view, r, q, waited, now, active) -> float | None:
         """Earliest time a running job is demoted or a waiting one becomes due for promotion."""
         jobs = view.jobs
         t = np.inf
-        svc = jobs.attained_gpu_s - self.svc_base
-        for j, a in r.alloc.items():
-            if q[j] < self._thr.size and a.gpus:
-                t = min(t, now + (self._thr[q[j]] - svc[j]) / len(a.gpus))
+        if r.alloc:
+            idx = np.fromiter(r.alloc, np.int64, len(r.alloc))
+            n = np.fromiter(map(len, map(_GPUS, r.alloc.values())), np.int64, len(r.alloc))
+            qi = q[idx]
+            sel = (qi < self._thr.size) & (n > 0)
+            if sel.any():
+                idx, n, qi = idx[sel], n[sel], qi[sel]
+                svc = jobs.attained_gpu_s[idx] - self.svc_base[idx]
+                t = min(t, float(np.min(now + (self._thr[qi] - svc) / n)))
         if self.config.promote_knob > 0:
-            wait = np.array([k for k in view.active() if k not in r.alloc], np.int64)
+            placed = np.zeros(jobs.num_jobs, bool)
+            placed[np.fromiter(r.alloc, np.int64, len(r.alloc))] = True
+            wait = active[~placed[active]]
             if wait.size:
                 wait = wait[(q[wait] > 0) & ~np.isnan(self.pend_base[wait])]
                 execd = jobs.executed_s[wait] - self.exec_base[wait]

@@ -12,13 +12,16 @@ from __future__ import annotations
 
 import numpy as np
 
-from simcore.api import NEED_DURATION_ORACLE, ClusterView, JobsView, JobState
+from simcore.api import NEED_DURATION_ORACLE, Allocation, ClusterView, JobsView, JobState
 from tests.policies.conftest import build_arrays
 
 
 def simulate(policy, submit, gpus, duration, *, nodes=4, gpus_per_node=4, leaves=2, models=None,
-             capacity=(), max_calls=20_000):
-    """Run `policy`; `capacity` = [(time, node, online_bool), ...]. Returns (end_times, calls)."""
+             capacity=(), max_calls=20_000, engine_fields=False):
+    """Run `policy`; `capacity` = [(time, node, online_bool), ...]. Returns (end_times, calls).
+
+    `engine_fields`: also fill the view's `active_jobs` and `current` as the engine does.
+    """
     n = len(submit)
     submit = np.asarray(submit, float)
     gpus = np.asarray(gpus, np.int32)
@@ -61,8 +64,13 @@ def simulate(policy, submit, gpus, duration, *, nodes=4, gpus_per_node=4, leaves
             remaining_s=(duration - done) if oracle else np.full(n, np.nan),
         )
         snap = [a.copy() for a in allocs]
+        extra = {}
+        if engine_fields:
+            st = jv.state
+            extra = dict(active_jobs=np.flatnonzero((st == JobState.QUEUED) | (st == JobState.RUNNING)),
+                         current={j: Allocation(tuple(a.tolist())) for j, a in enumerate(snap) if a.size})
         view = ClusterView(now=now, jobs=jv, cluster=c, iteration_time=lambda j, g, b: 1.0,
-                           allocation_of=lambda j: snap[j])
+                           allocation_of=lambda j: snap[j], **extra)
         d = policy.decide(view, now)
         calls += 1
         assert calls < max_calls, "policy keeps being called without progress"

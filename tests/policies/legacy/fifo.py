@@ -1,0 +1,157 @@
+"""FIFO with strict head-of-line blocking, and FIFO with EASY backfilling.
+
+Both are non-preemptive: a running job keeps its GPUs until it finishes (or the engine
+takes them away when capacity is lost, after which the job queues again in its original
+arrival position). Jobs are served in arrival order (`submit_time`, then job index).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from tests.policies.legacy.base import BasePolicy, Round, make_placer
+from policies.placement import STRATEGIES
+from policies.registry import check, param
+from simcore.api import NEED_DURATION_ORACLE, ClusterView, Decision
+
+
+def arrival_order(view: ClusterView, jobs: np.ndarray) -> np.ndarray:
+    """`jobs` sorted by submit time, then index (stable, deterministic)."""
+    jobs = np.asarray(jobs, np.int64)
+    return jobs[np.lexsort((jobs, view.jobs.submit_time[jobs]))]
+
+
+@dataclass(frozen=True)
+class FifoConfig:
+    placement: str = param("consolidate", "placement strategy for new jobs", choices=STRATEGIES)
+    interval_s: float | None = param(None, "seconds between periodic rounds (s); none = on events only")
+    seed: int = param(0, "seed of the random placement strategy")
+
+    def __post_init__(self) -> None:
+        check(self, "fifo", "interval_s", self.interval_s is None or self.interval_s > 0, "a positive number of seconds")
+
+
+
+class Fifo(BasePolicy):
+    """First in, first out; strict head-of-line blocking: nothing starts while the oldest queued job waits.
+
+    The classic batch-scheduler baseline (the "FIFO" of Tiresias, NSDI'19, and Aryl's
+    baseline). When the oldest queued job cannot be placed (not enough GPUs of its type, or
+    a placement constraint), no later job starts, even one that would fit.
+    """
+
+    name = "fifo"
+    Config = FifoConfig
+
+    def decide(self, view: ClusterView, now: float) -> Decision:
+        r = Round(view)
+        r.keep_all_undecided()
+        placer = make_placer(self, view, self.config.placement, r.dem)
+        for j in arrival_order(view, view.queued()):
+            if r.place(int(j), placer) is None:
+                break
+        return r.decision()
+
+
+@dataclass(frozen=True)
+class BackfillConfig:
+    reservation: str = param(
+        "easy",
+        "easy: EASY backfilling, a reservation for the oldest waiting job from oracle remaining "
+        "times; none: first-fit skipping, no reservation (non-clairvoyant)",
+        choices=("easy", "none"),
+    )
+    placement: str = param("consolidate", "placement strategy for new jobs", choices=STRATEGIES)
+    interval_s: float | None = param(None, "seconds between periodic rounds (s); none = on events only")
+    seed: int = param(0, "seed of the random placement strategy")
+
+    def __post_init__(self) -> None:
+        check(self, "fifo-backfill", "interval_s", self.interval_s is None or self.interval_s > 0,
+              "a positive number of seconds")
+
+
+
+class FifoBackfill(BasePolicy):
+    """FIFO with EASY backfilling: later jobs may jump ahead only if they do not delay the oldest waiting job.
+
+    EASY (Lifka, "The ANL/IBM SP scheduling system", JSSPP'95; Mu'alem & Feitelson, TPDS 2001),
+    adapted to GPU gangs. The engine keeps no reservations, so this policy recomputes one per
+    call, for the oldest queued job that cannot start (the head):
+
+    - shadow time: walk the running jobs (and those started this call) in order of their
+      estimated end, `now + remaining_s` (the duration oracle, hence `needs`), adding the
+      GPUs each frees that the head can use (its type, or all types if it accepts any) to
+      the ones usable now, until the head's demand is covered;
+    - extra GPUs: that sum minus the head's demand at the shadow time.
+
+    A later job is started now if it can be placed now and either it is estimated to end by
+    the shadow time, or it takes no more head-usable GPUs than the extra ones left (which
+    it then consumes), or it uses no GPU the head could use. Only the head holds a
+    reservation (EASY, not conservative backfilling). The reservation counts GPUs, not a
+    placement: the head is guaranteed enough GPUs of its type at the shadow time, not a
+    consolidated set. When the head's demand cannot be covered by every GPU that running
+    jobs will free (capacity lost), the shadow time is infinite and later jobs backfill
+    freely. A running job whose remaining time is unknown (NaN) is taken never to end.
+
+    `reservation=none` drops the reservation: every job that fits starts, in arrival order
+    (first-fit skipping, Tiresias' "fjf"); it needs no oracle.
+    """
+
+    name = "fifo-backfill"
+    Config = BackfillConfig
+
+    def __init__(self, config: BackfillConfig) -> None:
+        super().__init__(config)
+        self.needs = frozenset({NEED_DURATION_ORACLE}) if config.reservation == "easy" else frozenset()
+
+    def decide(self, view: ClusterView, now: float) -> Decision:
+        r = Round(view)
+        r.keep_all_undecided()
+        placer = make_placer(self, view, self.config.placement, r.dem)
+        easy = self.config.reservation == "easy"
+        rem = np.where(np.isnan(view.jobs.remaining_s), np.inf, view.jobs.remaining_s)
+        head = -1
+        shadow, extra, usable = np.inf, 0, None
+        for j in arrival_order(view, view.queued()):
+            j = int(j)
+            if head < 0 or not easy:
+                if r.place(j, placer) is None and head < 0:
+                    head = j
+                    if easy:
+                        shadow, extra, usable = self._reservation(view, r, j, now, rem)
+                continue
+            gpus = placer(j, r.avail())
+            if gpus is None:
+                continue
+            take = int(usable[gpus].sum())
+            if take == 0 or now + rem[j] <= shadow or np.isinf(shadow):
+                r.claim(j, gpus)
+            elif take <= extra:
+                extra -= take
+                r.claim(j, gpus)
+        return r.decision()
+
+    @staticmethod
+    def _reservation(view: ClusterView, r: Round, head: int, now: float, rem: np.ndarray):
+        """(shadow time, extra GPUs, mask of GPUs usable by the head) for EASY."""
+        c = view.cluster
+        req = int(view.jobs.gpu_type_req[head])
+        usable = r.online.copy() if req < 0 else r.online & (c.gpu_type == req)
+        need = int(r.dem[head])
+        have = int((usable & r.avail()).sum())
+        ends = []
+        for k, a in r.alloc.items():
+            g = np.asarray(a.gpus, np.int64)
+            ends.append((now + rem[k], k, int(usable[g].sum())))
+        ends.sort()
+        if have >= need:  # enough GPUs now, but no placement fits (fragmentation/constraint)
+            return now, have - need, usable
+        for t_end, _, freed in ends:
+            if not np.isfinite(t_end):
+                break
+            have += freed
+            if have >= need:
+                return t_end, have - need, usable
+        return np.inf, 0, usable

@@ -8,7 +8,7 @@ synthesis, topology, engine and result tables. A run still going at twice its ti
 is killed and reported as not finished (value = the time it was given, status in the
 detail), so `cosim bench` always ends.
 
-    python -m benchmarks.bench_scale            # the 10k-job step and the 1M-job target
+    python -m benchmarks.bench_scale            # the 10k and 100k steps and the 1M-job target
     python -m benchmarks.run --only scale_10k   # just the quick step
 """
 
@@ -109,6 +109,12 @@ def _result(label: str, jobs: int, nodes: int, target_s: float | None, target_gb
 def bench_scale_10k() -> list[dict]:
     """A quick step (10k jobs on 2,000 GPUs): how the engine's cost grows towards the target."""
     return _result("10k jobs / 2k GPUs", 10_000, 250, None, None)
+
+
+def bench_scale_100k() -> list[dict]:
+    """The middle step (100k jobs on 20,000 GPUs, the target fabric): per-event cost at the
+    target's running-set size, in a tenth of its events."""
+    return _result("100k jobs / 20k GPUs", 100_000, TARGET_NODES, None, None)
 
 
 def bench_scale_1m() -> list[dict]:

@@ -4,6 +4,12 @@
 Between two instants every running job advances at a constant rate (numba `advance`), and
 the next completion is computed (`next_completion`), never stepped. Events (arrivals,
 restart ends, capacity changes, policy wake-ups and rounds) live in one `EventQueue`.
+
+Per-event cost follows what changed, not the trace or the running set: all events of one
+instant are accepted before a single policy call (simultaneous arrivals → one call); the
+active set is merged once per call (`kernels.merge_sorted`) and counted without arrays;
+the kernels walk only the jobs holding GPUs; unchanged allocations are skipped by
+validation and `_apply` with C-level scans; rates are re-solved only for touched groups.
 """
 
 from __future__ import annotations
@@ -12,6 +18,7 @@ import logging
 import math
 import time as _time
 from dataclasses import dataclass, field
+from itertools import filterfalse
 from types import MappingProxyType
 from typing import Any, Callable, Sequence
 
@@ -33,6 +40,10 @@ log = logging.getLogger(__name__)
 # plain ints for the hot path (enum attribute access is slow)
 _QUEUED, _RUNNING, _RESTARTING = int(JobState.QUEUED), int(JobState.RUNNING), int(JobState.RESTARTING)
 _FINISHED, _UNSCHEDULABLE = int(JobState.FINISHED), int(JobState.UNSCHEDULABLE)
+# event kinds as module constants (enum attribute access is slow on the hot path)
+_ARRIVAL, _CAPACITY, _RESTART_END = Priority.ARRIVAL, Priority.CAPACITY, Priority.RESTART_END
+_WAKE, _ROUND = Priority.WAKE, Priority.ROUND
+_OUTSIDE = frozenset((_ARRIVAL, _CAPACITY, _RESTART_END))  # events from outside the policy
 _EMPTY = np.zeros(0, np.int32)
 _EMPTY.flags.writeable = False
 
@@ -110,6 +121,9 @@ class Engine:
         # active jobs (submitted, unfinished), ascending; replaced (never mutated) on change,
         # so arrays handed to policies stay valid
         self._active_arr = np.zeros(0, np.int64)
+        self._active_n = 0  # len of the active set, pending changes included
+        self._active_add: list[int] = []  # arrivals not yet merged into `_active_arr`
+        self._active_del: list[int] = []  # completions not yet removed from it
         self.rates = RateBook(jobs, perf, self._phases, self._alloc, incremental=self.opt.incremental_contention)
         self._next_arrival = 0
         self._order = np.argsort(jobs.submit_time, kind="stable")
@@ -136,7 +150,7 @@ class Engine:
             if self.opt.record_decisions else None)
         self._last_obs: tuple | None = None
         for ch in sorted(capacity_changes, key=lambda c: (c.time_s, c.node, c.online)):
-            self._push(Event(ch.time_s, Priority.CAPACITY, node=ch.node, online=ch.online))
+            self._push(Event(ch.time_s, _CAPACITY, node=ch.node, online=ch.online))
         self._push_next_arrival()
 
     # ---- the round loop -------------------------------------------------------------
@@ -159,7 +173,7 @@ class Engine:
                     self._check_ownership()
                 if decision.wake_at is not None and decision.wake_at > t and decision.wake_at not in self._wakes:
                     self._wakes.add(decision.wake_at)
-                    self.queue.push(Event(decision.wake_at, Priority.WAKE))
+                    self.queue.push(Event(decision.wake_at, _WAKE))
                 if self._is_stuck(did, decision):
                     stuck = True
                     break
@@ -173,6 +187,19 @@ class Engine:
 
     # ---- time -----------------------------------------------------------------------
     def _active_idx(self) -> np.ndarray:
+        """Active jobs, ascending. Arrivals and completions since the last call are merged
+        in one step (one array copy per policy call, not one per event)."""
+        if self._active_add or self._active_del:
+            add, drop = self._active_add, self._active_del
+            add.sort()
+            drop.sort()
+            # the kernel gets the writable base (numba types read-only arrays on a slow path)
+            base = self._active_arr.base if self._active_arr.base is not None else self._active_arr
+            a = kernels.merge_sorted(base, np.array(add, np.int64), np.array(drop, np.int64)).view()
+            add.clear()
+            drop.clear()
+            a.flags.writeable = False
+            self._active_arr = a
         return self._active_arr
 
     def _held_idx(self) -> np.ndarray:
@@ -200,7 +227,7 @@ class Engine:
 
     # ---- accept ---------------------------------------------------------------------
     def _push(self, ev: Event) -> None:
-        if ev.priority in (Priority.ARRIVAL, Priority.CAPACITY, Priority.RESTART_END):
+        if ev.priority in _OUTSIDE:
             self._pending_outside += 1
         self.queue.push(ev)
 
@@ -210,7 +237,7 @@ class Engine:
             j = int(self._order[self._next_arrival])
             self._next_arrival += 1
             if st[j] != _UNSCHEDULABLE:
-                self._push(Event(float(self.jobs.submit_time[j]), Priority.ARRIVAL, job=j))
+                self._push(Event(float(self.jobs.submit_time[j]), _ARRIVAL, job=j))
                 return
 
     def _accept(self, t: float) -> bool:
@@ -224,28 +251,28 @@ class Engine:
         while self.queue.peek_time() <= t:
             ev = self.queue.pop()
             self.num_events += 1
-            if ev.priority in (Priority.ARRIVAL, Priority.CAPACITY, Priority.RESTART_END):
+            if ev.priority in _OUTSIDE:
                 self._pending_outside -= 1
-            if ev.priority == Priority.ARRIVAL:
+            if ev.priority == _ARRIVAL:
                 self._arrive(ev.job)
                 call = call or self.policy.event_driven
-            elif ev.priority == Priority.RESTART_END:
+            elif ev.priority == _RESTART_END:
                 if ev.version == j.version[ev.job] and j.state[ev.job] == _RESTARTING:
                     j.state[ev.job] = _RUNNING
                     self._restarting.discard(ev.job)
                     self._changed = True
                     self._mark_rates(ev.job)
                     call = call or self.policy.event_driven
-            elif ev.priority == Priority.CAPACITY:
+            elif ev.priority == _CAPACITY:
                 self._capacity(ev.node, ev.online, t)
                 call = True  # a node leaving or joining always gets a policy call
-            elif ev.priority == Priority.WAKE:
+            elif ev.priority == _WAKE:
                 self._wakes.discard(ev.time)
-                call = call or self._active_arr.shape[0] > 0
-            elif ev.priority == Priority.ROUND:
+                call = call or self._active_n > 0
+            elif ev.priority == _ROUND:
                 self._round_pending = False
                 skip = self._rounds_need_queue and not self._any_queued()
-                call = call or (self._active_arr.shape[0] > 0 and not skip)
+                call = call or (self._active_n > 0 and not skip)
         self.num_events += len(done)
         if self.policy.interval_s and not self._round_pending:
             self._schedule_round(t)
@@ -255,26 +282,24 @@ class Engine:
         return call
 
     def _any_queued(self) -> bool:
-        a = self._active_idx()
-        return bool(np.any(self.jobs.state[a] == _QUEUED))
+        return self._active_n > len(self._alloc)  # active jobs hold GPUs exactly when not queued
 
     def _schedule_round(self, t: float) -> None:
         iv = float(self.policy.interval_s)
         base = t
-        if self._active_arr.shape[0] == 0:  # idle cluster: next round at the first arrival
+        if self._active_n == 0:  # idle cluster: next round at the first arrival
             nxt = self.queue.peek_time() if self._pending_outside else math.inf
             if not math.isfinite(nxt):
                 return
             base = max(t, nxt - 1e-9)
-        self.queue.push(Event((math.floor(base / iv) + 1) * iv, Priority.ROUND))
+        self.queue.push(Event((math.floor(base / iv) + 1) * iv, _ROUND))
         self._round_pending = True
 
     def _arrive(self, j: int) -> None:
         self.jobs.state[j] = _QUEUED
         self._queued_since[j] = self.now
-        a = self._active_arr
-        self._active_arr = np.insert(a, np.searchsorted(a, j), j)
-        self._active_arr.flags.writeable = False
+        self._active_add.append(j)
+        self._active_n += 1
         self._changed = True
         self._push_next_arrival()
 
@@ -286,9 +311,8 @@ class Engine:
         jobs.end_time[j] = t
         jobs.rate[j] = 0.0
         jobs.version[j] += 1
-        a = self._active_arr
-        self._active_arr = np.delete(a, np.searchsorted(a, j))
-        self._active_arr.flags.writeable = False
+        self._active_del.append(j)
+        self._active_n -= 1
         self._changed = True
         self._unfinished -= 1
         self._record(t, j, "finish", _EMPTY, int(jobs.batch_size[j]), 0.0)
@@ -336,9 +360,13 @@ class Engine:
     def _apply(self, decision: Decision, changed: list[int], emptied: list[int], t: float) -> bool:
         allocs = decision.allocations
         did = False
-        gone = self._current.keys() - allocs.keys()  # held now, absent from the decision (C-speed)
-        gone.update(j for j in emptied if j in self._alloc)
-        for j in sorted(gone):
+        # held now, absent from the decision: a C-level scan, no set copy of the running set
+        gone = list(filterfalse(allocs.__contains__, self._current))
+        if emptied:
+            gone = list(set(gone).union(j for j in emptied if j in self._alloc))
+        if len(gone) > 1:
+            gone.sort()
+        for j in gone:
             self._preempt(j, t, action="preempt")
             did = True
         for j in changed:  # release first, so GPUs can move between jobs in one decision
@@ -389,7 +417,7 @@ class Engine:
         if cost > 0:
             jobs.state[j] = _RESTARTING
             self._restarting.add(j)
-            self._push(Event(t + cost, Priority.RESTART_END, job=j, version=int(jobs.version[j])))
+            self._push(Event(t + cost, _RESTART_END, job=j, version=int(jobs.version[j])))
         else:
             jobs.state[j] = _RUNNING
         jobs.rate[j] = 0.0
@@ -467,7 +495,7 @@ class Engine:
         self._changed = False
         restarting = len(self._restarting)
         running = len(self._alloc) - restarting
-        obs = (self._busy, self._online, running, restarting, int(self._active_arr.shape[0]) - len(self._alloc))
+        obs = (self._busy, self._online, running, restarting, self._active_n - len(self._alloc))
         if obs == self._last_obs:
             return
         tl = self.timeline

@@ -68,3 +68,25 @@ def completed_now(active, state, rate, progress, tol_s):  # pragma: no cover - c
                 out[n] = j
                 n += 1
     return out[:n]
+
+
+@njit(cache=True)
+def merge_sorted(a, add, drop):  # pragma: no cover - compiled
+    """A new ascending array: ascending `a` and ascending `add` merged, minus every value in
+    ascending `drop` — one pass, one allocation (the engine's active set, per policy call)."""
+    out = np.empty(a.shape[0] + add.shape[0], np.int64)
+    i = k = d = n = 0
+    while i < a.shape[0] or k < add.shape[0]:
+        if k >= add.shape[0] or (i < a.shape[0] and a[i] < add[k]):
+            v = a[i]
+            i += 1
+        else:
+            v = add[k]
+            k += 1
+        while d < drop.shape[0] and drop[d] < v:
+            d += 1
+        if d < drop.shape[0] and drop[d] == v:
+            continue
+        out[n] = v
+        n += 1
+    return out[:n]

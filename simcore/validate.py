@@ -9,12 +9,16 @@ batch is not a positive integer of at least one sample per GPU; or the local bat
 fit GPU memory (even with gradient accumulation, when that is allowed).
 
 Allocations identical to a job's current one were checked when applied and only take part
-in the double-booking check, so validating a round costs what the round changes.
+in the double-booking check, so validating a round costs what the round changes: they are
+found by C-level scans (`_suspects`: identity with the engine's own `Allocation` objects,
+then equal GPU tuples), never a Python loop over the running set.
 """
 
 from __future__ import annotations
 
 import math
+from itertools import compress, islice, repeat
+from operator import and_, attrgetter, eq, is_, is_not, not_
 from typing import Mapping
 
 import numpy as np
@@ -24,7 +28,37 @@ from simcore.api import Allocation, Decision, JobState
 from simcore.perf import PerfModel
 from simcore.state import ClusterState, JobTable
 
-_ACTIVE = (JobState.QUEUED, JobState.RUNNING, JobState.RESTARTING)
+_ACTIVE = (int(JobState.QUEUED), int(JobState.RUNNING), int(JobState.RESTARTING))  # plain ints: fast `in`
+_gpus_of = attrgetter("gpus")
+_batch_of = attrgetter("batch_size")
+_NONE = repeat(None)
+
+
+def _suspects(allocs: Mapping[int, Allocation], objs: Mapping[int, Allocation],
+              current: Mapping[int, tuple[int, ...]]) -> list:
+    """Jobs of the decision whose allocation may differ from the current one, found with
+    C-level iteration (map/compress) so an unchanged running set costs no Python loop:
+    first the very objects the engine handed out (identity), then equal fresh Allocations
+    (same GPU tuple, batch None) — exactly the allocations the full check would skip."""
+    if objs and len(allocs) >= len(objs) and objs.items() <= allocs.items():
+        # the common "keep everything, add some" decision: every current object is handed
+        # back (identity short-cuts the comparison), so the rest are the additions; with
+        # insertion order they are the dict's tail, which the membership test confirms
+        tail = list(islice(allocs, len(objs), None))
+        if not any(map(objs.__contains__, tail)):
+            return tail
+    keys = list(allocs)
+    vals = list(allocs.values())
+    if objs:
+        mask = list(map(is_not, vals, map(objs.get, keys)))
+        keys = list(compress(keys, mask))
+        vals = list(compress(vals, mask))
+    if not keys or not current:
+        return keys
+    if set(map(type, vals)) != {Allocation}:
+        return keys  # foreign entries: the per-job check reports them
+    same = map(and_, map(eq, map(_gpus_of, vals), map(current.get, keys)), map(is_, map(_batch_of, vals), _NONE))
+    return list(compress(keys, map(not_, same)))
 
 
 def _err(policy: str, now: float, msg: str) -> PolicyError:
@@ -53,8 +87,8 @@ def validate_decision(
     emptied: list[int] = []
     objs = current_objs or {}
     get = objs.get
-    # the very objects the engine handed out are unchanged: skip them at C speed
-    suspects = [j for j, a in allocs.items() if a is not get(j)]
+    # unchanged allocations (the engine's own objects, or equal fresh ones) skipped at C speed
+    suspects = _suspects(allocs, objs, current) if allocs else []
     for j in suspects:
         a = allocs[j]
         cur = get(j)
@@ -76,7 +110,7 @@ def validate_decision(
     for j in changed:
         a = allocs[j]
         jid = jobs.job_id[j]
-        if jobs.state[j] not in _ACTIVE:
+        if int(jobs.state[j]) not in _ACTIVE:
             raise _err(policy, now, f"job {jid} is {JobState(jobs.state[j]).name}, cannot be allocated")
         n = len(a.gpus)
         if not jobs.min_gpus[j] <= n <= jobs.max_gpus[j]:
@@ -99,7 +133,8 @@ def validate_decision(
             claimed[g] = j
         req = int(jobs.gpu_type_req[j])
         gpus = np.asarray(a.gpus, np.int32)
-        types = np.unique(cluster.topology.gpu_type[gpus])
+        tys = cluster.topology.gpu_type[gpus]
+        types = tys[:1] if (tys == tys[0]).all() else np.unique(tys)  # one type: skip the sort
         if req >= 0:
             bad = gpus[cluster.topology.gpu_type[gpus] != req]
             if bad.shape[0]:

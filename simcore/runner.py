@@ -297,4 +297,28 @@ def _perf_packages(config: RunConfig) -> tuple[Any, Callable[[Any], Any], Any, s
         params = CommParams.for_cluster(getattr(topo, "spec", None), calibration=config.calibration)
         return CommModel(topo, params)
 
-    return zoo, comm, solve, "real"
+    models: Any = zoo
+    if config.calibration is not None:
+        from calibration.fit import read_profile
+
+        overlap = read_profile(config.calibration)["overlap_start_frac"]
+        if overlap is not None:
+            models = _OverlapZoo(zoo, overlap)
+    return models, comm, solve, "real"
+
+
+class _OverlapZoo:
+    """The zoo with every model's `overlap_start_frac` replaced by a calibration profile's
+    fitted value (the profile's `[overlap]` table), so `--calibration` sets compute/comm
+    overlap as well as the collective parameters."""
+
+    def __init__(self, zoo: Any, overlap_start_frac: float) -> None:
+        self._zoo, self._overlap = zoo, float(overlap_start_frac)
+
+    def get(self, name: str) -> Any:
+        import dataclasses
+
+        return dataclasses.replace(self._zoo.get(name), overlap_start_frac=self._overlap)
+
+    def __getattr__(self, attr: str) -> Any:  # resolve, compute_time_s, … unchanged
+        return getattr(self._zoo, attr)

@@ -33,7 +33,7 @@ def test_convert_and_stats(fixtures, tmp_path):
 
 @pytest.mark.parametrize("fmt", ["philly-csv", "helios", "sensetime", "pollux", "ones"])
 def test_convert_each_format_by_name(fixtures, tmp_path, fmt):
-    src = {"philly-csv": "philly_jobs.csv", "helios": "helios_cluster_log.csv", "sensetime": "sensetime_poisson.json",
+    src = {"philly-csv": "philly_derived_small.csv", "helios": "helios_cluster_log.csv", "sensetime": "sensetime_poisson.json",
            "pollux": "pollux_workload.csv", "ones": "ones_trace.csv"}[fmt]
     r = _run("convert", fixtures / src, "-o", tmp_path / "o.parquet", "--format", fmt)
     assert r.exit_code == 0, r.output
@@ -56,8 +56,8 @@ def test_sample_and_synth(tmp_path):
 @pytest.mark.parametrize(
     "args,fragment",
     [
-        (["convert", "{fx}/philly_jobs.csv", "--format", "helios"], "field 'job_id'"),
-        (["convert", "{fx}/philly_jobs.csv", "--format", "nope"], "unknown trace format 'nope'"),
+        (["convert", "{fx}/philly_derived_small.csv", "--format", "helios"], "field 'job_id'"),
+        (["convert", "{fx}/philly_derived_small.csv", "--format", "nope"], "unknown trace format 'nope'"),
         (["convert", "{bad}"], "row 2: field 'num_gpus'"),
         (["sample", "{fx}/pollux_workload.csv", "--jobs", "100", "--window", "1h"], "holding ≥ 100 jobs"),
         (["sample", "{fx}/pollux_workload.csv", "--jobs", "1", "--window", "soon"], "field '--window'"),

@@ -14,7 +14,7 @@ from traces.formats import FORMATS, detect, load_with_report
 
 EXPECTED_FORMAT = {
     "philly_cluster_job_log.json": "philly-json",
-    "philly_jobs.csv": "philly-csv",
+    "philly_derived_small.csv": "philly-csv",
     "helios_cluster_log.csv": "helios",
     "sensetime_poisson.json": "sensetime",
     "sensetime_april.json": "sensetime",
@@ -52,7 +52,7 @@ def test_philly_json(fixtures):
 
 
 def test_philly_csv(fixtures):
-    df, rep = load_with_report(fixtures / "philly_jobs.csv")
+    df, rep = load_with_report(fixtures / "philly_derived_small.csv")
     assert rep.excluded == {"zero_gpus": 1} and len(df) == 5
     assert df["job_id"].tolist() == ["philly-1", "philly-2", "philly-0", "philly-3", "philly-5"]
     assert df["submit_time"].tolist() == [0.0, 33.0, 2932.0, 6417.0, 86400.0]

@@ -21,7 +21,7 @@ from traces.formats import load_with_report
 from traces.io import normalize
 
 FIX = Path(__file__).resolve().parents[1] / "fixtures" / "traces"
-CSV_FIXTURES = {"philly-csv": "philly_jobs.csv", "helios": "helios_cluster_log.csv",
+CSV_FIXTURES = {"philly-csv": "philly_derived_small.csv", "helios": "helios_cluster_log.csv",
                 "pollux": "pollux_workload.csv", "ones": "ones_trace.csv"}
 JSON_FIXTURES = {"philly-json": "philly_cluster_job_log.json", "sensetime": "sensetime_poisson.json"}
 ALL = {**CSV_FIXTURES, **JSON_FIXTURES}

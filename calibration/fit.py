@@ -417,16 +417,12 @@ def read_profile(path) -> dict:
     """A profile written by `write_profile`, for the engine: `{"comm": {CommParams fields},
     "overlap_start_frac": float | None, "platforms": {...}}`. (`collectives.CommParams.from_toml`
     reads the `[comm]` table directly.)"""
-    import tomllib
     from pathlib import Path
 
+    from cosim.tomlfile import read_toml
+
     p = Path(path)
-    try:
-        data = tomllib.loads(p.read_text())
-    except FileNotFoundError:
-        raise InputError.at(p, expected="an existing calibration profile (cosim calibrate fit)") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise InputError.at(p, expected="valid TOML", detail=str(exc)) from None
+    data = read_toml(p, "calibration profile (cosim calibrate fit)")
     ov = data.get("overlap", {}).get("overlap_start_frac")
     if ov is not None and not (isinstance(ov, (int, float)) and 0.0 <= ov <= 1.0):
         raise InputError.at(p, field="overlap.overlap_start_frac", expected="a number in [0, 1]", got=ov)

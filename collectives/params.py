@@ -39,12 +39,12 @@ algorithm                  "auto" | "ring" | "tree" | "hierarchical" | "multidim
 from __future__ import annotations
 
 import dataclasses
-import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
 
 from cosim.errors import InputError
+from cosim.tomlfile import read_toml
 
 ALGORITHMS = ("ring", "tree", "hierarchical", "multidim")
 PROTOCOLS = ("ll", "ll128", "simple")
@@ -111,12 +111,7 @@ class CommParams:
     def from_toml(cls, path: str | Path, section: str = "comm", base: "CommParams | None" = None) -> "CommParams":
         """Read the `[comm]` section of a calibration profile over `base` (defaults if None)."""
         p = Path(path)
-        try:
-            data = tomllib.loads(p.read_text())
-        except FileNotFoundError:
-            raise InputError.at(p, expected="an existing calibration TOML file") from None
-        except tomllib.TOMLDecodeError as exc:
-            raise InputError.at(p, expected="valid TOML", detail=str(exc)) from None
+        data = read_toml(p, "calibration TOML file")
         table = data.get(section, {})
         if not isinstance(table, dict):
             raise InputError.at(p, field=section, expected="a table", got=table)

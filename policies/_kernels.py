@@ -229,27 +229,31 @@ def spread_nodes(f, demand):
 
 
 @njit(cache=True)
+def _mode_of_node(gpu_value, s, e):
+    """The most frequent non-negative value of gpu_value[s:e] (smaller on ties), else -1."""
+    best = -1
+    best_cnt = 0
+    for g in range(s, e):
+        v = gpu_value[g]
+        if v < 0:
+            continue
+        cnt = 0
+        for h in range(s, e):
+            if gpu_value[h] == v:
+                cnt += 1
+        if cnt > best_cnt or (cnt == best_cnt and v < best):
+            best = v
+            best_cnt = cnt
+    return best
+
+
+@njit(cache=True)
 def node_mode(gpu_value, node_first_gpu, node_num_gpus):
     """Per node, the most frequent non-negative `gpu_value` on its GPUs (smaller on ties), else -1."""
     n_nodes = node_first_gpu.shape[0]
     out = np.full(n_nodes, -1, np.int64)
     for n in range(n_nodes):
-        s = node_first_gpu[n]
-        e = s + node_num_gpus[n]
-        best = -1
-        best_cnt = 0
-        for g in range(s, e):
-            v = gpu_value[g]
-            if v < 0:
-                continue
-            cnt = 0
-            for h in range(s, e):
-                if gpu_value[h] == v:
-                    cnt += 1
-            if cnt > best_cnt or (cnt == best_cnt and v < best):
-                best = v
-                best_cnt = cnt
-        out[n] = best
+        out[n] = _mode_of_node(gpu_value, node_first_gpu[n], node_first_gpu[n] + node_num_gpus[n])
     return out
 
 
@@ -258,19 +262,4 @@ def node_mode_into(gpu_value, node_first_gpu, node_num_gpus, nodes, out):
     """`node_mode` recomputed only for `nodes`, written into `out`."""
     for i in range(nodes.shape[0]):
         n = nodes[i]
-        s = node_first_gpu[n]
-        e = s + node_num_gpus[n]
-        best = -1
-        best_cnt = 0
-        for g in range(s, e):
-            v = gpu_value[g]
-            if v < 0:
-                continue
-            cnt = 0
-            for h in range(s, e):
-                if gpu_value[h] == v:
-                    cnt += 1
-            if cnt > best_cnt or (cnt == best_cnt and v < best):
-                best = v
-                best_cnt = cnt
-        out[n] = best
+        out[n] = _mode_of_node(gpu_value, node_first_gpu[n], node_first_gpu[n] + node_num_gpus[n])

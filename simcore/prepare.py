@@ -11,7 +11,8 @@ Work modes (see `simcore.work`), first match wins: `total_iterations` → ITERAT
 `epochs` × `epoch_size` samples → CONVERGENCE when the job has a `target_acc` (ONES), else
 SAMPLES; a `duration` → REPLAY, or SAMPLES for elastic jobs (`min_gpus` < `max_gpus`) so
 their GPU count can vary at a fixed global batch; otherwise, with `fixed_epochs=True`, the
-model's fixed-epoch training run of the Pollux/Sia/Ares workloads (`work.FIXED_EPOCH_WORK`)
+model's fixed-epoch training run of the Pollux/Sia/Ares workloads (`traces.workload.training_runs`,
+the same table `assemble` fills work from)
 → SAMPLES. Replay work is `duration / t_ref`, where `t_ref` is the solo iteration time at
 the requested count on a consolidated placement.
 """
@@ -29,7 +30,8 @@ from cosim.errors import CosimError, InputError
 from simcore.api import JobState
 from simcore.perf import PerfModel
 from simcore.state import JobTable, static_columns
-from simcore.work import FIXED_EPOCH_WORK, WorkMode
+from simcore.work import WorkMode
+from traces.workload import training_runs
 
 log = logging.getLogger(__name__)
 
@@ -73,6 +75,7 @@ def build_jobs(df: pd.DataFrame, perf: PerfModel, zoo, fixed_epochs: bool = True
         raise InputError.at(field="model", expected="a model per job (run traces.workload.assemble first)")
     df = df.sort_values(["submit_time", "job_id"], kind="stable").reset_index(drop=True)
     df, bad = canonical_models(df, zoo)
+    runs = training_runs() if fixed_epochs else {}
     bad_idx = {b.index for b in bad}
     type_names = perf.type_names
     static = static_columns(df, type_names)
@@ -113,7 +116,7 @@ def build_jobs(df: pd.DataFrame, perf: PerfModel, zoo, fixed_epochs: bool = True
                 reason = f"local batch {math.ceil(gb[i] / num)} of {model} does not fit GPU memory"
             else:
                 static["ref_iter_s"][i] = t_ref
-                reason = _assign_work(static, i, iters[i], epochs[i], epoch_size[i], target[i], t_ref, fixed_epochs)
+                reason = _assign_work(static, i, iters[i], epochs[i], epoch_size[i], target[i], t_ref, runs)
         if reason is not None:
             bad.append(InvalidJob(jid, reason, i))
             bad_idx.add(i)
@@ -129,7 +132,7 @@ def _nan(x) -> bool:
 
 
 def _assign_work(static: dict, i: int, iters, epochs, epoch_size, target, t_ref: float,
-                 fixed_epochs: bool) -> str | None:
+                 runs: dict) -> str | None:
     b = float(static["global_batch"][i])
     if not _nan(iters) and float(iters) > 0:
         static["work_mode"][i], static["work_iters"][i] = WorkMode.ITERATIONS, float(iters)
@@ -140,9 +143,9 @@ def _assign_work(static: dict, i: int, iters, epochs, epoch_size, target, t_ref:
         elastic = static["min_gpus"][i] < static["max_gpus"][i]
         static["work_mode"][i] = WorkMode.SAMPLES if elastic else WorkMode.REPLAY
         static["work_iters"][i] = float(static["duration"][i]) / t_ref
-    elif fixed_epochs and static["model"][i] in FIXED_EPOCH_WORK:
-        ep, per = FIXED_EPOCH_WORK[static["model"][i]]
-        static["work_mode"][i], static["work_iters"][i] = WorkMode.SAMPLES, ep * per / b
+    elif (run := runs.get(str(static["model"][i]).lower())) is not None:
+        static["work_mode"][i] = WorkMode.SAMPLES
+        static["work_iters"][i] = run.epochs * run.samples_per_epoch / b
     else:
         return "no work: needs total_iterations, epochs with epoch_size, or a positive duration"
     return None

@@ -64,19 +64,3 @@ def work_gain(mode: int, batch: int, ref_batch: int, eff: StatEfficiency, job: i
     if mode == WorkMode.SAMPLES:
         return ratio
     return ratio * eff.efficiency(job, batch, progress) / eff.efficiency(job, ref_batch, progress)
-
-
-#: Fixed-epoch work of the Pollux/Sia/Ares workloads, whose job rows carry no duration:
-#: a job trains its model for `epochs` passes over `samples_per_epoch` samples (Ares §5.3:
-#: "the work is that model's training run (fixed epochs)"). Epochs are the Ares artifact's
-#: `max_epochs` (seeds/notes/ares.md §4); samples per epoch are read off the Pollux/Sia
-#: validation traces (`profiles/pollux-sia/<app>/validation-<b>.csv` at the smallest batch b:
-#: one row per epoch, progress per row × b), which also have exactly that many rows.
-FIXED_EPOCH_WORK: dict[str, tuple[float, float]] = {
-    "resnet18": (100, 391 * 128),  # CIFAR-10: 50,048 samples/epoch
-    "resnet50": (90, 6406 * 200),  # ImageNet: 1,281,200
-    "bert_base": (2, 7387 * 12),  # SQuAD fine-tune: 88,644
-    "deepspeech2": (80, 357 * 20),  # 7,140 utterances
-    "yolov3": (50, 2069 * 8),  # PASCAL VOC: 16,552
-    "neumf": (10, 19418 * 256),  # MovieLens with negatives: 4,971,008
-}

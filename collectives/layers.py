@@ -7,20 +7,38 @@ the declared layer count, then one tab-separated row per layer::
     name  -1  fwd_cycles  fwd_comm  fwd_bytes  ig_cycles  ig_comm  ig_bytes  wg_cycles  wg_comm  wg_bytes  update
 
 The shipped files carry one more number per file that the export glued to the *start* of every
-row after the first and left alone on the last line (e.g. ``18356271features.3``); it is the
-same in every row and undocumented, so it is stripped from the names and kept as
-`LayerModel.trailing_value`, unused. Files may hold fewer rows than declared (the BERT file: 66
-of 145); the rows present are used and the shortfall recorded.
+row after the first and left alone on the last line (e.g. ``18356271features.3``): the sum of
+the file's forward cycles. ASTRA-sim reads the file token by token, so it only changes the
+layer names; it is stripped from the names and kept as `LayerModel.trailing_value`, unused.
+Files may hold fewer rows than declared (the BERT file: 66 of 145, MobileNetV3: 52 of 54); the
+rows present are used and the shortfall recorded. ASTRA-sim 1.0's parser (``Workload::
+initialize_workload``) reads the missing layers past the end of the file, where every numeric
+field repeats the last token read -- the last row's ``update``, 0 in every shipped file -- and
+the comm types are empty (no collective): they add nothing.
 
-Compute time: cycles × `compute_scale` / `clock_hz`. ASTRA-sim counts one cycle per ns (1 GHz),
-and the Dally artifact calibrated each model with a ``--compute-scale`` multiplier on the
-cycles [R, notes/dally.md §4.2] (`DALLY_COMPUTE_SCALE`). Those are the defaults here; exact
-percentages come from calibration later.
+Semantics (``Workload.cc`` / ``Layer.cc`` of the Dally authors' ASTRA-sim 1.0 fork [R]): with
+``DATA`` parallelism only the weight-gradient collective is issued (fwd / ig comm types and
+sizes are ignored); its type must be ``ALLREDUCE`` or ``NONE`` here (no collective: the layer
+has no gradient exchange and its ``update`` is never applied). Compute time = cycles ×
+`compute_scale` / `clock_hz`: ASTRA-sim counts one cycle per ns (1 GHz), and its
+``--compute-scale`` multiplies the fwd / ig / wg cycles only [R, notes/dally.md §4.2]
+(`DALLY_COMPUTE_SCALE`). The last field, ``update`` (``wg_update_time``), is *not* scaled: when a
+layer's all-reduce finishes, ASTRA-sim waits that many more cycles before it counts the
+collective as done (``Wight_Grad_Comm_Finished_After_Delay``), so it delays the next forward of
+that layer and the end of the run (`LayerModel.update_cycles`, option ``update`` of
+`iteration_comm`). The authors' ResNet-50 file carries such delays on 8 layers (1-6 M cycles
+each, 27 M in all) and VGG-11's 1 M on ``classifier.0``: at 1 GHz, 1-6 ms per layer running
+alongside a scaled compute of 12 ms (ResNet-50); the part that outlasts the iteration is a
+tier-independent exposure -- Table I's 12 % for ResNet-50 at both machine and rack.
 
 Overlap (`iteration_comm`): backward runs from the last layer to the first; each layer's weight
 gradient is all-reduced (one call per layer: ASTRA-sim's per-layer messages) as soon as its
-weight-gradient compute ends, one collective at a time in issue order; the next iteration's
-forward of layer i waits for layer i's all-reduce. Exposed communication = the waiting.
+weight-gradient compute ends (or its whole backward: PyTorch-DDP style), served by one
+collective engine or ASTRA-sim's per-dimension pipeline; then either the steady state (the next
+forward of layer i waits for layer i's all-reduce; exposed = the waiting) or k passes from a
+cold start (exposed = end of the last collective − compute, ASTRA-sim's EndToEnd.csv). The
+authors' simulator is `ASTRA_RATIO`; the ASTRA-sim sources it follows are cited there and in
+`collectives.multidim.AstraSystem`.
 """
 
 from __future__ import annotations
@@ -31,6 +49,7 @@ from pathlib import Path
 
 import numpy as np
 
+from collectives.multidim import DALLY_ASTRA_SYSTEM
 from cosim.errors import InputError
 
 #: the Dally artifact's per-model compute multipliers ([R] notes/dally.md §4.2), keyed by file prefix
@@ -40,6 +59,9 @@ DALLY_COMPUTE_SCALE = {
 }
 #: ASTRA-sim cycle = 1 ns
 ASTRA_CLOCK_HZ = 1.0e9
+#: weight-gradient collective types this reader accepts (``DATA`` parallelism issues only the
+#: weight-gradient collective; other ASTRA-sim types are not modelled and are refused)
+WG_COMM_TYPES = ("ALLREDUCE", "NONE")
 
 
 @dataclass(frozen=True)
@@ -53,6 +75,14 @@ class LayerModel:
     wg_bytes: np.ndarray
     declared_layers: int
     trailing_value: int | None = None
+    #: per layer, ASTRA-sim's ``wg_update_time`` (cycles, not compute-scaled); None = zeros
+    update_cycles: np.ndarray | None = None
+
+    def update_s(self, clock_hz: float = ASTRA_CLOCK_HZ) -> np.ndarray:
+        """Seconds each layer's all-reduce completion is held back (ASTRA-sim's update delay)."""
+        if self.update_cycles is None:
+            return np.zeros(len(self.fwd_cycles))
+        return np.asarray(self.update_cycles, dtype=np.float64) / clock_hz
 
     @property
     def grad_bytes(self) -> float:
@@ -89,45 +119,64 @@ def read_layers(path: str | Path) -> LayerModel:
     trailing = None
     if rows and re.fullmatch(r"\d+", rows[-1].strip()):
         trailing = rows.pop().strip()
-    names, fwd, ig, wg, size = [], [], [], [], []
+    names, fwd, ig, wg, size, upd = [], [], [], [], [], []
     for r, line in enumerate(rows, start=3):
         f = line.split("\t")
-        if len(f) < 11:
+        if len(f) < 12:
             raise InputError.at(p, row=r, expected="12 tab-separated fields", got=len(f))
         name = f[0]
         if trailing and r > 3 and name.startswith(trailing):
             name = name[len(trailing):]
         try:
-            vals = [float(f[i]) for i in (2, 5, 8, 10)]
+            vals = [float(f[i]) for i in (2, 5, 8, 10, 11)]
         except ValueError:
             raise InputError.at(p, row=r, field="cycles/bytes", expected="numbers", got=line[:60]) from None
         if min(vals) < 0:
             raise InputError.at(p, row=r, expected="non-negative cycles and bytes", got=vals)
+        kind = f[9].strip().upper()
+        if kind not in WG_COMM_TYPES:
+            raise InputError.at(p, row=r, field="wg comm type", expected=" | ".join(WG_COMM_TYPES), got=f[9])
         names.append(name)
         fwd.append(vals[0])
         ig.append(vals[1])
         wg.append(vals[2])
-        size.append(vals[3] if f[9].strip().upper() == "ALLREDUCE" else 0.0)
+        size.append(vals[3] if kind == "ALLREDUCE" else 0.0)
+        upd.append(vals[4])
     if not names:
         raise InputError.at(p, expected="at least one layer row")
     stem = p.stem.split("_B")[0]
     return LayerModel(stem, str(p), tuple(names), np.array(fwd), np.array(ig), np.array(wg), np.array(size),
-                      declared, int(trailing) if trailing else None)
+                      declared, int(trailing) if trailing else None, np.array(upd))
 
 
 SCHEDULING = ("fifo", "lifo")
 ISSUE = ("after_ig", "after_wg")
+#: what `iteration_comm` does with `LayerModel.update_cycles`: ``unscaled`` -- ASTRA-sim 1.0:
+#: a layer's all-reduce counts as done `update_cycles` / `clock_hz` after it ends (its parser
+#: applies ``--compute-scale`` to fwd / ig / wg cycles but passes ``wg_update_time`` as is);
+#: ``scaled`` -- the same delay times the compute scale; ``none`` -- ignored (a PyTorch-DDP
+#: style loop has no such delay).
+UPDATE = ("unscaled", "scaled", "none")
 #: the Dally authors' simulator loop (ASTRA-sim 1.0 ``Workload::iterate_data_parallel`` with
 #: their system file ``scheduling-policy: LIFO``): per layer, from the last, the weight
 #: gradient, then its all-reduce is issued (non-blocking), then the input gradient (none for
-#: layer 0); the next forward of layer i waits for layer i's all-reduce; waiting collectives
-#: are served latest-issued first. Steady state (`passes=None`): the number of passes
-#: ArtISt-sim runs is not in the notes. Options of `iteration_comm`.
-ASTRA_LOOP = dict(scheduling="lifo", issue="after_wg", passes=None)
+#: layer 0); waiting collectives are served latest-issued first; each all-reduce's completion
+#: is held back by the layer's unscaled ``update`` cycles. One pass (`passes=1`): ArtISt-sim's
+#: command line (``IntraJobScheduler.astra_sim`` [R]) gives no ``--num-passes`` and the
+#: analytical backend's default is 1 (``num_passes = 1`` in its ``main``); the ratio it reads
+#: is EndToEnd.csv's "total exposed comm" / "total comp", where exposed = the tick at which
+#: the last collective (update delay included) finished − the total compute. Left out: the
+#: loop's 1-cycle state transitions (3 ns per layer, < 0.3 % of any Table I model's compute).
+#: Options of `iteration_comm`.
+ASTRA_LOOP = dict(scheduling="lifo", issue="after_wg", passes=1, update="unscaled")
 #: `comm_ratio` options of the authors' simulator: `ASTRA_LOOP` plus the per-dimension pipeline
-#: (``active-chunks-per-dimension: 1``: each dimension runs one collective stage at a time,
-#: different collectives occupy different dimensions at once).
-ASTRA_RATIO = dict(ASTRA_LOOP, pipeline=True)
+#: (``active-chunks-per-dimension: 1`` → one running stream per dimension queue; waiting
+#: streams ordered by priority, LIFO = latest issued first: ``Sys::insert_stream``) with
+#: ASTRA-sim 1.0's collective plan and link semantics (`collectives.multidim.AstraSystem`:
+#: ``collective-optimization: baseline`` = a whole all-reduce per dimension, link-bandwidth in
+#: GiB/s, links-count bandwidth scalars), one chunk per collective
+#: (``preferred-dataset-splits: 1``).
+ASTRA_RATIO = dict(ASTRA_LOOP, pipeline=True, system=DALLY_ASTRA_SYSTEM)
 
 
 def _serve(ready: np.ndarray, comm_s: np.ndarray, order: list[int], scheduling: str, free: float) -> np.ndarray:
@@ -180,7 +229,8 @@ def _serve_stages(ready: np.ndarray, stages: list, order: list[int], scheduling:
 
 def iteration_comm(model: LayerModel, comm_s: np.ndarray, clock_hz: float = ASTRA_CLOCK_HZ,
                    compute_scale: float | None = None, scheduling: str = "fifo", issue: str = "after_ig",
-                   passes: int | None = None, stages: list | None = None) -> tuple[float, float]:
+                   passes: int | None = None, stages: list | None = None,
+                   update: str = "none") -> tuple[float, float]:
     """(compute seconds, exposed communication seconds) of one data-parallel iteration.
 
     `comm_s[i]` is the all-reduce time of layer i's gradient on the placement. Options (the
@@ -197,15 +247,25 @@ def iteration_comm(model: LayerModel, comm_s: np.ndarray, clock_hz: float = ASTR
       i's all-reduce, exposed = that waiting; k ≥ 1 — simulate k passes from a cold start and
       end when every all-reduce is done (ASTRA-sim's run): exposed = (end − k·compute) / k;
     - `stages`: None — one collective engine, layer i's all-reduce takes `comm_s[i]`; or per
-      layer (seconds[], queue[]) from `CommModel.multidim_stages` — ASTRA-sim's per-dimension
-      pipeline (`_serve_stages`): a later layer's reduce-scatter in the machine dimension
-      overlaps an earlier layer's phase in the rack dimension.
+      layer (seconds[], queue[]) from `CommModel.multidim_stages` or
+      `collectives.multidim.astra_stages` — ASTRA-sim's per-dimension pipeline
+      (`_serve_stages`): a later layer's stage in the machine dimension overlaps an earlier
+      layer's stage in the rack dimension;
+    - `update` (`UPDATE`): ``unscaled`` -- ASTRA-sim's per-layer ``wg_update_time``: layer i's
+      all-reduce counts as done `update_cycles[i]` / `clock_hz` after its last stage ends (the
+      collective engines are free meanwhile); it gates the next forward of layer i and, with
+      `passes`, the end of the run; only layers that issue an all-reduce have it.
     """
     if scheduling not in SCHEDULING:
         raise InputError.at(field="scheduling", expected=" | ".join(SCHEDULING), got=scheduling)
     if issue not in ISSUE:
         raise InputError.at(field="issue", expected=" | ".join(ISSUE), got=issue)
+    if update not in UPDATE:
+        raise InputError.at(field="update", expected=" | ".join(UPDATE), got=update)
     scale = model.compute_scale() if compute_scale is None else compute_scale
+    hold = np.zeros(len(model.fwd_cycles)) if update == "none" else model.update_s(clock_hz)
+    if update == "scaled":
+        hold = hold * scale
     f = model.fwd_cycles * scale / clock_hz
     wg = model.wg_cycles * scale / clock_hz
     ig = model.ig_cycles * scale / clock_hz
@@ -231,6 +291,7 @@ def iteration_comm(model: LayerModel, comm_s: np.ndarray, clock_hz: float = ASTR
         t, ready = backward(float(f.sum()))
         comm_end = (_serve(ready, comm_s, order, scheduling, 0.0) if stages is None
                     else _serve_stages(ready, stages, order, scheduling, 0.0))
+        comm_end = np.where(comm_s > 0, comm_end + hold, comm_end)
         cursor = t
         for i in range(L):
             cursor = max(cursor, comm_end[i]) + f[i]
@@ -242,28 +303,47 @@ def iteration_comm(model: LayerModel, comm_s: np.ndarray, clock_hz: float = ASTR
         for i in range(L):
             t = max(t, comm_end[i]) + f[i]
         t, ready = backward(t)
-        comm_end = (_serve(ready, comm_s, order, scheduling, free) if stages is None
-                    else _serve_stages(ready, stages, order, scheduling, free))
-        free = float(comm_end.max()) if order else free
-    end = max(t, free)
+        engine_end = (_serve(ready, comm_s, order, scheduling, free) if stages is None
+                      else _serve_stages(ready, stages, order, scheduling, free))
+        free = float(engine_end.max()) if order else free
+        comm_end = np.where(comm_s > 0, engine_end + hold, engine_end)
+    end = max(t, float(comm_end.max()) if order else t)
     return compute, float(end / int(passes) - compute)
 
 
 def comm_ratio(model: LayerModel, comm_model, gpus: np.ndarray, algorithm: str = "auto",
                clock_hz: float = ASTRA_CLOCK_HZ, compute_scale: float | None = None,
                scheduling: str = "fifo", issue: str = "after_ig", passes: int | None = None,
-               pipeline: bool = False) -> float:
+               pipeline: bool = False, update: str = "none", system=None) -> float:
     """Exposed communication as a fraction of compute (Dally Table I's metric) on `gpus`.
 
     `pipeline`: with the ``multidim`` collective, run ASTRA-sim's per-dimension pipeline
-    (`CommModel.multidim_stages`) instead of one all-reduce at a time."""
+    instead of one all-reduce at a time; its stages come from `CommModel.multidim_stages`
+    (hierarchical reduce-scatter / all-gather, the preset's links as given), or, with
+    `system` (`collectives.multidim.AstraSystem`, e.g. ``DALLY_ASTRA_SYSTEM``), from
+    `collectives.multidim.astra_stages`: ASTRA-sim 1.0's own collective plan and link
+    semantics. The other options go to `iteration_comm`."""
     if len(gpus) <= 1:
         return 0.0
-    comm = np.array([comm_model.allreduce(gpus, s, np.array([s]), algorithm=algorithm).seconds if s > 0 else 0.0
-                     for s in model.wg_bytes])
+    gpus = np.asarray(gpus, dtype=np.int64)
     stages = None
-    if pipeline:
-        stages = [comm_model.multidim_stages(gpus, s) if s > 0 else (np.zeros(0), np.zeros(0, np.int64))
-                  for s in model.wg_bytes]
-    compute, exposed = iteration_comm(model, comm, clock_hz, compute_scale, scheduling, issue, passes, stages)
+    if pipeline and system is not None:
+        from collectives.multidim import astra_stages, multidim_cost
+        from collectives.shape import placement_shape
+
+        shape = placement_shape(comm_model.topo, gpus)
+        res = multidim_cost(comm_model.topo, shape, "allreduce", comm_model.params)
+        levels = res[3] if res is not None else []
+        first = int(shape.counts.min())
+        stages = [astra_stages(levels, first, s, system, comm_model.params.base_latency_s) if s > 0
+                  else (np.zeros(0), np.zeros(0, np.int64)) for s in model.wg_bytes]
+        comm = np.array([float(st[0].sum()) for st in stages])
+    else:
+        comm = np.array([comm_model.allreduce(gpus, s, np.array([s]), algorithm=algorithm).seconds if s > 0 else 0.0
+                         for s in model.wg_bytes])
+        if pipeline:
+            stages = [comm_model.multidim_stages(gpus, s) if s > 0 else (np.zeros(0), np.zeros(0, np.int64))
+                      for s in model.wg_bytes]
+    compute, exposed = iteration_comm(model, comm, clock_hz, compute_scale, scheduling, issue, passes, stages,
+                                      update)
     return exposed / compute

@@ -47,6 +47,11 @@ GPU: the tier's ``dim_GBps`` when the preset gives it (the authors' per-GPU link
 node's NIC bandwidth shared by its k GPUs, and for the leaf / pod levels also the uplink shared
 by the GPUs behind it. There are no NCCL protocols here (ASTRA-sim has none): only the Simple
 row is finite, so payload bytes equal wire bytes.
+
+`astra_stages` turns the same levels into the stages ASTRA-sim 1.0 itself runs for one
+all-reduce under a system file (`AstraSystem`: its ``collective-optimization``, GiB/s link
+reading and links-count bandwidth scalars); Dally Table I (`collectives.layers.ASTRA_RATIO`)
+uses it with the authors' system file (`DALLY_ASTRA_SYSTEM`).
 """
 
 from __future__ import annotations
@@ -57,6 +62,7 @@ import numpy as np
 
 from collectives.params import CommParams
 from collectives.shape import Shape
+from cosim.errors import InputError
 
 _PHASES = {"allreduce": 2.0, "reduce_scatter": 1.0, "all_gather": 1.0}
 MULTIDIM_OPS = tuple(_PHASES)
@@ -220,4 +226,87 @@ def level_phases(levels: list[Level], first_gpus: int) -> list[tuple[int, float,
     return out
 
 
-__all__ = ["Level", "MULTIDIM_OPS", "intra_levels", "level_phases", "multidim_cost"]
+#: ASTRA-sim 1.0's ``collective-optimization`` values (see `AstraSystem`)
+COLLECTIVE_OPTIMIZATIONS = ("baseline", "localBWAware")
+#: ASTRA-sim's analytical backend reads ``link-bandwidth`` in GB/s and converts with
+#: ``bw × (1 << 30) / 1e9`` B/ns (its ``main``): the number is used as GiB/s
+ASTRA_GIB = 2.0**30 / 1e9
+
+
+@dataclass(frozen=True)
+class AstraSystem:
+    """How ASTRA-sim 1.0 (analytical backend, the Dally authors' simulator) turns the levels of
+    a placement into the stages of one all-reduce (`astra_stages`). Each field is a behaviour
+    of the public ASTRA-sim 1.0 sources (system layer ``Sys.cc``; analytical backend ``main``
+    and ``HierarchicalTopology``, the version that reads the ``links-count`` / ``dimension-type``
+    fields ArtISt-sim writes; the authors' fork as stored holds only the workload layer), each
+    switchable for comparison:
+
+    - `optimization`: the system file's ``collective-optimization``. ``baseline`` (the Dally
+      authors' generated system file, notes/dally.md §3.3): ``Sys::generate_collective`` gives
+      an all-reduce one *all-reduce* phase of the whole chunk per dimension, innermost first
+      (``collective_type != All_Reduce || collectiveOptimization == Baseline`` branch) — with
+      the ring implementation 2(u−1) steps of S/u per dimension. ``localBWAware``: the
+      hierarchical form (reduce-scatter in, all-reduce on the outermost, all-gather out) that
+      `level_phases` / `CommModel.multidim_stages` build.
+    - `gib`: the analytical ``main`` converts ``link-bandwidth`` as GiB/s (`ASTRA_GIB`).
+    - `links`: ``HierarchicalTopology`` multiplies each dimension's link bandwidth by a scalar
+      from its ``links-count``: Ring — links (even); FullyConnected — links // (units − 1)
+      (integer division); Switch — links. ArtISt-sim writes links-count = units, a Ring's
+      rounded up to even and 2 → 4 (``IntraJobScheduler.astra_sim`` [R]); `links_scalar`.
+    """
+
+    optimization: str = "baseline"
+    gib: bool = True
+    links: bool = True
+
+    def __post_init__(self):
+        if self.optimization not in COLLECTIVE_OPTIMIZATIONS:
+            raise InputError.at(field="collective-optimization", expected=" | ".join(COLLECTIVE_OPTIMIZATIONS),
+                                got=self.optimization)
+
+
+#: the Dally authors' ASTRA-sim system: baseline collectives, GiB/s links, links-count scalars
+DALLY_ASTRA_SYSTEM = AstraSystem()
+
+
+def links_scalar(topology: str, units: int) -> int:
+    """ASTRA-sim analytical ``HierarchicalTopology``'s bandwidth multiplier of a dimension of
+    `units` units whose links-count ArtISt-sim sets as in `AstraSystem` (see there)."""
+    if units <= 1:
+        return 1
+    if topology == "ring":
+        links = units + units % 2
+        return 4 if links == 2 else links
+    if topology == "fully-connected":
+        return max(1, units // (units - 1))   # links-count = units; C++ integer division
+    return units                                # switch: links-count = units
+
+
+def astra_stages(levels: list[Level], first_gpus: int, nbytes: float, system: AstraSystem = DALLY_ASTRA_SYSTEM,
+                 base_latency_s: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
+    """One all-reduce of `nbytes` as ASTRA-sim's pipeline stages (seconds[j], queue[j]) under
+    `system`; queue = the level (dimension) index. `levels` from `multidim_cost`;
+    `first_gpus`: GPUs of the smallest node (``localBWAware`` only)."""
+    f = ASTRA_GIB if system.gib else 1.0
+    lv2 = [Level(lv.tier, lv.units, lv.units_min, lv.topology, lv.algorithm, lv.latency_s,
+                 lv.Bps * f * (links_scalar(lv.topology, lv.units) if system.links else 1))
+           for lv in levels]
+    S = float(nbytes)
+    if system.optimization == "localBWAware":
+        rs = [(q, a + b * S) for q, a, b in level_phases(lv2, first_gpus)]
+        st = rs[:-1] + [(rs[-1][0], 2 * rs[-1][1])] + rs[-2::-1] if rs else []
+    else:   # baseline: a whole-chunk all-reduce per dimension, innermost first
+        st = []
+        for j, lv in enumerate(lv2):
+            a, b, _ = _level_cost(lv, 1.0)
+            if lv.units > 1:
+                st.append((j, 2.0 * (a + b * S)))
+    secs = np.array([t for _, t in st], dtype=np.float64)
+    if secs.size:
+        secs[0] += base_latency_s
+    return secs, np.array([q for q, _ in st], np.int64)
+
+
+__all__ = ["ASTRA_GIB", "AstraSystem", "COLLECTIVE_OPTIMIZATIONS", "DALLY_ASTRA_SYSTEM", "Level", "MULTIDIM_OPS",
+           "astra_stages", "intra_levels", "level_phases", "links_scalar", "multidim_cost"]

@@ -5,7 +5,8 @@ Two fits per Pollux/Sia platform:
   exposed all-reduce as a log-linear function of `collectives.CommModel`'s all-reduce M₀ on the
   placement (preset parameters) and placement/compute terms, and the step as
   κ·C(b)·(1 + h·(g_max − 1)) + c₀ + S. Cross-validation: K folds over placement *shapes*
-  (`12` ≡ `21`); leave-one-platform-out: fitted on the other platforms' rows only.
+  (`12` ≡ `21`); leave-one-platform-out: fitted only on the rows of platforms on other
+  hardware (`dgx` and `dgx-ext` are one DGX-A100 and are held out together).
 - **Engine profile** (`[comm]`, `overlap_start_frac`; the engine's phase model
   `t = max(C, s·C + M)`): the CommParams efficiencies `beta_efficiency_intra`,
   `beta_efficiency_net` and `base_latency_s` with one gradient-bytes multiplier per model by
@@ -291,26 +292,44 @@ def fit_platform(name: str, p: Platform, folds: int = 5, comm: bool = True) -> P
     return PlatformResult(name, theta, s, table, byte_scale=scale, step_models=per_model)
 
 
-def leave_one_platform_out(plats: dict[str, Platform], res: dict[str, PlatformResult]) -> None:
+#: how `leave_one_platform_out` groups platforms: ``hardware`` (default) holds out every
+#: platform on the same netmodel preset together — `dgx` and `dgx-ext` are the same DGX-A100
+#: nodes measured twice (their `neumf` files are identical), so predicting one from the other
+#: is not a prediction for unseen hardware; ``platform`` holds out one data set at a time (the
+#: earlier behaviour, kept to compare).
+LOO_GROUPS = ("hardware", "platform")
+
+
+def leave_one_platform_out(plats: dict[str, Platform], res: dict[str, PlatformResult], by: str = "hardware") -> None:
     """Predict each platform's multi-GPU rows with step/sync models fitted per model on the
-    *other* platforms' multi-GPU rows pooled. The held-out platform contributes only its
-    single-GPU compute curve C(b) (its compute profile) and its preset (network physics in
-    the CommModel feature); the sync regression uses `step_model.TRANSFER_FEATURES`. Note `dgx` and `dgx-ext` are the same DGX-A100 nodes measured twice,
-    so each is predicted with the other in the training set."""
+    *other* platforms' multi-GPU rows pooled — with `by="hardware"`, only platforms on another
+    preset (see `LOO_GROUPS`). The held-out platform contributes only its single-GPU compute
+    curve C(b) (`Platform.curves`, from its `num_gpus == 1` rows: the compute profile a user
+    measures on one GPU) and its preset (network physics in the CommModel feature M₀); the sync
+    regression uses `step_model.TRANSFER_FEATURES`.
+
+    Besides `pred_step` / `pred_sync`, the LOPO table has `pred_step_msync` = the predicted
+    non-communicating part plus the *measured* sync: a diagnostic that splits the held-out
+    error into its compute/host part and its all-reduce part (never a prediction)."""
+    if by not in LOO_GROUPS:
+        raise InputError.at(field="leave-one-out grouping", expected=" | ".join(LOO_GROUPS), got=by)
     frames = {n: q.frame() for n, q in plats.items()}
+    group = {n: (q.preset if by == "hardware" else n) for n, q in plats.items()}
     for name in plats:
-        others = [f for n, f in frames.items() if n != name]
+        others = [f for n, f in frames.items() if group[n] != group[name]]
         if not others:
             continue
         t = res[name].table.copy()
         t["pred_step"], t["pred_sync"] = step_model.fit_predict(pd.concat(others, ignore_index=True), frames[name],
                                                                   step_model.TRANSFER_FEATURES)
+        t["pred_step_msync"] = t["pred_step"] - t["pred_sync"] + t["sync_time_s"]
         res[name].loo = t
 
 
 def fit_rows(rows: pd.DataFrame, folds: int = 5, platforms: list[str] | None = None,
-             loo: bool = False, comm: bool = True) -> FitReport:
-    """Fit every Pollux/Sia platform in `rows` (importer table)."""
+             loo: bool = False, comm: bool = True, loo_by: str = "hardware") -> FitReport:
+    """Fit every Pollux/Sia platform in `rows` (importer table); with `loo`, also the
+    leave-one-out predictions grouped by `loo_by` (`LOO_GROUPS`)."""
     rows = rows[rows["source"].astype(str).str.startswith("pollux")]
     if platforms:
         rows = rows[rows["platform"].isin(platforms)]
@@ -322,7 +341,7 @@ def fit_rows(rows: pd.DataFrame, folds: int = 5, platforms: list[str] | None = N
         log.info("fitting %s (%d multi-GPU rows)", n, len(p.multi))
         rep.results[n] = fit_platform(n, p, folds, comm=comm)
     if loo:
-        leave_one_platform_out(plats, rep.results)
+        leave_one_platform_out(plats, rep.results, loo_by)
     return rep
 
 

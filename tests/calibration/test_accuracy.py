@@ -63,6 +63,67 @@ def test_fit_predict_holds_out_and_pools_unknown_models():
     np.testing.assert_allclose(sync, test["sync_time_s"], rtol=0.1)
 
 
+class _FakePlatform:
+    """Stand-in for `fit.Platform` in `leave_one_platform_out`: a preset and a frame."""
+
+    def __init__(self, preset: str, d: pd.DataFrame):
+        self.preset, self._d = preset, d
+
+    def frame(self) -> pd.DataFrame:
+        return self._d
+
+
+def _loo_setup(monkeypatch):
+    from calibration import fit
+
+    presets = {"aws": "t4-pcie", "dgx": "dgx-a100", "dgx-ext": "dgx-a100", "rtx": "rtx2080ti-pcie"}
+    plats = {n: _FakePlatform(pr, _frame().assign(platform=n)) for n, pr in presets.items()}
+    res = {n: fit.PlatformResult(n, np.zeros(3), 0.5, q.frame()[["model", "placement", "step_time_s",
+                                                                   "sync_time_s"]].copy())
+           for n, q in plats.items()}
+    seen: dict[str, set] = {}
+    real = sm.fit_predict
+
+    def spy(train, test, features=sm.SYNC_FEATURES):
+        seen[test["platform"].iloc[0]] = set(train["platform"])
+        return real(train, test, features)
+
+    monkeypatch.setattr(sm, "fit_predict", spy)
+    return fit, plats, res, seen
+
+
+def test_leave_one_out_holds_out_whole_hardware(monkeypatch):
+    """`dgx` and `dgx-ext` (one preset, the same DGX-A100 nodes) are never in each other's
+    training set with the default grouping; with `by="platform"` they are (the old leak)."""
+    fit, plats, res, seen = _loo_setup(monkeypatch)
+    fit.leave_one_platform_out(plats, res)
+    assert seen == {"aws": {"dgx", "dgx-ext", "rtx"}, "dgx": {"aws", "rtx"}, "dgx-ext": {"aws", "rtx"},
+                    "rtx": {"aws", "dgx", "dgx-ext"}}
+    t = res["dgx"].loo
+    # the diagnostic column: predicted non-sync part + measured sync
+    np.testing.assert_allclose(t["pred_step_msync"], t["pred_step"] - t["pred_sync"] + t["sync_time_s"])
+    fit.leave_one_platform_out(plats, res, by="platform")
+    assert seen["dgx"] == {"aws", "dgx-ext", "rtx"}
+    from cosim.errors import InputError
+
+    with pytest.raises(InputError):
+        fit.leave_one_platform_out(plats, res, by="gpu")
+
+
+@pytest.mark.shared_data
+def test_lopo_resnet50_compute_part_transfers_sync_does_not(shared_data):
+    """ResNet-50 on all four platforms, hardware-grouped LOPO (~4 s). Measured: step 8.9 / 9.4 /
+    11.0 / 13.1 %, all-reduce 58 / 64 / 77 / 52 %, step with the measured all-reduce 4.8 / 5.8 /
+    5.4 / 4.3 % (aws / dgx / dgx-ext / rtx): the non-communicating part carries to unseen
+    hardware, the exposed all-reduce does not (docs/calibration.md, "Why LOPO misses")."""
+    _, t = v.run(shared_data / "profiles", None, 5, True, models=["resnet50"])
+    allr = t[t["model"] == "ALL"].set_index("platform")
+    assert (allr["step_med"] <= 0.05).all()
+    assert (allr["loo_step_msync_med"] <= 0.065).all()
+    assert (allr["loo_sync_med"] >= 0.4).all()
+    assert (allr["loo_step_med"] <= 0.15).all()
+
+
 @pytest.fixture(scope="module")
 def aws_subset(request):
     shared = request.getfixturevalue("shared_data")
@@ -95,23 +156,23 @@ def test_cv_holds_out_whole_placement_shapes(aws_subset):
 
 @pytest.mark.shared_data
 def test_dally_layers_network_tier(shared_data):
-    """The paper's method with the authors' ASTRA-sim inputs (`dally-3tier` as shipped: the
-    multidim collective, ASTRA-sim's loop and per-dimension pipeline): network tier (4/4)
-    within 5 % for MobileNetV3, ResNet-18, BERT, AlexNet; machine within 3 points for VGG-11,
-    AlexNet, ResNet-18. Known misses pinned so a change shows up: machine MobileNetV3 24 vs 42,
-    BERT 2.2 vs 8, ResNet-50 ≈0 vs 12 (machine, rack) and 2.6 vs 38 (network), hence the
-    network order fails on ResNet-50 < VGG-11 (see docs/calibration.md)."""
+    """The paper's method with the authors' ASTRA-sim inputs (`dally-3tier` as shipped, the
+    authors' simulator `collectives.layers.ASTRA_RATIO`: one pass, unscaled per-layer update
+    delays, ASTRA-sim's baseline collective and link semantics, LIFO per-dimension pipeline).
+    Network tier (4/4) within 5 % for MobileNetV3, ResNet-18, BERT; machine within 3 points
+    for every model but MobileNetV3 (34 vs 42, the known miss); rack within a factor 2; the
+    paper's network-tier order holds (ResNet-50's update delays put it above VGG-11)."""
     t = v.dally_table_layers(shared_data / "models" / "layers").set_index("model")
-    for model, paper in (("mobilenet_v3", 19592), ("resnet18", 2749), ("bert_large", 715), ("alexnet", 100)):
+    for model, paper in (("mobilenet_v3", 19592), ("resnet18", 2749), ("bert_large", 715)):
         assert t.loc[model, "network %"] == pytest.approx(paper, rel=0.05), model
     assert (t["machine %"] <= t["rack %"]).all() and (t["rack %"] <= t["network %"]).all()
-    for model, paper in (("vgg11", 1), ("alexnet", 2), ("resnet18", 7)):
-        assert abs(t.loc[model, "machine %"] - paper) <= 3, model
+    for model in ("vgg11", "alexnet", "resnet18", "resnet50", "bert_large"):
+        assert abs(t.loc[model, "machine %"] - t.loc[model, "paper_machine"]) <= 3, model
+    assert ((t["rack %"] / t["paper_rack"]).between(0.5, 2)).all()
     checks = v.dally_checks(t.reset_index())
-    assert not checks["machine within 3 points"]      # MobileNetV3, BERT, ResNet-50: see docs
-    assert not checks["network order as the paper"]   # ResNet-50 (2.6) below VGG-11 (7.7)
-    net = t["network %"]
-    assert net["mobilenet_v3"] > net["resnet18"] > net["bert_large"] > net["alexnet"] > net["vgg11"]
+    assert not checks["machine within 3 points"]      # MobileNetV3 only
+    assert checks["network order as the paper"] and checks["rack same order of magnitude"]
+    assert checks["network same order of magnitude"]
     pre = v.dally_table_layers(shared_data / "models" / "layers", v.dally_comm_params("preset")).set_index("model")
     assert pre.loc["mobilenet_v3", "network %"] > 10 * pre.loc["mobilenet_v3", "machine %"]
 
@@ -138,11 +199,18 @@ def test_validate_cli_models_and_dally(shared_data):
 @pytest.mark.slow
 @pytest.mark.shared_data
 def test_full_validation_targets(shared_data):
-    """Every platform, 5-fold CV + leave-one-platform-out (~15 s). Measured: step CV 4.8 / 3.8 /
-    3.8 / 4.6 %, LOPO 15.1 / 6.9 / 7.0 / 29.6 %, all-reduce 1.0 / 1.1 / 1.0 / 1.5x noise
-    (aws / dgx / dgx-ext / rtx)."""
+    """Every platform, 5-fold CV + leave-one-hardware-out (~20 s). Measured: step CV 4.8 / 3.8 /
+    3.8 / 4.6 %, all-reduce 1.0 / 1.1 / 1.0 / 1.5x noise, LOPO step 15.1 / 31.3 / 28.2 / 29.6 %
+    but 3.2 / 6.0 / 5.5 / 5.4 % with the measured all-reduce (aws / dgx / dgx-ext / rtx): the
+    compute/host part transfers to unseen hardware, the exposed all-reduce does not (see
+    docs/calibration.md). The LOPO misses are pinned so that a change shows up."""
     _, t = v.run(shared_data / "profiles", None, 5, True)
     allr = t[t["model"] == "ALL"].set_index("platform")
     assert (allr["step_med"] <= 0.05).all()
-    assert allr.loc["dgx", "loo_step_med"] <= 0.10 and allr.loc["dgx-ext", "loo_step_med"] <= 0.10
     assert (allr["sync_vs_noise"] <= 1.55).all()
+    assert (allr["loo_step_msync_med"] <= 0.07).all()
+    assert (allr["loo_step_med"] > 0.10).all() and (allr["loo_step_med"] < 0.35).all()
+    # grouping by data set instead lets dgx learn from dgx-ext (the same nodes): the old 6.9 / 7.0 %
+    _, tp = v.run(shared_data / "profiles", ["dgx", "dgx-ext", "rtx"], 5, True, loo_by="platform")
+    allp = tp[tp["model"] == "ALL"].set_index("platform")
+    assert allp.loc["dgx", "loo_step_med"] <= 0.10 < allr.loc["dgx", "loo_step_med"]

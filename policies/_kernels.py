@@ -263,3 +263,52 @@ def node_mode_into(gpu_value, node_first_gpu, node_num_gpus, nodes, out):
     for i in range(nodes.shape[0]):
         n = nodes[i]
         out[n] = _mode_of_node(gpu_value, node_first_gpu[n], node_first_gpu[n] + node_num_gpus[n])
+
+
+@njit(cache=True)
+def walk_next(order, start, undecided, fast, klass, num_classes, demand, alloc_count, keys, failed, num_failed,
+              free, kept):
+    """Advance a priority walk (`policies.base.Round.walk`) to the next job Python must handle.
+
+    From position `start` of `order`: a running job still undecided whose current
+    allocation can be kept as is (`fast[i]`) is kept here (`undecided` cleared, written to
+    `kept`); a job that holds nothing is skipped when it cannot be placed: its shape
+    `keys[i]` (-1: none) already failed on this pool (one of `failed[:num_failed]`, a
+    handful at most: one per distinct shape), or even the free GPUs plus every
+    GPU of the running jobs it may preempt (undecided, class strictly above `klass[i]`)
+    are fewer than it needs — the count bound every placement (and preemption) attempt
+    checks first, so skipping changes no decision and draws nothing from a random placer.
+    Returns (position of the next job to hand back, or len(order); number of jobs kept).
+    """
+    n = order.shape[0]
+    vic = np.zeros(num_classes + 1, np.int64)
+    for i in range(n):  # every undecided job, also one a caller passed over without deciding
+        j = order[i]
+        if undecided[j]:
+            vic[klass[i]] += alloc_count[j]
+    for c in range(num_classes - 1, -1, -1):  # vic[c] = GPUs of victims of class >= c
+        vic[c] += vic[c + 1]
+    nk = 0
+    for i in range(start, n):
+        j = order[i]
+        if undecided[j]:
+            if fast[i]:
+                undecided[j] = False
+                kept[nk] = j
+                nk += 1
+                continue
+            return i, nk
+        k = keys[i]
+        if k >= 0:
+            seen = False
+            for f in range(num_failed):
+                if failed[f] == k:
+                    seen = True
+                    break
+            if seen:
+                continue
+        # victims' GPUs counted at entry: keeps since then only shrink them (a looser bound)
+        if free + vic[klass[i] + 1] < demand[i]:
+            continue
+        return i, nk
+    return n, nk

@@ -35,6 +35,7 @@ from typing import Callable, ClassVar
 
 import numpy as np
 
+from policies import _kernels as K
 from policies import placement as P
 from simcore.api import Allocation, ClusterView, Decision
 
@@ -129,13 +130,17 @@ _DEM_CACHE: list = [None, None, None, None]  # (num_gpus, min_gpus, max_gpus) ar
 class Round:
     """One scheduling call: claimed GPUs, kept jobs, new allocations (see module docstring).
 
-    Cost is per running/visited job, not per trace job: running jobs come from the engine's
-    active set, current allocations from `ClusterView.current` (the same `Allocation` objects
-    are returned for kept jobs, so the engine skips re-validating them), and a kept job's
-    GPUs are marked claimed in one batch (`_flush`) before anything reads the masks. That is
-    exact because an unvisited running job's GPUs are `held`, so no placement can claim them
-    before it is visited; keeping them only moves them from held to claimed. The batch finds
-    them through `gpu_owner`, which the engine keeps equal to the current allocations.
+    Cost is per job the round changes, not per running or trace job: running jobs come from
+    the engine's active set; a running job kept as it is (the common case) is only recorded
+    in bulk, as an index array (`_kept`), its `Allocation` being the engine's own object in
+    `ClusterView.current`; its GPUs are marked claimed in one batch (`_flush`) before
+    anything reads the masks. That is exact because an unvisited running job's GPUs are
+    `held`, so no placement can claim them before it is visited; keeping them only moves
+    them from held to claimed. The batch finds them through `gpu_owner`, which the engine
+    keeps equal to the current allocations. `alloc` holds the jobs decided one by one
+    (placements, and keeps that had to check their GPUs); `placed()` gives every job that
+    runs after the round. Where the engine accepts them (`ClusterView.accepts_changes`),
+    `decision()` lists only the changes (`Decision.changes_only`).
     """
 
     def __init__(self, view: ClusterView) -> None:
@@ -148,7 +153,7 @@ class Round:
         self.held = self.owner >= 0  # by a running job not visited yet (or an unknown owner)
         running = np.asarray(view.running(), np.int64)
         self.running_idx = running
-        self.running = set(running.tolist())
+        self._running_set: set[int] | None = None
         self.cur = _Cur(view)
         self._current = view.current if view.current is not None else {}
         self.undecided = np.zeros(view.jobs.num_jobs, bool)
@@ -156,26 +161,52 @@ class Round:
         off = self.owner[~self.online]
         self._offline_jobs = set(off[off >= 0].tolist())  # running jobs with a GPU offline
         self.dem = demands_cached(view)
-        self.alloc: dict[int, Allocation] = {}
+        self.alloc: dict[int, Allocation] = {}  # decided one by one (placements, checked keeps)
         self.started: list[int] = []  # jobs given GPUs they did not hold before this call
+        self.released: list[int] = []  # running jobs that gave up their GPUs this call
+        self._kept: list[np.ndarray] = []  # running jobs kept as they are, in bulk
+        self._kept_one: list[int] = []  # the same, one at a time
         self._pending: list[int] = []  # kept jobs whose GPUs are not yet marked claimed
-        self._mark = np.zeros(view.jobs.num_jobs + 1, bool)  # scratch: pending jobs (J = no owner)
-        self._owner_ix = np.where(self.owner >= 0, self.owner, view.jobs.num_jobs)
-        #: bumped whenever the pool or the set of unvisited running jobs changes; a failed
-        #: placement retried at the same version (same job shape) fails again
+        self._pending_arr: list[np.ndarray] = []  # the same, in arrays
+        self._mark: np.ndarray | None = None  # scratch for `_flush`: pending jobs (J = no owner)
+        self._owner_ix: np.ndarray | None = None
+        #: bumped by every claim and release; a failed placement retried at the same version
+        #: (same job shape) fails again. Keeps do not bump it: a kept job's GPUs were held
+        #: (never usable) and it only leaves the victim sets, so no failure can turn into a
+        #: success (the usable pool and every victim set only shrink between bumps)
         self.version = 0
+        self._walk_failed = np.empty(0, np.int64)  # `walk`: shapes that failed at `_walk_ver`
+        self._walk_nfail = 0
+        self._walk_ver = -1
+        self._walk_key = -1
         self._fail: set = set()  # placement shapes that found no GPUs at version `_fail_ver`
         self._fail_ver = -1
 
+    @property
+    def running(self) -> set[int]:
+        """Jobs holding GPUs when the round began (a set, built on first use)."""
+        if self._running_set is None:
+            self._running_set = set(self.running_idx.tolist())
+        return self._running_set
+
     def _flush(self) -> None:
         """Mark the GPUs of jobs kept since the last flush as claimed (one G-sized pass)."""
-        if self._pending:
-            self._mark[self._pending] = True
+        if self._pending or self._pending_arr:
+            if self._mark is None:
+                n = self.view.jobs.num_jobs
+                self._mark = np.zeros(n + 1, bool)
+                self._owner_ix = np.where(self.owner >= 0, self.owner, n)
+            ks = self._pending_arr
+            if self._pending:
+                ks.append(np.asarray(self._pending, np.int64))
+            ks = ks[0] if len(ks) == 1 else np.concatenate(ks)
+            self._mark[ks] = True
             g = self.held & self._mark[self._owner_ix]
             self.claimed |= g
             self.held &= ~g
-            self._mark[self._pending] = False
+            self._mark[ks] = False
             self._pending.clear()
+            self._pending_arr = []
 
     def avail(self) -> np.ndarray:
         self._flush()
@@ -200,21 +231,35 @@ class Round:
             self._flush()
             self.version += 1
             self.undecided[k] = False
+            self.released.append(k)
             g = self.cur[k]
             self.held[g[~self.claimed[g]]] = False
+
+    def _fast(self, ks: np.ndarray) -> np.ndarray:
+        """Which running jobs of `ks` can be kept through the engine's own objects, as they
+        are: all but those with a GPU offline (`ClusterView.current` lists every running job;
+        without it, none)."""
+        if not self._current:
+            return np.zeros(ks.size, bool)
+        fast = np.ones(ks.size, bool)
+        if self._offline_jobs:
+            fast &= ~np.isin(ks, np.fromiter(self._offline_jobs, np.int64))
+        return fast
+
+    def _keep_fast(self, ks: np.ndarray) -> None:
+        self.undecided[ks] = False
+        self._kept.append(ks)
+        self._pending_arr.append(ks)
 
     def keep(self, k: int) -> bool:
         """Running job k keeps its current GPUs if they are all online and unclaimed."""
         if not self.undecided[k]:
             return False
-        if k not in self._offline_jobs:
-            a = self._current.get(k)
-            if a is not None and a.gpus:
-                self.undecided[k] = False
-                self.version += 1
-                self.alloc[k] = a
-                self._pending.append(k)
-                return True
+        if self._current and k not in self._offline_jobs:
+            self.undecided[k] = False
+            self._kept_one.append(k)
+            self._pending.append(k)
+            return True
         g = self.cur[k]
         if g.size and self.online[g].all() and not self.claimed[g].any():
             self.undecided[k] = False
@@ -228,7 +273,7 @@ class Round:
 
         Only for deterministic placers whose outcome depends on the pool and `key` alone
         (see `BasePolicy.placement_is_deterministic`); the caller records failures with
-        `note_failure`. Any claim, release or keep since then forgets them.
+        `note_failure`. Any claim or release since then forgets them.
         """
         if self.version != self._fail_ver:
             self._fail.clear()
@@ -307,57 +352,115 @@ class Round:
             self.release(int(victims[rank]))
         return gpus
 
-    def keep_many(self, ks: np.ndarray) -> list[int]:
-        """Fast-path `keep` for the unvisited running jobs among `ks` (engine `current`, GPUs online).
+    def walk(self, order: np.ndarray, klass: np.ndarray | None = None, keys: np.ndarray | None = None):
+        """Walk `order` (all jobs of the round in priority order), yielding only the jobs a
+        placement attempt could change; the caller `keep`s or places each before the walk
+        goes on, exactly as in "for j in order: if keep(j): continue; place(j)".
 
-        Returns, in order, the jobs of `ks` it did not keep; the caller visits those one by
-        one. Equivalent to visiting `ks` in order when no placement between them could take
-        their GPUs (they are held until visited, so only their own release could).
+        A numba scan (`_kernels.walk_next`) keeps running jobs as they are (`_fast`) and passes
+        over every job that holds nothing and cannot be placed now: its shape (`keys`, one int
+        per position, or None) already failed on this pool (the caller reports a failed
+        attempt with `walk_failed`), or the free GPUs plus all GPUs of the running jobs it may
+        preempt are fewer than it needs. `klass[i]` is the preemption class of position i: the
+        job may preempt undecided running jobs of a strictly higher class (Tiresias: its
+        queue); all zeros (the default) means it may preempt none, which is the bound for
+        callers that place without victims. Both skips are exact: the count bound is checked
+        first by every placement and preemption attempt (before any random draw). So the walk
+        costs Python time per job that might be placed, not per queued or running job.
         """
+        n = int(order.size)
+        if n == 0:
+            return
+        order = np.ascontiguousarray(order, np.int64)
         und = self.undecided
-        cur, off = self._current, self._offline_jobs
-        fast, rest = [], []
-        for k in ks.tolist():
-            if und[k] and k not in off and (a := cur.get(k)) is not None and a.gpus:
-                fast.append(k)
-            else:
-                rest.append(k)
-        if fast:
-            und[fast] = False
-            self.version += 1
-            self.alloc.update({k: cur[k] for k in fast})
-            self._pending.extend(fast)
-        return rest
+        fast = und[order]
+        fast[fast] = self._fast(order[fast])
+        if klass is None:
+            klass = np.zeros(n, np.int64)
+            ncls = 1
+        else:
+            klass = np.ascontiguousarray(klass, np.int64)
+            ncls = int(klass.max()) + 1
+        keys = np.full(n, -1, np.int64) if keys is None else np.ascontiguousarray(keys, np.int64)
+        self._walk_failed = np.empty(n, np.int64)
+        self._walk_nfail = 0
+        self._walk_ver = self.version
+        dem = np.ascontiguousarray(self.dem[order], np.int64)
+        cnt = np.asarray(self.view.jobs.alloc_count)
+        kept = np.empty(n, np.int64)
+        i = 0
+        while i < n:
+            if self.version != self._walk_ver:
+                self._walk_nfail = 0
+                self._walk_ver = self.version
+            free = int(np.count_nonzero(self.avail()))
+            i, nk = K.walk_next(order, i, und, fast, klass, ncls, dem, cnt, keys, self._walk_failed,
+                                self._walk_nfail, free, kept)
+            if nk:
+                ks = kept[:nk].copy()
+                self._kept.append(ks)
+                self._pending_arr.append(ks)
+            if i >= n:
+                return
+            self._walk_key = int(keys[i])
+            yield int(order[i])
+            i += 1
 
-    def visit(self, order: np.ndarray):
-        """Walk `order`, keeping running jobs on the fast path inline; yield every other job.
-
-        Exactly the walk "for j in order: if keep(j): continue; ...": a job that `keep` would
-        keep through the engine's `current` is kept here without a call per job, and the
-        generator yields the rest, in order, to the caller, which `keep`s or places them
-        before the walk goes on (so a placement still sees every later job unvisited).
-        """
-        und, cur, off = self.undecided, self._current, self._offline_jobs
-        alloc, pending = self.alloc, self._pending
-        for k in order.tolist():
-            if und[k] and k not in off and (a := cur.get(k)) is not None and a.gpus:
-                und[k] = False
-                alloc[k] = a
-                pending.append(k)
-                self.version += 1
-            else:
-                yield k
+    def walk_failed(self) -> None:
+        """The job `walk` just yielded found no placement: skip its shape until the pool grows."""
+        k = self._walk_key
+        if k < 0:
+            return
+        if self.version != self._walk_ver:
+            self._walk_nfail = 0
+            self._walk_ver = self.version
+        self._walk_failed[self._walk_nfail] = k
+        self._walk_nfail += 1
 
     def keep_all_undecided(self) -> None:
-        """`keep` every unvisited running job; the common case in bulk (`keep_many`)."""
+        """`keep` every unvisited running job: in bulk where they can stay as they are."""
         ks = self.running_idx[self.undecided[self.running_idx]]
-        for k in self.keep_many(ks):
-            if self.undecided[k]:
+        if ks.size:
+            fast = self._fast(ks)
+            self._keep_fast(ks[fast])
+            for k in ks[~fast].tolist():
                 self.keep(k)
+
+    def kept_jobs(self) -> np.ndarray:
+        """Running jobs kept as they are through the engine's own objects (not in `alloc`)."""
+        parts = self._kept + ([np.asarray(self._kept_one, np.int64)] if self._kept_one else [])
+        return np.concatenate(parts) if parts else np.zeros(0, np.int64)
+
+    def placed(self) -> tuple[np.ndarray, np.ndarray]:
+        """(jobs that run after this round, their GPU counts): `alloc` and the kept jobs."""
+        kept = self.kept_jobs()
+        idx = np.fromiter(self.alloc, np.int64, len(self.alloc))
+        n = np.fromiter((len(a.gpus) for a in self.alloc.values()), np.int64, len(self.alloc))
+        return np.concatenate([idx, kept]), np.concatenate([n, self.view.jobs.alloc_count[kept].astype(np.int64)])
+
+    def allocation(self, j: int) -> Allocation | None:
+        """The allocation job j runs under after this round (None if it does not run)."""
+        a = self.alloc.get(j)
+        if a is None and not self.undecided[j] and j in self._current and j not in self.released:
+            a = self._current[j]
+        return a
 
     def decision(self, wake_at: float | None = None) -> Decision:
         self.keep_all_undecided()
-        return Decision(allocations=dict(self.alloc), wake_at=wake_at)
+        cur = self._current
+        if self.view.accepts_changes:
+            allocs = {j: a for j, a in self.alloc.items() if a is not cur.get(j)}
+            for j in self.released:
+                if j not in self.alloc:
+                    allocs[j] = _STOP
+            return Decision(allocations=allocs, wake_at=wake_at, changes_only=True)
+        allocs = dict(self.alloc)
+        kept = self.kept_jobs().tolist()
+        allocs.update(zip(kept, map(cur.__getitem__, kept)))
+        return Decision(allocations=allocs, wake_at=wake_at)
+
+
+_STOP = Allocation(())  # in a changes-only decision: the job stops (is preempted)
 
 
 def make_placer(policy: BasePolicy, view: ClusterView, strategy: str, dem: np.ndarray,

@@ -172,7 +172,8 @@ class FifoBackfill(BasePolicy):
         same = r.claimed & (ow == n) & (r.owner >= 0)
         ow[same] = r.owner[same]  # kept jobs: their GPUs are the ones they own
         freed = np.bincount(ow[usable & (ow < n)], minlength=n + 1)
-        ends = sorted((now + rem[k], k, int(freed[k])) for k in r.alloc)
+        running, _ = r.placed()
+        ends = sorted((now + rem[k], k, int(freed[k])) for k in running.tolist())
         if have >= need:  # enough GPUs now, but no placement fits (fragmentation/constraint)
             return now, have - need, usable
         for t_end, _, freed in ends:

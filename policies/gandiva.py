@@ -74,7 +74,7 @@ class Gandiva(BasePolicy):
         if view.current is not None:  # the owner map is the current allocations: one GPU pass
             run_mask = np.zeros(jobs.num_jobs + 1, bool)
             run_mask[r.running_idx] = True
-            on = run_mask[r._owner_ix]
+            on = run_mask[np.where(r.owner >= 0, r.owner, jobs.num_jobs)]
             gpu_dem[on] = r.dem[r.owner[on]]
         else:
             for k in r.running:

@@ -127,18 +127,20 @@ class Srtf(BasePolicy):
         und = r.undecided
         rev = order[::-1]
         running_rev = rev[und[rev]]  # by key descending: a job's victims are a prefix of it
-        memo = self.placement_is_deterministic(view, self.config.placement)
-        if memo:  # shape = (demand, type, victim-prefix length), one hashable int per job
+        # victims of a job: running jobs with a strictly longer key, i.e. of a higher dense
+        # rank of the key (`Round.walk`'s preemption class)
+        klass = np.unique(key[order], return_inverse=True)[1].ravel()
+        keys = None
+        if self.placement_is_deterministic(view, self.config.placement):
+            # shape = (demand, type, victim-prefix length), one int per job: a job shaped like
+            # one that just failed on the same pool, with no more victims, fails too
             kr = key[running_rev][::-1]
             n_vic = running_rev.size - np.searchsorted(kr, key[order], side="right")
-            sk = (r.dem[order] * 65_537 + view.jobs.gpu_type_req[order] + 1) * (running_rev.size + 1) + n_vic
-            shape = dict(zip(order.tolist(), sk.tolist()))
-        for j in r.visit(order):  # running jobs kept in bulk where nothing can differ
+            keys = (r.dem[order] * 65_537 + view.jobs.gpu_type_req[order] + 1) * (running_rev.size + 1) + n_vic
+        for j in r.walk(order, klass=klass, keys=keys):  # only jobs a placement could change
             if und[j] and r.keep(j):
                 continue
-            if memo and r.failed_before(shape[j]):  # same shape and victims as a job that just failed
-                continue
             gpus = r.place(j, placer, victims=lambda j=j: running_rev[key[running_rev] > key[j]])
-            if gpus is None and memo:
-                r.note_failure(shape[j])
+            if gpus is None:
+                r.walk_failed()
         return r.decision()

@@ -7,7 +7,6 @@ Non-clairvoyant: it reads only attained service and executed time, never the ora
 from __future__ import annotations
 
 import fnmatch
-import operator
 from dataclasses import dataclass
 
 import numpy as np
@@ -18,7 +17,6 @@ from policies.registry import POLICIES, check, param
 from simcore.api import ClusterView, Decision
 
 CONSOLIDATION = ("tier", "min-nodes")
-_GPUS = operator.attrgetter("gpus")
 _EPS_GPU_S = 1e-6  # service within this of a threshold counts as reached (float round-off at wake-ups)
 
 
@@ -112,6 +110,7 @@ class Tiresias(BasePolicy):
         self.exec_base = np.zeros(n)  # executed s at the last promotion
         self.pend_base = np.full(n, np.nan)  # waited s at the first start after it (NaN: not yet)
         self.promotions = np.zeros(n, np.int64)
+        self._placed = np.zeros(n, bool)  # scratch of `_next_jump`
         self._skew = np.array([], bool)
 
     def queues(self, view: ClusterView) -> np.ndarray:
@@ -173,23 +172,19 @@ class Tiresias(BasePolicy):
         q_rev = q[running_rev]
         skew = self._is_skewed(view)
         tier_cap = _TierCaps(view)
-        memo = self.placement_is_deterministic(view, self.config.placement)
-        if memo:  # (demand, type, skewed, queue) of each job in the walk, as one hashable int
-            sk = (r.dem[order] * 65_537 + jobs.gpu_type_req[order] + 1) * 2 + skew[order]
-            sk = sk * (self._thr.size + 1) + q[order]
-            shape = dict(zip(order.tolist(), sk.tolist()))
-        fail = r._fail
-        for j in r.visit(order):
+        keys = None
+        if self.placement_is_deterministic(view, self.config.placement):
+            # (demand, type, skewed, queue) of each job in the walk, as one int: a job shaped
+            # like one that just failed on the same pool, with the same victims, fails too
+            keys = (r.dem[order] * 65_537 + jobs.gpu_type_req[order] + 1) * 2 + skew[order]
+            keys = keys * (self._thr.size + 1) + q[order]
+        for j in r.walk(order, klass=q[order], keys=keys):  # only jobs a placement could change
             if und[j] and r.keep(j):
                 continue
-            if memo:  # same shape and queue (same victims) as a job that just failed: fails too
-                key = shape[j]
-                if r.version == r._fail_ver and key in fail:
-                    continue
             gpus = r.place(j, lambda jj, avail: self._place(view, r, jj, avail, skew, tier_cap),
                            victims=lambda qj=q[j]: running_rev[q_rev > qj])
-            if memo and gpus is None:
-                r.note_failure(key)
+            if gpus is None:
+                r.walk_failed()
         started = np.asarray(r.started, np.int64)
         if started.size:
             s = started[np.isnan(self.pend_base[started])]
@@ -224,29 +219,29 @@ class Tiresias(BasePolicy):
         return P.place(view.cluster, avail, dem, gpu_type=req, strategy="consolidate", accept=few_nodes)
 
     def _next_jump(self, view, r, q, waited, now, active) -> float | None:
-        """Earliest time a running job is demoted or a waiting one becomes due for promotion."""
+        """Earliest time a running job is demoted or a waiting one becomes due for promotion.
+
+        """
         jobs = view.jobs
         t = np.inf
-        if r.alloc:
-            idx = np.fromiter(r.alloc, np.int64, len(r.alloc))
-            n = np.fromiter(map(len, map(_GPUS, r.alloc.values())), np.int64, len(r.alloc))
-            qi = q[idx]
-            sel = (qi < self._thr.size) & (n > 0)
-            if sel.any():
-                idx, n, qi = idx[sel], n[sel], qi[sel]
-                svc = jobs.attained_gpu_s[idx] - self.svc_base[idx]
-                t = min(t, float(np.min(now + (self._thr[qi] - svc) / n)))
-        if self.config.promote_knob > 0:
-            placed = np.zeros(jobs.num_jobs, bool)
-            placed[np.fromiter(r.alloc, np.int64, len(r.alloc))] = True
+        idx, n = r.placed()
+        qi = q[idx]
+        sel = (qi < self._thr.size) & (n > 0)
+        if sel.any():
+            i2, n2, q2 = idx[sel], n[sel], qi[sel]
+            svc = jobs.attained_gpu_s[i2] - self.svc_base[i2]
+            t = min(t, float(np.min(now + (self._thr[q2] - svc) / n2)))
+        if self.config.promote_knob > 0 and active.size > idx.size:
+            placed = self._placed  # all False between calls
+            placed[idx] = True
             wait = active[~placed[active]]
+            placed[idx] = False
+            wait = wait[(q[wait] > 0) & ~np.isnan(self.pend_base[wait])]
+            execd = jobs.executed_s[wait] - self.exec_base[wait]
+            wait, execd = wait[execd > 0], execd[execd > 0]
             if wait.size:
-                wait = wait[(q[wait] > 0) & ~np.isnan(self.pend_base[wait])]
-                execd = jobs.executed_s[wait] - self.exec_base[wait]
-                wait, execd = wait[execd > 0], execd[execd > 0]
-                if wait.size:
-                    due = self.config.promote_knob * execd - (waited[wait] - self.pend_base[wait])
-                    t = min(t, now + float(due.min()))
+                due = self.config.promote_knob * execd - (waited[wait] - self.pend_base[wait])
+                t = min(t, now + float(due.min()))
         return float(t) if np.isfinite(t) and t > now else None
 
 

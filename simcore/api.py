@@ -114,10 +114,17 @@ class Decision:
     `allocations` maps job index → Allocation. A job that runs now and is absent is
     preempted. `wake_at` asks the engine to call the policy again at that simulated time
     (delay-scheduling timers, leases), in addition to its interval and events.
+
+    `changes_only` (only where `ClusterView.accepts_changes`): `allocations` lists just the
+    jobs whose allocation changes — a start, move, resize or batch change, or an empty
+    `Allocation(())` for a job that stops — and every other running job keeps its
+    allocation. It means the same desired set as the complete form, written so that a call
+    costs what it changes, not the size of the running set (20,000-GPU clusters).
     """
 
     allocations: Mapping[int, Allocation] = field(default_factory=dict)
     wake_at: float | None = None
+    changes_only: bool = False
 
 
 @dataclass(frozen=True)
@@ -138,6 +145,9 @@ class ClusterView:
     #: (additive, optional) read-only mapping job → the `Allocation` object it runs under now.
     #: Returning these same objects for unchanged jobs lets the engine skip re-validating them.
     current: Mapping[int, Allocation] | None = None
+    #: (additive) the engine accepts `Decision(changes_only=True)`; otherwise a decision must
+    #: list the complete running set
+    accepts_changes: bool = False
 
     def active(self) -> np.ndarray:
         """Indices of submitted, unfinished jobs (queued, running or restarting), ascending."""

@@ -109,10 +109,12 @@ def _one_type(c, avail, demand, want_type, strategy, rng) -> np.ndarray | None:
         if rng is None:
             raise ValueError("random placement needs a seeded numpy Generator (rng=)")
         return np.sort(rng.choice(idx, size=demand, replace=False)).astype(np.int32)
-    f = _node_free(c, avail, want_type)
     if strategy == "consolidate":
-        nodes, counts = _consolidate_f(c, f, demand)
-    elif strategy == "topo":
+        g = K.consolidate_gpus(avail, c.gpu_node, c.gpu_type, int(want_type), c.node_first_gpu, c.node_num_gpus,
+                               c.node_leaf, c.leaf_pod, _num_leaves(c), _num_pods(c), int(demand))
+        return g if g.size else None
+    f = _node_free(c, avail, want_type)
+    if strategy == "topo":
         nodes, counts = _topo_f(c, f, demand)
     elif strategy == "spread":
         nodes, counts = K.spread_nodes(f, int(demand))

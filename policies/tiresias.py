@@ -12,6 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from policies.base import BasePolicy, Round
+from policies import _tiresias_kernels as TK
 from policies import placement as P
 from policies.registry import POLICIES, check, param
 from simcore.api import ClusterView, Decision
@@ -111,6 +112,8 @@ class Tiresias(BasePolicy):
         self.pend_base = np.full(n, np.nan)  # waited s at the first start after it (NaN: not yet)
         self.promotions = np.zeros(n, np.int64)
         self._placed = np.zeros(n, bool)  # scratch of `_next_jump`
+        self._q = np.zeros(n, np.int64)  # queue of each active job (this call)
+        self._waited = np.zeros(n)  # waiting seconds of each active job (this call)
         self._skew = np.array([], bool)
 
     def queues(self, view: ClusterView) -> np.ndarray:
@@ -119,17 +122,6 @@ class Tiresias(BasePolicy):
             self._reset(view.jobs.num_jobs)
         svc = view.jobs.attained_gpu_s - self.svc_base
         return np.searchsorted(self._thr, svc + _EPS_GPU_S, side="right")
-
-    def _queues_at(self, view: ClusterView, idx: np.ndarray) -> np.ndarray:
-        """`queues(view)` at `idx` only, in a J-sized buffer (other entries undefined)."""
-        q = np.empty(view.jobs.num_jobs, np.int64)
-        svc = view.jobs.attained_gpu_s[idx] - self.svc_base[idx]
-        q[idx] = np.searchsorted(self._thr, svc + _EPS_GPU_S, side="right")
-        return q
-
-    def _waited(self, view: ClusterView, now: float) -> np.ndarray:
-        j = view.jobs
-        return now - j.submit_time - j.executed_s
 
     def _is_skewed(self, view: ClusterView) -> np.ndarray:
         if self._skew.size != self._n:
@@ -144,28 +136,13 @@ class Tiresias(BasePolicy):
             self._reset(jobs.num_jobs)
         self._last_now = now
         r = Round(view)
-        active = view.active()
-        # per-job quantities are computed on the active set only (J-sized buffers, uninitialised
-        # elsewhere and never read there): cost follows the active set, not the trace
-        waited = np.empty(jobs.num_jobs)
-        waited[active] = now - jobs.submit_time[active] - jobs.executed_s[active]
-        # waiting time before the first start after the last promotion: exact from the view
-        # for never-promoted jobs; after a promotion, recorded when the job next runs
-        pb = self.pend_base[active]
-        never = active[np.isnan(pb) & (self.promotions[active] == 0) & np.isfinite(jobs.first_start[active])]
-        self.pend_base[never] = jobs.first_start[never] - jobs.submit_time[never]
-        running = r.running_idx
-        fresh = running[np.isnan(self.pend_base[running])]
-        self.pend_base[fresh] = waited[fresh]
-
-        q = self._queues_at(view, active)
-        if self.config.promote_knob > 0:
-            self._promote(view, r, q, waited, active)
-            q = self._queues_at(view, active)
-
-        holding = r.undecided[active]
-        qa = q[active]
-        order = active[np.lexsort((active, jobs.submit_time[active], ~holding, qa))]
+        active = np.ascontiguousarray(view.active(), np.int64)
+        # per-job quantities live in J-sized buffers written on the active set only (never read
+        # elsewhere): a call costs the active set, not the trace
+        q, waited = self._q, self._waited
+        order = TK.prepare(active, r.undecided, float(now), jobs.submit_time, jobs.executed_s, jobs.attained_gpu_s,
+                           jobs.first_start, self.svc_base, self.exec_base, self.pend_base, self.promotions,
+                           self._thr, _EPS_GPU_S, float(self.config.promote_knob), q, waited)
         und = r.undecided
         rev = order[::-1]
         running_rev = rev[und[rev]]
@@ -191,16 +168,6 @@ class Tiresias(BasePolicy):
             self.pend_base[s] = waited[s]
         return r.decision(wake_at=self._next_jump(view, r, q, waited, now, active))
 
-    def _promote(self, view, r, q, waited, active) -> None:
-        jobs = view.jobs
-        cand = active[(q[active] > 0) & ~r.undecided[active] & ~np.isnan(self.pend_base[active])]
-        execd = jobs.executed_s[cand] - self.exec_base[cand]
-        due = cand[(execd > 0) & (waited[cand] - self.pend_base[cand] >= self.config.promote_knob * execd - 1e-6)]
-        self.svc_base[due] = jobs.attained_gpu_s[due]
-        self.exec_base[due] = jobs.executed_s[due]
-        self.pend_base[due] = np.nan
-        self.promotions[due] += 1
-
     def _place(self, view, r, j, avail, skew, caps) -> np.ndarray | None:
         dem = int(r.dem[j])
         req = int(view.jobs.gpu_type_req[j])
@@ -219,29 +186,12 @@ class Tiresias(BasePolicy):
         return P.place(view.cluster, avail, dem, gpu_type=req, strategy="consolidate", accept=few_nodes)
 
     def _next_jump(self, view, r, q, waited, now, active) -> float | None:
-        """Earliest time a running job is demoted or a waiting one becomes due for promotion.
-
-        """
+        """Earliest time a running job is demoted or a waiting one becomes due for promotion."""
         jobs = view.jobs
-        t = np.inf
         idx, n = r.placed()
-        qi = q[idx]
-        sel = (qi < self._thr.size) & (n > 0)
-        if sel.any():
-            i2, n2, q2 = idx[sel], n[sel], qi[sel]
-            svc = jobs.attained_gpu_s[i2] - self.svc_base[i2]
-            t = min(t, float(np.min(now + (self._thr[q2] - svc) / n2)))
-        if self.config.promote_knob > 0 and active.size > idx.size:
-            placed = self._placed  # all False between calls
-            placed[idx] = True
-            wait = active[~placed[active]]
-            placed[idx] = False
-            wait = wait[(q[wait] > 0) & ~np.isnan(self.pend_base[wait])]
-            execd = jobs.executed_s[wait] - self.exec_base[wait]
-            wait, execd = wait[execd > 0], execd[execd > 0]
-            if wait.size:
-                due = self.config.promote_knob * execd - (waited[wait] - self.pend_base[wait])
-                t = min(t, now + float(due.min()))
+        t = TK.next_jump(idx, n, active, q, jobs.attained_gpu_s, self.svc_base, self._thr, float(now),
+                         float(self.config.promote_knob), jobs.executed_s, self.exec_base, self.pend_base, waited,
+                         self._placed)
         return float(t) if np.isfinite(t) and t > now else None
 
 

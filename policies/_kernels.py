@@ -324,3 +324,18 @@ def consolidate_gpus(avail, gpu_node, gpu_type, want_type, node_first_gpu, node_
     if nodes.shape[0] == 0:
         return np.empty(0, np.int32)
     return take_gpus(avail, gpu_type, want_type, node_first_gpu, node_num_gpus, nodes, counts)
+
+
+@njit(cache=True)
+def claim_kept(held, claimed, owner, mark, kept):
+    """Move the GPUs of the jobs in `kept` from held to claimed (their owner is the job).
+    `mark` is a scratch of at least J entries, all False on entry and on return."""
+    for i in range(kept.shape[0]):
+        mark[kept[i]] = True
+    for g in range(owner.shape[0]):
+        o = owner[g]
+        if o >= 0 and held[g] and mark[o]:
+            claimed[g] = True
+            held[g] = False
+    for i in range(kept.shape[0]):
+        mark[kept[i]] = False

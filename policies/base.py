@@ -125,6 +125,21 @@ class _Cur(dict):
 
 
 _DEM_CACHE: list = [None, None, None, None]  # (num_gpus, min_gpus, max_gpus) arrays, demands
+_SCRATCH: dict[int, list[np.ndarray]] = {}  # J → all-False bool arrays free for reuse
+
+
+def _scratch(n: int) -> np.ndarray:
+    """An all-False bool array of n entries, reused across rounds: a round on a trace of a
+    million jobs should not allocate (and zero) megabytes per call. Returned with
+    `_unscratch` once all False again; one never returned is simply garbage."""
+    free = _SCRATCH.get(n)
+    return free.pop() if free else np.zeros(n, bool)
+
+
+def _unscratch(a: np.ndarray) -> None:
+    free = _SCRATCH.setdefault(a.shape[0], [])
+    if len(free) < 4:
+        free.append(a)
 
 
 class Round:
@@ -156,7 +171,7 @@ class Round:
         self._running_set: set[int] | None = None
         self.cur = _Cur(view)
         self._current = view.current if view.current is not None else {}
-        self.undecided = np.zeros(view.jobs.num_jobs, bool)
+        self.undecided = _scratch(view.jobs.num_jobs)  # returned to the pool by `decision`
         self.undecided[running] = True
         off = self.owner[~self.online]
         self._offline_jobs = set(off[off >= 0].tolist())  # running jobs with a GPU offline
@@ -168,8 +183,8 @@ class Round:
         self._kept_one: list[int] = []  # the same, one at a time
         self._pending: list[int] = []  # kept jobs whose GPUs are not yet marked claimed
         self._pending_arr: list[np.ndarray] = []  # the same, in arrays
-        self._mark: np.ndarray | None = None  # scratch for `_flush`: pending jobs (J = no owner)
-        self._owner_ix: np.ndarray | None = None
+        self._mark: np.ndarray | None = None  # scratch for `_flush` (J-sized, all False)
+        self._returned = False  # scratch arrays handed back (`decision`)
         #: bumped by every claim and release; a failed placement retried at the same version
         #: (same job shape) fails again. Keeps do not bump it: a kept job's GPUs were held
         #: (never usable) and it only leaves the victim sets, so no failure can turn into a
@@ -192,19 +207,13 @@ class Round:
     def _flush(self) -> None:
         """Mark the GPUs of jobs kept since the last flush as claimed (one G-sized pass)."""
         if self._pending or self._pending_arr:
-            if self._mark is None:
-                n = self.view.jobs.num_jobs
-                self._mark = np.zeros(n + 1, bool)
-                self._owner_ix = np.where(self.owner >= 0, self.owner, n)
             ks = self._pending_arr
             if self._pending:
                 ks.append(np.asarray(self._pending, np.int64))
             ks = ks[0] if len(ks) == 1 else np.concatenate(ks)
-            self._mark[ks] = True
-            g = self.held & self._mark[self._owner_ix]
-            self.claimed |= g
-            self.held &= ~g
-            self._mark[ks] = False
+            if self._mark is None:
+                self._mark = _scratch(self.view.jobs.num_jobs)
+            K.claim_kept(self.held, self.claimed, self.owner, self._mark, ks)
             self._pending.clear()
             self._pending_arr = []
 
@@ -447,6 +456,11 @@ class Round:
 
     def decision(self, wake_at: float | None = None) -> Decision:
         self.keep_all_undecided()
+        if not self._returned:  # all False now: every running job was kept or released
+            self._returned = True
+            _unscratch(self.undecided)
+            if self._mark is not None:
+                _unscratch(self._mark)
         cur = self._current
         if self.view.accepts_changes:
             allocs = {j: a for j, a in self.alloc.items() if a is not cur.get(j)}

@@ -30,6 +30,9 @@ class JobState(enum.IntEnum):
     UNSCHEDULABLE = 5  # rejected before the run (reported as unfinished)
 
 
+# plain ints for array comparisons (an IntEnum member costs a Python-level lookup per use)
+_QUEUED, _RUNNING, _RESTARTING = int(JobState.QUEUED), int(JobState.RUNNING), int(JobState.RESTARTING)
+
 #: Names a policy may put in `Policy.needs` to be shown oracle information. Without the
 #: declaration those arrays are NaN in the view, so a non-clairvoyant policy cannot cheat.
 NEED_DURATION_ORACLE = "duration_oracle"  # JobsView.duration and .remaining_s
@@ -154,21 +157,21 @@ class ClusterView:
         if self.active_jobs is not None:
             return self.active_jobs
         s = self.jobs.state
-        return np.flatnonzero((s == JobState.QUEUED) | (s == JobState.RUNNING) | (s == JobState.RESTARTING))
+        return np.flatnonzero((s == _QUEUED) | (s == _RUNNING) | (s == _RESTARTING))
 
     def queued(self) -> np.ndarray:
         if self.active_jobs is not None:
             a = self.active_jobs
-            return a[self.jobs.state[a] == JobState.QUEUED]
-        return np.flatnonzero(self.jobs.state == JobState.QUEUED)
+            return a[self.jobs.state[a] == _QUEUED]
+        return np.flatnonzero(self.jobs.state == _QUEUED)
 
     def running(self) -> np.ndarray:
         if self.active_jobs is not None:
             a = self.active_jobs
             s = self.jobs.state[a]
-            return a[(s == JobState.RUNNING) | (s == JobState.RESTARTING)]
+            return a[(s == _RUNNING) | (s == _RESTARTING)]
         s = self.jobs.state
-        return np.flatnonzero((s == JobState.RUNNING) | (s == JobState.RESTARTING))
+        return np.flatnonzero((s == _RUNNING) | (s == _RESTARTING))
 
     def keep_running(self) -> dict[int, Allocation]:
         """The current allocations as a dict, for policies that only add to them."""

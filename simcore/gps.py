@@ -10,8 +10,14 @@ requested size. That speed is the job's solo, consolidated, uncontended speed (s
 alone finishes in exactly its reference duration). No restart costs, no placement, no
 network: it is the fluid ideal, which real schedulers can beat for some jobs (FTF < 1).
 
-Event-exact: between arrivals and completions shares are constant; the next completion
-is computed. Numba, O(distinct demands + log jobs) per event (per-class virtual clocks).
+Capacity may change over time (nodes leaving and joining: Aryl's loaned servers, FFT's
+churn): the reference then water-fills the GPUs online at each instant, a step function
+given as (times, capacities). With no GPU online, no job progresses until capacity returns;
+jobs that can never finish are NaN.
+
+Event-exact: between arrivals, completions and capacity changes shares are constant; the
+next completion is computed. Numba, O(distinct demands + log jobs) per event (per-class
+virtual clocks).
 """
 
 from __future__ import annotations
@@ -80,11 +86,13 @@ def _heap_pop(key, idx, base, size):  # pragma: no cover - compiled
 
 
 @njit(cache=True)
-def gps_completion(submit, demand, solo_s, capacity):  # pragma: no cover - compiled
-    """Completion times of jobs (sorted by `submit`) under fluid GPS on `capacity` GPUs.
+def gps_completion(submit, demand, solo_s, cap_t, cap_v):  # pragma: no cover - compiled
+    """Completion times of jobs (sorted by `submit`) under fluid GPS.
 
-    `demand[j]` GPUs requested, `solo_s[j]` seconds at that size. Jobs with a non-finite
-    or non-positive `solo_s`, or zero demand, are skipped (NaN).
+    `demand[j]` GPUs requested, `solo_s[j]` seconds at that size. Capacity is `cap_v[i]`
+    GPUs from time `cap_t[i]` until `cap_t[i + 1]` (`cap_t` ascending, `cap_t[0]` no later
+    than the first submit). Jobs with a non-finite or non-positive `solo_s`, or zero
+    demand, are skipped (NaN), as are jobs still running when capacity is 0 for good.
 
     All active jobs of one demand class progress at the same speed, so each class keeps a
     virtual clock `V_k` (full-speed seconds served to each of its jobs) and a min-heap of
@@ -109,9 +117,14 @@ def gps_completion(submit, demand, solo_s, capacity):  # pragma: no cover - comp
     nxt = 0
     t = 0.0
     active = 0
+    ci = 0  # capacity interval: cap_t[ci] <= t < cap_t[ci + 1]
+    ncap = cap_t.shape[0]
     while nxt < n or active > 0:
         if active == 0:
             t = max(t, submit[nxt])
+        while ci + 1 < ncap and cap_t[ci + 1] <= t:
+            ci += 1
+        capacity = cap_v[ci]
         while nxt < n and submit[nxt] <= t:
             if solo_s[nxt] > 0.0 and solo_s[nxt] < np.inf and demand[nxt] > 0:
                 k = cls[nxt]
@@ -127,14 +140,18 @@ def gps_completion(submit, demand, solo_s, capacity):  # pragma: no cover - comp
         for k in range(nk):
             if size[k] > 0:
                 speed[k] = 1.0 if classes[k] <= level else level / classes[k]
-                d = (hkey[base[k]] - vclock[k]) / speed[k]
+                d = (hkey[base[k]] - vclock[k]) / speed[k] if speed[k] > 0.0 else np.inf
                 if d < dt:
                     dt = d
         if dt < 0.0:
             dt = 0.0
         t_arr = submit[nxt] if nxt < n else np.inf
+        if ci + 1 < ncap and cap_t[ci + 1] < t_arr:
+            t_arr = cap_t[ci + 1]  # the shares change at the next capacity change too
         if t + dt > t_arr:
             dt = t_arr - t
+        if not dt < np.inf:
+            break  # no capacity, none to come: the active jobs never finish (NaN)
         t += dt
         for k in range(nk):
             if size[k] > 0:
@@ -149,12 +166,39 @@ def gps_completion(submit, demand, solo_s, capacity):  # pragma: no cover - comp
     return done
 
 
-def gps_jct(submit_s: np.ndarray, demand: np.ndarray, solo_s: np.ndarray, capacity_gpus: float) -> np.ndarray:
-    """GPS JCT per job (NaN where skipped), for jobs in any order."""
+def gps_jct(submit_s: np.ndarray, demand: np.ndarray, solo_s: np.ndarray, capacity_gpus: float,
+            capacity_steps: tuple[np.ndarray, np.ndarray] | None = None) -> np.ndarray:
+    """GPS JCT per job (NaN where skipped), for jobs in any order.
+
+    `capacity_steps` = (times, GPUs online from each time on), ascending times: the capacity
+    then is `capacity_gpus` until the first time and the step function after it.
+    """
     order = np.argsort(submit_s, kind="stable")
     sub = np.ascontiguousarray(submit_s[order], np.float64)
+    cap_t, cap_v = np.array([-np.inf]), np.array([float(capacity_gpus)])
+    if capacity_steps is not None and len(capacity_steps[0]):
+        cap_t = np.concatenate([cap_t, np.asarray(capacity_steps[0], np.float64)])
+        cap_v = np.concatenate([cap_v, np.asarray(capacity_steps[1], np.float64)])
     done = gps_completion(sub, np.ascontiguousarray(demand[order], np.float64),
-                          np.ascontiguousarray(solo_s[order], np.float64), float(capacity_gpus))
+                          np.ascontiguousarray(solo_s[order], np.float64), cap_t, cap_v)
     out = np.full(submit_s.shape[0], np.nan)
     out[order] = done - sub
     return out
+
+
+def capacity_steps(changes, node_num_gpus: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(times, GPUs online from then on) of a list of `(time_s, node, online)` changes,
+    applied in the engine's order (time, node, online) to a cluster that starts all online."""
+    online = np.ones(node_num_gpus.shape[0], bool)
+    total = int(node_num_gpus.sum())
+    times, caps = [], []
+    for t, node, on in sorted(changes, key=lambda c: (c[0], c[1], c[2])):
+        if online[node] != on:
+            total += int(node_num_gpus[node]) * (1 if on else -1)
+            online[node] = on
+        if times and times[-1] == t:
+            caps[-1] = total
+        else:
+            times.append(float(t))
+            caps.append(total)
+    return np.asarray(times, np.float64), np.asarray(caps, np.float64)

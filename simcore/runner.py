@@ -34,7 +34,7 @@ from cosim.atomic import write_parquet, write_text
 from cosim.errors import InputError
 from simcore.costs import resolve_costs
 from simcore.engine import CapacityChange, Engine, EngineOptions
-from simcore.gps import gps_jct
+from simcore.gps import capacity_steps, gps_jct
 from simcore.metrics import decisions_frame, jobs_frame, summary_row, timeline_frame
 from simcore.perf import PerfModel
 from simcore.prepare import build_jobs, describe_invalid
@@ -133,14 +133,16 @@ def run(config: RunConfig, out_dir: Path | None, progress: bool = False, backend
     for b in invalid:
         log.warning("skipping job %s: %s", b.job_id, b.reason)
     solo = base.work_iters * base.ref_iter_s
-    gps = gps_jct(base.submit_time, base.num_gpus.astype(np.float64), solo, float(ClusterState.from_topology(topo)
-                                                                                    .num_gpus))
-    costs = resolve_costs(config.costs)
     caps = [CapacityChange(float(t), int(n), bool(o)) for t, n, o in config.capacity_changes]
-    num_nodes = int(np.asarray(topo.node_num_gpus).shape[0])
+    node_gpus = np.asarray(topo.node_num_gpus)
     for c in caps:
-        if c.node >= num_nodes:
-            raise InputError.at(field="capacity_changes", expected=f"node indices below {num_nodes}", got=c.node)
+        if not 0 <= c.node < node_gpus.shape[0]:
+            raise InputError.at(field="capacity_changes", expected=f"node indices below {node_gpus.shape[0]}",
+                                got=c.node)
+    costs = resolve_costs(config.costs)
+    gps = gps_jct(base.submit_time, base.num_gpus.astype(np.float64), solo,
+                  float(ClusterState.from_topology(topo).num_gpus),
+                  capacity_steps([(c.time_s, c.node, c.online) for c in caps], node_gpus) if caps else None)
     meta = {"config": config.to_dict(), "seed": config.seed, "version": __version__, "perf_source": be.perf_source}
     rows, jobs_out, tls, decs, walls, pwalls = [], {}, {}, {}, {}, {}
     bar = _Progress(progress, len(config.policies), base.num_jobs)

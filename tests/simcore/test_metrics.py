@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from simcore.gps import gps_jct
+from simcore.gps import capacity_steps, gps_jct
 from simcore.metrics import FTF_TOLERANCE
 
 
@@ -98,3 +98,32 @@ def test_gps_matches_reference(jobs, cap):
     dem = [float(d) for _, d, _ in jobs]
     solo = [float(s) for _, _, s in jobs]
     np.testing.assert_allclose(g(sub, dem, solo, cap), reference_gps(sub, dem, solo, cap), rtol=1e-7)
+
+
+def test_gps_capacity_drop_hand_example():
+    """One 4-GPU job of 100 s: 4 GPUs until t=50 (half done), then 2 (half speed) → JCT 150 s."""
+    jct = gps_jct(np.array([0.0]), np.array([4.0]), np.array([100.0]), 4.0,
+                  (np.array([50.0]), np.array([2.0])))
+    assert jct[0] == pytest.approx(150.0)
+
+
+def test_gps_capacity_outage_and_return():
+    """Capacity 0 from 50 s to 80 s pauses the job: 100 s of work ends at 130 s; two 1-GPU
+    jobs on 1 GPU share it: each at half speed."""
+    steps = (np.array([50.0, 80.0]), np.array([0.0, 4.0]))
+    assert gps_jct(np.array([0.0]), np.array([4.0]), np.array([100.0]), 4.0, steps)[0] == pytest.approx(130.0)
+    both = gps_jct(np.array([0.0, 0.0]), np.array([1.0, 1.0]), np.array([10.0, 10.0]), 1.0)
+    np.testing.assert_allclose(both, [20.0, 20.0])
+
+
+def test_gps_capacity_lost_for_good_is_nan():
+    jct = gps_jct(np.array([0.0, 200.0]), np.array([2.0, 2.0]), np.array([100.0, 10.0]), 2.0,
+                  (np.array([50.0]), np.array([0.0])))
+    assert np.isnan(jct).all()
+
+
+def test_capacity_steps_follow_engine_order():
+    t, c = capacity_steps([(10.0, 1, False), (10.0, 0, False), (20.0, 1, True), (30.0, 1, True)],
+                          np.array([8, 4]))
+    np.testing.assert_array_equal(t, [10.0, 20.0, 30.0])
+    np.testing.assert_array_equal(c, [0.0, 4.0, 4.0])

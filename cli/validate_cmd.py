@@ -17,7 +17,11 @@ def validate(
     as_json: bool = typer.Option(False, "--json", help="Print the error table as JSON."),
     plot: Optional[Path] = typer.Option(None, "--plot", help="Write predicted-vs-measured scatter plots (PNG)."),
     leave_one_platform_out: bool = typer.Option(False, "--leave-one-platform-out",
-                                                help="Also predict each platform with models fitted on the other platforms only."),
+                                                help="Also predict each platform with models fitted only on "
+                                                     "other hardware (see --loo-by)."),
+    loo_by: str = typer.Option("hardware", "--loo-by",
+                               help="Leave-one-out grouping: hardware (dgx and dgx-ext, the same DGX-A100, are held "
+                                    "out together) or platform (one data set at a time)."),
     folds: int = typer.Option(5, help="Cross-validation folds (over placements)."),
     dally: bool = typer.Option(False, "--dally", help="Also print Dally Table I (dally-3tier preset)."),
     models: Optional[str] = typer.Option(None, "--models", help="Only these models (comma-separated), e.g. for a fast check."),
@@ -33,7 +37,7 @@ def validate(
         raise InputError.at(field="--platform", expected="no --platform with --leave-one-platform-out "
                             "(the other platforms are needed to fit)")
     rep, table = v.run(profiles, plats, folds, leave_one_platform_out,
-                       models=[m.strip() for m in models.split(",") if m.strip()] if models else None)
+                       models=[m.strip() for m in models.split(",") if m.strip()] if models else None, loo_by=loo_by)
     layers_dir = layers or profiles.parent / "models" / "layers"
     if as_json:
         out = {"errors": json.loads(table.to_json(orient="records")),

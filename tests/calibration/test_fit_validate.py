@@ -98,6 +98,12 @@ def test_validate_cli(small_profiles, tmp_path):
     assert r.exit_code == 0 and '"step_med"' in r.output
 
 
+def test_validate_cli_rejects_unknown_loo_grouping(small_profiles):
+    r = CliRunner().invoke(app, ["validate", "--profiles", str(small_profiles), "--folds", "3",
+                                 "--leave-one-platform-out", "--loo-by", "nope"])
+    assert r.exit_code == 2 and "hardware | platform" in r.output and "Traceback" not in r.output
+
+
 def test_fit_cli_writes_profile_and_refuses_over_bound(small_profiles, tmp_path):
     out = tmp_path / "p.toml"
     runner = CliRunner()

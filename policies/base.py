@@ -163,7 +163,7 @@ class Round:
         self.view = view
         self.c = c
         self.online = np.asarray(c.gpu_online, bool)
-        self.owner = np.asarray(c.gpu_owner, np.int64)
+        self.owner = np.asarray(c.gpu_owner)  # int32: no per-call conversion
         self.claimed = np.zeros(c.num_gpus, bool)
         self.held = self.owner >= 0  # by a running job not visited yet (or an unknown owner)
         running = np.asarray(view.running(), np.int64)
@@ -173,8 +173,10 @@ class Round:
         self._current = view.current if view.current is not None else {}
         self.undecided = _scratch(view.jobs.num_jobs)  # returned to the pool by `decision`
         self.undecided[running] = True
-        off = self.owner[~self.online]
-        self._offline_jobs = set(off[off >= 0].tolist())  # running jobs with a GPU offline
+        self._offline_jobs: set[int] = set()  # running jobs with a GPU offline
+        if not self.online.all():
+            off = self.owner[~self.online]
+            self._offline_jobs = set(off[off >= 0].tolist())
         self.dem = demands_cached(view)
         self.alloc: dict[int, Allocation] = {}  # decided one by one (placements, checked keeps)
         self.started: list[int] = []  # jobs given GPUs they did not hold before this call

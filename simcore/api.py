@@ -148,6 +148,9 @@ class ClusterView:
     #: (additive, optional) read-only mapping job → the `Allocation` object it runs under now.
     #: Returning these same objects for unchanged jobs lets the engine skip re-validating them.
     current: Mapping[int, Allocation] | None = None
+    #: (additive, optional) indices of the jobs holding GPUs (running or restarting), ascending,
+    #: maintained by the engine so `running()` costs nothing
+    running_jobs: np.ndarray | None = None
     #: (additive) the engine accepts `Decision(changes_only=True)`; otherwise a decision must
     #: list the complete running set
     accepts_changes: bool = False
@@ -166,6 +169,8 @@ class ClusterView:
         return np.flatnonzero(self.jobs.state == _QUEUED)
 
     def running(self) -> np.ndarray:
+        if self.running_jobs is not None:
+            return self.running_jobs
         if self.active_jobs is not None:
             a = self.active_jobs
             s = self.jobs.state[a]

@@ -45,8 +45,10 @@ import logging
 import zlib
 from collections import OrderedDict
 from dataclasses import dataclass, replace
+from typing import NamedTuple
 
 import numpy as np
+from numba import njit
 
 from collectives.contention_dutycycle import dutycycle_group, gauss_hermite_standard
 from collectives.contention_exact import simulate_group
@@ -72,6 +74,56 @@ def quantise(a: np.ndarray) -> np.ndarray:
     mask = ~np.uint64((1 << drop) - 1)
     out = ((u + half) & mask).view(np.float64)
     return np.where(np.isfinite(a), out, a)
+
+
+_Q_HALF = np.uint64(1 << (52 - _KEEP_BITS - 1))
+_Q_MASK = np.uint64(((1 << 64) - 1) ^ ((1 << (52 - _KEEP_BITS)) - 1))
+
+
+@njit(cache=True)
+def _quantise_into(src, dst, half, mask):  # pragma: no cover - compiled
+    """``quantise`` element by element (the same bit operations), ``src`` into ``dst``."""
+    u = src.view(np.uint64)
+    o = dst.view(np.uint64)
+    for i in range(src.shape[0]):
+        if np.isfinite(src[i]):
+            o[i] = (u[i] + half) & mask
+        else:
+            dst[i] = src[i]
+
+
+@njit(cache=True)
+def _prepare_job(C, s, M, lids, dem, cap_q, half, mask):  # pragma: no cover - compiled
+    """One job through ``solve``'s per-job steps: ``(ok, [C, min(s, C), M] quantised,
+    demands quantised, some demand above its link's capacity)``. ``ok`` False: an input
+    ``check_inputs`` would reject (the caller lets it say which)."""
+    n = lids.shape[0]
+    n_links = cap_q.shape[0]
+    ok = (np.isfinite(C) and np.isfinite(s) and np.isfinite(M) and C >= 0.0 and s >= 0.0 and M >= 0.0
+          and s <= C * (1 + 1e-9) + 1e-15 and dem.shape[0] == n)
+    for i in range(n):
+        if not ok:
+            break
+        lk = lids[i]
+        if lk < 0 or lk >= n_links or not np.isfinite(dem[i]) or dem[i] < 0.0:
+            ok = False
+        for k in range(i):
+            if lids[k] == lk:
+                ok = False
+    csm = np.empty(3)
+    dq = np.empty(n)
+    over = False
+    if ok:
+        raw = np.empty(3)
+        raw[0] = C
+        raw[1] = min(s, C)
+        raw[2] = M
+        _quantise_into(raw, csm, half, mask)
+        _quantise_into(dem, dq, half, mask)
+        for i in range(n):
+            if dq[i] > 0.0 and dq[i] / cap_q[lids[i]] > 1.0:
+                over = True
+    return ok, csm, dq, over
 
 
 def solo_iteration_s(compute_s, comm_start_s, comm_s) -> np.ndarray:
@@ -177,6 +229,15 @@ class ContentionOptions:
         return repr(("dutycycle", self.enum_max_others, self.dp_max_others, self.elsewhere_correction,
                      self.dutycycle_average, self.fixed_point_tol, _GH[0].shape[0])).encode()
 
+    def tags(self) -> tuple[bytes, bytes]:
+        """(exact_tag, dutycycle_tag), built once per options object (they prefix every
+        cache key, and a solve may run after every engine event)."""
+        t = self.__dict__.get("_tags")
+        if t is None:
+            t = (self.exact_tag(), self.dutycycle_tag())
+            object.__setattr__(self, "_tags", t)
+        return t
+
 
 DEFAULT_CACHE = ContentionCache()
 _GH = gauss_hermite_standard()
@@ -228,9 +289,15 @@ def solve(
 
     C, s, M, w, dem, cap = (quantise(a) for a in (C, s, M, w, dem, cap))
     M, dem = _feasible_demands(M, dem, cap, ptr, lids, opt.infeasible_demand)
+    return _solve_groups(C, s, M, w, ptr, lids, dem, cap, opt, cache, stats)
+
+
+def _solve_groups(C, s, M, w, ptr, lids, dem, cap, opt: ContentionOptions, cache: ContentionCache | None,
+                  stats: dict | None) -> tuple[np.ndarray, np.ndarray]:
+    """Steps 2-3 of ``solve`` on validated, quantised, feasible inputs."""
     it = solo_iteration_s(C, s, M)
     gjp, jobs, eptr, elink, edem, glp, lglob = split_groups(cap.shape[0], ptr, lids, dem, M)
-    tags = (opt.exact_tag(), opt.dutycycle_tag())
+    tags = opt.tags()
     for g in range(gjp.shape[0] - 1):
         a, b = gjp[g], gjp[g + 1]
         gj = jobs[a:b]
@@ -321,3 +388,80 @@ def _solve_dutycycle(group, opt: ContentionOptions, stats: dict | None) -> np.nd
     if stats is not None:
         stats["link_evaluations"] += int(link_evals)
     return res
+
+
+class JobInputs(NamedTuple):
+    """One job's ``solve`` inputs, validated, quantised and made feasible
+    (``PreparedContention.job``); ``link_ids`` int64, ``link_demand_Bps`` float64."""
+
+    compute_s: float
+    comm_start_s: float
+    comm_s: float
+    link_ids: np.ndarray
+    link_demand_Bps: np.ndarray
+
+
+class PreparedContention:
+    """``solve`` for a caller that hands the same jobs over and over (the engine).
+
+    ``solve`` validates, quantises and makes feasible every input on every call; an engine
+    re-solving a 50-job group after each start or stop spends most of its time there. Each
+    of those steps acts on one job's values alone (``s <= C`` clamp, 30-bit rounding, the
+    ``infeasible_demand`` rule), so here they run once per job and placement (``job``), and
+    ``solve`` takes the prepared values of any set of jobs, concatenated in input order. Its
+    answer is bit-identical to ``solve`` on the raw inputs of the same jobs in the same order
+    (same groups, same signatures, same cache entries; tested), with equal weights.
+    """
+
+    def __init__(self, link_capacity_Bps, options: ContentionOptions | None = None,
+                 cache: ContentionCache | None = DEFAULT_CACHE) -> None:
+        self.options = options or ContentionOptions()
+        self.cache = cache
+        empty = np.zeros(0)
+        cap = check_inputs(empty, empty, empty, None, np.zeros(1, np.int64), np.zeros(0, np.int64), empty,
+                           link_capacity_Bps)[7]
+        self._cap_raw = cap
+        self.link_capacity_Bps = quantise(cap)
+        self.num_links = int(cap.shape[0])
+
+    def job(self, compute_s: float, comm_start_s: float, comm_s: float, link_ids, link_demand_Bps) -> JobInputs:
+        """Check and prepare one job's inputs: what ``solve`` does to them, once (numba).
+
+        An input ``solve`` would reject goes through ``check_inputs``, which raises the
+        error naming the field (row 0)."""
+        lids = np.ascontiguousarray(link_ids, dtype=np.int64)
+        dem = np.ascontiguousarray(link_demand_Bps, dtype=np.float64)
+        C, s, M = float(compute_s), float(comm_start_s), float(comm_s)
+        ok = lids.ndim == 1 and dem.ndim == 1
+        if ok:
+            ok, csm, dem_q, over = _prepare_job(C, s, M, lids, dem, self.link_capacity_Bps, _Q_HALF, _Q_MASK)
+        if not ok:
+            n = lids.shape[0] if lids.ndim == 1 else 0
+            check_inputs(np.array([C]), np.array([s]), np.array([M]), None, np.array([0, n], np.int64),
+                         link_ids, link_demand_Bps, self._cap_raw)
+            raise AssertionError("prepared contention: inputs check_inputs accepts were refused")
+        if over:  # a solo demand above capacity: the infeasible-demand rule, as `solve` applies it
+            m, dem_q = _feasible_demands(csm[2:], dem_q, self.link_capacity_Bps, np.array([0, lids.shape[0]], np.int64),
+                                         lids, self.options.infeasible_demand)
+            csm[2] = m[0]
+        return JobInputs(float(csm[0]), float(csm[1]), float(csm[2]), lids, dem_q)
+
+    def solve(self, compute_s: np.ndarray, comm_start_s: np.ndarray, comm_s: np.ndarray, ptr: np.ndarray,
+              link_ids: np.ndarray, link_demand_Bps: np.ndarray,
+              stats: dict | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """``(iter_s, exposed_comm_s)`` of prepared jobs: float64 C/s/M, int64 CSR ``ptr`` and
+        ``link_ids``, float64 demands, each job's entries as ``job`` returned them."""
+        if stats is not None:
+            stats.update(dict.fromkeys(_STATS_KEYS, 0))
+        if compute_s.shape[0] == 0:
+            it = solo_iteration_s(compute_s, comm_start_s, comm_s)
+            return it, it - compute_s
+        w = np.ones(compute_s.shape[0])
+        return _solve_groups(compute_s, comm_start_s, comm_s, w, ptr, link_ids, link_demand_Bps,
+                             self.link_capacity_Bps, self.options, self.cache, stats)
+
+
+#: Callers holding the bare ``solve`` (default options and cache) may prepare jobs once:
+#: ``solve.prepared(link_capacity_Bps)`` is a ``PreparedContention`` answering exactly as
+#: ``solve`` does. A wrapped solver (``functools.partial``, a test fake) has no such attribute.
+solve.prepared = PreparedContention

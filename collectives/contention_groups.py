@@ -15,11 +15,24 @@ from numba import njit
 
 
 @njit(cache=True)
-def _find(parent, i):
+def find(parent, i):
+    """Root of i's set, halving the path on the way."""
     while parent[i] != i:
         parent[i] = parent[parent[i]]
         i = parent[i]
     return i
+
+
+@njit(cache=True)
+def union(parent, a, b):
+    """Join the sets of a and b; the smaller root becomes the root (deterministic groups)."""
+    ra = find(parent, a)
+    rb = find(parent, b)
+    if ra != rb:
+        if ra < rb:
+            parent[rb] = ra
+        else:
+            parent[ra] = rb
 
 
 @njit(cache=True)
@@ -47,17 +60,11 @@ def split_groups(n_links, ptr, link_ids, demand_Bps, comm_s):
             if first[lk] < 0:
                 first[lk] = j
             else:
-                ra = _find(parent, first[lk])
-                rb = _find(parent, j)
-                if ra != rb:
-                    if ra < rb:
-                        parent[rb] = ra
-                    else:
-                        parent[ra] = rb
+                union(parent, first[lk], j)
     size = np.zeros(n_jobs, np.int64)
     root = np.empty(n_jobs, np.int64)
     for j in range(n_jobs):
-        root[j] = _find(parent, j)
+        root[j] = find(parent, j)
         size[root[j]] += 1
     gid_of_root = np.full(n_jobs, -1, np.int64)
     n_groups = 0

@@ -1,15 +1,20 @@
 """The discrete-event engine: one policy, one trace, one cluster.
 
 `Engine.run` is the visible round loop — accept → decide → validate → apply → observe.
-Between two instants every running job advances at a constant rate (numba `advance`), and
-the next completion is computed (`next_completion`), never stepped. Events (arrivals,
-restart ends, capacity changes, policy wake-ups and rounds) live in one `EventQueue`.
+Between two instants every running job advances at a constant rate (numba
+`advance_and_complete`), and the next completion is computed (`next_completion`), never
+stepped. Events (arrivals, restart ends, capacity changes, policy wake-ups and rounds) live
+in one `EventQueue`.
 
 Per-event cost follows what changed, not the trace or the running set: all events of one
 instant are accepted before a single policy call (simultaneous arrivals → one call); the
 active set is merged once per call (`kernels.merge_sorted`) and counted without arrays;
-the kernels walk only the jobs holding GPUs; unchanged allocations are skipped by
-validation and `_apply` with C-level scans; rates are re-solved only for touched groups.
+the jobs holding GPUs sit in an unordered array updated in O(1) per start and stop, which
+is all the time kernels walk; policies may answer with the changes only
+(`Decision.changes_only`), and a complete decision's unchanged allocations are skipped by
+validation with C-level scans; each change is validated and planned once (`validate.Plan`:
+GPUs, batch, phases) and applied from the plan; rates are re-solved only for the contention
+groups a change touched, from inputs prepared once per placement (`simcore.rates`).
 """
 
 from __future__ import annotations
@@ -18,7 +23,6 @@ import logging
 import math
 import time as _time
 from dataclasses import dataclass, field
-from itertools import filterfalse
 from types import MappingProxyType
 from typing import Any, Callable, Sequence
 
@@ -32,8 +36,8 @@ from simcore.events import Event, EventQueue, Priority
 from simcore.perf import Phases, PerfModel
 from simcore.rates import RateBook
 from simcore.state import ClusterState, JobTable
-from simcore.validate import validate_decision
-from simcore.work import ConstantEfficiency, StatEfficiency, work_gain
+from simcore.validate import Checked, Plan, validate_decision
+from simcore.work import ConstantEfficiency, StatEfficiency, WorkMode, work_gain
 
 log = logging.getLogger(__name__)
 
@@ -43,9 +47,14 @@ _FINISHED, _UNSCHEDULABLE = int(JobState.FINISHED), int(JobState.UNSCHEDULABLE)
 # event kinds as module constants (enum attribute access is slow on the hot path)
 _ARRIVAL, _CAPACITY, _RESTART_END = Priority.ARRIVAL, Priority.CAPACITY, Priority.RESTART_END
 _WAKE, _ROUND = Priority.WAKE, Priority.ROUND
-_OUTSIDE = frozenset((_ARRIVAL, _CAPACITY, _RESTART_END))  # events from outside the policy
+# events from outside the policy (RESTART_END, ARRIVAL, CAPACITY) are the priorities in
+# [_RESTART_END, _CAPACITY]: tested by int range compares (hashing an enum member is slow)
+assert (int(_RESTART_END), int(_ARRIVAL), int(_CAPACITY)) == (1, 2, 3)
+_VIEW_RUNNING = "running_jobs" in ClusterView.__dataclass_fields__  # the view field, where the API has it
+_UNIT_GAIN = frozenset((int(WorkMode.REPLAY), int(WorkMode.ITERATIONS)))  # modes whose `work_gain` is 1
 _EMPTY = np.zeros(0, np.int32)
 _EMPTY.flags.writeable = False
+_EMPTY64 = np.zeros(0, np.int64)  # writable: numba types read-only arrays on a slow path
 
 
 @dataclass(frozen=True)
@@ -70,6 +79,9 @@ class EngineOptions:
     incremental_contention: bool = True
     #: after every decision, check that GPU ownership matches the allocations (tests)
     check_invariants: bool = False
+    #: offer policies the changes-only decision form (`ClusterView.accepts_changes`); False:
+    #: they must list the complete running set (the reference the short form is tested against)
+    accept_changes: bool = True
 
 
 @dataclass
@@ -112,7 +124,12 @@ class Engine:
         self._last_alloc: dict[int, tuple[int, ...]] = {}  # GPUs before a change (to classify it)
         self._current: dict[int, Allocation] = {}  # job → Allocation(gpus) handed to policies
         self._current_ro = MappingProxyType(self._current)
-        self._held_arr: np.ndarray | None = None
+        # jobs holding GPUs, unordered, in `_held[:_held_n]` (the kernels' input), with each
+        # one's position: O(1) per start/stop instead of a sorted rebuild per change
+        self._held = np.zeros(max(cluster.num_gpus, 1), np.int64)
+        self._held_n = 0
+        self._held_pos: dict[int, int] = {}
+        self._running_arr: np.ndarray | None = None  # `_held[:_held_n]` sorted, read-only; None: stale
         self._queued_since = np.full(jobs.num_jobs, np.nan)  # waiting is accounted on leaving the queue
         self._changed = True  # occupancy may have changed since the last timeline row
         self._restarting: set[int] = set()  # jobs holding GPUs while paying a change cost
@@ -162,13 +179,13 @@ class Engine:
             if not math.isfinite(t):
                 stuck = True  # nothing running, nothing pending: remaining jobs can never start
                 break
-            self._advance_to(t)
-            call = self._accept(t)  # completions, restart ends, arrivals, capacity, wakes, rounds
+            done = self._advance_to(t)
+            call = self._accept(t, done)  # completions, restart ends, arrivals, capacity, wakes, rounds
             if call:
                 decision = self._decide(t)  # the policy, with its name and the time on failure
-                changed, emptied = validate_decision(decision, self.jobs, self.cluster, self.perf, self._alloc_t,
-                                                     self.name, t, self._current)
-                did = self._apply(decision, changed, emptied, t)  # preempt, start, migrate, resize, rebatch
+                checked = validate_decision(decision, self.jobs, self.cluster, self.perf, self._alloc_t,
+                                            self.name, t, self._current)
+                did = self._apply(checked, t)  # preempt, start, migrate, resize, rebatch
                 if self.opt.check_invariants:
                     self._check_ownership()
                 if decision.wake_at is not None and decision.wake_at > t and decision.wake_at not in self._wakes:
@@ -195,39 +212,66 @@ class Engine:
             drop.sort()
             # the kernel gets the writable base (numba types read-only arrays on a slow path)
             base = self._active_arr.base if self._active_arr.base is not None else self._active_arr
-            a = kernels.merge_sorted(base, np.array(add, np.int64), np.array(drop, np.int64)).view()
+            a = kernels.merge_sorted(base, np.array(add, np.int64) if add else _EMPTY64,
+                                     np.array(drop, np.int64) if drop else _EMPTY64).view()
             add.clear()
             drop.clear()
             a.flags.writeable = False
             self._active_arr = a
         return self._active_arr
 
-    def _held_idx(self) -> np.ndarray:
-        """Jobs holding GPUs (RUNNING or RESTARTING), ascending; rebuilt after a change."""
-        if self._held_arr is None:
-            self._held_arr = np.sort(np.fromiter(self._alloc.keys(), np.int64, len(self._alloc)))
-        return self._held_arr
+    def _held_add(self, j: int) -> None:
+        n = self._held_n
+        if n == self._held.shape[0]:
+            self._held = np.concatenate([self._held, np.zeros(n, np.int64)])
+        self._held[n] = j
+        self._held_pos[j] = n
+        self._held_n = n + 1
+        self._running_arr = None
+
+    def _held_remove(self, j: int) -> None:
+        i = self._held_pos.pop(j)
+        n = self._held_n - 1
+        if i != n:
+            last = int(self._held[n])
+            self._held[i] = last
+            self._held_pos[last] = i
+        self._held_n = n
+        self._running_arr = None
+
+    def _running_idx(self) -> np.ndarray:
+        """Jobs holding GPUs (RUNNING or RESTARTING), ascending, read-only; rebuilt only after
+        a start or stop, and never mutated (a policy may keep it)."""
+        a = self._running_arr
+        if a is None:
+            a = np.sort(self._held[:self._held_n])
+            a.flags.writeable = False
+            self._running_arr = a
+        return a
 
     def _next_time(self) -> float:
         j = self.jobs
-        dt, _ = kernels.next_completion(self._held_idx(), j.state, j.rate, j.progress)
+        dt = kernels.next_completion(self._held, self._held_n, j.state, j.rate, j.progress)
         return min(self.queue.peek_time(), self.now + dt)
 
-    def _advance_to(self, t: float) -> None:
+    def _advance_to(self, t: float) -> np.ndarray:
+        """Advance every job holding GPUs to `t`; the RUNNING ones done then, ascending."""
         dt = t - self.now
         if dt < 0:
             raise AssertionError(f"time went backwards: {self.now} → {t}")
+        j = self.jobs
+        done = kernels.advance_and_complete(self._held, self._held_n, dt, self.opt.completion_tol_s, j.state,
+                                            j.rate, j.progress, j.alloc_count, j.attained_gpu_s, j.executed_s,
+                                            j.restart_s, j.exposed_frac, j.exposed_comm_s)
         if dt > 0:
-            j = self.jobs
-            kernels.advance(self._held_idx(), dt, j.state, j.rate, j.progress, j.alloc_count, j.attained_gpu_s,
-                            j.executed_s, j.restart_s, j.exposed_frac, j.exposed_comm_s)
             self._online_gpu_s += self._online * dt
             self._busy_gpu_s += self._busy * dt
         self.now = t
+        return done
 
     # ---- accept ---------------------------------------------------------------------
     def _push(self, ev: Event) -> None:
-        if ev.priority in _OUTSIDE:
+        if _RESTART_END <= ev.priority <= _CAPACITY:  # from outside the policy
             self._pending_outside += 1
         self.queue.push(ev)
 
@@ -240,36 +284,38 @@ class Engine:
                 self._push(Event(float(self.jobs.submit_time[j]), _ARRIVAL, job=j))
                 return
 
-    def _accept(self, t: float) -> bool:
-        """Handle everything that happens at instant `t`; True if the policy must be called."""
+    def _accept(self, t: float, done: np.ndarray) -> bool:
+        """Handle everything that happens at instant `t` (`done`: jobs completing now, ascending);
+        True if the policy must be called."""
         call = False
         j = self.jobs
-        done = kernels.completed_now(self._held_idx(), j.state, j.rate, j.progress, self.opt.completion_tol_s)
-        for k in done:
-            self._complete(int(k), t)
-            call = call or self.policy.event_driven
+        if done.shape[0]:
+            for k in done.tolist():
+                self._complete(k, t)
+            call = bool(self.policy.event_driven)
         while self.queue.peek_time() <= t:
             ev = self.queue.pop()
             self.num_events += 1
-            if ev.priority in _OUTSIDE:
+            p = ev.priority
+            if _RESTART_END <= p <= _CAPACITY:  # from outside the policy (int compares: no enum hashing)
                 self._pending_outside -= 1
-            if ev.priority == _ARRIVAL:
+            if p == _ARRIVAL:
                 self._arrive(ev.job)
                 call = call or self.policy.event_driven
-            elif ev.priority == _RESTART_END:
+            elif p == _RESTART_END:
                 if ev.version == j.version[ev.job] and j.state[ev.job] == _RESTARTING:
                     j.state[ev.job] = _RUNNING
                     self._restarting.discard(ev.job)
                     self._changed = True
                     self._mark_rates(ev.job)
                     call = call or self.policy.event_driven
-            elif ev.priority == _CAPACITY:
+            elif p == _CAPACITY:
                 self._capacity(ev.node, ev.online, t)
                 call = True  # a node leaving or joining always gets a policy call
-            elif ev.priority == _WAKE:
+            elif p == _WAKE:
                 self._wakes.discard(ev.time)
                 call = call or self._active_n > 0
-            elif ev.priority == _ROUND:
+            elif p == _ROUND:
                 self._round_pending = False
                 skip = self._rounds_need_queue and not self._any_queued()
                 call = call or (self._active_n > 0 and not skip)
@@ -334,9 +380,16 @@ class Engine:
             a = self._active_idx()
             j = self.jobs
             j.remaining_s[a] = (1.0 - j.progress[a]) * j.work_iters[a] * j.ref_iter_s[a]
+        extra = {"running_jobs": self._running_idx()} if _VIEW_RUNNING else {}
         view = ClusterView(now=t, jobs=self._jobs_view, cluster=self._cluster_view,
                            iteration_time=self._what_if, allocation_of=self._allocation_of,
-                           active_jobs=self._active_idx(), current=self._current_ro)
+                           active_jobs=self._active_idx(), current=self._current_ro,
+                           accepts_changes=self.opt.accept_changes, **extra)
+        if self.opt.check_invariants and _VIEW_RUNNING:
+            s = self.jobs.state
+            want = np.flatnonzero((s == _RUNNING) | (s == _RESTARTING))
+            if not np.array_equal(view.running_jobs, want):
+                raise AssertionError(f"running_jobs out of sync with job states at t={t}")
         self.num_calls += 1
         w0 = _time.perf_counter()
         try:
@@ -357,99 +410,106 @@ class Engine:
         return self._alloc.get(int(j), _EMPTY)
 
     # ---- apply ----------------------------------------------------------------------
-    def _apply(self, decision: Decision, changed: list[int], emptied: list[int], t: float) -> bool:
-        allocs = decision.allocations
+    def _apply(self, checked: Checked, t: float) -> bool:
         did = False
-        # held now, absent from the decision: a C-level scan, no set copy of the running set
-        gone = list(filterfalse(allocs.__contains__, self._current))
-        if emptied:
-            gone = list(set(gone).union(j for j in emptied if j in self._alloc))
-        if len(gone) > 1:
-            gone.sort()
+        gone = checked.gone  # held now, absent from the decision (ascending)
+        if checked.emptied:
+            gone = sorted(set(gone).union(j for j in checked.emptied if j in self._alloc))
         for j in gone:
             self._preempt(j, t, action="preempt")
             did = True
-        for j in changed:  # release first, so GPUs can move between jobs in one decision
-            if j in self._alloc:
-                self._release(j)
-        for j in changed:
-            self._place(j, allocs[j], t)
+        plans = checked.plans
+        for p in plans:  # release first, so GPUs can move between jobs in one decision
+            if p.job in self._alloc:
+                self._release(p.job)
+        for p in plans:
+            self._place(p, t)
             did = True
         return did
 
-    def _place(self, j: int, a: Allocation, t: float) -> None:
-        jobs, model = self.jobs, self.jobs.model[j]
-        gpus = np.asarray(sorted(a.gpus), np.int32)
-        batch = int(jobs.batch_size[j] if a.batch_size is None else a.batch_size)
-        prev_gpus = self._last_alloc.get(j)
+    def _place(self, plan: Plan, t: float) -> None:
+        j, gpus, batch = plan.job, plan.gpus, plan.batch
+        jobs = self.jobs
+        model = jobs.model[j]
+        costs = self.costs
         if jobs.state[j] == _QUEUED:
             jobs.waiting_s[j] += t - self._queued_since[j]
             self._queued_since[j] = np.nan
             if math.isnan(jobs.first_start[j]):
-                action, cost = "start", self.costs.start_s
+                action, cost = "start", costs.start_s
                 jobs.first_start[j] = t
             else:
-                action, cost = "resume", self.costs.restart_for(model)
+                action, cost = "resume", costs.restart_for(model)
                 jobs.num_restarts[j] += 1
         else:
+            prev_gpus = self._last_alloc.get(j)
             old_set = set(prev_gpus) if prev_gpus is not None else set()
             new_set = set(gpus.tolist())
             if old_set == new_set:
-                action, cost = "rebatch", self.costs.batch_change_for(model)
+                action, cost = "rebatch", costs.batch_change_for(model)
             elif len(old_set) == len(new_set):
-                action, cost = "migrate", self.costs.migrate_for(model)
+                action, cost = "migrate", costs.migrate_for(model)
             elif old_set <= new_set or new_set <= old_set:
-                action, cost = "resize", self.costs.resize_for(model)
+                action, cost = "resize", costs.resize_for(model)
             else:
-                action, cost = "migrate", self.costs.migrate_for(model)
+                action, cost = "migrate", costs.migrate_for(model)
             if cost > 0 or action != "rebatch":
                 jobs.num_restarts[j] += 1
         if batch != jobs.batch_size[j]:
             jobs.batch_size[j] = batch
-        jobs.gain[j] = work_gain(int(jobs.work_mode[j]), batch, int(jobs.global_batch[j]), self.eff, j,
-                                 float(jobs.progress[j]))
-        self._hold(j, gpus)
+        mode = int(jobs.work_mode[j])
+        jobs.gain[j] = 1.0 if mode in _UNIT_GAIN else work_gain(mode, batch, int(jobs.global_batch[j]), self.eff, j,
+                                                                float(jobs.progress[j]))
+        self._hold(j, gpus, plan.alloc)
         jobs.last_start[j] = t
-        jobs.version[j] += 1
-        phases = self.perf.phases(model, gpus, batch)
-        assert phases is not None  # validated
-        self._phases[j] = phases
+        version = int(jobs.version[j]) + 1
+        jobs.version[j] = version
+        self._phases[j] = plan.phases
         if cost > 0:
             jobs.state[j] = _RESTARTING
             self._restarting.add(j)
-            self._push(Event(t + cost, _RESTART_END, job=j, version=int(jobs.version[j])))
+            self._push(Event(t + cost, _RESTART_END, job=j, version=version))
         else:
             jobs.state[j] = _RUNNING
         jobs.rate[j] = 0.0
-        self._mark_rates(j)
-        self._record(t, j, action, gpus, batch, cost)
+        self.rates.dirty.add(j)
+        if self.decisions is not None:
+            self._record(t, j, action, gpus, batch, cost)
 
-    def _hold(self, j: int, gpus: np.ndarray) -> None:
-        gpus.flags.writeable = False
-        self.cluster.gpu_owner[gpus] = j
+    def _hold(self, j: int, gpus: np.ndarray, a: Allocation | None = None) -> None:
+        """Job j takes `gpus` (ascending, read-only). `a`: the policy's Allocation for it,
+        kept as the engine's own object when it says exactly that (GPUs ascending, batch
+        None), so the policy can hand back the very object next time."""
+        g = tuple(gpus.tolist())
+        owner = self.cluster.gpu_owner
+        for x in g:  # a few scalar stores beat one fancy-index store on short arrays
+            owner[x] = j
         self._alloc[j] = gpus
-        self._alloc_t[j] = tuple(gpus.tolist())
-        self._current[j] = Allocation(self._alloc_t[j])
-        self._held_arr = None
+        self._alloc_t[j] = g
+        obj = a if type(a) is Allocation and a.batch_size is None and a.gpus == g else Allocation(g)
+        self._current[j] = obj
+        self._held_add(j)
         self._changed = True
-        self._last_alloc[j] = self._alloc_t[j]
-        self.jobs.alloc_count[j] = gpus.shape[0]
-        self._busy += int(gpus.shape[0])
+        self._last_alloc[j] = g
+        n = gpus.shape[0]
+        self.jobs.alloc_count[j] = n
+        self._busy += n
 
     def _release(self, j: int) -> None:
         gpus = self._alloc.pop(j, None)
         if gpus is None:
             return
-        self._alloc_t.pop(j, None)
-        self._current.pop(j, None)
+        owner = self.cluster.gpu_owner
+        for x in self._alloc_t.pop(j):
+            owner[x] = -1
+        del self._current[j]
         self._restarting.discard(j)
-        self._held_arr = None
+        self._held_remove(j)
         self._changed = True
         self._phases.pop(j, None)
-        self.cluster.gpu_owner[gpus] = -1
-        self._busy -= int(gpus.shape[0])
+        self._busy -= gpus.shape[0]
         self.jobs.alloc_count[j] = 0
-        self._mark_rates(j)
+        self.rates.dirty.add(j)
 
     def _preempt(self, j: int, t: float, action: str) -> None:
         self._release(j)

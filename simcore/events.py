@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import enum
 import heapq
-from dataclasses import dataclass
+from typing import NamedTuple
 
 
 class Priority(enum.IntEnum):
@@ -34,11 +34,11 @@ class Priority(enum.IntEnum):
     ROUND = 5
 
 
-@dataclass(frozen=True, slots=True)
-class Event:
+class Event(NamedTuple):
     """One scheduled event. `job` is the job index (-1 if none); `version` lets the engine
     drop a RESTART_END made stale by a later decision; `node`/`online` describe a capacity
-    change."""
+    change. Immutable (a named tuple: built several times per simulated event, and a
+    tuple is built several times faster than a frozen dataclass)."""
 
     time: float
     priority: Priority

@@ -1,8 +1,10 @@
-"""Numba kernels of the engine's hot path: advancing time and finding the next completion.
+"""Numba kernels of the engine's hot path: advancing time, finding the next completion,
+merging the active set, and gathering the contention inputs a change touches.
 
-They walk only the jobs holding GPUs (`held`: RUNNING or RESTARTING), so an event costs what
-the running set costs, not the queue or the whole trace (queued time is accounted when a
-job leaves the queue). State codes are `simcore.api.JobState` values.
+The time kernels walk only the jobs holding GPUs (`held[:n]`: RUNNING or RESTARTING, kept
+by the engine in an unordered array updated in O(1) per start and stop), so an event costs
+what the running set costs, not the queue or the whole trace (queued time is accounted when
+a job leaves the queue). State codes are `simcore.api.JobState` values.
 """
 
 from __future__ import annotations
@@ -10,64 +12,62 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from collectives.contention_groups import find, union
+
 QUEUED = 1
 RUNNING = 2
 RESTARTING = 3
 
 
 @njit(cache=True)
-def advance(held, dt, state, rate, progress, alloc_count, attained_gpu_s, executed_s,
-            restart_s, exposed_frac, exposed_comm_s):  # pragma: no cover - compiled
-    """Move every job holding GPUs `dt` seconds forward at its current constant rate.
+def advance_and_complete(held, n, dt, tol_s, state, rate, progress, alloc_count, attained_gpu_s, executed_s,
+                         restart_s, exposed_frac, exposed_comm_s):  # pragma: no cover - compiled
+    """Move the `n` jobs `held[:n]` (holding GPUs, any order) `dt` seconds forward at their
+    constant rates, then return, ascending, the RUNNING ones that are done.
 
     RUNNING jobs gain `rate * dt` progress (capped at 1), GPU-seconds and exposed
     communication; RESTARTING jobs hold GPUs without progress (time counted in `restart_s`).
+    A RUNNING job is done when it has no work left or would finish within `tol_s` seconds
+    (rounding of simultaneous completions); its progress is snapped to exactly 1.
     """
-    for k in range(held.shape[0]):
+    if dt > 0.0:
+        for k in range(n):
+            j = held[k]
+            s = state[j]
+            if s == RUNNING:
+                p = progress[j] + rate[j] * dt
+                progress[j] = p if p < 1.0 else 1.0
+                attained_gpu_s[j] += alloc_count[j] * dt
+                executed_s[j] += dt
+                exposed_comm_s[j] += exposed_frac[j] * dt
+            elif s == RESTARTING:
+                attained_gpu_s[j] += alloc_count[j] * dt
+                executed_s[j] += dt
+                restart_s[j] += dt
+    out = np.empty(n, np.int64)
+    m = 0
+    for k in range(n):
         j = held[k]
-        s = state[j]
-        if s == RUNNING:
-            p = progress[j] + rate[j] * dt
-            progress[j] = p if p < 1.0 else 1.0
-            attained_gpu_s[j] += alloc_count[j] * dt
-            executed_s[j] += dt
-            exposed_comm_s[j] += exposed_frac[j] * dt
-        elif s == RESTARTING:
-            attained_gpu_s[j] += alloc_count[j] * dt
-            executed_s[j] += dt
-            restart_s[j] += dt
-
-
-@njit(cache=True)
-def next_completion(active, state, rate, progress):  # pragma: no cover - compiled
-    """(seconds until the first RUNNING job completes, its index), or (inf, -1)."""
-    best = np.inf
-    arg = -1
-    for k in range(active.shape[0]):
-        j = active[k]
-        if state[j] == RUNNING and rate[j] > 0.0:
-            t = (1.0 - progress[j]) / rate[j]
-            if t < best:
-                best = t
-                arg = j
-    return best, arg
-
-
-@njit(cache=True)
-def completed_now(active, state, rate, progress, tol_s):  # pragma: no cover - compiled
-    """Indices of RUNNING jobs finishing within `tol_s` seconds (rounding of simultaneous
-    completions); their progress is snapped to exactly 1."""
-    out = np.empty(active.shape[0], np.int64)
-    n = 0
-    for k in range(active.shape[0]):
-        j = active[k]
         if state[j] == RUNNING:
             left = 1.0 - progress[j]
             if left <= 0.0 or (rate[j] > 0.0 and left / rate[j] <= tol_s) or left <= 1e-12:
                 progress[j] = 1.0
-                out[n] = j
-                n += 1
-    return out[:n]
+                out[m] = j
+                m += 1
+    return np.sort(out[:m])
+
+
+@njit(cache=True)
+def next_completion(held, n, state, rate, progress):  # pragma: no cover - compiled
+    """Seconds until the first RUNNING job of `held[:n]` completes (inf if none)."""
+    best = np.inf
+    for k in range(n):
+        j = held[k]
+        if state[j] == RUNNING and rate[j] > 0.0:
+            t = (1.0 - progress[j]) / rate[j]
+            if t < best:
+                best = t
+    return best
 
 
 @njit(cache=True)
@@ -90,3 +90,60 @@ def merge_sorted(a, add, drop):  # pragma: no cover - compiled
         out[n] = v
         n += 1
     return out[:n]
+
+
+@njit(cache=True)
+def linked_inputs(seeds, n_links, slot_job, slot_of, nlink, links, demand, compute, start,
+                  comm):  # pragma: no cover - compiled
+    """The jobs whose contention a change can touch, with their prepared solver inputs.
+
+    Slot `s` (`slot_job[s] >= 0`) holds a running job with links: its first `nlink[s]` link
+    ids `links[s]` and demands `demand[s]`, and its compute / comm-start / comm seconds.
+    The jobs returned, ascending, are those of the connected components of the job–link
+    graph (jobs joined by a shared link) that contain a link of `seeds`; with them their
+    inputs in that order: `(jobs, compute_s, comm_start_s, comm_s, ptr, link_ids, demand)`
+    (CSR, each job's links in its own order) — what `PreparedContention.solve` takes.
+    One union–find pass over the registered jobs' links: no Python loop over the group.
+    """
+    ns = slot_job.shape[0]
+    first = np.full(n_links, -1, np.int64)  # first slot seen on each link
+    parent = np.arange(ns)
+    for s in range(ns):
+        if slot_job[s] < 0:
+            continue
+        for k in range(nlink[s]):
+            lk = links[s, k]
+            f = first[lk]
+            if f < 0:
+                first[lk] = s
+            else:
+                union(parent, f, s)
+    mark = np.zeros(ns, np.bool_)
+    for i in range(seeds.shape[0]):
+        f = first[seeds[i]]
+        if f >= 0:
+            mark[find(parent, f)] = True
+    members = np.empty(ns, np.int64)
+    n = 0
+    for s in range(ns):
+        if slot_job[s] >= 0 and mark[find(parent, s)]:
+            members[n] = slot_job[s]
+            n += 1
+    members = np.sort(members[:n])
+    ptr = np.zeros(n + 1, np.int64)
+    for i in range(n):
+        ptr[i + 1] = ptr[i] + nlink[slot_of[members[i]]]
+    ids = np.empty(ptr[n], np.int64)
+    dem = np.empty(ptr[n])
+    c = np.empty(n)
+    st = np.empty(n)
+    m = np.empty(n)
+    for i in range(n):
+        s = slot_of[members[i]]
+        c[i] = compute[s]
+        st[i] = start[s]
+        m[i] = comm[s]
+        for k in range(nlink[s]):
+            ids[ptr[i] + k] = links[s, k]
+            dem[ptr[i] + k] = demand[s, k]
+    return members, c, st, m, ptr, ids, dem

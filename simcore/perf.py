@@ -14,7 +14,9 @@ One iteration of job j on GPUs P at global batch b is the phase model of the con
 - with contention, every running job's `(C, s, M, link demands)` goes to
   `collectives.contention.solve`, which gives each job's iteration time when jobs whose
   communication overlaps on a link share it max-min fairly. The solver caches by group
-  signature, so only groups a change touched are recomputed.
+  signature, so only groups a change touched are recomputed. When the solver offers a
+  prepared form (`solve.prepared`, the real one does), each placement's contention inputs
+  are checked and quantised once (`contention_inputs`) instead of on every solve.
 
 The zoo and the comm model are injected (`zoo`, `comm`, `solve`), so tests use small fakes
 and the runner uses `calibration.zoo` and `collectives`.
@@ -30,6 +32,7 @@ import numpy as np
 
 #: Largest local batch searched when finding the memory limit.
 MAX_LOCAL_BATCH = 1 << 16
+_MISSING = object()  # cache sentinel (None is a cached answer: the placement cannot run)
 
 
 class ZooLike(Protocol):
@@ -109,6 +112,10 @@ class PerfModel:
         self._compute: dict[tuple[str, int, int], float] = {}
         self._phases: dict[tuple[str, bytes, int], Phases | None] = {}
         self._comm_cache: dict[tuple[str, bytes], Any] = {}
+        #: the solver's prepared form (None: contention off, or a solver without one)
+        factory = getattr(solve, "prepared", None) if self.contention else None
+        self.prepared = factory(self.link_capacity_Bps) if factory is not None else None
+        self._inputs: dict[int, tuple[Phases, Any]] = {}  # id(Phases) → (Phases, prepared inputs)
 
     # ---- per-model facts -------------------------------------------------------------
     def facts(self, model: str) -> ModelFacts:
@@ -176,12 +183,14 @@ class PerfModel:
         """Phases of one iteration on `gpus` at global batch `batch`; None if it cannot run."""
         gpus = np.asarray(gpus, dtype=np.int32)
         key = (model, gpus.tobytes(), int(batch))
-        if key in self._phases:
-            return self._phases[key]
+        res = self._phases.get(key, _MISSING)
+        if res is not _MISSING:
+            return res
         n = int(gpus.shape[0])
-        res: Phases | None = None
+        res = None
         if n > 0 and batch >= n:
-            types = np.unique(self.gpu_type[gpus])
+            tys = self.gpu_type[gpus]
+            types = tys[:1] if n == 1 or (tys == tys[0]).all() else np.unique(tys)  # one type: no sort
             mb = self.micro_batching(model, types, math.ceil(batch / n))
             if mb is not None:
                 steps, micro = mb
@@ -215,8 +224,22 @@ class PerfModel:
         return math.inf if p is None else p.solo_s
 
     # ---- contention over the running set ------------------------------------------
+    def contention_inputs(self, ph: Phases) -> Any:
+        """The prepared solver's inputs for one placement (`PreparedContention.job`), made
+        once per `Phases` object (phases are cached per placement, so once per placement)."""
+        v = self._inputs.get(id(ph))
+        if v is None:
+            if len(self._inputs) > 200_000:
+                self._inputs.clear()
+            demand = ph.link_bytes / ph.comm_s if ph.comm_s > 0 else np.zeros_like(ph.link_bytes)
+            v = (ph, self.prepared.job(ph.compute_s, ph.comm_start_s, ph.comm_s, ph.link_ids, demand))
+            self._inputs[id(ph)] = v  # the entry keeps `ph` alive, so its id is not reused
+        return v[1]
+
     def iteration_times(self, phases: list[Phases]) -> tuple[np.ndarray, np.ndarray]:
         """(iteration s, exposed communication s) for jobs running together."""
+        if self.prepared is not None and phases:
+            return self._iteration_times_prepared(phases)
         k = len(phases)
         c = np.fromiter((p.compute_s for p in phases), np.float64, k)
         s = np.fromiter((p.comm_start_s for p in phases), np.float64, k)
@@ -236,6 +259,23 @@ class PerfModel:
         )
         it, exposed = self._solve(c, s, m, ptr, ids, demand, self.link_capacity_Bps)
         return np.asarray(it, np.float64), np.asarray(exposed, np.float64)
+
+    def _iteration_times_prepared(self, phases: list[Phases]) -> tuple[np.ndarray, np.ndarray]:
+        """`iteration_times` through the prepared solver: same answer, bit for bit."""
+        k = len(phases)
+        if not any(p.link_ids.shape[0] for p in phases):  # no links: solo times, unquantised
+            c = np.fromiter((p.compute_s for p in phases), np.float64, k)
+            it = np.maximum(c, np.fromiter((p.comm_start_s + p.comm_s for p in phases), np.float64, k))
+            return it, it - c
+        ins = [self.contention_inputs(p) for p in phases]
+        c = np.fromiter((x.compute_s for x in ins), np.float64, k)
+        s = np.fromiter((x.comm_start_s for x in ins), np.float64, k)
+        m = np.fromiter((x.comm_s for x in ins), np.float64, k)
+        ptr = np.zeros(k + 1, np.int64)
+        np.cumsum(np.fromiter((x.link_ids.shape[0] for x in ins), np.int64, k), out=ptr[1:])
+        ids = np.concatenate([x.link_ids for x in ins])
+        demand = np.concatenate([x.link_demand_Bps for x in ins])
+        return self.prepared.solve(c, s, m, ptr, ids, demand)
 
     # ---- reference placements -----------------------------------------------------
     def consolidated_gpus(self, n: int, type_req: int = -1) -> np.ndarray | None:

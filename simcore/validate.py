@@ -10,22 +10,34 @@ fit GPU memory (even with gradient accumulation, when that is allowed).
 
 Allocations identical to a job's current one were checked when applied and only take part
 in the double-booking check, so validating a round costs what the round changes: they are
-found by C-level scans (`_suspects`: identity with the engine's own `Allocation` objects,
-then equal GPU tuples), never a Python loop over the running set.
+found by C-level scans (`_suspects`: identity with the engine's own `Allocation` objects
+by dict equality and set operations, then equal GPU tuples), never a Python loop over the
+running set. The same scan finds the
+running jobs the decision leaves out (preempted), so the engine does not scan again.
+A `Decision(changes_only=True)` (offered through `ClusterView.accepts_changes`) lists only
+the changes, an empty `Allocation` stopping a job; every running job it does not list keeps
+its GPUs, so there is nothing to scan at all.
+
+Each changed allocation is checked by a lean pass (`_plan`) that also looks up the phases
+the engine will run it with (the memory check is `PerfModel.phases` returning None, the
+same rule, computed once for both). Anything that pass does not accept is re-checked by the
+full per-GPU pass (`_explain`), which raises the error naming the first fault, in the order
+the checks are listed above.
 """
 
 from __future__ import annotations
 
 import math
-from itertools import compress, islice, repeat
+from itertools import compress, filterfalse, repeat
 from operator import and_, attrgetter, eq, is_, is_not, not_
-from typing import Mapping
+from types import MappingProxyType
+from typing import Mapping, NamedTuple
 
 import numpy as np
 
 from cosim.errors import PolicyError
 from simcore.api import Allocation, Decision, JobState
-from simcore.perf import PerfModel
+from simcore.perf import Phases, PerfModel
 from simcore.state import ClusterState, JobTable
 
 _ACTIVE = (int(JobState.QUEUED), int(JobState.RUNNING), int(JobState.RESTARTING))  # plain ints: fast `in`
@@ -34,19 +46,54 @@ _batch_of = attrgetter("batch_size")
 _NONE = repeat(None)
 
 
-def _suspects(allocs: Mapping[int, Allocation], objs: Mapping[int, Allocation],
-              current: Mapping[int, tuple[int, ...]]) -> list:
-    """Jobs of the decision whose allocation may differ from the current one, found with
-    C-level iteration (map/compress) so an unchanged running set costs no Python loop:
-    first the very objects the engine handed out (identity), then equal fresh Allocations
-    (same GPU tuple, batch None) — exactly the allocations the full check would skip."""
-    if objs and len(allocs) >= len(objs) and objs.items() <= allocs.items():
-        # the common "keep everything, add some" decision: every current object is handed
-        # back (identity short-cuts the comparison), so the rest are the additions; with
-        # insertion order they are the dict's tail, which the membership test confirms
-        tail = list(islice(allocs, len(objs), None))
-        if not any(map(objs.__contains__, tail)):
-            return tail
+class Plan(NamedTuple):
+    """A validated change: job j runs on `gpus` (ascending, read-only int32) at global batch
+    `batch`, with these phases."""
+
+    job: int
+    alloc: Allocation
+    gpus: np.ndarray
+    batch: int
+    phases: Phases
+
+
+class Checked(NamedTuple):
+    """What `validate_decision` found: the changes to apply (in decision order), jobs listed
+    with no GPUs, and jobs held now but absent from the decision (ascending)."""
+
+    plans: list[Plan]
+    emptied: list[int]
+    gone: list[int]
+
+    @property
+    def changed(self) -> list[int]:
+        return [p.job for p in self.plans]
+
+
+def _scan(allocs: Mapping[int, Allocation], objs: Mapping[int, Allocation],
+          current: Mapping[int, tuple[int, ...]]) -> tuple[list, list | None]:
+    """(`_suspects`, the keys of `objs` absent from `allocs` — or None when not worked out).
+
+    The common decisions keep every running job it does not preempt by handing back the
+    engine's own object, and add a few: then the suspects are the new keys and the rest of
+    the decision is checked by one C-level comparison (identity first) against the engine's
+    objects, less the preempted ones."""
+    if objs and len(current) == len(objs) and type(allocs) is dict:
+        if len(allocs) == len(objs) and allocs == objs:
+            return [], []  # every running job kept with the same (or an equal) object, nothing new
+        new = set(allocs).difference(objs)  # set operations and dict equality: no Python call per key
+        kept = allocs.copy()
+        for k in new:
+            del kept[k]
+        if len(kept) == len(objs):
+            rest, gone = objs, []
+        else:
+            gone = list(set(objs).difference(allocs))
+            rest = objs.copy() if isinstance(objs, (dict, MappingProxyType)) else dict(objs)
+            for k in gone:
+                del rest[k]
+        if kept == rest:  # the others kept with the same (or an equal) object
+            return (list(new) if len(new) <= 1 else list(filter(new.__contains__, allocs))), gone
     keys = list(allocs)
     vals = list(allocs.values())
     if objs:
@@ -54,11 +101,20 @@ def _suspects(allocs: Mapping[int, Allocation], objs: Mapping[int, Allocation],
         keys = list(compress(keys, mask))
         vals = list(compress(vals, mask))
     if not keys or not current:
-        return keys
+        return keys, None
     if set(map(type, vals)) != {Allocation}:
-        return keys  # foreign entries: the per-job check reports them
+        return keys, None  # foreign entries: the per-job check reports them
     same = map(and_, map(eq, map(_gpus_of, vals), map(current.get, keys)), map(is_, map(_batch_of, vals), _NONE))
-    return list(compress(keys, map(not_, same)))
+    return list(compress(keys, map(not_, same))), None
+
+
+def _suspects(allocs: Mapping[int, Allocation], objs: Mapping[int, Allocation],
+              current: Mapping[int, tuple[int, ...]]) -> list:
+    """Jobs of the decision whose allocation may differ from the current one, found with
+    C-level iteration (map/compress) so an unchanged running set costs no Python loop:
+    first the very objects the engine handed out (identity), then equal fresh Allocations
+    (same GPU tuple, batch None) — exactly the allocations the full check would skip."""
+    return _scan(allocs, objs, current)[0]
 
 
 def _err(policy: str, now: float, msg: str) -> PolicyError:
@@ -74,21 +130,24 @@ def validate_decision(
     policy: str,
     now: float,
     current_objs: Mapping[int, Allocation] | None = None,
-) -> tuple[list[int], list[int]]:
-    """Check `decision`; return (jobs whose allocation or batch changes, jobs listed with no
-    GPUs). Jobs held now but absent from the decision are preempted by the caller."""
+) -> Checked:
+    """Check `decision`; return the changes to apply, the jobs listed with no GPUs and the
+    jobs held now (keys of `current`) that the decision leaves out (to be preempted)."""
     if not isinstance(decision, Decision):
         raise _err(policy, now, f"decide() returned {type(decision).__name__}, expected simcore.api.Decision")
     allocs = decision.allocations
-    nj, ng = jobs.num_jobs, cluster.num_gpus
+    nj = jobs.num_jobs
     if decision.wake_at is not None and not (math.isfinite(decision.wake_at) and decision.wake_at >= now):
         raise _err(policy, now, f"wake_at={decision.wake_at!r} is not a finite time >= now")
     changed: list[int] = []
     emptied: list[int] = []
     objs = current_objs or {}
     get = objs.get
-    # unchanged allocations (the engine's own objects, or equal fresh ones) skipped at C speed
-    suspects = _suspects(allocs, objs, current) if allocs else []
+    changes_only = bool(getattr(decision, "changes_only", False))
+    if changes_only:  # only changes listed: nothing to scan, no running job left out
+        suspects, gone = list(allocs), []
+    else:  # unchanged allocations (the engine's own objects, or equal fresh ones) skipped at C speed
+        suspects, gone = _scan(allocs, objs, current) if allocs else ([], None)
     for j in suspects:
         a = allocs[j]
         cur = get(j)
@@ -105,8 +164,75 @@ def validate_decision(
         if current.get(int(j)) == a.gpus and (batch is None or batch == jobs.batch_size[j]):
             continue
         changed.append(int(j))
-    claimed: dict[int, int] = {}
+    gone = sorted(filterfalse(allocs.__contains__, current)) if gone is None else sorted(gone)
+    if not changed:
+        return Checked([], emptied, gone)
+    keeps = _keeper(allocs, changed, emptied, changes_only)
+    plans = _plan(changed, allocs, jobs, cluster, perf, keeps)
+    if plans is None:
+        _explain(changed, allocs, jobs, cluster, perf, policy, now, keeps)  # raises the precise error
+        plans = _plan(changed, allocs, jobs, cluster, perf, keeps, lenient=True)
+    return Checked(plans, emptied, gone)
+
+
+def _keeper(allocs: Mapping[int, Allocation], changed: list[int], emptied: list[int], changes_only: bool):
+    """Whether running job o keeps its GPUs after the decision: listed with GPUs and not
+    changed (complete form), or not changed and not stopped (changes-only form)."""
     changed_set = set(changed)
+    if changes_only:
+        stopped = changed_set.union(emptied)
+        return lambda o: o not in stopped
+    return lambda o: o in allocs and o not in changed_set and bool(allocs[o].gpus)
+
+
+def _plan(changed: list[int], allocs: Mapping[int, Allocation], jobs: JobTable, cluster: ClusterState,
+          perf: PerfModel, keeps, lenient: bool = False) -> list[Plan] | None:
+    """The changes as `Plan`s, or None at the first thing `_explain` must look at (every
+    check of the module docstring; `lenient`: after `_explain` passed, build them all)."""
+    ng = cluster.num_gpus
+    online, owner = cluster.gpu_online, cluster.gpu_owner
+    gpu_type = cluster.topology.gpu_type
+    state, batch_size, model, min_gpus, max_gpus = jobs.state, jobs.batch_size, jobs.model, jobs.min_gpus, jobs.max_gpus
+    claimed: set[int] = set()
+    plans = []
+    for j in changed:
+        a = allocs[j]
+        g = a.gpus
+        n = len(g)
+        if not lenient:
+            if state.item(j) not in _ACTIVE or not min_gpus.item(j) <= n <= max_gpus.item(j):
+                return None
+            for x in g:
+                if not 0 <= x < ng or not online.item(x) or x in claimed:  # claimed: listed twice, or by two jobs
+                    return None
+                claimed.add(x)
+                o = owner.item(x)
+                if o >= 0 and o != j and keeps(o):
+                    return None  # an unchanged allocation keeps its GPUs
+        gpus = np.array(g, np.int32)
+        if n > 1:
+            gpus.sort()
+        gpus.setflags(write=False)
+        req = jobs.gpu_type_req.item(j)
+        if not lenient and req >= 0 and not (gpu_type[gpus] == req).all():
+            return None
+        batch = batch_size.item(j) if a.batch_size is None else int(a.batch_size)
+        if batch < n and not lenient:
+            return None
+        ph = perf.phases(model[j], gpus, batch)
+        if ph is None:  # the local batch does not fit memory (`PerfModel.micro_batching`)
+            if lenient:
+                raise AssertionError(f"job {jobs.job_id[j]}: no phases for a validated allocation")
+            return None
+        plans.append(Plan(j, a, gpus, batch, ph))
+    return plans
+
+
+def _explain(changed: list[int], allocs: Mapping[int, Allocation], jobs: JobTable, cluster: ClusterState,
+             perf: PerfModel, policy: str, now: float, keeps) -> None:
+    """The full check of every changed allocation, GPU by GPU: raises the first fault."""
+    ng = cluster.num_gpus
+    claimed: dict[int, int] = {}
     for j in changed:
         a = allocs[j]
         jid = jobs.job_id[j]
@@ -126,7 +252,7 @@ def validate_decision(
             if other is None:
                 owner = int(cluster.gpu_owner[g])
                 # an unchanged allocation in the decision keeps its GPUs
-                if owner >= 0 and owner != j and owner in allocs and owner not in changed_set and allocs[owner].gpus:
+                if owner >= 0 and owner != j and keeps(owner):
                     other = owner
             if other is not None:
                 raise _err(policy, now, f"GPU {g} given to both job {jobs.job_id[other]} and job {jid}")
@@ -147,4 +273,3 @@ def validate_decision(
         if perf.micro_batching(jobs.model[j], types, math.ceil(batch / n)) is None:
             raise _err(policy, now, f"job {jid}: local batch {math.ceil(batch / n)} of {jobs.model[j]} does not fit "
                                     f"GPU {int(gpus[0])} memory")
-    return changed, emptied

@@ -128,3 +128,14 @@ def fake_backends(df: pd.DataFrame, topo=None, policies=None) -> Backends:
         policy_names=lambda: sorted(pols),
         perf_source="fake",
     )
+
+
+def rows_of(jobs):
+    """Hypothesis job dicts → trace rows (an `elastic` flag becomes min_gpus=1, max_gpus=num_gpus)."""
+    out = []
+    for d in jobs:
+        r = dict(d)
+        if r.pop("elastic"):
+            r["min_gpus"], r["max_gpus"] = 1, r["num_gpus"]
+        out.append(r)
+    return out

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from simcore.api import JobState
 from simcore.costs import ChangeCosts
 from tests.simcore.fakes import FifoTest
-from tests.simcore.helpers import RandomElastic, simulate
+from tests.simcore.helpers import RandomElastic, rows_of, simulate
 
 job = st.fixed_dictionaries(
     dict(
@@ -28,16 +28,6 @@ job = st.fixed_dictionaries(
         elastic=st.booleans(),
     )
 )
-
-
-def rows_of(jobs):
-    out = []
-    for d in jobs:
-        r = dict(d)
-        if r.pop("elastic"):
-            r["min_gpus"], r["max_gpus"] = 1, r["num_gpus"]
-        out.append(r)
-    return out
 
 
 def policies():

@@ -1,0 +1,219 @@
+"""The engine's prepared contention path gives the same numbers, bit for bit, as the generic one.
+
+- `PreparedContention` (each job checked and quantised once, groups solved from the
+  prepared values) returns exactly what `contention.solve` returns on the raw inputs, for
+  random groups, both solvers (phase simulation, duty cycle) and both infeasible-demand rules;
+- an engine whose perf model has the prepared solver (the real `solve`) produces the same
+  job table, timeline and decisions as one given the same solver without its prepared form
+  (the generic `RateBook` path: link maps walked in Python, `PerfModel.iteration_times`), and
+  the same as re-solving every group on every change (`incremental_contention=False`);
+- the numba quantisation of a job equals `contention.quantise`.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from collectives.contention import ContentionCache, ContentionOptions, PreparedContention, quantise, solve
+from cosim.errors import InputError
+from simcore.costs import ChangeCosts
+from simcore.engine import Engine, EngineOptions
+from simcore.perf import PerfModel
+from simcore.prepare import build_jobs
+from simcore.state import ClusterState
+from tests.simcore.fakes import FakeComm, FakeZoo, FifoTest, fake_topology
+from tests.simcore.helpers import RandomElastic, frame, rows_of
+
+seconds = st.floats(1e-4, 2.0, allow_nan=False)
+
+
+@st.composite
+def groups(draw):
+    n_links = draw(st.integers(1, 6))
+    cap = np.array(draw(st.lists(st.floats(1e9, 1e11), min_size=n_links, max_size=n_links)))
+    n = draw(st.integers(1, 12))
+    C, s, M, ptr, ids, dem = [], [], [], [0], [], []
+    for _ in range(n):
+        c = draw(seconds)
+        C.append(c)
+        s.append(c * draw(st.floats(0, 1)))
+        M.append(draw(st.floats(0, 1.0)))
+        links = draw(st.lists(st.integers(0, n_links - 1), unique=True, max_size=n_links))
+        ids += links
+        dem += [draw(st.floats(0, 1.5)) * cap[k] for k in links]  # some above capacity
+        ptr.append(len(ids))
+    return (np.array(C), np.array(s), np.array(M), np.array(ptr, np.int64), np.array(ids, np.int64),
+            np.array(dem), cap)
+
+
+def _prepared_solve(g, options):
+    C, s, M, ptr, ids, dem, cap = g
+    pc = PreparedContention(cap, options=options, cache=ContentionCache())
+    jobs = [pc.job(C[i], s[i], M[i], ids[ptr[i]:ptr[i + 1]], dem[ptr[i]:ptr[i + 1]]) for i in range(C.shape[0])]
+    ptr2 = np.zeros(len(jobs) + 1, np.int64)
+    np.cumsum([x.link_ids.shape[0] for x in jobs], out=ptr2[1:])
+    return pc.solve(np.array([x.compute_s for x in jobs]), np.array([x.comm_start_s for x in jobs]),
+                    np.array([x.comm_s for x in jobs]), ptr2, np.concatenate([x.link_ids for x in jobs]),
+                    np.concatenate([x.link_demand_Bps for x in jobs]))
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(groups(), st.sampled_from(["clip", "bound"]), st.sampled_from([8, 0]))
+def test_prepared_solve_is_bit_identical_to_solve(g, infeasible, exact_max_jobs):
+    opt = ContentionOptions(infeasible_demand=infeasible, exact_max_jobs=exact_max_jobs)
+    want = solve(*g, options=opt, cache=ContentionCache())
+    got = _prepared_solve(g, opt)
+    assert got[0].tobytes() == want[0].tobytes()
+    assert got[1].tobytes() == want[1].tobytes()
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.floats(allow_nan=True, allow_infinity=True, width=64), min_size=3, max_size=3),
+       st.lists(st.floats(0, 1e12), max_size=4))
+def test_numba_quantisation_matches_quantise(csm, dem):
+    C, s, M = (abs(x) if np.isfinite(x) else 1.0 for x in csm)
+    s = min(s, C)
+    ids = np.arange(len(dem), dtype=np.int64)
+    pc = PreparedContention(np.full(max(len(dem), 1), 1e13))
+    x = pc.job(C, s, M, ids, np.array(dem))
+    assert [x.compute_s, x.comm_start_s, x.comm_s] == quantise(np.array([C, s, M])).tolist()
+    assert x.link_demand_Bps.tobytes() == quantise(np.array(dem, np.float64)).tobytes()
+
+
+@pytest.mark.parametrize("bad, field", [
+    (dict(compute_s=float("nan")), "compute_s"),
+    (dict(comm_s=-1.0), "comm_s"),
+    (dict(comm_start_s=0.5), "comm_start_s"),
+    (dict(link_ids=[0, 0]), "link_ids"),
+    (dict(link_ids=[0, 7]), "link_ids"),
+    (dict(link_demand_Bps=[1.0, float("inf")]), "link_demand_Bps"),
+    (dict(link_demand_Bps=[1.0, -2.0]), "link_demand_Bps"),
+])
+def test_prepared_job_rejects_what_solve_rejects(bad, field):
+    pc = PreparedContention(np.full(3, 1e10))
+    args = dict(compute_s=0.1, comm_start_s=0.05, comm_s=0.01, link_ids=[0, 1], link_demand_Bps=[1e9, 2e9]) | bad
+    with pytest.raises(InputError, match=field):
+        pc.job(**args)
+
+
+def test_the_bare_solver_offers_a_prepared_form_and_a_wrapped_one_does_not():
+    assert solve.prepared is PreparedContention
+    assert getattr(functools.partial(solve, exact_max_jobs=0), "prepared", None) is None
+
+
+# ---- the engine ----------------------------------------------------------------------------
+
+job = st.fixed_dictionaries(dict(
+    submit_time=st.floats(0, 300).map(lambda x: round(x, 1)),
+    num_gpus=st.sampled_from([1, 2, 4, 6, 8]),
+    duration=st.floats(5, 400),
+    model=st.sampled_from(["small", "big"]),
+    elastic=st.booleans(),
+))
+
+
+def _run(rows, policy, solver, incremental=True):
+    topo = fake_topology(nodes=4, gpus_per_node=4)
+    topo.link_capacity_Bps = np.full(4, 2e9)  # slow node uplinks: multi-node jobs contend
+    perf = PerfModel(topo, FakeZoo(), FakeComm(topo), solver)
+    jobs, bad = build_jobs(frame(rows), perf, FakeZoo())
+    assert not bad
+    eng = Engine(jobs, ClusterState.from_topology(topo), perf, policy, ChangeCosts(restart_s=5.0),
+                 options=EngineOptions(record_decisions=True, check_invariants=True,
+                                       incremental_contention=incremental))
+    return eng.run(), perf
+
+
+def _same(a, b):
+    for name in ("state", "progress", "end_time", "first_start", "waiting_s", "attained_gpu_s", "executed_s",
+                 "exposed_comm_s", "restart_s", "num_restarts", "batch_size", "rate", "exposed_frac"):
+        x, y = getattr(a.jobs, name), getattr(b.jobs, name)
+        assert x.tobytes() == y.tobytes(), name
+    assert a.timeline == b.timeline
+    assert a.decisions == b.decisions
+    assert (a.end_time, a.num_events, a.num_policy_calls) == (b.end_time, b.num_events, b.num_policy_calls)
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(job, min_size=1, max_size=14), st.integers(0, 3), st.booleans())
+def test_engine_prepared_path_equals_generic_path(jobs, seed, elastic_policy):
+    rows = rows_of(jobs)
+    pol = (lambda: RandomElastic(seed=seed)) if elastic_policy else FifoTest
+    generic = lambda *a, **k: solve(*a, **k)  # noqa: E731 - the same solver, no prepared form
+    fast, perf = _run(rows, pol(), solve)
+    assert perf.prepared is not None
+    slow, perf2 = _run(rows, pol(), generic)
+    assert perf2.prepared is None
+    _same(fast, slow)
+    full, _ = _run(rows, pol(), solve, incremental=False)
+    _same(fast, full)
+
+
+def test_engine_prepared_path_sees_contention():
+    """Jobs of 6, 6 and 4 GPUs on 4 × 4 GPUs: the third spans nodes 1 and 3, sharing their
+    uplinks with the first two, so job 0 ends later than when it runs alone."""
+    rows = [dict(submit_time=0.0, num_gpus=n, duration=100.0, model="big", elastic=False) for n in (6, 6, 4)]
+    alone, _ = _run(rows_of(rows[:1]), FifoTest(), solve)
+    shared, _ = _run(rows_of(rows), FifoTest(), solve)
+    assert shared.jobs.end_time[0] > alone.jobs.end_time[0] * 1.01
+    assert shared.jobs.exposed_comm_s[0] > alone.jobs.exposed_comm_s[0]
+
+
+# ---- changes-only decisions ----------------------------------------------------------------
+
+class _ChangesOnly:
+    """Wraps a policy: its complete decision rewritten as the changes-only form."""
+
+    def __init__(self, inner):
+        self.inner = inner
+        self.name, self.interval_s, self.event_driven, self.needs = "changes", inner.interval_s, True, inner.needs
+
+    def decide(self, view, now):
+        from simcore.api import Allocation, Decision
+
+        full = self.inner.decide(view, now)
+        assert view.accepts_changes
+        cur = view.current
+        allocs = {j: a for j, a in full.allocations.items() if a is not cur.get(j)}
+        allocs.update({j: Allocation(()) for j in cur if j not in full.allocations})
+        return Decision(allocs, wake_at=full.wake_at, changes_only=True)
+
+
+def _run_policy(rows, policy, accept=True):
+    topo = fake_topology(nodes=4, gpus_per_node=4)
+    perf = PerfModel(topo, FakeZoo(), FakeComm(topo), solve)
+    jobs, bad = build_jobs(frame(rows), perf, FakeZoo())
+    assert not bad
+    eng = Engine(jobs, ClusterState.from_topology(topo), perf, policy, ChangeCosts(restart_s=5.0),
+                 options=EngineOptions(record_decisions=True, check_invariants=True, accept_changes=accept))
+    return eng.run()
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(job, min_size=1, max_size=14), st.integers(0, 3))
+def test_changes_only_decisions_equal_complete_ones(jobs, seed):
+    rows = rows_of(jobs)
+    _same(_run_policy(rows, _ChangesOnly(RandomElastic(seed=seed))), _run_policy(rows, RandomElastic(seed=seed)))
+
+
+def test_changes_only_decision_cannot_take_a_kept_jobs_gpus():
+    from cosim.errors import PolicyError
+    from simcore.api import Allocation, Decision
+
+    class Grab:
+        name, interval_s, event_driven, needs = "grab", None, True, frozenset()
+
+        def decide(self, view, now):
+            if 0 not in view.current:
+                return Decision({0: Allocation((0, 1))}, changes_only=True)
+            return Decision({1: Allocation((1,))}, changes_only=True)  # job 0 keeps GPU 1
+
+    rows = [dict(submit_time=0.0, num_gpus=2, duration=100.0, model="small", elastic=False),
+            dict(submit_time=1.0, num_gpus=1, duration=100.0, model="small", elastic=False)]
+    with pytest.raises(PolicyError, match="GPU 1 given to both job j0 and job j1"):
+        _run_policy(rows_of(rows), Grab())

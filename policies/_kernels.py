@@ -267,20 +267,25 @@ def node_mode_into(gpu_value, node_first_gpu, node_num_gpus, nodes, out):
 
 @njit(cache=True)
 def walk_next(order, start, undecided, fast, klass, num_classes, demand, alloc_count, keys, failed, num_failed,
-              free, kept):
+              online, claimed, held, kept):
     """Advance a priority walk (`policies.base.Round.walk`) to the next job Python must handle.
 
     From position `start` of `order`: a running job still undecided whose current
     allocation can be kept as is (`fast[i]`) is kept here (`undecided` cleared, written to
     `kept`); a job that holds nothing is skipped when it cannot be placed: its shape
     `keys[i]` (-1: none) already failed on this pool (one of `failed[:num_failed]`, a
-    handful at most: one per distinct shape), or even the free GPUs plus every
+    handful at most: one per distinct shape), or even the free GPUs (online, unclaimed,
+    not held) plus every
     GPU of the running jobs it may preempt (undecided, class strictly above `klass[i]`)
     are fewer than it needs — the count bound every placement (and preemption) attempt
     checks first, so skipping changes no decision and draws nothing from a random placer.
     Returns (position of the next job to hand back, or len(order); number of jobs kept).
     """
     n = order.shape[0]
+    free = 0  # usable GPUs now: online, not claimed this round, not held by an unvisited job
+    for g in range(online.shape[0]):
+        if online[g] and not claimed[g] and not held[g]:
+            free += 1
     vic = np.zeros(num_classes + 1, np.int64)
     for i in range(n):  # every undecided job, also one a caller passed over without deciding
         j = order[i]
@@ -339,3 +344,35 @@ def claim_kept(held, claimed, owner, mark, kept):
             held[g] = False
     for i in range(kept.shape[0]):
         mark[kept[i]] = False
+
+
+@njit(cache=True)
+def victim_ranks(owner, online, claimed, held, gpu_type, want_type, victims):
+    """For a preemption attempt (`policies.base.Round._place_preempting`): per GPU, the rank
+    in `victims` (lowest priority first) of the job holding it, or len(victims) if it is not
+    a victim's or not usable (offline or claimed this round); per rank, how many of that
+    victim's GPUs are of `want_type` (-1: any); and how many free GPUs of that type there are."""
+    nv = victims.shape[0]
+    srt = np.argsort(victims, kind="mergesort")
+    sv = victims[srt]
+    g_n = owner.shape[0]
+    vr = np.full(g_n, nv, np.int64)
+    per_rank = np.zeros(nv, np.int64)
+    have = 0
+    for g in range(g_n):
+        typed = want_type < 0 or gpu_type[g] == want_type
+        if not online[g] or claimed[g]:
+            continue
+        if not held[g]:
+            if typed:
+                have += 1
+            continue
+        o = owner[g]
+        if o < 0 or nv == 0:
+            continue
+        p = np.searchsorted(sv, o)
+        if p < nv and sv[p] == o:
+            vr[g] = srt[p]
+            if typed:
+                per_rank[srt[p]] += 1
+    return vr, per_rank, have

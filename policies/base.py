@@ -320,16 +320,9 @@ class Round:
             return None  # not enough GPUs even preempting every candidate (upper bound)
         req = int(self.view.jobs.gpu_type_req[j])
         base = self.avail()
-        self._flush()
         # rank of each GPU's owner among the victims (victims.size if not a victim), per GPU
-        srt = np.argsort(victims, kind="stable")
-        sv = victims[srt]
-        pos = np.minimum(np.searchsorted(sv, self.owner), sv.size - 1)
-        vr = np.where((self.owner >= 0) & (sv[pos] == self.owner), srt[pos], victims.size)
-        vr[~(self.online & ~self.claimed)] = victims.size
-        typed = np.ones(self.c.num_gpus, bool) if req < 0 else (self.c.gpu_type == req)
-        per_rank = np.bincount(vr[typed & (vr < victims.size)], minlength=victims.size)[: victims.size]
-        have = int((base & typed).sum())
+        vr, per_rank, have = K.victim_ranks(self.owner, self.online, self.claimed, self.held, self.c.gpu_type, req,
+                                            victims)
         cum = have + np.cumsum(per_rank)
         if cum.size == 0 or cum[-1] < dem:
             return None  # not enough GPUs even preempting every candidate
@@ -363,7 +356,8 @@ class Round:
             self.release(int(victims[rank]))
         return gpus
 
-    def walk(self, order: np.ndarray, klass: np.ndarray | None = None, keys: np.ndarray | None = None):
+    def walk(self, order: np.ndarray, klass: np.ndarray | None = None, keys: np.ndarray | None = None,
+             num_classes: int | None = None):
         """Walk `order` (all jobs of the round in priority order), yielding only the jobs a
         placement attempt could change; the caller `keep`s or places each before the walk
         goes on, exactly as in "for j in order: if keep(j): continue; place(j)".
@@ -378,6 +372,7 @@ class Round:
         callers that place without victims. Both skips are exact: the count bound is checked
         first by every placement and preemption attempt (before any random draw). So the walk
         costs Python time per job that might be placed, not per queued or running job.
+        `num_classes` (optional) is an upper bound on `klass` + 1.
         """
         n = int(order.size)
         if n == 0:
@@ -385,13 +380,14 @@ class Round:
         order = np.ascontiguousarray(order, np.int64)
         und = self.undecided
         fast = und[order]
-        fast[fast] = self._fast(order[fast])
+        if not self._current or self._offline_jobs:
+            fast[fast] = self._fast(order[fast])
         if klass is None:
             klass = np.zeros(n, np.int64)
             ncls = 1
         else:
             klass = np.ascontiguousarray(klass, np.int64)
-            ncls = int(klass.max()) + 1
+            ncls = int(klass.max()) + 1 if num_classes is None else int(num_classes)
         keys = np.full(n, -1, np.int64) if keys is None else np.ascontiguousarray(keys, np.int64)
         self._walk_failed = np.empty(n, np.int64)
         self._walk_nfail = 0
@@ -404,9 +400,9 @@ class Round:
             if self.version != self._walk_ver:
                 self._walk_nfail = 0
                 self._walk_ver = self.version
-            free = int(np.count_nonzero(self.avail()))
+            self._flush()
             i, nk = K.walk_next(order, i, und, fast, klass, ncls, dem, cnt, keys, self._walk_failed,
-                                self._walk_nfail, free, kept)
+                                self._walk_nfail, self.online, self.claimed, self.held, kept)
             if nk:
                 ks = kept[:nk].copy()
                 self._kept.append(ks)
@@ -445,6 +441,8 @@ class Round:
     def placed(self) -> tuple[np.ndarray, np.ndarray]:
         """(jobs that run after this round, their GPU counts): `alloc` and the kept jobs."""
         kept = self.kept_jobs()
+        if not self.alloc:
+            return kept, self.view.jobs.alloc_count[kept].astype(np.int64)
         idx = np.fromiter(self.alloc, np.int64, len(self.alloc))
         n = np.fromiter((len(a.gpus) for a in self.alloc.values()), np.int64, len(self.alloc))
         return np.concatenate([idx, kept]), np.concatenate([n, self.view.jobs.alloc_count[kept].astype(np.int64)])

@@ -155,7 +155,7 @@ class Tiresias(BasePolicy):
             # like one that just failed on the same pool, with the same victims, fails too
             keys = (r.dem[order] * 65_537 + jobs.gpu_type_req[order] + 1) * 2 + skew[order]
             keys = keys * (self._thr.size + 1) + q[order]
-        for j in r.walk(order, klass=q[order], keys=keys):  # only jobs a placement could change
+        for j in r.walk(order, klass=q[order], keys=keys, num_classes=self._thr.size + 1):  # only jobs a placement could change
             if und[j] and r.keep(j):
                 continue
             gpus = r.place(j, lambda jj, avail: self._place(view, r, jj, avail, skew, tier_cap),

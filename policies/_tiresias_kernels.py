@@ -76,24 +76,35 @@ def prepare(active, holding, now, submit, executed, attained, first_start, svc_b
 @njit(cache=True)
 def next_jump(placed, placed_gpus, active, q, attained, svc_base, thr, now, knob, executed, exec_base, pend_base,
               waited, scratch):
-    """Earliest time a job that runs after this call crosses its next threshold, or a job that
-    waits becomes due for promotion (inf if none). `scratch`: a J-sized all-False mask,
-    returned all False."""
+    """Earliest time a job that runs after this call crosses its next threshold while a job
+    waits in its queue or a higher one, or a waiting job becomes due for promotion (inf if
+    none). `scratch`: a J-sized all-False mask, returned all False.
+
+    A demotion with no job waiting at the demoted job's queue or above changes no decision
+    (no waiting job gains it as a victim; the next event's call sees the new queue anyway),
+    so it needs no wake-up of its own (one event instant fewer: see
+    `simcore.api.Policy`, `ignores_restart_ends`, on what that can change numerically).
+    """
     t = np.inf
     nthr = thr.shape[0]
     for i in range(placed.shape[0]):
+        scratch[placed[i]] = True
+    min_wait_q = nthr + 1  # the highest-priority queue with a waiting job
+    for i in range(active.shape[0]):
+        j = active[i]
+        if not scratch[j] and q[j] < min_wait_q:
+            min_wait_q = q[j]
+    for i in range(placed.shape[0]):
         j = placed[i]
-        if q[j] < nthr and placed_gpus[i] > 0:
+        if q[j] < nthr and q[j] >= min_wait_q and placed_gpus[i] > 0:
             t = min(t, now + (thr[q[j]] - (attained[j] - svc_base[j])) / placed_gpus[i])
     if knob > 0 and active.shape[0] > placed.shape[0]:
-        for i in range(placed.shape[0]):
-            scratch[placed[i]] = True
         for i in range(active.shape[0]):
             j = active[i]
             if not scratch[j] and q[j] > 0 and not np.isnan(pend_base[j]):
                 execd = executed[j] - exec_base[j]
                 if execd > 0:
                     t = min(t, now + (knob * execd - (waited[j] - pend_base[j])))
-        for i in range(placed.shape[0]):
-            scratch[placed[i]] = False
+    for i in range(placed.shape[0]):
+        scratch[placed[i]] = False
     return t

@@ -56,6 +56,7 @@ class Fifo(BasePolicy):
     name = "fifo"
     Config = FifoConfig
     rounds_need_queue = True  # non-preemptive: with nothing queued a round changes nothing
+    ignores_restart_ends = True  # a restart end frees no GPU and changes no priority here
 
     def decide(self, view: ClusterView, now: float) -> Decision:
         r = Round(view)

@@ -54,6 +54,7 @@ class Sjf(BasePolicy):
     name = "sjf"
     Config = SjfConfig
     rounds_need_queue = True  # non-preemptive: with nothing queued a round changes nothing
+    ignores_restart_ends = True  # a restart end frees no GPU and changes no priority here
 
     def __init__(self, config: SjfConfig) -> None:
         super().__init__(config)

@@ -96,6 +96,8 @@ class Tiresias(BasePolicy):
     #: only a waiting job preempts or is promoted: with none queued a round keeps every job
     #: (demotions matter only against waiting jobs, and wake-ups still come)
     rounds_need_queue = True
+    #: a restart end frees no GPU and changes no queue (restart time counts as service)
+    ignores_restart_ends = True
 
     def __init__(self, config: TiresiasConfig) -> None:
         super().__init__(config)

@@ -199,6 +199,16 @@ class Policy(Protocol):
       while no job is queued (it reacts to service thresholds through `Decision.wake_at`),
       so the engine skips rounds at instants with an empty queue. Events and wake-ups
       still call it.
+    - `ignores_restart_ends`: the policy declares that a job finishing its restart (RESTARTING
+      → RUNNING; it held its GPUs throughout) can change none of its decisions, so that event
+      alone does not call it. True for policies that treat restarting jobs as running and
+      read no progress-dependent quantity (FIFO, SJF, Tiresias); not for those that do
+      (EASY backfilling's shadow time, SRTF's remaining time, Gandiva's migrations).
+      Decisions stay the same, but the run has fewer event instants; progress is integrated
+      piecewise between instants, so completion times move by float round-off (~1e-9 s, seen
+      on 3,000 Philly jobs with identical decisions), and over a long run such a difference
+      can tip a tie and the runs diverge the way two seeds do (full Philly, Tiresias: mean
+      JCT +0.07 %, p99 −0.08 %, worst FTF −11 %, 32 % fewer policy calls).
     """
 
     name: ClassVar[str]

@@ -134,6 +134,7 @@ class Engine:
         self._changed = True  # occupancy may have changed since the last timeline row
         self._restarting: set[int] = set()  # jobs holding GPUs while paying a change cost
         self._rounds_need_queue = bool(getattr(policy, "rounds_need_queue", False))
+        self._call_on_restart_end = policy.event_driven and not getattr(policy, "ignores_restart_ends", False)
         self._phases: dict[int, Phases] = {}
         # active jobs (submitted, unfinished), ascending; replaced (never mutated) on change,
         # so arrays handed to policies stay valid
@@ -308,7 +309,7 @@ class Engine:
                     self._restarting.discard(ev.job)
                     self._changed = True
                     self._mark_rates(ev.job)
-                    call = call or self.policy.event_driven
+                    call = call or self._call_on_restart_end
             elif p == _CAPACITY:
                 self._capacity(ev.node, ev.online, t)
                 call = True  # a node leaving or joining always gets a policy call

@@ -201,9 +201,18 @@ def test_tiresias_skewed_large_job_needs_one_leaf():
 
 
 def test_tiresias_wakes_at_next_demotion():
-    jobs = [Job(gpus=4, alloc=(0, 1, 2, 3), attained=50)]
+    # a 16-GPU job waits in queue 0 (12 GPUs free, no lower-queue victims): once job 0 is
+    # demoted it becomes a victim, so the policy asks to be called then
+    jobs = [Job(gpus=4, alloc=(0, 1, 2, 3), attained=50), Job(gpus=16, submit=1)]
     d = tiresias().decide(build_view(jobs), 100.0)
+    assert set(d.allocations) == {0}
     assert d.wake_at == pytest.approx(100.0 + 50 / 4)
+
+
+def test_tiresias_no_wake_for_a_demotion_nobody_waits_for():
+    # nothing waits: the demotion changes no decision, the next event's call sees it
+    d = tiresias().decide(build_view([Job(gpus=4, alloc=(0, 1, 2, 3), attained=50)]), 100.0)
+    assert d.wake_at is None
 
 
 def test_tiresias_requeued_after_capacity_loss_keeps_priority():

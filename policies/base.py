@@ -17,15 +17,17 @@ restart elsewhere if room remains.
 Forced preemption (capacity loss) needs no special case: the engine shows such jobs as
 QUEUED, their GPUs offline; a running job whose GPUs went offline is re-placed.
 
-Cost (issue 4: 241k calls on the full Philly trace): a round costs the active set and the
-GPUs, never the whole trace. Running jobs come from `ClusterView.running()` (the engine's
-active set); a kept job returns the engine's own `Allocation` object from
-`ClusterView.current` (the engine then skips re-validating it) and its GPUs are marked in
-one vectorised pass per batch of keeps; `failed_before`/`note_failure` let a policy skip a
-placement of the same shape as one that just failed on the same pool (placement is a
-deterministic function of pool and shape there), which makes long queues cheap. Without
-`current` (tests, old engines) every path falls back to the per-job code, with the same
-decisions (tests/policies/test_equivalence.py against frozen copies of the old policies).
+Cost (issue 4: ~160k–240k calls on the full Philly trace): a round costs what it changes,
+not the running set or the trace. Running jobs come from `ClusterView.running()` (the
+engine's index array); `Round.walk` scans the priority order in numba, keeping running jobs
+in bulk (as index arrays, their `Allocation` being the engine's own object in
+`ClusterView.current`) and passing over queued jobs that cannot be placed — a shape that just
+failed on the same pool (placement is a deterministic function of pool and shape there), or
+fewer free plus preemptible GPUs than the job needs — so Python runs only for jobs a
+placement could change. Kept jobs' GPUs are marked claimed in one numba pass; scratch arrays
+of trace size are pooled, not allocated per call; `decision()` lists only the changes where
+the engine accepts that (`ClusterView.accepts_changes`). Without `current` (test engines)
+every running job goes through the per-job `keep`, with the same decisions.
 """
 
 from __future__ import annotations

@@ -27,7 +27,7 @@ from simcore.perf import PerfModel
 from simcore.prepare import build_jobs
 from simcore.state import ClusterState
 from tests.simcore.fakes import FakeComm, FakeZoo, FifoTest, fake_topology
-from tests.simcore.helpers import RandomElastic, frame, rows_of
+from tests.simcore.helpers import RandomElastic, frame, rows_of, simulate
 
 seconds = st.floats(1e-4, 2.0, allow_nan=False)
 
@@ -217,3 +217,28 @@ def test_changes_only_decision_cannot_take_a_kept_jobs_gpus():
             dict(submit_time=1.0, num_gpus=1, duration=100.0, model="small", elastic=False)]
     with pytest.raises(PolicyError, match="GPU 1 given to both job j0 and job j1"):
         _run_policy(rows_of(rows), Grab())
+
+
+def test_policy_ignoring_restart_ends_is_not_called_for_them():
+    """A start that pays a restart cost ends with a RESTART_END event: a policy that declares
+    `ignores_restart_ends` is not called for it alone, others are; decisions are the same."""
+
+    class Counting(FifoTest):
+        def __init__(self, ignores: bool) -> None:
+            self.ignores_restart_ends = ignores
+            self.calls = 0
+
+        def decide(self, view, now):
+            self.calls += 1
+            return super().decide(view, now)
+
+    rows = [dict(submit_time=0.0, num_gpus=4, duration=100.0), dict(submit_time=500.0, num_gpus=4, duration=100.0)]
+    costs = ChangeCosts(start_s=10.0, restart_s=10.0)
+    runs = {}
+    for ignores in (False, True):
+        pol = Counting(ignores)
+        res = simulate(rows, pol, costs=costs)
+        runs[ignores] = (pol.calls, res.jobs.end_time.copy())
+    # per job: arrival, restart end, completion → 6 calls; without restart ends → 4
+    assert runs[False][0] == 6 and runs[True][0] == 4
+    np.testing.assert_array_equal(runs[False][1], runs[True][1])

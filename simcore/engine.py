@@ -433,10 +433,10 @@ class Engine:
         jobs = self.jobs
         model = jobs.model[j]
         costs = self.costs
-        if jobs.state[j] == _QUEUED:
-            jobs.waiting_s[j] += t - self._queued_since[j]
+        if jobs.state.item(j) == _QUEUED:  # .item(): plain Python scalars, same values
+            jobs.waiting_s[j] += t - self._queued_since.item(j)
             self._queued_since[j] = np.nan
-            if math.isnan(jobs.first_start[j]):
+            if math.isnan(jobs.first_start.item(j)):
                 action, cost = "start", costs.start_s
                 jobs.first_start[j] = t
             else:
@@ -456,14 +456,14 @@ class Engine:
                 action, cost = "migrate", costs.migrate_for(model)
             if cost > 0 or action != "rebatch":
                 jobs.num_restarts[j] += 1
-        if batch != jobs.batch_size[j]:
+        if batch != jobs.batch_size.item(j):
             jobs.batch_size[j] = batch
-        mode = int(jobs.work_mode[j])
-        jobs.gain[j] = 1.0 if mode in _UNIT_GAIN else work_gain(mode, batch, int(jobs.global_batch[j]), self.eff, j,
-                                                                float(jobs.progress[j]))
+        mode = jobs.work_mode.item(j)
+        jobs.gain[j] = 1.0 if mode in _UNIT_GAIN else work_gain(mode, batch, jobs.global_batch.item(j), self.eff, j,
+                                                                jobs.progress.item(j))
         self._hold(j, gpus, plan.alloc)
         jobs.last_start[j] = t
-        version = int(jobs.version[j]) + 1
+        version = jobs.version.item(j) + 1
         jobs.version[j] = version
         self._phases[j] = plan.phases
         if cost > 0:

@@ -116,6 +116,8 @@ class PerfModel:
         factory = getattr(solve, "prepared", None) if self.contention else None
         self.prepared = factory(self.link_capacity_Bps) if factory is not None else None
         self._inputs: dict[int, tuple[Phases, Any]] = {}  # id(Phases) → (Phases, prepared inputs)
+        self._placed: dict[tuple[int, ...], tuple[np.ndarray, int]] = {}  # allocation tuple → (GPUs, type)
+        self._phases_t: dict[tuple[str, tuple[int, ...], int], Phases | None] = {}
 
     # ---- per-model facts -------------------------------------------------------------
     def facts(self, model: str) -> ModelFacts:
@@ -207,6 +209,37 @@ class PerfModel:
         if len(self._phases) > 200_000:  # bound memory on very long runs
             self._phases.clear()
         self._phases[key] = res
+        return res
+
+    def placed(self, gpus: tuple[int, ...]) -> tuple[np.ndarray, int]:
+        """(the GPU ids ascending as a read-only int32 array, their one GPU type or -2 when
+        mixed) of an allocation's GPU tuple; ids must be valid (the validator checks them
+        first). Cached per tuple: a job restarting where it ran before (most starts under
+        preemptive policies) costs a dict lookup instead of an array build, sort and type
+        check. The array is shared between plans, which is safe because it is read-only."""
+        hit = self._placed.get(gpus)
+        if hit is None:
+            arr = np.array(gpus, np.int32)
+            if arr.shape[0] > 1:
+                arr.sort()
+            arr.setflags(write=False)
+            tys = self.gpu_type[arr]
+            hit = (arr, int(tys[0]) if (tys == tys[0]).all() else -2)
+            if len(self._placed) > 200_000:  # bound memory on very long runs
+                self._placed.clear()
+            self._placed[gpus] = hit
+        return hit
+
+    def phases_of(self, model: str, gpus_t: tuple[int, ...], gpus: np.ndarray, batch: int) -> Phases | None:
+        """`phases(model, gpus, batch)` keyed by the allocation tuple `gpus_t` (whose sorted
+        array is `gpus`, from `placed`): same objects, without the array-to-bytes key."""
+        key = (model, gpus_t, batch)
+        res = self._phases_t.get(key, _MISSING)
+        if res is _MISSING:
+            res = self.phases(model, gpus, batch)
+            if len(self._phases_t) > 200_000:
+                self._phases_t.clear()
+            self._phases_t[key] = res
         return res
 
     def _allreduce(self, model: str, gpus: np.ndarray, facts: ModelFacts) -> Any:

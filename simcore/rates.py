@@ -138,14 +138,15 @@ class RateBook:
         jobs, net, dirty = self.jobs, self._net, self.dirty
         state, alloc, phases = jobs.state, self.alloc, self.phases
         seeds: list[np.ndarray] = []
+        inputs = self.perf.contention_inputs
         for j in dirty:  # order is immaterial: members come back sorted
             old = net.remove(j)
             if old is not None:
                 seeds.append(old)
-            if j in alloc and state[j] == _RUNNING:
+            if j in alloc and state.item(j) == _RUNNING:
                 ph = phases[j]
                 if ph.link_ids.shape[0]:
-                    inp = self.perf.contention_inputs(ph)
+                    inp = inputs(ph)
                     net.add(j, inp)
                     seeds.append(inp.link_ids)
                 else:

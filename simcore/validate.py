@@ -195,6 +195,10 @@ def _plan(changed: list[int], allocs: Mapping[int, Allocation], jobs: JobTable, 
     state, batch_size, model, min_gpus, max_gpus = jobs.state, jobs.batch_size, jobs.model, jobs.min_gpus, jobs.max_gpus
     claimed: set[int] = set()
     plans = []
+    # the cached GPU arrays and phases, where the perf model has them for this very topology
+    placed = getattr(perf, "placed", None)
+    if placed is not None and getattr(perf, "gpu_type", None) is not gpu_type:
+        placed = None
     for j in changed:
         a = allocs[j]
         g = a.gpus
@@ -209,17 +213,22 @@ def _plan(changed: list[int], allocs: Mapping[int, Allocation], jobs: JobTable, 
                 o = owner.item(x)
                 if o >= 0 and o != j and keeps(o):
                     return None  # an unchanged allocation keeps its GPUs
-        gpus = np.array(g, np.int32)
-        if n > 1:
-            gpus.sort()
-        gpus.setflags(write=False)
         req = jobs.gpu_type_req.item(j)
-        if not lenient and req >= 0 and not (gpu_type[gpus] == req).all():
-            return None
+        if placed is not None:  # cached per GPU tuple (`PerfModel.placed`)
+            gpus, ty = placed(g)
+            if not lenient and req >= 0 and ty != req:
+                return None
+        else:
+            gpus = np.array(g, np.int32)
+            if n > 1:
+                gpus.sort()
+            gpus.setflags(write=False)
+            if not lenient and req >= 0 and not (gpu_type[gpus] == req).all():
+                return None
         batch = batch_size.item(j) if a.batch_size is None else int(a.batch_size)
         if batch < n and not lenient:
             return None
-        ph = perf.phases(model[j], gpus, batch)
+        ph = perf.phases(model[j], gpus, batch) if placed is None else perf.phases_of(model[j], g, gpus, batch)
         if ph is None:  # the local batch does not fit memory (`PerfModel.micro_batching`)
             if lenient:
                 raise AssertionError(f"job {jobs.job_id[j]}: no phases for a validated allocation")

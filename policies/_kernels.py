@@ -266,19 +266,19 @@ def node_mode_into(gpu_value, node_first_gpu, node_num_gpus, nodes, out):
 
 
 @njit(cache=True)
-def walk_next(order, start, undecided, fast, klass, num_classes, demand, alloc_count, keys, failed, num_failed,
-              online, claimed, held, kept):
+def walk_next(order, start, undecided, fast, all_fast, klass, num_classes, demand, alloc_count, keys, failed,
+              num_failed, online, claimed, held, kept):
     """Advance a priority walk (`policies.base.Round.walk`) to the next job Python must handle.
 
     From position `start` of `order`: a running job still undecided whose current
-    allocation can be kept as is (`fast[i]`) is kept here (`undecided` cleared, written to
-    `kept`); a job that holds nothing is skipped when it cannot be placed: its shape
-    `keys[i]` (-1: none) already failed on this pool (one of `failed[:num_failed]`, a
-    handful at most: one per distinct shape), or even the free GPUs (online, unclaimed,
-    not held) plus every
-    GPU of the running jobs it may preempt (undecided, class strictly above `klass[i]`)
-    are fewer than it needs — the count bound every placement (and preemption) attempt
-    checks first, so skipping changes no decision and draws nothing from a random placer.
+    allocation can be kept as is (`fast[i]`, or every one if `all_fast`) is kept here
+    (`undecided` cleared, written to `kept`); a job that holds nothing is skipped when it
+    cannot be placed: its shape `keys[i]` (-1: none) already failed on this pool (one of
+    `failed[:num_failed]`, a handful at most: one per distinct shape), or even the free GPUs
+    (online, unclaimed, not held) plus every GPU of the running jobs it may preempt
+    (undecided, class strictly above `klass[i]`) are fewer than it needs (`demand`, per
+    job) — the count bound every placement (and preemption) attempt checks first, so
+    skipping changes no decision and draws nothing from a random placer.
     Returns (position of the next job to hand back, or len(order); number of jobs kept).
     """
     n = order.shape[0]
@@ -297,7 +297,7 @@ def walk_next(order, start, undecided, fast, klass, num_classes, demand, alloc_c
     for i in range(start, n):
         j = order[i]
         if undecided[j]:
-            if fast[i]:
+            if all_fast or fast[i]:
                 undecided[j] = False
                 kept[nk] = j
                 nk += 1
@@ -313,7 +313,7 @@ def walk_next(order, start, undecided, fast, klass, num_classes, demand, alloc_c
             if seen:
                 continue
         # victims' GPUs counted at entry: keeps since then only shrink them (a looser bound)
-        if free + vic[klass[i] + 1] < demand[i]:
+        if free + vic[klass[i] + 1] < demand[j]:
             continue
         return i, nk
     return n, nk
@@ -348,7 +348,8 @@ def claim_kept(held, claimed, owner, mark, kept):
 
 @njit(cache=True)
 def victim_ranks(owner, online, claimed, held, gpu_type, want_type, victims):
-    """For a preemption attempt (`policies.base.Round._place_preempting`): per GPU, the rank
+    """The reference form of `preempt_plan`'s ranking (O(G log V), no scratch; the tests
+    check one against the other): per GPU, the rank
     in `victims` (lowest priority first) of the job holding it, or len(victims) if it is not
     a victim's or not usable (offline or claimed this round); per rank, how many of that
     victim's GPUs are of `want_type` (-1: any); and how many free GPUs of that type there are."""
@@ -376,3 +377,93 @@ def victim_ranks(owner, online, claimed, held, gpu_type, want_type, victims):
             if typed:
                 per_rank[srt[p]] += 1
     return vr, per_rank, have
+
+
+@njit(cache=True)
+def preempt_plan(owner, online, claimed, held, gpu_type, want_type, undecided, alloc_count, victims, job,
+                 demand, rank):
+    """The arithmetic of one preemption attempt (`policies.base.Round._place_preempting`) in
+    one call, so Python is left with only the placer call(s) and the releases.
+
+    Keeps the candidates of `victims` (lowest priority first) that are undecided and not
+    `job`; ranks every GPU's owner among them (as `victim_ranks`, in O(G + V) through
+    `rank`, a J-sized scratch all -1 on entry and on return); and finds `lo`, the shortest
+    prefix of candidates whose usable GPUs of `want_type`, with the free ones, reach
+    `demand` (by GPU count: exact for an unconstrained placement). Returns (candidates,
+    per-GPU rank, lo, pool): `pool` = the free GPUs plus those of the first `lo` candidates;
+    lo = 0 (pool empty) when even every candidate is not enough, first by the cheap bound
+    (free GPUs plus every GPU the candidates hold), then by usable GPUs of the type.
+    """
+    nv0 = victims.shape[0]
+    keep = np.empty(nv0, np.int64)
+    nv = 0
+    bound = 0
+    for i in range(nv0):
+        v = victims[i]
+        if undecided[v] and v != job:
+            keep[nv] = v
+            nv += 1
+            bound += alloc_count[v]
+    cand = keep[:nv]
+    g_n = owner.shape[0]
+    empty = np.zeros(0, np.bool_)
+    vr = np.full(g_n, nv, np.int64)
+    if nv == 0:
+        return cand, vr, 0, empty
+    for g in range(g_n):
+        if online[g] and not claimed[g] and not held[g]:
+            bound += 1
+    if bound < demand:
+        return cand, vr, 0, empty
+    for i in range(nv - 1, -1, -1):  # a job listed twice ranks at its first place
+        rank[cand[i]] = i
+    per_rank = np.zeros(nv, np.int64)
+    have = 0
+    for g in range(g_n):
+        if not online[g] or claimed[g]:
+            continue
+        typed = want_type < 0 or gpu_type[g] == want_type
+        if not held[g]:
+            if typed:
+                have += 1
+            continue
+        o = owner[g]
+        if o >= 0 and rank[o] >= 0:
+            vr[g] = rank[o]
+            if typed:
+                per_rank[rank[o]] += 1
+    for i in range(nv):
+        rank[cand[i]] = -1
+    acc = have
+    lo = 0
+    for r in range(nv):
+        acc += per_rank[r]
+        if acc >= demand:
+            lo = r + 1
+            break
+    if lo == 0:
+        return cand, vr, 0, empty
+    pool = np.empty(g_n, np.bool_)
+    for g in range(g_n):
+        pool[g] = (online[g] and not claimed[g] and not held[g]) or vr[g] < lo
+    return cand, vr, lo, pool
+
+
+@njit(cache=True)
+def hit_victims(vr, gpus, lo, cand):
+    """The candidates among the first `lo` whose GPUs the placement `gpus` uses, in rank
+    order (lowest priority first), each once: the jobs a preemption actually stops."""
+    hit = np.zeros(lo, np.bool_)
+    n = 0
+    for i in range(gpus.shape[0]):
+        r = vr[gpus[i]]
+        if r < lo and not hit[r]:
+            hit[r] = True
+            n += 1
+    out = np.empty(n, np.int64)
+    k = 0
+    for r in range(lo):
+        if hit[r]:
+            out[k] = cand[r]
+            k += 1
+    return out

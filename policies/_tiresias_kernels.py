@@ -56,7 +56,13 @@ def prepare(active, holding, now, submit, executed, attained, first_start, svc_b
                     q[j] = _queue(attained[j] - svc_base[j] + eps, thr)
     # stable sort by submit time (ties: index, as `active` is ascending), then a stable
     # counting sort by class = 2 × queue + (0 running, 1 waiting)
-    by_submit = active[np.argsort(submit[active], kind="mergesort")]
+    # (traces are usually in submit order already: then the stable sort is the identity)
+    in_order = True
+    for i in range(1, n):
+        if not submit[active[i]] >= submit[active[i - 1]]:  # (a NaN also takes the sort)
+            in_order = False
+            break
+    by_submit = active if in_order else active[np.argsort(submit[active], kind="mergesort")]
     ncls = 2 * (thr.shape[0] + 1)
     count = np.zeros(ncls + 1, np.int64)
     for i in range(n):
@@ -108,3 +114,38 @@ def next_jump(placed, placed_gpus, active, q, attained, svc_base, thr, now, knob
     for i in range(placed.shape[0]):
         scratch[placed[i]] = False
     return t
+
+
+@njit(cache=True)
+def walk_inputs(order, holding, q, demand, type_req, skewed, num_queues, with_keys):
+    """Per-position inputs of the priority walk, in one pass over `order`.
+
+    Returns (klass, keys, running_rev, q_rev): `klass[i]` = queue of `order[i]` (its
+    preemption class); `keys[i]` = its placement shape ((demand, type, skewed, queue) as
+    one int, as the NumPy expression `((dem*65537 + type + 1)*2 + skewed)*num_queues + q`),
+    or -1 for all when `with_keys` is False (a placer that is not deterministic);
+    `running_rev` = the jobs holding GPUs, lowest priority first, and `q_rev` their queues
+    (the victim candidates of a preemption are a prefix-filter of that list).
+    """
+    n = order.shape[0]
+    klass = np.empty(n, np.int64)
+    keys = np.full(n, -1, np.int64)
+    nrun = 0
+    for i in range(n):
+        j = order[i]
+        klass[i] = q[j]
+        if with_keys:
+            keys[i] = ((np.int64(demand[j]) * 65_537 + np.int64(type_req[j]) + 1) * 2 + np.int64(skewed[j])) \
+                * num_queues + q[j]
+        if holding[j]:
+            nrun += 1
+    running_rev = np.empty(nrun, np.int64)
+    q_rev = np.empty(nrun, np.int64)
+    k = 0
+    for i in range(n - 1, -1, -1):
+        j = order[i]
+        if holding[j]:
+            running_rev[k] = j
+            q_rev[k] = q[j]
+            k += 1
+    return klass, keys, running_rev, q_rev

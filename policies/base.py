@@ -26,7 +26,10 @@ failed on the same pool (placement is a deterministic function of pool and shape
 fewer free plus preemptible GPUs than the job needs — so Python runs only for jobs a
 placement could change. Kept jobs' GPUs are marked claimed in one numba pass; scratch arrays
 of trace size are pooled, not allocated per call; `decision()` lists only the changes where
-the engine accepts that (`ClusterView.accepts_changes`). Without `current` (test engines)
+the engine accepts that (`ClusterView.accepts_changes`). A preemption attempt's arithmetic
+(candidates, owner ranks, shortest prefix by GPU count, its pool, the victims a placement
+hits) is one numba call each (`_kernels.preempt_plan`, `hit_victims`), leaving Python only
+the placer call(s) and the releases. Without `current` (test engines)
 every running job goes through the per-job `keep`, with the same decisions.
 """
 
@@ -138,6 +141,17 @@ def _scratch(n: int) -> np.ndarray:
     return free.pop() if free else np.zeros(n, bool)
 
 
+def _ranks(n: int) -> np.ndarray:
+    """A J-sized int64 scratch, all -1, for `_kernels.preempt_plan` (which leaves it all -1)."""
+    a = _RANKS.get(n)
+    if a is None:
+        a = _RANKS[n] = np.full(n, -1, np.int64)
+    return a
+
+
+_RANKS: dict[int, np.ndarray] = {}
+
+
 def _unscratch(a: np.ndarray) -> None:
     free = _SCRATCH.setdefault(a.shape[0], [])
     if len(free) < 4:
@@ -171,16 +185,17 @@ class Round:
         running = np.asarray(view.running(), np.int64)
         self.running_idx = running
         self._running_set: set[int] | None = None
-        self.cur = _Cur(view)
+        self._cur: _Cur | None = None  # built on first use (`cur`)
         self._current = view.current if view.current is not None else {}
         self.undecided = _scratch(view.jobs.num_jobs)  # returned to the pool by `decision`
         self.undecided[running] = True
         self._offline_jobs: set[int] = set()  # running jobs with a GPU offline
-        if not self.online.all():
+        if np.count_nonzero(self.online) < self.online.size:
             off = self.owner[~self.online]
             self._offline_jobs = set(off[off >= 0].tolist())
         self.dem = demands_cached(view)
         self.alloc: dict[int, Allocation] = {}  # decided one by one (placements, checked keeps)
+        self._alloc_n: dict[int, int] = {}  # their GPU counts, in the same order (`placed`)
         self.started: list[int] = []  # jobs given GPUs they did not hold before this call
         self.released: list[int] = []  # running jobs that gave up their GPUs this call
         self._kept: list[np.ndarray] = []  # running jobs kept as they are, in bulk
@@ -200,6 +215,13 @@ class Round:
         self._walk_key = -1
         self._fail: set = set()  # placement shapes that found no GPUs at version `_fail_ver`
         self._fail_ver = -1
+
+    @property
+    def cur(self) -> _Cur:
+        """Job → its current GPU ids (int64), looked up on first access per job."""
+        if self._cur is None:
+            self._cur = _Cur(self.view)
+        return self._cur
 
     @property
     def running(self) -> set[int]:
@@ -235,6 +257,7 @@ class Round:
         if a is None or len(a.gpus) != gpus.size or list(a.gpus) != gpus.tolist():
             a = Allocation(tuple(gpus.tolist()))
         self.alloc[j] = a
+        self._alloc_n[j] = gpus.size
         if not keep:
             self.started.append(j)
 
@@ -315,47 +338,44 @@ class Round:
         return gpus
 
     def _place_preempting(self, j: int, placer: Placer, victims_fn: Callable[[], np.ndarray]) -> np.ndarray | None:
-        victims = np.asarray(victims_fn(), np.int64)
-        victims = victims[self.undecided[victims] & (victims != j)]
+        self._flush()
         dem = int(self.dem[j])
-        if victims.size == 0 or np.count_nonzero(self.avail()) + int(self.view.jobs.alloc_count[victims].sum()) < dem:
-            return None  # not enough GPUs even preempting every candidate (upper bound)
         req = int(self.view.jobs.gpu_type_req[j])
-        base = self.avail()
-        # rank of each GPU's owner among the victims (victims.size if not a victim), per GPU
-        vr, per_rank, have = K.victim_ranks(self.owner, self.online, self.claimed, self.held, self.c.gpu_type, req,
-                                            victims)
-        cum = have + np.cumsum(per_rank)
-        if cum.size == 0 or cum[-1] < dem:
-            return None  # not enough GPUs even preempting every candidate
-
-        def pool(n: int) -> np.ndarray:
-            return base | (vr < n)
-
-        # fewest victims by GPU count alone; for an unconstrained placement that is exact, so
-        # usually one placement call decides; constrained ones (tier, memory) search further
+        # candidates, each GPU's owner rank among them, the fewest victims by GPU count (`lo`;
+        # 0: not enough even preempting every candidate) and the pool they leave: one numba call
+        victims, vr, lo, pool = K.preempt_plan(self.owner, self.online, self.claimed, self.held, self.c.gpu_type, req,
+                                               self.undecided, self.view.jobs.alloc_count,
+                                               np.asarray(victims_fn(), np.int64), j, dem,
+                                               _ranks(self.view.jobs.num_jobs))
+        if lo == 0:
+            return None
+        # by GPU count alone is exact for an unconstrained placement, so usually one placement
+        # call decides; constrained ones (tier, memory) search further
         n_all = victims.size
-        lo = int(np.searchsorted(cum, dem)) + 1
-        gpus = placer(j, pool(lo))
+        gpus = placer(j, pool)
         if gpus is None and lo < n_all:
-            if placer(j, pool(n_all)) is None:
+            base = self.avail()
+
+            def pool_of(n: int) -> np.ndarray:
+                return base | (vr < n)
+
+            if placer(j, pool_of(n_all)) is None:
                 return None
             lo, hi = lo + 1, n_all
             while lo < hi:  # shortest prefix with a feasible placement
                 mid = (lo + hi) // 2
-                if placer(j, pool(mid)) is not None:
+                if placer(j, pool_of(mid)) is not None:
                     hi = mid
                 else:
                     lo = mid + 1
-            gpus = placer(j, pool(lo))
+            gpus = placer(j, pool_of(lo))
             if gpus is None:  # feasibility was not monotone here: use every candidate
                 lo = n_all
-                gpus = placer(j, pool(lo))
+                gpus = placer(j, pool_of(lo))
         if gpus is None:
             return None
-        hit = np.unique(vr[np.asarray(gpus, np.int64)])
-        for rank in hit[hit < lo]:
-            self.release(int(victims[rank]))
+        for k in K.hit_victims(vr, np.asarray(gpus, np.int64), lo, victims).tolist():
+            self.release(k)
         return gpus
 
     def walk(self, order: np.ndarray, klass: np.ndarray | None = None, keys: np.ndarray | None = None,
@@ -381,8 +401,12 @@ class Round:
             return
         order = np.ascontiguousarray(order, np.int64)
         und = self.undecided
-        fast = und[order]
-        if not self._current or self._offline_jobs:
+        # which running jobs can be kept as they are (see `_fast`): every one in the common case
+        all_fast = bool(self._current) and not self._offline_jobs
+        if all_fast:
+            fast = np.zeros(0, bool)
+        else:
+            fast = und[order]
             fast[fast] = self._fast(order[fast])
         if klass is None:
             klass = np.zeros(n, np.int64)
@@ -394,7 +418,6 @@ class Round:
         self._walk_failed = np.empty(n, np.int64)
         self._walk_nfail = 0
         self._walk_ver = self.version
-        dem = np.ascontiguousarray(self.dem[order], np.int64)
         cnt = np.asarray(self.view.jobs.alloc_count)
         kept = np.empty(n, np.int64)
         i = 0
@@ -403,8 +426,8 @@ class Round:
                 self._walk_nfail = 0
                 self._walk_ver = self.version
             self._flush()
-            i, nk = K.walk_next(order, i, und, fast, klass, ncls, dem, cnt, keys, self._walk_failed,
-                                self._walk_nfail, self.online, self.claimed, self.held, kept)
+            i, nk = K.walk_next(order, i, und, fast, all_fast, klass, ncls, self.dem, cnt, keys,
+                                self._walk_failed, self._walk_nfail, self.online, self.claimed, self.held, kept)
             if nk:
                 ks = kept[:nk].copy()
                 self._kept.append(ks)
@@ -446,7 +469,7 @@ class Round:
         if not self.alloc:
             return kept, self.view.jobs.alloc_count[kept].astype(np.int64)
         idx = np.fromiter(self.alloc, np.int64, len(self.alloc))
-        n = np.fromiter((len(a.gpus) for a in self.alloc.values()), np.int64, len(self.alloc))
+        n = np.fromiter(self._alloc_n.values(), np.int64, len(self.alloc))
         return np.concatenate([idx, kept]), np.concatenate([n, self.view.jobs.alloc_count[kept].astype(np.int64)])
 
     def allocation(self, j: int) -> Allocation | None:

@@ -146,22 +146,27 @@ class Tiresias(BasePolicy):
                            jobs.first_start, self.svc_base, self.exec_base, self.pend_base, self.promotions,
                            self._thr, _EPS_GPU_S, float(self.config.promote_knob), q, waited)
         und = r.undecided
-        rev = order[::-1]
-        running_rev = rev[und[rev]]
-        q_rev = q[running_rev]
         skew = self._is_skewed(view)
         tier_cap = _TierCaps(view)
-        keys = None
-        if self.placement_is_deterministic(view, self.config.placement):
-            # (demand, type, skewed, queue) of each job in the walk, as one int: a job shaped
-            # like one that just failed on the same pool, with the same victims, fails too
-            keys = (r.dem[order] * 65_537 + jobs.gpu_type_req[order] + 1) * 2 + skew[order]
-            keys = keys * (self._thr.size + 1) + q[order]
-        for j in r.walk(order, klass=q[order], keys=keys, num_classes=self._thr.size + 1):  # only jobs a placement could change
+        # per position: queue (preemption class), placement shape key, and the running jobs
+        # lowest priority first. Shape keys only for deterministic placers: a job shaped like
+        # one that just failed on the same pool, with the same victims, fails too
+        klass, keys, running_rev, q_rev = TK.walk_inputs(
+            order, und, q, r.dem, jobs.gpu_type_req, skew, self._thr.size + 1,
+            self.placement_is_deterministic(view, self.config.placement))
+        # the common placement (not skewed, `consolidate`, one GPU type) calls the kernel directly
+        fast = P.consolidate_fast(view.cluster) if self.config.placement == "consolidate" else None
+        req, dem = jobs.gpu_type_req, r.dem
+
+        def placer(jj: int, avail: np.ndarray) -> np.ndarray | None:
+            if fast is not None and not skew[jj]:
+                return None if req[jj] > 0 else fast(avail, int(dem[jj]))
+            return self._place(view, r, jj, avail, skew, tier_cap)
+
+        for j in r.walk(order, klass=klass, keys=keys, num_classes=self._thr.size + 1):  # only jobs a placement could change
             if und[j] and r.keep(j):
                 continue
-            gpus = r.place(j, lambda jj, avail: self._place(view, r, jj, avail, skew, tier_cap),
-                           victims=lambda qj=q[j]: running_rev[q_rev > qj])
+            gpus = r.place(j, placer, victims=lambda qj=q[j]: running_rev[q_rev > qj])
             if gpus is None:
                 r.walk_failed()
         started = np.asarray(r.started, np.int64)

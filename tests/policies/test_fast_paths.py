@@ -1,0 +1,128 @@
+"""The fused fast paths of issue 4 give exactly what the plain formulations they replace give.
+
+`placement.consolidate_fast` against `placement.place(strategy="consolidate")`;
+`_kernels.preempt_plan` / `hit_victims` against the NumPy arithmetic of a preemption attempt
+(`victim_ranks`, cumsum, searchsorted, pool, unique hit ranks); `_tiresias_kernels.walk_inputs`
+against the NumPy expressions of `Tiresias.decide`; `prepare` with and without submit order.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from policies import _kernels as K
+from policies import _tiresias_kernels as TK
+from policies import placement as P
+from tests.policies.conftest import build_arrays
+
+CLUSTER = build_arrays(nodes=6, gpus_per_node=4, leaves=3, pods=2)
+G = 24
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.booleans(), min_size=G, max_size=G), st.integers(-1, 30))
+def test_consolidate_fast_equals_place(free, demand):
+    avail = np.array(free, bool)
+    fast = P.consolidate_fast(CLUSTER)(avail, demand)
+    ref = P.place(CLUSTER, avail, demand, strategy="consolidate")
+    assert (fast is None) == (ref is None)
+    if ref is not None:
+        assert fast.tolist() == ref.tolist()
+
+
+def test_consolidate_fast_is_none_with_several_types():
+    c = build_arrays(nodes=2, gpus_per_node=2, gpu_types=[0, 0, 1, 1])
+    assert P.consolidate_fast(c) is None
+
+
+def _reference_plan(owner, online, claimed, held, gpu_type, want, undecided, alloc_count, victims, job, dem):
+    """The NumPy formulation `Round._place_preempting` used before `preempt_plan`."""
+    victims = victims[undecided[victims] & (victims != job)]
+    base = online & ~claimed & ~held
+    if victims.size == 0 or np.count_nonzero(base) + int(alloc_count[victims].sum()) < dem:
+        return victims, None, 0, None
+    vr, per_rank, have = K.victim_ranks(owner, online, claimed, held, gpu_type, want, victims)
+    cum = have + np.cumsum(per_rank)
+    if cum[-1] < dem:
+        return victims, vr, 0, None
+    lo = int(np.searchsorted(cum, dem)) + 1
+    return victims, vr, lo, base | (vr < lo)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.data())
+def test_preempt_plan_equals_numpy(data):
+    n_jobs = 8
+    owner = np.array(data.draw(st.lists(st.integers(-1, n_jobs - 1), min_size=G, max_size=G)), np.int32)
+    online = np.array(data.draw(st.lists(st.booleans(), min_size=G, max_size=G)), bool)
+    claimed = np.array(data.draw(st.lists(st.booleans(), min_size=G, max_size=G)), bool)
+    held = owner >= 0
+    held &= ~np.array(data.draw(st.lists(st.booleans(), min_size=G, max_size=G)), bool)
+    gpu_type = np.array(data.draw(st.lists(st.integers(0, 1), min_size=G, max_size=G)), np.int16)
+    want = data.draw(st.integers(-1, 1))
+    undecided = np.array(data.draw(st.lists(st.booleans(), min_size=n_jobs, max_size=n_jobs)), bool)
+    alloc_count = np.bincount(owner[owner >= 0], minlength=n_jobs).astype(np.int64)
+    victims = np.array(data.draw(st.lists(st.integers(0, n_jobs - 1), max_size=10)), np.int64)
+    job = data.draw(st.integers(0, n_jobs - 1))
+    dem = data.draw(st.integers(1, G))
+    rank = np.full(n_jobs, -1, np.int64)
+    cand, vr, lo, pool = K.preempt_plan(owner, online, claimed, held, gpu_type, want, undecided, alloc_count,
+                                        victims, job, dem, rank)
+    r_cand, r_vr, r_lo, r_pool = _reference_plan(owner, online, claimed, held, gpu_type, want, undecided,
+                                                 alloc_count, victims, job, dem)
+    assert (rank == -1).all()  # the scratch comes back clean
+    assert cand.tolist() == r_cand.tolist()
+    assert lo == r_lo
+    if lo:
+        assert vr.tolist() == r_vr.tolist()
+        assert pool.tolist() == r_pool.tolist()
+        gpus = np.flatnonzero(pool)[:dem]
+        hit = np.unique(r_vr[gpus])
+        assert K.hit_victims(vr, gpus, lo, cand).tolist() == r_cand[hit[hit < lo]].tolist()
+
+
+def test_hit_victims_hand_example():
+    # GPUs 0..5 held by candidates of ranks 2, 2, 0, 1, 3(not a victim), 0; prefix lo = 2
+    vr = np.array([2, 2, 0, 1, 3, 0], np.int64)
+    cand = np.array([40, 41, 42], np.int64)
+    assert K.hit_victims(vr, np.array([5, 3, 2], np.int64), 2, cand).tolist() == [40, 41]
+    assert K.hit_victims(vr, np.array([0, 4], np.int64), 2, cand).tolist() == []
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.data())
+def test_walk_inputs_equals_numpy(data):
+    n = 12
+    order = np.array(data.draw(st.permutations(range(n))), np.int64)
+    holding = np.array(data.draw(st.lists(st.booleans(), min_size=n, max_size=n)), bool)
+    q = np.array(data.draw(st.lists(st.integers(0, 2), min_size=n, max_size=n)), np.int64)
+    dem = np.array(data.draw(st.lists(st.integers(1, 64), min_size=n, max_size=n)), np.int64)
+    req = np.array(data.draw(st.lists(st.integers(-1, 2), min_size=n, max_size=n)), np.int16)
+    skew = np.array(data.draw(st.lists(st.booleans(), min_size=n, max_size=n)), bool)
+    with_keys = data.draw(st.booleans())
+    klass, keys, running_rev, q_rev = TK.walk_inputs(order, holding, q, dem, req, skew, 3, with_keys)
+    assert klass.tolist() == q[order].tolist()
+    ref = ((dem[order] * 65_537 + req[order] + 1) * 2 + skew[order]) * 3 + q[order]
+    assert keys.tolist() == (ref.tolist() if with_keys else [-1] * n)
+    rev = order[::-1]
+    assert running_rev.tolist() == rev[holding[rev]].tolist()
+    assert q_rev.tolist() == q[rev[holding[rev]]].tolist()
+
+
+def _prepare(submit, holding):
+    n = submit.size
+    active = np.arange(n, dtype=np.int64)
+    z = np.zeros(n)
+    return TK.prepare(active, holding, 1e6, submit, z.copy(), z.copy(), np.full(n, np.nan), z.copy(), z.copy(),
+                      np.full(n, np.nan), np.zeros(n, np.int64), np.array([1e9]), 1e-6, 0.0,
+                      np.zeros(n, np.int64), np.zeros(n))
+
+
+def test_prepare_orders_running_first_then_by_submit():
+    holding = np.array([False, True, False, True])
+    # in submit order (the shortcut) and out of it (the sort): running first, each by submit
+    assert _prepare(np.array([0.0, 1.0, 2.0, 3.0]), holding).tolist() == [1, 3, 0, 2]
+    assert _prepare(np.array([3.0, 2.0, 1.0, 0.0]), holding).tolist() == [3, 1, 2, 0]
+    assert _prepare(np.array([1.0, 1.0, 0.0, 0.0]), holding).tolist() == [3, 1, 2, 0]

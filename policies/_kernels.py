@@ -347,46 +347,13 @@ def claim_kept(held, claimed, owner, mark, kept):
 
 
 @njit(cache=True)
-def victim_ranks(owner, online, claimed, held, gpu_type, want_type, victims):
-    """The reference form of `preempt_plan`'s ranking (O(G log V), no scratch; the tests
-    check one against the other): per GPU, the rank
-    in `victims` (lowest priority first) of the job holding it, or len(victims) if it is not
-    a victim's or not usable (offline or claimed this round); per rank, how many of that
-    victim's GPUs are of `want_type` (-1: any); and how many free GPUs of that type there are."""
-    nv = victims.shape[0]
-    srt = np.argsort(victims, kind="mergesort")
-    sv = victims[srt]
-    g_n = owner.shape[0]
-    vr = np.full(g_n, nv, np.int64)
-    per_rank = np.zeros(nv, np.int64)
-    have = 0
-    for g in range(g_n):
-        typed = want_type < 0 or gpu_type[g] == want_type
-        if not online[g] or claimed[g]:
-            continue
-        if not held[g]:
-            if typed:
-                have += 1
-            continue
-        o = owner[g]
-        if o < 0 or nv == 0:
-            continue
-        p = np.searchsorted(sv, o)
-        if p < nv and sv[p] == o:
-            vr[g] = srt[p]
-            if typed:
-                per_rank[srt[p]] += 1
-    return vr, per_rank, have
-
-
-@njit(cache=True)
 def preempt_plan(owner, online, claimed, held, gpu_type, want_type, undecided, alloc_count, victims, job,
                  demand, rank):
     """The arithmetic of one preemption attempt (`policies.base.Round._place_preempting`) in
     one call, so Python is left with only the placer call(s) and the releases.
 
     Keeps the candidates of `victims` (lowest priority first) that are undecided and not
-    `job`; ranks every GPU's owner among them (as `victim_ranks`, in O(G + V) through
+    `job`; ranks every GPU's owner among them (in O(G + V) through
     `rank`, a J-sized scratch all -1 on entry and on return); and finds `lo`, the shortest
     prefix of candidates whose usable GPUs of `want_type`, with the free ones, reach
     `demand` (by GPU count: exact for an unconstrained placement). Returns (candidates,

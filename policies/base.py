@@ -141,15 +141,17 @@ def _scratch(n: int) -> np.ndarray:
     return free.pop() if free else np.zeros(n, bool)
 
 
-def _ranks(n: int) -> np.ndarray:
-    """A J-sized int64 scratch, all -1, for `_kernels.preempt_plan` (which leaves it all -1)."""
-    a = _RANKS.get(n)
+def _clean(n: int, dtype, fill) -> np.ndarray:
+    """One shared n-entry array of `fill`, for kernels that use it as scratch and leave it as
+    they found it (`claim_kept`'s marks, `preempt_plan`'s ranks): no allocation per call."""
+    key = (n, np.dtype(dtype).str, fill)
+    a = _CLEAN.get(key)
     if a is None:
-        a = _RANKS[n] = np.full(n, -1, np.int64)
+        a = _CLEAN[key] = np.full(n, fill, dtype)
     return a
 
 
-_RANKS: dict[int, np.ndarray] = {}
+_CLEAN: dict[tuple, np.ndarray] = {}
 
 
 def _unscratch(a: np.ndarray) -> None:
@@ -202,17 +204,13 @@ class Round:
         self._kept_one: list[int] = []  # the same, one at a time
         self._pending: list[int] = []  # kept jobs whose GPUs are not yet marked claimed
         self._pending_arr: list[np.ndarray] = []  # the same, in arrays
-        self._mark: np.ndarray | None = None  # scratch for `_flush` (J-sized, all False)
         self._returned = False  # scratch arrays handed back (`decision`)
         #: bumped by every claim and release; a failed placement retried at the same version
         #: (same job shape) fails again. Keeps do not bump it: a kept job's GPUs were held
         #: (never usable) and it only leaves the victim sets, so no failure can turn into a
         #: success (the usable pool and every victim set only shrink between bumps)
         self.version = 0
-        self._walk_failed = np.empty(0, np.int64)  # `walk`: shapes that failed at `_walk_ver`
-        self._walk_nfail = 0
-        self._walk_ver = -1
-        self._walk_key = -1
+        self._walk_key = -1  # shape of the job `walk` yielded last
         self._fail: set = set()  # placement shapes that found no GPUs at version `_fail_ver`
         self._fail_ver = -1
 
@@ -237,9 +235,7 @@ class Round:
             if self._pending:
                 ks.append(np.asarray(self._pending, np.int64))
             ks = ks[0] if len(ks) == 1 else np.concatenate(ks)
-            if self._mark is None:
-                self._mark = _scratch(self.view.jobs.num_jobs)
-            K.claim_kept(self.held, self.claimed, self.owner, self._mark, ks)
+            K.claim_kept(self.held, self.claimed, self.owner, _clean(self.view.jobs.num_jobs, bool, False), ks)
             self._pending.clear()
             self._pending_arr = []
 
@@ -304,24 +300,25 @@ class Round:
         self.release(k)
         return False
 
+    def _failures(self) -> set:
+        """Shapes that failed on the pool as it is now (forgotten at any claim or release)."""
+        if self.version != self._fail_ver:
+            self._fail.clear()
+            self._fail_ver = self.version
+        return self._fail
+
     def failed_before(self, key) -> bool:
         """Whether a placement of shape `key` already failed with the pool as it is now.
 
         Only for deterministic placers whose outcome depends on the pool and `key` alone
         (see `BasePolicy.placement_is_deterministic`); the caller records failures with
-        `note_failure`. Any claim or release since then forgets them.
+        `note_failure` (`walk` callers: `walk_failed`). Any claim or release since then
+        forgets them.
         """
-        if self.version != self._fail_ver:
-            self._fail.clear()
-            self._fail_ver = self.version
-            return False
-        return key in self._fail
+        return key in self._failures()
 
     def note_failure(self, key) -> None:
-        if self.version != self._fail_ver:
-            self._fail.clear()
-            self._fail_ver = self.version
-        self._fail.add(key)
+        self._failures().add(key)
 
     def place(self, j: int, placer: Placer, victims: Callable[[], np.ndarray] | None = None) -> np.ndarray | None:
         """Give job j GPUs via `placer(j, avail_mask)`; if that fails, preempt among `victims()`.
@@ -346,7 +343,7 @@ class Round:
         victims, vr, lo, pool = K.preempt_plan(self.owner, self.online, self.claimed, self.held, self.c.gpu_type, req,
                                                self.undecided, self.view.jobs.alloc_count,
                                                np.asarray(victims_fn(), np.int64), j, dem,
-                                               _ranks(self.view.jobs.num_jobs))
+                                               _clean(self.view.jobs.num_jobs, np.int64, -1))
         if lo == 0:
             return None
         # by GPU count alone is exact for an unconstrained placement, so usually one placement
@@ -415,19 +412,15 @@ class Round:
             klass = np.ascontiguousarray(klass, np.int64)
             ncls = int(klass.max()) + 1 if num_classes is None else int(num_classes)
         keys = np.full(n, -1, np.int64) if keys is None else np.ascontiguousarray(keys, np.int64)
-        self._walk_failed = np.empty(n, np.int64)
-        self._walk_nfail = 0
-        self._walk_ver = self.version
         cnt = np.asarray(self.view.jobs.alloc_count)
         kept = np.empty(n, np.int64)
         i = 0
         while i < n:
-            if self.version != self._walk_ver:
-                self._walk_nfail = 0
-                self._walk_ver = self.version
             self._flush()
+            failed = self._failures()  # the shapes `walk_failed` recorded (ints), one memo with `failed_before`
+            failed = np.fromiter(failed, np.int64, len(failed))
             i, nk = K.walk_next(order, i, und, fast, all_fast, klass, ncls, self.dem, cnt, keys,
-                                self._walk_failed, self._walk_nfail, self.online, self.claimed, self.held, kept)
+                                failed, failed.size, self.online, self.claimed, self.held, kept)
             if nk:
                 ks = kept[:nk].copy()
                 self._kept.append(ks)
@@ -440,14 +433,8 @@ class Round:
 
     def walk_failed(self) -> None:
         """The job `walk` just yielded found no placement: skip its shape until the pool grows."""
-        k = self._walk_key
-        if k < 0:
-            return
-        if self.version != self._walk_ver:
-            self._walk_nfail = 0
-            self._walk_ver = self.version
-        self._walk_failed[self._walk_nfail] = k
-        self._walk_nfail += 1
+        if self._walk_key >= 0:
+            self.note_failure(self._walk_key)
 
     def keep_all_undecided(self) -> None:
         """`keep` every unvisited running job: in bulk where they can stay as they are."""
@@ -484,8 +471,6 @@ class Round:
         if not self._returned:  # all False now: every running job was kept or released
             self._returned = True
             _unscratch(self.undecided)
-            if self._mark is not None:
-                _unscratch(self._mark)
         cur = self._current
         if self.view.accepts_changes:
             allocs = {j: a for j, a in self.alloc.items() if a is not cur.get(j)}

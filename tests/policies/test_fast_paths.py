@@ -2,7 +2,7 @@
 
 `placement.consolidate_fast` against `placement.place(strategy="consolidate")`;
 `_kernels.preempt_plan` / `hit_victims` against the NumPy arithmetic of a preemption attempt
-(`victim_ranks`, cumsum, searchsorted, pool, unique hit ranks); `_tiresias_kernels.walk_inputs`
+(per-GPU victim ranks, cumsum, searchsorted, pool, unique hit ranks); `_tiresias_kernels.walk_inputs`
 against the NumPy expressions of `Tiresias.decide`; `prepare` with and without submit order.
 """
 
@@ -43,7 +43,16 @@ def _reference_plan(owner, online, claimed, held, gpu_type, want, undecided, all
     base = online & ~claimed & ~held
     if victims.size == 0 or np.count_nonzero(base) + int(alloc_count[victims].sum()) < dem:
         return victims, None, 0, None
-    vr, per_rank, have = K.victim_ranks(owner, online, claimed, held, gpu_type, want, victims)
+    # per GPU, the rank of its (held, usable) owner among the victims, else len(victims)
+    nv = victims.size
+    srt = np.argsort(victims, kind="stable")
+    sv = victims[srt]
+    pos = np.minimum(np.searchsorted(sv, owner), nv - 1)
+    usable = online & ~claimed
+    vr = np.where(usable & held & (owner >= 0) & (sv[pos] == owner), srt[pos], nv)
+    typed = np.ones(owner.size, bool) if want < 0 else gpu_type == want
+    per_rank = np.bincount(vr[typed & (vr < nv)], minlength=nv)[:nv]
+    have = int((base & typed).sum())
     cum = have + np.cumsum(per_rank)
     if cum[-1] < dem:
         return victims, vr, 0, None

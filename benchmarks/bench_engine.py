@@ -152,12 +152,12 @@ def bench_engine_small_five_policies() -> dict:
                        f"per policy {r['per_policy_s']}")
 
 
-def bench_engine_philly_tiresias() -> dict:
+def _philly_row(policy: str, name: str, target: str) -> dict:
+    """One full-Philly run of `policy` in a fresh process, as a benchmark row."""
     if not PHILLY_CSV.is_file():
         raise FileNotFoundError(f"{PHILLY_CSV} (needs ../shared/data)")
-    r = _in_child(_child_philly, "tiresias", None)
-    return dict(name="philly 82k jobs, 512 GPUs, tiresias", value=round(r["wall_s"], 2), unit="s",
-                target="< 30 s, < 2 GB",
+    r = _in_child(_child_philly, policy, None)
+    return dict(name=name, value=round(r["wall_s"], 2), unit="s", target=target,
                 detail=f"cpu {r['cpu_s']:.1f} s, of which in the policy {r['policy_s']:.1f} s; "
                        f"engine alone {_us_per_event(r):.0f} µs/event; "
                        f"{r['events']} events ({r['events'] / r['engine_s']:.0f}/s), {r['policy_calls']} policy "
@@ -165,16 +165,12 @@ def bench_engine_philly_tiresias() -> dict:
                        f"{r['skipped']} skipped, trace load {r['load_s']:.1f} s")
 
 
+def bench_engine_philly_tiresias() -> dict:
+    return _philly_row("tiresias", "philly 82k jobs, 512 GPUs, tiresias", "< 30 s, < 2 GB")
+
+
 def bench_engine_philly_engine_only() -> dict:
-    if not PHILLY_CSV.is_file():
-        raise FileNotFoundError(f"{PHILLY_CSV} (needs ../shared/data)")
-    r = _in_child(_child_philly, "probe", None)
-    return dict(name="philly 82k jobs, 512 GPUs, engine only", value=round(r["wall_s"], 2), unit="s",
-                target="(engine share of < 30 s)",
-                detail=f"cpu {r['cpu_s']:.1f} s (policy {r['policy_s']:.1f} s); engine alone "
-                       f"{_us_per_event(r):.0f} µs/event; {r['events']} events "
-                       f"({r['events'] / r['engine_s']:.0f}/s), peak {r['peak_gb']:.2f} GB, "
-                       f"{r['finished']}/{r['jobs']} finished, {r['skipped']} skipped")
+    return _philly_row("probe", "philly 82k jobs, 512 GPUs, engine only", "(engine share of < 30 s)")
 
 
 def main() -> None:

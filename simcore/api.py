@@ -107,7 +107,7 @@ class Allocation:
     batch_size: int | None = None
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "gpus", tuple(int(g) for g in self.gpus))
+        object.__setattr__(self, "gpus", tuple(map(int, self.gpus)))  # C-level loop: one per new allocation
 
 
 @dataclass(frozen=True)

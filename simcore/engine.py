@@ -1,9 +1,9 @@
 """The discrete-event engine: one policy, one trace, one cluster.
 
 `Engine.run` is the visible round loop — accept → decide → validate → apply → observe.
-Between two instants every running job advances at a constant rate (numba
-`advance_and_complete`), and the next completion is computed (`next_completion`), never
-stepped. Events (arrivals, restart ends, capacity changes, policy wake-ups and rounds) live
+Between two instants every running job advances at a constant rate, and the next
+completion is computed, never stepped (one numba call, `kernels.step`, finds the next
+instant and advances every job to it). Events (arrivals, restart ends, capacity changes, policy wake-ups and rounds) live
 in one `EventQueue`.
 
 Per-event cost follows what changed, not the trace or the running set: all events of one
@@ -50,7 +50,6 @@ _WAKE, _ROUND = Priority.WAKE, Priority.ROUND
 # events from outside the policy (RESTART_END, ARRIVAL, CAPACITY) are the priorities in
 # [_RESTART_END, _CAPACITY]: tested by int range compares (hashing an enum member is slow)
 assert (int(_RESTART_END), int(_ARRIVAL), int(_CAPACITY)) == (1, 2, 3)
-_VIEW_RUNNING = "running_jobs" in ClusterView.__dataclass_fields__  # the view field, where the API has it
 _UNIT_GAIN = frozenset((int(WorkMode.REPLAY), int(WorkMode.ITERATIONS)))  # modes whose `work_gain` is 1
 _EMPTY = np.zeros(0, np.int32)
 _EMPTY.flags.writeable = False
@@ -176,11 +175,10 @@ class Engine:
         t0 = _time.perf_counter()
         stuck = False
         while self._unfinished > 0:
-            t = self._next_time()
+            t, done = self._step()  # the next instant; every held job advanced to it
             if not math.isfinite(t):
                 stuck = True  # nothing running, nothing pending: remaining jobs can never start
                 break
-            done = self._advance_to(t)
             call = self._accept(t, done)  # completions, restart ends, arrivals, capacity, wakes, rounds
             if call:
                 decision = self._decide(t)  # the policy, with its name and the time on failure
@@ -250,25 +248,23 @@ class Engine:
             self._running_arr = a
         return a
 
-    def _next_time(self) -> float:
+    def _step(self) -> tuple[float, np.ndarray]:
+        """The next instant (first completion or queued event), with every job holding GPUs
+        advanced to it; the RUNNING ones done then, ascending (`kernels.step`)."""
         j = self.jobs
-        dt = kernels.next_completion(self._held, self._held_n, j.state, j.rate, j.progress)
-        return min(self.queue.peek_time(), self.now + dt)
-
-    def _advance_to(self, t: float) -> np.ndarray:
-        """Advance every job holding GPUs to `t`; the RUNNING ones done then, ascending."""
-        dt = t - self.now
-        if dt < 0:
-            raise AssertionError(f"time went backwards: {self.now} → {t}")
-        j = self.jobs
-        done = kernels.advance_and_complete(self._held, self._held_n, dt, self.opt.completion_tol_s, j.state,
-                                            j.rate, j.progress, j.alloc_count, j.attained_gpu_s, j.executed_s,
-                                            j.restart_s, j.exposed_frac, j.exposed_comm_s)
-        if dt > 0:
-            self._online_gpu_s += self._online * dt
-            self._busy_gpu_s += self._busy * dt
-        self.now = t
-        return done
+        now = self.now
+        t, done = kernels.step(self._held, self._held_n, now, self.queue.peek_time(), self.opt.completion_tol_s,
+                               j.state, j.rate, j.progress, j.alloc_count, j.attained_gpu_s, j.executed_s,
+                               j.restart_s, j.exposed_frac, j.exposed_comm_s)
+        if t < now:
+            raise AssertionError(f"time went backwards: {now} → {t}")
+        if math.isfinite(t):
+            dt = t - now
+            if dt > 0:
+                self._online_gpu_s += self._online * dt
+                self._busy_gpu_s += self._busy * dt
+            self.now = t
+        return t, done
 
     # ---- accept ---------------------------------------------------------------------
     def _push(self, ev: Event) -> None:
@@ -362,7 +358,8 @@ class Engine:
         self._active_n -= 1
         self._changed = True
         self._unfinished -= 1
-        self._record(t, j, "finish", _EMPTY, int(jobs.batch_size[j]), 0.0)
+        if self.decisions is not None:
+            self._record(t, j, "finish", _EMPTY, int(jobs.batch_size[j]), 0.0)
 
     def _capacity(self, node: int, online: bool, t: float) -> None:
         gpus = self.cluster.node_gpus(node)
@@ -381,12 +378,11 @@ class Engine:
             a = self._active_idx()
             j = self.jobs
             j.remaining_s[a] = (1.0 - j.progress[a]) * j.work_iters[a] * j.ref_iter_s[a]
-        extra = {"running_jobs": self._running_idx()} if _VIEW_RUNNING else {}
         view = ClusterView(now=t, jobs=self._jobs_view, cluster=self._cluster_view,
                            iteration_time=self._what_if, allocation_of=self._allocation_of,
                            active_jobs=self._active_idx(), current=self._current_ro,
-                           accepts_changes=self.opt.accept_changes, **extra)
-        if self.opt.check_invariants and _VIEW_RUNNING:
+                           running_jobs=self._running_idx(), accepts_changes=self.opt.accept_changes)
+        if self.opt.check_invariants:
             s = self.jobs.state
             want = np.flatnonzero((s == _RUNNING) | (s == _RESTARTING))
             if not np.array_equal(view.running_jobs, want):
@@ -519,7 +515,8 @@ class Engine:
         self._queued_since[j] = t
         jobs.rate[j] = 0.0
         jobs.version[j] += 1
-        self._record(t, j, action, _EMPTY, int(jobs.batch_size[j]), 0.0)
+        if self.decisions is not None:
+            self._record(t, j, action, _EMPTY, int(jobs.batch_size[j]), 0.0)
 
     def _check_ownership(self) -> None:
         """No GPU held by two jobs; owners, online flags and allocations agree."""

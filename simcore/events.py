@@ -3,7 +3,7 @@
 Same-time order is decided by `Priority` (lower first) and then by insertion order (`seq`,
 a per-queue counter, so two engines never share state and runs are reproducible). Job
 completions are not stored in the heap: between events every running job advances at a
-constant rate, so the engine computes the next completion directly (`kernels.next_completion`)
+constant rate, so the engine computes the next completion directly (`kernels.step`)
 and treats it as an event with priority `COMPLETION`.
 """
 

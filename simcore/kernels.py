@@ -20,16 +20,30 @@ RESTARTING = 3
 
 
 @njit(cache=True)
-def advance_and_complete(held, n, dt, tol_s, state, rate, progress, alloc_count, attained_gpu_s, executed_s,
-                         restart_s, exposed_frac, exposed_comm_s):  # pragma: no cover - compiled
-    """Move the `n` jobs `held[:n]` (holding GPUs, any order) `dt` seconds forward at their
-    constant rates, then return, ascending, the RUNNING ones that are done.
+def step(held, n, now, t_event, tol_s, state, rate, progress, alloc_count, attained_gpu_s, executed_s,
+         restart_s, exposed_frac, exposed_comm_s):  # pragma: no cover - compiled
+    """One step of simulated time, in one call: the next instant `t` (the first completion
+    among the `n` jobs `held[:n]`, or the next queued event at `t_event`, whichever is
+    first), every held job advanced to it, and, ascending, the RUNNING jobs done at `t`.
 
+    Returns `(t, done)`; `t = inf` (nothing advanced) when nothing runs and nothing is
+    queued, and `t < now` (nothing advanced) only on a queue bug the caller reports.
     RUNNING jobs gain `rate * dt` progress (capped at 1), GPU-seconds and exposed
-    communication; RESTARTING jobs hold GPUs without progress (time counted in `restart_s`).
-    A RUNNING job is done when it has no work left or would finish within `tol_s` seconds
-    (rounding of simultaneous completions); its progress is snapped to exactly 1.
+    communication; RESTARTING jobs hold GPUs without progress (time counted in
+    `restart_s`). A RUNNING job is done when it has no work left or would finish within
+    `tol_s` seconds (rounding of simultaneous completions); its progress is snapped to 1.
     """
+    best = np.inf
+    for k in range(n):
+        j = held[k]
+        if state[j] == RUNNING and rate[j] > 0.0:
+            x = (1.0 - progress[j]) / rate[j]
+            if x < best:
+                best = x
+    t = min(t_event, now + best)
+    if not np.isfinite(t) or t < now:
+        return t, np.empty(0, np.int64)
+    dt = t - now
     if dt > 0.0:
         for k in range(n):
             j = held[k]
@@ -54,20 +68,7 @@ def advance_and_complete(held, n, dt, tol_s, state, rate, progress, alloc_count,
                 progress[j] = 1.0
                 out[m] = j
                 m += 1
-    return np.sort(out[:m])
-
-
-@njit(cache=True)
-def next_completion(held, n, state, rate, progress):  # pragma: no cover - compiled
-    """Seconds until the first RUNNING job of `held[:n]` completes (inf if none)."""
-    best = np.inf
-    for k in range(n):
-        j = held[k]
-        if state[j] == RUNNING and rate[j] > 0.0:
-            t = (1.0 - progress[j]) / rate[j]
-            if t < best:
-                best = t
-    return best
+    return t, np.sort(out[:m])
 
 
 @njit(cache=True)

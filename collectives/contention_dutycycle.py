@@ -93,13 +93,19 @@ def _expected_rates_enum(lo, hi, lent, ejob, q, a, ao, w, cap, per_work, out):
 
 
 @njit(cache=True)
-def _expected_rates_count_dp(lo, hi, lent, ejob, q, a, ao, w, cap, per_work, out, pk, loo):
+def _expected_rates_count_dp(lo, hi, lent, ejob, q, a, ao, w, cap, per_work, out, pk, loo, rep, reuse=True):
     """Per entry of one link: E[share] with the others' load approximated as K * abar.
 
     K, the number of other jobs active, has a Poisson-binomial law: the full law over all m
     users is built once (O(m^2)) and each user's leave-one-out law is peeled off it
     (forward when its q <= 1/2, backward otherwise, which keeps the recursion stable).
     abar is the q-weighted mean demand of the others; exact when their demands are equal.
+
+    A user's answer is a function of its (q, a, ao, w) alone, given the link's law: users
+    equal in all four (same model, batch and placement shape: a third of the users of a
+    busy uplink are distinct) copy the first one's answer instead of repeating the O(m)
+    peel, bit for bit. ``rep`` is scratch of at least m entries; ``reuse=False`` computes
+    every user (the reference the reuse is tested against).
     """
     m = hi - lo
     pk[: m + 1] = 0.0
@@ -114,10 +120,22 @@ def _expected_rates_count_dp(lo, hi, lent, ejob, q, a, ao, w, cap, per_work, out
         for k in range(i + 1, 0, -1):
             pk[k] = pk[k] * (1.0 - qi) + pk[k - 1] * qi
         pk[0] *= 1.0 - qi
+    n_rep = 0
     for i in range(m):
         e = lent[lo + i]
         j = ejob[e]
         qi = q[j]
+        same = -1
+        for r_i in range(n_rep if reuse else 0):
+            f = rep[r_i]
+            if q[ejob[f]] == qi and a[f] == a[e] and ao[f] == ao[e] and w[ejob[f]] == w[j]:
+                same = f
+                break
+        if same >= 0:
+            out[e] = out[same]
+            continue
+        rep[n_rep] = e
+        n_rep += 1
         if qi <= 0.5:
             prev = 0.0
             for k in range(m):
@@ -205,6 +223,7 @@ def dutycycle_group(compute_s, comm_start_s, comm_s, weight, ptr, lidx, demand_B
         max_users = max(max_users, lptr[lk + 1] - lptr[lk])
     pk_buf = np.empty(max_users + 1)
     loo_buf = np.empty(max_users + 1)
+    rep_buf = np.empty(max_users + 1, np.int64)
     quiet = tol
     link_evals = 0
     converged = False
@@ -220,7 +239,7 @@ def dutycycle_group(compute_s, comm_start_s, comm_s, weight, ptr, lidx, demand_B
                 _expected_rates_enum(lo, hi, lent, ejob, q, a, ao, weight, cap_Bps[lk], per_work, r_e)
             elif m_oth <= dp_max_others:
                 _expected_rates_count_dp(lo, hi, lent, ejob, q, a, ao, weight, cap_Bps[lk], per_work, r_e,
-                                         pk_buf, loo_buf)
+                                         pk_buf, loo_buf, rep_buf)
             else:
                 _expected_rates_normal(lo, hi, lent, ejob, q, a, ao, weight, cap_Bps[lk], per_work, r_e,
                                        gh_z, gh_w)

@@ -16,8 +16,11 @@ import random
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from collectives.contention import solo_iteration_s, solve
+from collectives.contention_dutycycle import _expected_rates_count_dp
 from tests.collectives.test_contention_reference import random_case, to_csr
 
 A = np.array
@@ -140,3 +143,25 @@ def test_error_against_phase_simulation_fat_tree_groups(n_groups, draws):
           f"{np.abs(plain).mean():.4f} max {np.abs(plain).max():.4f}")
     assert np.abs(err).mean() < 0.06
     assert np.abs(err).max() < 0.25
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from([0.05, 0.3, 0.7, 0.95]), st.sampled_from([1e9, 3e9]),
+                          st.sampled_from([1.0, 0.5])), min_size=5, max_size=40),
+       st.booleans())
+def test_counting_law_reuses_equal_users_bit_for_bit(users, per_work):
+    """Users equal in (q, demand, demand seen, weight) copy the first one's answer; the
+    answers equal computing every user (reuse=False) bit for bit."""
+    m = len(users)
+    q = np.array([u[0] for u in users])
+    a = np.array([u[1] for u in users])
+    ao = a * np.array([u[2] for u in users])
+    w = np.ones(m)
+    lent = np.arange(m, dtype=np.int64)
+    ejob = np.arange(m, dtype=np.int64)
+    got, want = np.zeros(m), np.zeros(m)
+    scratch = lambda: (np.empty(m + 1), np.empty(m + 1), np.empty(m + 1, np.int64))  # noqa: E731
+    _expected_rates_count_dp(0, m, lent, ejob, q, a, ao, w, 4e9, per_work, got, *scratch(), True)
+    _expected_rates_count_dp(0, m, lent, ejob, q, a, ao, w, 4e9, per_work, want, *scratch(), False)
+    assert got.tobytes() == want.tobytes()
+    assert np.all(np.isfinite(got)) and np.all(got > 0)

@@ -50,7 +50,7 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit
 
-from collectives.contention_dutycycle import dutycycle_group, gauss_hermite_standard
+from collectives.contention_dutycycle import NO_MEMO, LinkMemo, dutycycle_group, gauss_hermite_standard
 from collectives.contention_exact import simulate_group
 from collectives.contention_groups import split_groups
 from collectives.contention_validate import check_inputs
@@ -241,6 +241,7 @@ class ContentionOptions:
 
 DEFAULT_CACHE = ContentionCache()
 _GH = gauss_hermite_standard()
+_NO_LINKS = np.zeros(0, np.int64)
 _STATS_KEYS = ("groups", "exact_groups", "dutycycle_groups", "cache_hits", "events", "link_evaluations",
                "jobs_in_groups")
 
@@ -293,8 +294,9 @@ def solve(
 
 
 def _solve_groups(C, s, M, w, ptr, lids, dem, cap, opt: ContentionOptions, cache: ContentionCache | None,
-                  stats: dict | None) -> tuple[np.ndarray, np.ndarray]:
-    """Steps 2-3 of ``solve`` on validated, quantised, feasible inputs."""
+                  stats: dict | None, memo: LinkMemo | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Steps 2-3 of ``solve`` on validated, quantised, feasible inputs (``memo``: link
+    evaluations kept across calls, for a caller whose capacities and options are fixed)."""
     it = solo_iteration_s(C, s, M)
     gjp, jobs, eptr, elink, edem, glp, lglob = split_groups(cap.shape[0], ptr, lids, dem, M)
     tags = opt.tags()
@@ -307,7 +309,8 @@ def _solve_groups(C, s, M, w, ptr, lids, dem, cap, opt: ContentionOptions, cache
         key = b"|".join((tags[0] if exact else tags[1], *(x.tobytes() for x in group)))
         res = cache.get(key) if cache is not None else None
         if res is None:
-            res = _solve_exact(group, key, opt, stats) if exact else _solve_dutycycle(group, opt, stats)
+            res = (_solve_exact(group, key, opt, stats) if exact else
+                   _solve_dutycycle(group, opt, stats, memo, lglob[glp[g]:glp[g + 1]]))
             res = np.maximum(res, it[gj])  # rounding can leave a hair below the solo time
             if cache is not None:
                 cache.put(key, res)
@@ -377,11 +380,16 @@ def _solve_exact(group, key: bytes, opt: ContentionOptions, stats: dict | None) 
     return total / opt.offset_draws
 
 
-def _solve_dutycycle(group, opt: ContentionOptions, stats: dict | None) -> np.ndarray:
-    """Duty-cycle fixed point of one group (large groups)."""
-    res, rounds, ok, link_evals = dutycycle_group(
+def _solve_dutycycle(group, opt: ContentionOptions, stats: dict | None, memo: LinkMemo | None = None,
+                     glinks: np.ndarray | None = None) -> np.ndarray:
+    """Duty-cycle fixed point of one group (large groups); ``glinks``: its links' global ids
+    (used with ``memo``)."""
+    arrays = NO_MEMO if memo is None else memo.arrays()
+    res, rounds, ok, link_evals, need = dutycycle_group(
         *group, _GH[0], _GH[1], opt.enum_max_others, opt.dp_max_others, opt.dutycycle_average == "work",
-        opt.elsewhere_correction, opt.fixed_point_tol, 10_000)
+        opt.elsewhere_correction, opt.fixed_point_tol, 10_000, _NO_LINKS if memo is None else glinks, *arrays)
+    if need and memo is not None:
+        memo.widen(need)
     if not ok:
         log.warning("duty-cycle fixed point of a %d-job group stopped after %d rounds",
                     group[0].shape[0], rounds)
@@ -410,7 +418,9 @@ class PreparedContention:
     ``infeasible_demand`` rule), so here they run once per job and placement (``job``), and
     ``solve`` takes the prepared values of any set of jobs, concatenated in input order. Its
     answer is bit-identical to ``solve`` on the raw inputs of the same jobs in the same order
-    (same groups, same signatures, same cache entries; tested), with equal weights.
+    (same groups, same signatures, same cache entries; tested), with equal weights. It also
+    keeps a ``LinkMemo`` (its capacities and options never change), so a re-solve copies
+    the evaluations of links whose users did not change (bit for bit).
     """
 
     def __init__(self, link_capacity_Bps, options: ContentionOptions | None = None,
@@ -423,6 +433,7 @@ class PreparedContention:
         self._cap_raw = cap
         self.link_capacity_Bps = quantise(cap)
         self.num_links = int(cap.shape[0])
+        self.memo = LinkMemo(self.num_links)  # capacities and options are fixed here
 
     def job(self, compute_s: float, comm_start_s: float, comm_s: float, link_ids, link_demand_Bps) -> JobInputs:
         """Check and prepare one job's inputs: what ``solve`` does to them, once (numba).
@@ -458,7 +469,7 @@ class PreparedContention:
             return it, it - compute_s
         w = np.ones(compute_s.shape[0])
         return _solve_groups(compute_s, comm_start_s, comm_s, w, ptr, link_ids, link_demand_Bps,
-                             self.link_capacity_Bps, self.options, self.cache, stats)
+                             self.link_capacity_Bps, self.options, self.cache, stats, self.memo)
 
 
 #: Callers holding the bare ``solve`` (default options and cache) may prepare jobs once:

@@ -189,14 +189,89 @@ def _expected_rates_normal(lo, hi, lent, ejob, q, a, ao, w, cap, per_work, out, 
 
 
 @njit(cache=True)
+def _memo_copy(lo, hi, lent, ejob, q, a, ao, w, L, slot, memo_n, memo_key, memo_r, out):
+    """Copy link L's last evaluation in this round slot if its users' (q, a, ao, w) are
+    equal, in order, to this one's (an evaluation is a function of those alone: the
+    link's capacity and the solver's options are fixed for a memo). True on a copy."""
+    m = hi - lo
+    if memo_n[L, slot] != m:
+        return False
+    for p in range(m):
+        e = lent[lo + p]
+        j = ejob[e]
+        if (memo_key[L, slot, p, 0] != q[j] or memo_key[L, slot, p, 1] != a[e]
+                or memo_key[L, slot, p, 2] != ao[e] or memo_key[L, slot, p, 3] != w[j]):
+            return False
+    for p in range(m):
+        out[lent[lo + p]] = memo_r[L, slot, p]
+    return True
+
+
+@njit(cache=True)
+def _memo_store(lo, hi, lent, ejob, q, a, ao, w, L, slot, memo_n, memo_key, memo_r, out):
+    """Remember link L's evaluation (its users' inputs and answers) in this round slot."""
+    memo_n[L, slot] = hi - lo
+    for p in range(hi - lo):
+        e = lent[lo + p]
+        j = ejob[e]
+        memo_key[L, slot, p, 0] = q[j]
+        memo_key[L, slot, p, 1] = a[e]
+        memo_key[L, slot, p, 2] = ao[e]
+        memo_key[L, slot, p, 3] = w[j]
+        memo_r[L, slot, p] = out[e]
+
+
+class LinkMemo:
+    """Per global link, the last duty-cycle evaluation in each round slot (rounds 1, 2, 3,
+    and later rounds sharing the last slot), for a solver whose link capacities and options are fixed (the engine's
+    ``PreparedContention``).
+
+    An engine re-solves a group after one job of it starts or stops; every link that job
+    does not cross has the same users with the same first-round inputs (solo duty cycles,
+    demands) as in the previous solve, so its first-round evaluation — the O(m^2) counting
+    law on a busy uplink — is copied, bit for bit, instead of recomputed. Links with more
+    users than the memo's width are computed and ask it to widen (up to ``limit``).
+    """
+
+    SLOTS = 4
+
+    def __init__(self, num_links: int, width: int = 16, limit: int = 128) -> None:
+        self.limit = limit
+        self._allocate(num_links, width)
+
+    def _allocate(self, num_links: int, width: int) -> None:
+        self.n = np.full((num_links, self.SLOTS), -1, np.int64)
+        self.key = np.zeros((num_links, self.SLOTS, width, 4))
+        self.r = np.zeros((num_links, self.SLOTS, width))
+
+    def widen(self, need_users: int) -> None:
+        """Make room for links of `need_users` users (forgets what it held)."""
+        width = self.r.shape[2]
+        if width < need_users and width < self.limit:
+            self._allocate(self.n.shape[0], min(max(need_users, 2 * width), self.limit))
+
+    def arrays(self):
+        return self.n, self.key, self.r
+
+
+NO_MEMO = (np.zeros((0, 1), np.int64), np.zeros((0, 1, 1, 4)), np.zeros((0, 1, 1)))
+
+
+@njit(cache=True)
 def dutycycle_group(compute_s, comm_start_s, comm_s, weight, ptr, lidx, demand_Bps, cap_Bps,
-                    gh_z, gh_w, enum_max_others, dp_max_others, per_work, elsewhere, tol, max_rounds):
+                    gh_z, gh_w, enum_max_others, dp_max_others, per_work, elsewhere, tol, max_rounds,
+                    glink, memo_n, memo_key, memo_r):
     """Solve one group by the duty-cycle fixed point; see the module docstring.
 
     Iterates ``q <- F(q)`` from the solo duty cycles until ``max |F(q) - q| < tol``. Only
     links with a user whose duty cycle or seen demand moved by more than ``tol``
     since their last evaluation are re-evaluated (late rounds touch a few jobs only).
-    Returns ``(iter_s, rounds, converged, link_evals)``.
+
+    ``glink`` (the group's links' global ids) and ``memo_*`` (a ``LinkMemo``'s arrays, or
+    empty ones: no memo) let a link evaluation be copied from the last one of the same
+    link in the same round slot when its users' (q, a, ao, w) are equal, in order.
+    Returns ``(iter_s, rounds, converged, link_evals, need_users)``: ``link_evals`` counts
+    evaluations computed (not copied); ``need_users`` > 0 asks the memo to widen.
     """
     n = compute_s.shape[0]
     n_links = cap_Bps.shape[0]
@@ -225,6 +300,10 @@ def dutycycle_group(compute_s, comm_start_s, comm_s, weight, ptr, lidx, demand_B
     loo_buf = np.empty(max_users + 1)
     rep_buf = np.empty(max_users + 1, np.int64)
     quiet = tol
+    use_memo = memo_n.shape[0] > 0
+    n_slots = memo_n.shape[1]
+    memo_k = memo_r.shape[2]
+    need_users = 0
     link_evals = 0
     converged = False
     rounds = 0
@@ -234,6 +313,14 @@ def dutycycle_group(compute_s, comm_start_s, comm_s, weight, ptr, lidx, demand_B
                 continue
             lo = lptr[lk]
             hi = lptr[lk + 1]
+            dirty[lk] = False
+            slot = min(rounds, n_slots) - 1
+            memo = use_memo and hi - lo <= memo_k
+            if use_memo and not memo:
+                need_users = max(need_users, hi - lo)
+            if memo and _memo_copy(lo, hi, lent, ejob, q, a, ao, weight, glink[lk], slot, memo_n, memo_key,
+                                   memo_r, r_e):
+                continue
             m_oth = hi - lo - 1
             if m_oth <= enum_max_others:
                 _expected_rates_enum(lo, hi, lent, ejob, q, a, ao, weight, cap_Bps[lk], per_work, r_e)
@@ -243,7 +330,8 @@ def dutycycle_group(compute_s, comm_start_s, comm_s, weight, ptr, lidx, demand_B
             else:
                 _expected_rates_normal(lo, hi, lent, ejob, q, a, ao, weight, cap_Bps[lk], per_work, r_e,
                                        gh_z, gh_w)
-            dirty[lk] = False
+            if memo:
+                _memo_store(lo, hi, lent, ejob, q, a, ao, weight, glink[lk], slot, memo_n, memo_key, memo_r, r_e)
             link_evals += 1
         for j in range(n):
             xbar[j] = 1.0
@@ -286,4 +374,4 @@ def dutycycle_group(compute_s, comm_start_s, comm_s, weight, ptr, lidx, demand_B
         if worst < tol:
             converged = True
             break
-    return it, rounds, converged, link_evals
+    return it, rounds, converged, link_evals, need_users

@@ -20,6 +20,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from collectives.contention import ContentionCache, ContentionOptions, PreparedContention, quantise, solve
+from collectives.contention_dutycycle import LinkMemo
 from cosim.errors import InputError
 from simcore.costs import ChangeCosts
 from simcore.engine import Engine, EngineOptions
@@ -242,3 +243,58 @@ def test_policy_ignoring_restart_ends_is_not_called_for_them():
     # per job: arrival, restart end, completion → 6 calls; without restart ends → 4
     assert runs[False][0] == 6 and runs[True][0] == 4
     np.testing.assert_array_equal(runs[False][1], runs[True][1])
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(groups(), st.lists(st.lists(st.booleans(), min_size=12, max_size=12), min_size=2, max_size=5))
+def test_link_memo_keeps_repeated_solves_bit_identical(g, subsets):
+    """A PreparedContention re-solving changing subsets of the same jobs (the engine after
+    starts and stops) copies unchanged links' evaluations from its LinkMemo; every answer
+    equals a fresh `solve` of that subset, bit for bit."""
+    C, s, M, ptr, ids, dem, cap = g
+    opt = ContentionOptions(exact_max_jobs=0)  # every group by the duty-cycle solver
+    pc = PreparedContention(cap, options=opt, cache=None)
+    jobs = [pc.job(C[i], s[i], M[i], ids[ptr[i]:ptr[i + 1]], dem[ptr[i]:ptr[i + 1]]) for i in range(C.shape[0])]
+    for keep in subsets:
+        idx = [i for i in range(C.shape[0]) if keep[i]]
+        if not idx:
+            continue
+        sub = [jobs[i] for i in idx]
+        p2 = np.zeros(len(sub) + 1, np.int64)
+        np.cumsum([x.link_ids.shape[0] for x in sub], out=p2[1:])
+        got = pc.solve(np.array([x.compute_s for x in sub]), np.array([x.comm_start_s for x in sub]),
+                       np.array([x.comm_s for x in sub]), p2, np.concatenate([x.link_ids for x in sub]),
+                       np.concatenate([x.link_demand_Bps for x in sub]))
+        raw_ptr = np.zeros(len(idx) + 1, np.int64)
+        np.cumsum([ptr[i + 1] - ptr[i] for i in idx], out=raw_ptr[1:])
+        want = solve(C[idx], s[idx], M[idx], raw_ptr, np.concatenate([ids[ptr[i]:ptr[i + 1]] for i in idx]),
+                     np.concatenate([dem[ptr[i]:ptr[i + 1]] for i in idx]), cap, options=opt, cache=None)
+        assert got[0].tobytes() == want[0].tobytes()
+        assert got[1].tobytes() == want[1].tobytes()
+
+
+def test_link_memo_copies_unchanged_links():
+    """Solving the same busy group twice copies every link evaluation of the rounds the
+    memo has slots for (every link is evaluated in round 1; later rounds re-evaluate only
+    links whose users moved, and rounds past the slots share the last one)."""
+    rng = np.random.default_rng(3)
+    n, n_links = 30, 6
+    cap = np.full(n_links, 1e10)
+    C = rng.uniform(0.1, 1.0, n)
+    s = C * 0.5
+    M = rng.uniform(0.05, 0.5, n)
+    ids = np.concatenate([rng.choice(n_links, 2, replace=False) for _ in range(n)]).astype(np.int64)
+    ptr = np.arange(0, 2 * n + 1, 2, dtype=np.int64)
+    dem = np.full(2 * n, 6e9)
+    opt = ContentionOptions(exact_max_jobs=0)
+    pc = PreparedContention(cap, options=opt, cache=None)
+    jobs = [pc.job(C[i], s[i], M[i], ids[ptr[i]:ptr[i + 1]], dem[ptr[i]:ptr[i + 1]]) for i in range(n)]
+    args = (np.array([x.compute_s for x in jobs]), np.array([x.comm_start_s for x in jobs]),
+            np.array([x.comm_s for x in jobs]), ptr, np.concatenate([x.link_ids for x in jobs]),
+            np.concatenate([x.link_demand_Bps for x in jobs]))
+    first, again = {}, {}
+    a = pc.solve(*args, stats=first)
+    b = pc.solve(*args, stats=again)
+    assert first["link_evaluations"] > LinkMemo.SLOTS * n_links  # the group needs more rounds than slots
+    assert first["link_evaluations"] - again["link_evaluations"] >= n_links  # round 1 copied whole
+    assert a[0].tobytes() == b[0].tobytes()

@@ -215,6 +215,7 @@ def dally_table_layers(layers_dir, params=None, preset: str = "dally-3tier", loo
     if cm.params.algorithm != "multidim":   # the pipeline needs the per-dimension stages
         loop["pipeline"] = False
         loop.pop("system", None)
+        loop.pop("phase_cost", None)
     places = {tier: placement_gpus(topo, shape) for tier, shape in DALLY_SHAPES.items()}
     rows = []
     for model, stem in DALLY_LAYER_FILES.items():

@@ -149,6 +149,18 @@ def read_layers(path: str | Path) -> LayerModel:
                       declared, int(trailing) if trailing else None, np.array(upd))
 
 
+#: ASTRA-sim 1.0 per-step constants of the authors' run (`astra_ring_stages`, option ``ticks`` of
+#: `iteration_comm`): the system file's ``endpoint-delay: 10`` cycles (one ``MemBus`` hand-off
+#: between the NPU and the collective engine, 1 cycle = 1 ns); the analytical backend's ``main``
+#: builds each NPU's memory as ``SimpleMemory(NI, 1, 500000, 12.5)``, whose ``npu_mem_read`` /
+#: ``npu_mem_write`` take bytes / 500000 GB/s (= B/ns), truncated to whole ns.
+ASTRA_ENDPOINT_DELAY_S = 10e-9
+ASTRA_NPU_MEMORY_GBps = 500000.0
+#: how `comm_ratio` prices one dimension's phase of an ASTRA-sim collective: ``alpha_beta`` --
+#: `collectives.multidim.astra_stages` (2(u−1) steps of α + link latency + bytes / bandwidth);
+#: ``astra_steps`` -- `astra_ring_stages`, ASTRA-sim 1.0's own event chain of a ring phase
+#: (hand-offs, reduction memory operations and whole-ns message latencies).
+PHASE_COST = ("alpha_beta", "astra_steps")
 SCHEDULING = ("fifo", "lifo")
 ISSUE = ("after_ig", "after_wg")
 #: what `iteration_comm` does with `LayerModel.update_cycles`: ``unscaled`` -- ASTRA-sim 1.0:
@@ -165,18 +177,81 @@ UPDATE = ("unscaled", "scaled", "none")
 #: command line (``IntraJobScheduler.astra_sim`` [R]) gives no ``--num-passes`` and the
 #: analytical backend's default is 1 (``num_passes = 1`` in its ``main``); the ratio it reads
 #: is EndToEnd.csv's "total exposed comm" / "total comp", where exposed = the tick at which
-#: the last collective (update delay included) finished − the total compute. Left out: the
-#: loop's 1-cycle state transitions (3 ns per layer, < 0.3 % of any Table I model's compute).
+#: the last collective (update delay included) finished − the total compute. ``ticks``: the
+#: loop runs on whole cycles -- each scaled compute is truncated to an integer ``Tick`` (the
+#: parser multiplies the cycles by the ``float`` compute scale and passes the product as a
+#: ``Tick``) and every state change of ``iterate_data_parallel`` is a 1-cycle event, for all
+#: the declared layers (rows missing from a file are zero-compute layers that still step).
 #: Options of `iteration_comm`.
-ASTRA_LOOP = dict(scheduling="lifo", issue="after_wg", passes=1, update="unscaled")
+ASTRA_LOOP = dict(scheduling="lifo", issue="after_wg", passes=1, update="unscaled", ticks=True)
 #: `comm_ratio` options of the authors' simulator: `ASTRA_LOOP` plus the per-dimension pipeline
 #: (``active-chunks-per-dimension: 1`` → one running stream per dimension queue; waiting
 #: streams ordered by priority, LIFO = latest issued first: ``Sys::insert_stream``) with
 #: ASTRA-sim 1.0's collective plan and link semantics (`collectives.multidim.AstraSystem`:
 #: ``collective-optimization: baseline`` = a whole all-reduce per dimension, link-bandwidth in
 #: GiB/s, links-count bandwidth scalars), one chunk per collective
-#: (``preferred-dataset-splits: 1``).
-ASTRA_RATIO = dict(ASTRA_LOOP, pipeline=True, system=DALLY_ASTRA_SYSTEM)
+#: (``preferred-dataset-splits: 1``), each phase priced by ASTRA-sim's own step chain
+#: (``phase_cost="astra_steps"``, `astra_ring_stages`).
+ASTRA_RATIO = dict(ASTRA_LOOP, pipeline=True, system=DALLY_ASTRA_SYSTEM, phase_cost="astra_steps")
+
+
+def _tier_alpha_s(tier: str, params) -> float:
+    """The CommParams α that `collectives.multidim` adds to a level's per-step latency."""
+    if tier == "intra":
+        return params.alpha_intra_s
+    a = params.alpha_net_s
+    if tier in ("spine", "core"):
+        a += params.alpha_spine_s
+    if tier == "core":
+        a += params.alpha_core_s
+    return a
+
+
+def astra_ring_stages(levels: list, nbytes: float, system=DALLY_ASTRA_SYSTEM, params=None,
+                      endpoint_s: float = ASTRA_ENDPOINT_DELAY_S,
+                      memory_GBps: float = ASTRA_NPU_MEMORY_GBps) -> tuple[np.ndarray, np.ndarray]:
+    """One all-reduce of `nbytes` under ``collective-optimization: baseline`` as ASTRA-sim 1.0
+    runs it, one ring all-reduce phase per dimension (seconds[j], queue[j] = level index).
+
+    The event chain of ``Ring`` on u units (``Ring.cc``, ``PacketBundle``, ``MemBus``): the
+    phase starts with one NPU→engine hand-off, sends 2(u−1) messages of ⌊S/u⌋ bytes one after
+    the other, and every received message is handed back (one more hand-off) before the next
+    send; the first u−1 received messages are reduced (``mem_write`` + 2 ``mem_read`` of the
+    message). Hand-off = `endpoint_s` (``endpoint-delay``; ``MemBus`` charges it whether the
+    transfer is ``Fast`` or ``Usual``); memory op = ⌊msg / `memory_GBps`⌋ ns (the analytical
+    main's ``SimpleMemory``); message = the analytical backend's ``HierarchicalTopology::send``:
+    hops × link latency + msg / (link bandwidth × links-count scalar, read as GiB/s), held in an
+    ``int`` (``auto communication_latency = 0``), so truncated to whole ns. Phase time =
+    (2u−1)·ε + 2(u−1)·⌊λ + msg/B⌋ + (u−1)·3·⌊msg/M⌋. The α–β form (`collectives.multidim.
+    astra_stages`) charges 2(u−1)·(ε + λ + msg/B): one hand-off fewer per phase, no reduction
+    cost, no truncation. Link latency λ = the level's per-step latency minus the CommParams α
+    that `collectives.multidim` folds into it (`params`, a CommParams; None: α = 0). Only the
+    ring implementation (the authors' ``ring_ring`` system file) and the baseline plan are
+    modelled here."""
+    from collectives.multidim import ASTRA_GIB, links_scalar
+
+    if system.optimization != "baseline":
+        raise InputError.at(field="collective-optimization", expected="baseline (astra_steps)",
+                            got=system.optimization)
+    f = ASTRA_GIB if system.gib else 1.0
+    eps_ns = endpoint_s * 1e9
+    secs, queues = [], []
+    for j, lv in enumerate(levels):
+        u = int(lv.units)
+        if u <= 1:
+            continue
+        if lv.algorithm != "ring":
+            raise InputError.at(field="all-reduce-implementation", expected="ring (astra_steps)",
+                                got=lv.algorithm)
+        alpha = 0.0 if params is None else _tier_alpha_s(lv.tier, params)
+        link_ns = round((lv.latency_s - alpha) * 1e9, 6)
+        B_per_ns = lv.Bps * f * (links_scalar(lv.topology, u) if system.links else 1) / 1e9
+        msg = int(nbytes) // u
+        step_ns = np.floor(link_ns + msg / B_per_ns)
+        mem_ns = 3.0 * np.floor(msg / memory_GBps)
+        secs.append(((2 * u - 1) * eps_ns + 2 * (u - 1) * step_ns + (u - 1) * mem_ns) * 1e-9)
+        queues.append(j)
+    return np.array(secs, dtype=np.float64), np.array(queues, dtype=np.int64)
 
 
 def _serve(ready: np.ndarray, comm_s: np.ndarray, order: list[int], scheduling: str, free: float) -> np.ndarray:
@@ -230,7 +305,7 @@ def _serve_stages(ready: np.ndarray, stages: list, order: list[int], scheduling:
 def iteration_comm(model: LayerModel, comm_s: np.ndarray, clock_hz: float = ASTRA_CLOCK_HZ,
                    compute_scale: float | None = None, scheduling: str = "fifo", issue: str = "after_ig",
                    passes: int | None = None, stages: list | None = None,
-                   update: str = "none") -> tuple[float, float]:
+                   update: str = "none", ticks: bool = False) -> tuple[float, float]:
     """(compute seconds, exposed communication seconds) of one data-parallel iteration.
 
     `comm_s[i]` is the all-reduce time of layer i's gradient on the placement. Options (the
@@ -254,7 +329,13 @@ def iteration_comm(model: LayerModel, comm_s: np.ndarray, clock_hz: float = ASTR
     - `update` (`UPDATE`): ``unscaled`` -- ASTRA-sim's per-layer ``wg_update_time``: layer i's
       all-reduce counts as done `update_cycles[i]` / `clock_hz` after its last stage ends (the
       collective engines are free meanwhile); it gates the next forward of layer i and, with
-      `passes`, the end of the run; only layers that issue an all-reduce have it.
+      `passes`, the end of the run; only layers that issue an all-reduce have it;
+    - `ticks`: ASTRA-sim's whole-cycle loop (see `ASTRA_LOOP`): each layer's scaled fwd / ig /
+      wg cycles truncated to an integer after a ``float`` (32-bit) multiplication, and one
+      cycle (1 / `clock_hz`) per loop state change -- after every forward, after every
+      weight gradient (the issue) and after every input gradient -- for all
+      `LayerModel.declared_layers` (missing rows step through with zero compute). The
+      transitions take time but are not compute, as in ASTRA-sim's report.
     """
     if scheduling not in SCHEDULING:
         raise InputError.at(field="scheduling", expected=" | ".join(SCHEDULING), got=scheduling)
@@ -266,10 +347,19 @@ def iteration_comm(model: LayerModel, comm_s: np.ndarray, clock_hz: float = ASTR
     hold = np.zeros(len(model.fwd_cycles)) if update == "none" else model.update_s(clock_hz)
     if update == "scaled":
         hold = hold * scale
-    f = model.fwd_cycles * scale / clock_hz
-    wg = model.wg_cycles * scale / clock_hz
-    ig = model.ig_cycles * scale / clock_hz
+    if ticks:   # Tick(cycles × float compute_scale): float32 product, truncated
+        s32 = np.float32(scale)
+
+        def cyc(c):
+            return np.floor((np.asarray(c, dtype=np.float32) * s32).astype(np.float64)) / clock_hz
+        f, wg, ig = cyc(model.fwd_cycles), cyc(model.wg_cycles), cyc(model.ig_cycles)
+    else:
+        f = model.fwd_cycles * scale / clock_hz
+        wg = model.wg_cycles * scale / clock_hz
+        ig = model.ig_cycles * scale / clock_hz
     L = len(f)
+    tick = 1.0 / clock_hz if ticks else 0.0
+    phantom = max(0, int(model.declared_layers) - L) if ticks else 0
     if issue == "after_wg":
         ig = ig.copy()
         ig[0] = 0.0
@@ -280,29 +370,33 @@ def iteration_comm(model: LayerModel, comm_s: np.ndarray, clock_hz: float = ASTR
     order = [i for i in range(L - 1, -1, -1) if comm_s[i] > 0]
 
     def backward(t: float) -> tuple[float, np.ndarray]:
+        t += 2 * phantom * tick        # the declared layers past the file's rows: wg, ig steps
         ready = np.zeros(L)
         for i in range(L - 1, -1, -1):
             t += first[i]
             ready[i] = t
-            t += second[i]
+            t += tick                   # issue → next state
+            if i > 0 or issue != "after_wg":
+                t += second[i] + tick * (i > 0)
         return t, ready
 
+    fwd_s = float(f.sum()) + (L + phantom) * tick
     if passes is None:
-        t, ready = backward(float(f.sum()))
+        t, ready = backward(fwd_s)
         comm_end = (_serve(ready, comm_s, order, scheduling, 0.0) if stages is None
                     else _serve_stages(ready, stages, order, scheduling, 0.0))
         comm_end = np.where(comm_s > 0, comm_end + hold, comm_end)
         cursor = t
         for i in range(L):
-            cursor = max(cursor, comm_end[i]) + f[i]
-        return compute, float(cursor - t - f.sum())
+            cursor = max(cursor, comm_end[i]) + f[i] + tick
+        return compute, float(cursor + phantom * tick - t - fwd_s)
     if int(passes) < 1:
         raise InputError.at(field="passes", expected="None or a positive integer", got=passes)
     t, comm_end, free = 0.0, np.zeros(L), 0.0
     for _ in range(int(passes)):
         for i in range(L):
-            t = max(t, comm_end[i]) + f[i]
-        t, ready = backward(t)
+            t = max(t, comm_end[i]) + f[i] + tick
+        t, ready = backward(t + phantom * tick)
         engine_end = (_serve(ready, comm_s, order, scheduling, free) if stages is None
                       else _serve_stages(ready, stages, order, scheduling, free))
         free = float(engine_end.max()) if order else free
@@ -314,7 +408,8 @@ def iteration_comm(model: LayerModel, comm_s: np.ndarray, clock_hz: float = ASTR
 def comm_ratio(model: LayerModel, comm_model, gpus: np.ndarray, algorithm: str = "auto",
                clock_hz: float = ASTRA_CLOCK_HZ, compute_scale: float | None = None,
                scheduling: str = "fifo", issue: str = "after_ig", passes: int | None = None,
-               pipeline: bool = False, update: str = "none", system=None) -> float:
+               pipeline: bool = False, update: str = "none", system=None, phase_cost: str = "alpha_beta",
+               ticks: bool = False) -> float:
     """Exposed communication as a fraction of compute (Dally Table I's metric) on `gpus`.
 
     `pipeline`: with the ``multidim`` collective, run ASTRA-sim's per-dimension pipeline
@@ -322,7 +417,14 @@ def comm_ratio(model: LayerModel, comm_model, gpus: np.ndarray, algorithm: str =
     (hierarchical reduce-scatter / all-gather, the preset's links as given), or, with
     `system` (`collectives.multidim.AstraSystem`, e.g. ``DALLY_ASTRA_SYSTEM``), from
     `collectives.multidim.astra_stages`: ASTRA-sim 1.0's own collective plan and link
-    semantics. The other options go to `iteration_comm`."""
+    semantics; `phase_cost` (`PHASE_COST`) prices each of those phases by the α–β form or by
+    ASTRA-sim's step chain (`astra_ring_stages`, which needs `system`). The other options go
+    to `iteration_comm`."""
+    if phase_cost not in PHASE_COST:
+        raise InputError.at(field="phase_cost", expected=" | ".join(PHASE_COST), got=phase_cost)
+    if phase_cost == "astra_steps" and not (pipeline and system is not None):
+        raise InputError.at(field="phase_cost", got=phase_cost,
+                            expected="astra_steps only with pipeline=True and an AstraSystem")
     if len(gpus) <= 1:
         return 0.0
     gpus = np.asarray(gpus, dtype=np.int64)
@@ -335,8 +437,12 @@ def comm_ratio(model: LayerModel, comm_model, gpus: np.ndarray, algorithm: str =
         res = multidim_cost(comm_model.topo, shape, "allreduce", comm_model.params)
         levels = res[3] if res is not None else []
         first = int(shape.counts.min())
-        stages = [astra_stages(levels, first, s, system, comm_model.params.base_latency_s) if s > 0
-                  else (np.zeros(0), np.zeros(0, np.int64)) for s in model.wg_bytes]
+        if phase_cost == "astra_steps":
+            stages = [astra_ring_stages(levels, s, system, comm_model.params) if s > 0
+                      else (np.zeros(0), np.zeros(0, np.int64)) for s in model.wg_bytes]
+        else:
+            stages = [astra_stages(levels, first, s, system, comm_model.params.base_latency_s) if s > 0
+                      else (np.zeros(0), np.zeros(0, np.int64)) for s in model.wg_bytes]
         comm = np.array([float(st[0].sum()) for st in stages])
     else:
         comm = np.array([comm_model.allreduce(gpus, s, np.array([s]), algorithm=algorithm).seconds if s > 0 else 0.0
@@ -345,5 +451,5 @@ def comm_ratio(model: LayerModel, comm_model, gpus: np.ndarray, algorithm: str =
             stages = [comm_model.multidim_stages(gpus, s) if s > 0 else (np.zeros(0), np.zeros(0, np.int64))
                       for s in model.wg_bytes]
     compute, exposed = iteration_comm(model, comm, clock_hz, compute_scale, scheduling, issue, passes, stages,
-                                      update)
+                                      update, ticks)
     return exposed / compute

@@ -38,7 +38,7 @@ def _frame(kappa=0.9, host_slope=0.05, overhead_s=0.01, w=None) -> pd.DataFrame:
 def test_sync_and_step_models_recover_known_parameters():
     w = np.array([0.2, 0.8, 0.1, -0.3, 0.2, 0.05, 0.1, 0.3])
     d = _frame(w=w)
-    mf = sm.ModelFit.fit(d)
+    mf = sm.ModelFit.fit(d, form="loglinear")
     np.testing.assert_allclose(mf.sync.weights, w, atol=0.03)  # the small ridge (SYNC_RIDGE) biases a little
     assert mf.step.kappa == pytest.approx(0.9, rel=0.02)
     assert mf.step.host_slope == pytest.approx(0.05, abs=0.005)
@@ -47,6 +47,8 @@ def test_sync_and_step_models_recover_known_parameters():
     np.testing.assert_allclose(sync, d["sync_time_s"], rtol=0.02)
     np.testing.assert_allclose(step, d["step_time_s"], rtol=0.02)
     assert set(mf.as_dict()["sync"]) == set(sm.SYNC_FEATURES)
+    assert sm.SYNC_FORM == "overlap"    # the default adds the hidden-fraction terms
+    assert set(sm.ModelFit.fit(d).as_dict()["sync"]) == set(sm.SYNC_FEATURES) | set(sm.OVERLAP_PARAMS)
 
 
 def test_transfer_features_drop_compute_term():
@@ -133,7 +135,7 @@ def aws_subset(request):
 @pytest.mark.shared_data
 def test_validate_fast_subset_error_bounds(aws_subset):
     """aws, YOLOv3 + BERT, 5-fold CV over placement shapes: measured 3.5 % / 2.6 % step and
-    5.9 % / 4.7 % all-reduce median errors (noise 4.0 % / 8.9 %); bounds leave a little slack."""
+    5.9 % / 4.8 % all-reduce median errors (noise 4.0 % / 8.9 %); bounds leave a little slack."""
     _, t = aws_subset
     allr = t[t["model"] == "ALL"].iloc[0]
     assert allr["step_med"] <= 0.04
@@ -160,7 +162,7 @@ def test_dally_layers_network_tier(shared_data):
     authors' simulator `collectives.layers.ASTRA_RATIO`: one pass, unscaled per-layer update
     delays, ASTRA-sim's baseline collective and link semantics, LIFO per-dimension pipeline).
     Network tier (4/4) within 5 % for MobileNetV3, ResNet-18, BERT; machine within 3 points
-    for every model but MobileNetV3 (34 vs 42, the known miss); rack within a factor 2; the
+    for every model but MobileNetV3 (36 vs 42, the known miss); rack within a factor 2; the
     paper's network-tier order holds (ResNet-50's update delays put it above VGG-11)."""
     t = v.dally_table_layers(shared_data / "models" / "layers").set_index("model")
     for model, paper in (("mobilenet_v3", 19592), ("resnet18", 2749), ("bert_large", 715)):
@@ -199,18 +201,77 @@ def test_validate_cli_models_and_dally(shared_data):
 @pytest.mark.slow
 @pytest.mark.shared_data
 def test_full_validation_targets(shared_data):
-    """Every platform, 5-fold CV + leave-one-hardware-out (~20 s). Measured: step CV 4.8 / 3.8 /
-    3.8 / 4.6 %, all-reduce 1.0 / 1.1 / 1.0 / 1.5x noise, LOPO step 15.1 / 31.3 / 28.2 / 29.6 %
+    """Every platform, 5-fold CV + leave-one-hardware-out (~60–75 s). Measured: step CV 4.1 / 3.8 /
+    3.8 / 4.3 %, all-reduce 0.93 / 1.11 / 0.97 / 1.39x noise (the ``overlap`` sync form; the
+    log-linear form gave 1.01 / 1.13 / 0.96 / 1.52x), LOPO step 15.1 / 31.3 / 28.2 / 29.6 %
     but 3.2 / 6.0 / 5.5 / 5.4 % with the measured all-reduce (aws / dgx / dgx-ext / rtx): the
     compute/host part transfers to unseen hardware, the exposed all-reduce does not (see
     docs/calibration.md). The LOPO misses are pinned so that a change shows up."""
     _, t = v.run(shared_data / "profiles", None, 5, True)
     allr = t[t["model"] == "ALL"].set_index("platform")
     assert (allr["step_med"] <= 0.05).all()
-    assert (allr["sync_vs_noise"] <= 1.55).all()
+    assert (allr["sync_vs_noise"] <= 1.5).all()
     assert (allr["loo_step_msync_med"] <= 0.07).all()
     assert (allr["loo_step_med"] > 0.10).all() and (allr["loo_step_med"] < 0.35).all()
     # grouping by data set instead lets dgx learn from dgx-ext (the same nodes): the old 6.9 / 7.0 %
     _, tp = v.run(shared_data / "profiles", ["dgx", "dgx-ext", "rtx"], 5, True, loo_by="platform")
     allp = tp[tp["model"] == "ALL"].set_index("platform")
     assert allp.loc["dgx", "loo_step_med"] <= 0.10 < allr.loc["dgx", "loo_step_med"]
+
+
+def test_overlap_form_recovers_a_hidden_fraction_and_nests_the_loglinear():
+    """Exposed all-reduce generated as the log-linear estimate g times DDP's exposed fraction
+    f + (1 − f) / (1 + e^{b(log C − g − c)}) with f = 0.2, b = 3, c = 0 over a wide batch range
+    (C from 0.05 to 2 s against e^g ≈ 0.02–0.2 s): the overlap form recovers the predictions
+    (2 %) and the floor f; the log-linear form cannot follow the kink (> 10 % somewhere). On
+    log-linear data the overlap form keeps f near 1 and predicts as well as the log-linear one."""
+    rng = np.random.default_rng(1)
+    rows = []
+    for pl in PLACEMENTS:
+        M0 = (0.02 * len(pl) + 0.001 * sum(int(c) for c in pl)) * rng.lognormal(0.0, 0.5)
+        for b in (8, 16, 32, 64, 128, 256, 512, 1024):
+            rows.append(dict(model="resnet18", placement=pl, local_bsz=b, compute_s=0.04 + 0.002 * b,
+                             comm_model_s=M0))
+    d = pd.DataFrame(rows)
+    feat = sm.placement_features(d["placement"])
+    X = sm.sync_design(feat, d["comm_model_s"].to_numpy(), d["compute_s"].to_numpy())
+    w = np.array([0.2, 0.9, 0.1, -0.3, 0.2, 0.05, 0.1, 0.0])
+    truth = np.array([np.log(0.2 / 0.8), np.log(3.0), 0.0])
+    g = X @ w
+    d["sync_time_s"] = np.exp(g + sm._hidden_factor_log(g, X[:, 7], truth))
+    d["step_time_s"] = d["compute_s"] + d["sync_time_s"]
+    over = sm.ModelFit.fit(d, form="overlap")
+    _, s_over = over.predict(d)
+    np.testing.assert_allclose(s_over, d["sync_time_s"], rtol=0.02)
+    assert over.as_dict()["sync"]["tail_logit"] == pytest.approx(truth[0], abs=0.3)
+    _, s_lin = sm.ModelFit.fit(d, form="loglinear").predict(d)
+    assert np.max(np.abs(s_lin / d["sync_time_s"] - 1)) > 0.10
+    # log-linear data: the overlap form nests it
+    d2 = _frame()
+    m2 = sm.ModelFit.fit(d2, form="overlap")
+    np.testing.assert_allclose(m2.predict(d2)[1], d2["sync_time_s"], rtol=0.02)
+    # LOPO terms (no log C): always log-linear
+    assert sm.ModelFit.fit(d2, sm.TRANSFER_FEATURES, form="overlap").sync.overlap is None
+    from cosim.errors import InputError
+
+    with pytest.raises(InputError, match="sync form"):
+        sm.ModelFit.fit(d2, form="spline")
+
+
+def test_overlap_jacobian_matches_finite_differences():
+    rng = np.random.default_rng(3)
+    X = np.c_[np.ones(40), rng.normal(size=(40, 7))]
+    y = rng.normal(size=40)
+    w_lin = rng.normal(size=8)
+    t = np.r_[w_lin + 0.1, 0.4, 0.3, -0.2]
+    r, J = sm._overlap_residuals(t, X, X[:, 7], y, 0.5, w_lin)
+    num = np.empty_like(J)
+    for j in range(len(t)):
+        e = np.zeros(len(t))
+        e[j] = 1e-6
+        num[:, j] = (sm._overlap_residuals(t + e, X, X[:, 7], y, 0.5, w_lin)[0]
+                     - sm._overlap_residuals(t - e, X, X[:, 7], y, 0.5, w_lin)[0]) / 2e-6
+    np.testing.assert_allclose(J, num, atol=1e-6)
+    # the residuals are g + log(exposed fraction) − y
+    g = X @ t[:8]
+    np.testing.assert_allclose(r[:40], g + sm._hidden_factor_log(g, X[:, 7], t[8:]) - y)

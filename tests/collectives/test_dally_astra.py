@@ -82,3 +82,38 @@ def test_astra_stages_monotone_and_bad_option(dally):
 
     with pytest.raises(InputError, match="collective-optimization"):
         AstraSystem(optimization="fastest")
+
+
+def test_astra_ring_stages_hand_derived(dally):
+    """ASTRA-sim 1.0's ring phase on u units: (2u−1) hand-offs of ε = 10 ns, 2(u−1) messages of
+    ⌊S/u⌋ bytes at ⌊λ + msg/B⌋ ns, (u−1) reductions of 3·⌊msg / 500000⌋ ns. Machine ``8``:
+    FC(4) B = 600·GiB·1 = 644.245 B/ns, Ring(2) B = 2576.98 B/ns, λ 0 / 500 ns.
+    S = 1728: FC msg 432 → ⌊0.67⌋ = 0: 7·10 = 70 ns; Ring msg 864 → ⌊500.34⌋ = 500:
+    3·10 + 2·500 = 1030 ns (α–β form: 64.02 and 1020.67 ns).
+    S = 4,096,000: FC msg 1,024,000 → ⌊1589.45⌋ = 1589, memory 3·2: 70 + 6·1589 + 3·6 = 9622 ns;
+    Ring msg 2,048,000 → ⌊1294.73⌋ = 1294, memory 3·4: 30 + 2·1294 + 12 = 2630 ns.
+    Network ``4/4``: the Switch(2) hop is 2 links of 50 µs, B = 400·GiB·2: S = 1728 →
+    ⌊100001.006⌋ → 30 + 2·100001 = 200032 ns. Rack ``4,4``: Ring(2) of machines, 5 µs,
+    B = 200·GiB·4: S = 4,096,000 → ⌊7384.2⌋ → 30 + 2·7384 + 12 = 14810 ns."""
+    from collectives.layers import astra_ring_stages
+
+    topo, cm = dally
+
+    def ring(shape, nbytes):
+        sh = placement_shape(topo, placement_gpus(topo, shape))
+        levels = multidim_cost(topo, sh, "allreduce", cm.params)[3]
+        return astra_ring_stages(levels, nbytes, params=cm.params)
+
+    secs, q = ring("8", 1728)
+    assert q.tolist() == [0, 1] and (secs * 1e9) == pytest.approx([70.0, 1030.0], abs=1e-6)
+    assert (ring("8", 4_096_000)[0] * 1e9) == pytest.approx([9622.0, 2630.0], abs=1e-6)
+    assert (ring("4/4", 1728)[0] * 1e9) == pytest.approx([70.0, 200032.0], abs=1e-6)
+    assert (ring("4,4", 4_096_000)[0] * 1e9)[1] == pytest.approx(14810.0, abs=1e-6)
+    ab = stages(dally, "8", nbytes=1728)[0] * 1e9
+    assert ab == pytest.approx([64.02, 1020.67], abs=0.01)
+    from cosim.errors import InputError
+
+    sh = placement_shape(topo, placement_gpus(topo, "8"))
+    levels = multidim_cost(topo, sh, "allreduce", cm.params)[3]
+    with pytest.raises(InputError, match="baseline"):
+        astra_ring_stages(levels, 1728, AstraSystem(optimization="localBWAware"), cm.params)

@@ -102,11 +102,12 @@ def test_cross_model_ordering_at_network_tier(layer_models, dally):
 def test_astra_inputs_table(layer_models):
     """The preset as shipped with the authors' simulator (`ASTRA_RATIO`: one pass, unscaled
     update delays, LIFO per-dimension pipeline, ASTRA-sim's baseline collective and link
-    semantics). Pinned (paper in brackets): machine ``8`` within 3 points for every model but
-    MobileNetV3 (34.4 [42]); rack ``4,4`` within a factor 2 for all six (VGG-11 5.9 [6],
-    AlexNet 13.0 [13], MobileNetV3 933 [940], ResNet-18 113 [116], ResNet-50 12.4 [12], BERT
-    13.8 [23]); network ``4/4`` within 5 % for MobileNetV3, ResNet-18, BERT, within 25 % for
-    AlexNet (123 [100]) and 1.5x for ResNet-50 (49 [38]); VGG-11 28.8 [7] is the known miss."""
+    semantics, ASTRA-sim's step chain per phase and whole-cycle loop). Pinned (paper in
+    brackets): machine ``8`` within 3 points for every model but MobileNetV3 (35.6 [42]);
+    rack ``4,4`` within a factor 2 for all six (VGG-11 6.0 [6], AlexNet 13.1 [13], MobileNetV3
+    935 [940], ResNet-18 113 [116], ResNet-50 12.4 [12], BERT 14.0 [23]); network ``4/4``
+    within 5 % for MobileNetV3, ResNet-18, BERT, within 25 % for AlexNet (124 [100]) and 1.5x
+    for ResNet-50 (49 [38]); VGG-11 28.9 [7] is the known miss."""
     from collectives.layers import ASTRA_RATIO
 
     topo = netmodel.build_topology(netmodel.load_cluster("dally-3tier"))
@@ -199,7 +200,8 @@ def test_astra_loop_hand_example():
 
     m = LayerModel("toy", "-", ("a", "b"), np.array([1.0, 1.0]), np.array([0.25, 0.25]), np.array([0.25, 0.25]),
                    np.array([10.0, 10.0]), 2)
-    compute, exposed = iteration_comm(m, np.array([1.0, 1.0]), clock_hz=1.0, compute_scale=1.0, **ASTRA_LOOP)
+    cont = dict(ASTRA_LOOP, ticks=False)       # continuous time (the whole-cycle loop: below)
+    compute, exposed = iteration_comm(m, np.array([1.0, 1.0]), clock_hz=1.0, compute_scale=1.0, **cont)
     assert compute == 2.75 and exposed == pytest.approx(1.5)
     # three layers, fwd 1 and wg 0.1 each, comm 1 s each. Backward from 3: c2 issued 3.1 runs
     # 3.1→4.1; c1 (3.2) and c0 (3.3) wait. LIFO: c0 4.1→5.1, c1 5.1→6.1; next forward 5.1→6.1,
@@ -263,3 +265,52 @@ def test_bad_layer_file(tmp_path):
     p.write_text("DATA\n1\nconv\t-1\t1\tNONE\t0\t1\tNONE\t0\t1\tNONE\t4\t7\n")
     m = read_layers(p)
     assert m.wg_bytes.tolist() == [0.0] and m.update_cycles.tolist() == [7.0]
+
+
+def test_whole_cycle_loop_hand_example():
+    """``ticks`` (ASTRA-sim's loop on whole cycles), clock 1 Hz, scale 1, two rows of a file
+    that declares three layers (one missing row), fwd 2.5 / 2.0, ig 1 / 1, wg 1 / 1.7 cycles,
+    comm 1 s each, one engine, LIFO, one pass. Truncated: fwd 2 / 2, wg 1 / 1 → compute
+    2 + 2 + 1 + 1 + 1 (layer 0's ig never runs) = 7. Forward: 2 + 1, 2 + 1, missing row + 1
+    → 7; backward: missing row 2 steps → 9; wg1 → 10 (issue c1: 10→11), +1, ig1 → 12, +1 → 13;
+    wg0 → 14 (issue c0: 14→15), +1 → 15. End 15: exposed 15 − 7 = 8 (the 3·3 − 1 transitions).
+    Continuous: compute 8.2, c0 issued at 8.2 ends 9.2 → exposed 1.0."""
+    from collectives.layers import LayerModel
+
+    m = LayerModel("toy", "-", ("a", "b"), np.array([2.5, 2.0]), np.array([1.0, 1.0]), np.array([1.0, 1.7]),
+                   np.array([10.0, 10.0]), 3)
+    kw = dict(clock_hz=1.0, compute_scale=1.0, scheduling="lifo", issue="after_wg", passes=1)
+    assert iteration_comm(m, np.ones(2), ticks=True, **kw) == pytest.approx((7.0, 8.0))
+    assert iteration_comm(m, np.ones(2), ticks=False, **kw) == pytest.approx((8.2, 1.0))
+    # the float32 product is truncated: 3 cycles × 0.1f = 0.3000000119 → 0; 10 × 0.1f → 1
+    m2 = LayerModel("toy", "-", ("a",), np.array([10.0]), np.array([3.0]), np.array([3.0]), np.array([0.0]), 1)
+    kw2 = dict(kw, compute_scale=0.1)
+    assert iteration_comm(m2, np.zeros(1), ticks=True, **kw2)[0] == pytest.approx(1.0)
+
+
+@pytest.mark.shared_data
+def test_astra_step_chain_moves_mobilenet_about_one_point(layer_models):
+    """ASTRA-sim's per-step costs (one more endpoint hand-off per ring phase, reduction memory
+    operations, whole-ns messages, whole-cycle loop) add 1.2 points to MobileNetV3's machine
+    tier (34.4 → 35.6 %, the paper's 42 stays out of reach) and ≤ 0.3 to every other model's:
+    they are latency terms, and MobileNetV3 is the most latency-bound model."""
+    from collectives.layers import ASTRA_RATIO
+
+    topo = netmodel.build_topology(netmodel.load_cluster("dally-3tier"))
+    comm = CommModel(topo)
+    g = placement_gpus(topo, "8")
+    old = dict(ASTRA_RATIO, phase_cost="alpha_beta", ticks=False)
+    for name in ORDER:
+        new_r = 100 * comm_ratio(layer_models[name], comm, g, **ASTRA_RATIO)
+        old_r = 100 * comm_ratio(layer_models[name], comm, g, **old)
+        assert new_r >= old_r - 1e-9, name
+        if name == "mobilenet_v3":
+            assert new_r == pytest.approx(35.6, abs=0.1) and old_r == pytest.approx(34.4, abs=0.1)
+        else:
+            assert new_r - old_r <= 0.3, (name, old_r, new_r)
+    from cosim.errors import InputError
+
+    with pytest.raises(InputError, match="phase_cost"):
+        comm_ratio(layer_models["alexnet"], comm, g, **dict(ASTRA_RATIO, phase_cost="exact"))
+    with pytest.raises(InputError, match="phase_cost"):
+        comm_ratio(layer_models["alexnet"], comm, g, phase_cost="astra_steps")

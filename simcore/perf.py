@@ -118,6 +118,7 @@ class PerfModel:
         self._inputs: dict[int, tuple[Phases, Any]] = {}  # id(Phases) → (Phases, prepared inputs)
         self._placed: dict[tuple[int, ...], tuple[np.ndarray, int]] = {}  # allocation tuple → (GPUs, type)
         self._phases_t: dict[tuple[str, tuple[int, ...], int], Phases | None] = {}
+        self._single: dict[tuple[str, int, int], Phases | None] = {}  # one-GPU phases by (model, type, batch)
 
     # ---- per-model facts -------------------------------------------------------------
     def facts(self, model: str) -> ModelFacts:
@@ -190,7 +191,22 @@ class PerfModel:
             return res
         n = int(gpus.shape[0])
         res = None
-        if n > 0 and batch >= n:
+        if n == 1:  # one GPU: no communication, so the phases depend on its type alone
+            one = (model, int(self.gpu_type[gpus[0]]), int(batch))
+            res = self._single.get(one, _MISSING)
+            if res is _MISSING:
+                res = self._single[one] = self._compute_phases(model, gpus, batch, 1)
+        elif n > 0 and batch >= n:
+            res = self._compute_phases(model, gpus, batch, n)
+        if len(self._phases) > 200_000:  # bound memory on very long runs
+            self._phases.clear()
+        self._phases[key] = res
+        return res
+
+    def _compute_phases(self, model: str, gpus: np.ndarray, batch: int, n: int) -> Phases | None:
+        """`phases` without its caches (n = len(gpus) > 0)."""
+        res = None
+        if batch >= n:
             tys = self.gpu_type[gpus]
             types = tys[:1] if n == 1 or (tys == tys[0]).all() else np.unique(tys)  # one type: no sort
             mb = self.micro_batching(model, types, math.ceil(batch / n))
@@ -206,9 +222,6 @@ class PerfModel:
                     ids = np.asarray(cost.link_ids, dtype=np.int32)
                     nbytes = np.asarray(cost.link_bytes, dtype=np.float64)
                 res = Phases(c, facts.overlap_start_frac * c, m, ids, nbytes, steps)
-        if len(self._phases) > 200_000:  # bound memory on very long runs
-            self._phases.clear()
-        self._phases[key] = res
         return res
 
     def placed(self, gpus: tuple[int, ...]) -> tuple[np.ndarray, int]:

@@ -7,15 +7,16 @@ Non-clairvoyant: it reads only attained service and executed time, never the ora
 from __future__ import annotations
 
 import fnmatch
+import math
 from dataclasses import dataclass
 
 import numpy as np
 
-from policies.base import BasePolicy, Round
+from policies.base import _STOP, BasePolicy, Round, demands_cached
 from policies import _tiresias_kernels as TK
 from policies import placement as P
 from policies.registry import POLICIES, check, param
-from simcore.api import ClusterView, Decision
+from simcore.api import Allocation, ClusterView, Decision
 
 CONSOLIDATION = ("tier", "min-nodes")
 _EPS_GPU_S = 1e-6  # service within this of a threshold counts as reached (float round-off at wake-ups)
@@ -85,6 +86,11 @@ class Tiresias(BasePolicy):
       "intended" condition in seeds/notes/dally.md §6: one node if the job fits a node,
       else one leaf, else one pod) or on the fewest nodes (`min-nodes`), and otherwise
       wait; other jobs take `placement` (best effort).
+    - Cost (issue 4: ~160k calls on the full Philly trace): in the common case (every GPU
+      online, `consolidate` placement on a one-type cluster, the engine's `current`, no skewed
+      job active) a call is one numba kernel (`_tiresias_kernels.fused_round`) taking exactly
+      the steps of the `Round` walk in `decide`; elsewhere the walk itself runs (`use_fused` False
+      forces it; the tests compare both).
     - Called on events and asks to be woken (`Decision.wake_at`) exactly when a running job
       crosses a threshold or a waiting job becomes due for promotion, the only changes that
       happen between events; so periodic rounds are off by default (`interval_s`). Set
@@ -98,6 +104,9 @@ class Tiresias(BasePolicy):
     rounds_need_queue = True
     #: a restart end frees no GPU and changes no queue (restart time counts as service)
     ignores_restart_ends = True
+    #: run the common call as one kernel (`_decide_fused`); False: always through `Round`
+    #: (the reference the fused path is tested against)
+    use_fused = True
 
     def __init__(self, config: TiresiasConfig) -> None:
         super().__init__(config)
@@ -105,18 +114,30 @@ class Tiresias(BasePolicy):
         self._pats = tuple(p.lower() for p in config.skew_models)
         self._n = -1
         self._last_now = -np.inf
+        # the fused round's constant arguments: thresholds, topology, per-job static inputs
+        self._params = np.concatenate([[_EPS_GPU_S, float(config.promote_knob)], self._thr]).astype(float)
+        self._topo_of = self._topo = self._jobs_of = None
+        self._out = np.zeros(0, np.int64)
+        self._any_skewed = True
+        self._fusable = config.placement == "consolidate"
 
     # -- per-run state ---------------------------------------------------------------
     def _reset(self, n: int) -> None:
         self._n = n
-        self.svc_base = np.zeros(n)  # attained GPU-s at the last promotion
-        self.exec_base = np.zeros(n)  # executed s at the last promotion
-        self.pend_base = np.full(n, np.nan)  # waited s at the first start after it (NaN: not yet)
-        self.promotions = np.zeros(n, np.int64)
+        # columns of two arrays (a job's entries side by side: see `fused_round`)
+        self._fstate = _aligned((n, 4), np.float64)
+        self._istate = _aligned((n, 8), np.int64)
+        self._istate[:, 7] = -1  # the fused round's scratch column `rank`
+        self.svc_base = self._fstate[:, 0]  # attained GPU-s at the last promotion
+        self.exec_base = self._fstate[:, 1]  # executed s at the last promotion
+        self.pend_base = self._fstate[:, 2]  # waited s at the first start after it (NaN: not yet)
+        self.pend_base[:] = np.nan
+        self._waited = self._fstate[:, 3]  # waiting seconds of each active job (this call)
+        self.promotions = self._istate[:, 0]
+        self._q = self._istate[:, 1]  # queue of each active job (this call)
         self._placed = np.zeros(n, bool)  # scratch of `_next_jump`
-        self._q = np.zeros(n, np.int64)  # queue of each active job (this call)
-        self._waited = np.zeros(n)  # waiting seconds of each active job (this call)
         self._skew = np.array([], bool)
+        self._jobs_of = None
 
     def queues(self, view: ClusterView) -> np.ndarray:
         """Queue index of every job (0 = highest priority)."""
@@ -137,6 +158,12 @@ class Tiresias(BasePolicy):
         if jobs.num_jobs != self._n or now < self._last_now:
             self._reset(jobs.num_jobs)
         self._last_now = now
+        cur = view.current  # (the engine's, listing every running job: `Round` keeps them in bulk then)
+        if self._fusable and self.use_fused and cur is not None and (cur or not view.running().size) \
+                and len(view.cluster.gpu_type_names) <= 1:
+            d = self._decide_fused(view, now)
+            if d is not None:
+                return d
         r = Round(view)
         active = np.ascontiguousarray(view.active(), np.int64)
         # per-job quantities live in J-sized buffers written on the active set only (never read
@@ -175,6 +202,58 @@ class Tiresias(BasePolicy):
             self.pend_base[s] = waited[s]
         return r.decision(wake_at=self._next_jump(view, r, q, waited, now, active))
 
+    def _decide_fused(self, view: ClusterView, now: float) -> Decision | None:
+        """The whole call as one kernel (`_tiresias_kernels.fused_round`) where it applies
+        (every GPU online, no skewed job active); None, with nothing changed, elsewhere."""
+        jobs, c = view.jobs, view.cluster
+        if self._topo_of is not c.gpu_node:
+            self._topo_of = c.gpu_node
+            self._topo = (c.gpu_node, c.gpu_type, c.node_first_gpu, c.node_num_gpus, c.node_leaf, c.leaf_pod,
+                          P._num_leaves(c), P._num_pods(c))
+            self._num_gpus = c.num_gpus
+            self._out = np.zeros(5 * c.num_gpus + 2, np.int64)
+        if jobs is not self._jobs_of:  # per-job static inputs (the engine keeps one JobsView a run)
+            dem = demands_cached(view)
+            skew = self._is_skewed(view)
+            key = (dem * 65_537 + jobs.gpu_type_req.astype(np.int64) + 1) * 2 + skew
+            self._istate[:, 2:6] = np.stack([dem, jobs.gpu_type_req, skew, key], axis=1)
+            self._any_skewed = bool(skew.any())
+            self._jobs_of = jobs
+        out = self._out
+        st, n_out, n_stop, n_kept, t = TK.fused_round(
+            view.active(), view.running(), float(now), jobs.submit_time, jobs.executed_s, jobs.attained_gpu_s,
+            jobs.first_start, self._fstate, self._istate, self._params, self._any_skewed, jobs.alloc_count,
+            c.gpu_owner, c.gpu_online, *self._topo, out)
+        if st < 0:
+            return None
+        t = float(t)
+        wake = t if math.isfinite(t) and t > now else None
+        cur = view.current
+        g = self._num_gpus
+        if view.accepts_changes:  # only the changes: moved or started jobs, then stopped ones
+            allocs: dict[int, Allocation] = {}
+            if n_out:
+                rec = out[:n_out].tolist()
+                x = 0
+                while x < n_out:  # `_records`, inline on the hot path
+                    e = x + 2 + rec[x + 1]
+                    j, gt = rec[x], tuple(rec[x + 2:e])
+                    x = e
+                    a = cur.get(j)
+                    if a is None or a.gpus != gt:
+                        allocs[j] = Allocation(gt)
+            if n_stop:
+                for j in out[3 * g:3 * g + n_stop].tolist():
+                    allocs[j] = _STOP
+            return Decision(allocations=allocs, wake_at=wake, changes_only=True)
+        alloc = {}
+        for j, gt in _records(out[:n_out].tolist()):
+            a = cur.get(j)
+            alloc[j] = a if a is not None and a.gpus == gt else Allocation(gt)  # same GPUs: engine's object
+        kept = out[4 * g:4 * g + n_kept].tolist()
+        alloc.update(zip(kept, map(cur.__getitem__, kept)))
+        return Decision(allocations=alloc, wake_at=wake)
+
     def _place(self, view, r, j, avail, skew, caps) -> np.ndarray | None:
         dem = int(r.dem[j])
         req = int(view.jobs.gpu_type_req[j])
@@ -200,6 +279,25 @@ class Tiresias(BasePolicy):
                          float(self.config.promote_knob), jobs.executed_s, self.exec_base, self.pend_base, waited,
                          self._placed)
         return float(t) if np.isfinite(t) and t > now else None
+
+
+def _aligned(shape: tuple[int, int], dtype) -> np.ndarray:
+    """A zeroed C array whose rows start on 64-byte boundaries when a row is 32 or 64 bytes
+    (one cache line per job's entries; numpy itself aligns to 16)."""
+    n, k = shape
+    item = np.dtype(dtype).itemsize
+    buf = np.zeros(n * k + 64 // item, dtype)
+    skip = (-buf.ctypes.data % 64) // item
+    return buf[skip:skip + n * k].reshape(n, k)
+
+
+def _records(rec: list[int]):
+    """(job, GPU ids) of the placement records `fused_round` writes: job, count, ids..."""
+    x = 0
+    while x < len(rec):
+        e = x + 2 + rec[x + 1]
+        yield rec[x], tuple(rec[x + 2:e])
+        x = e
 
 
 class _TierCaps:

@@ -8,9 +8,9 @@ in one `EventQueue`.
 
 Per-event cost follows what changed, not the trace or the running set: all events of one
 instant are accepted before a single policy call (simultaneous arrivals → one call); the
-active set is merged once per call (`kernels.merge_sorted`) and counted without arrays;
-the jobs holding GPUs sit in an unordered array updated in O(1) per start and stop, which
-is all the time kernels walk; policies may answer with the changes only
+active and held sets are rebuilt once per call, in one kernel (`kernels.view_sets`), and
+counted without arrays; the jobs holding GPUs sit in an unordered array updated in O(1)
+per start and stop, which is all the time kernels walk; policies may answer with the changes only
 (`Decision.changes_only`), and a complete decision's unchanged allocations are skipped by
 validation with C-level scans; each change is validated and planned once (`validate.Plan`:
 GPUs, batch, phases) and applied from the plan; rates are re-solved only for the contention
@@ -53,7 +53,6 @@ assert (int(_RESTART_END), int(_ARRIVAL), int(_CAPACITY)) == (1, 2, 3)
 _UNIT_GAIN = frozenset((int(WorkMode.REPLAY), int(WorkMode.ITERATIONS)))  # modes whose `work_gain` is 1
 _EMPTY = np.zeros(0, np.int32)
 _EMPTY.flags.writeable = False
-_EMPTY64 = np.zeros(0, np.int64)  # writable: numba types read-only arrays on a slow path
 
 
 @dataclass(frozen=True)
@@ -139,8 +138,10 @@ class Engine:
         # so arrays handed to policies stay valid
         self._active_arr = np.zeros(0, np.int64)
         self._active_n = 0  # len of the active set, pending changes included
-        self._active_add: list[int] = []  # arrivals not yet merged into `_active_arr`
-        self._active_del: list[int] = []  # completions not yet removed from it
+        self._add_buf = np.zeros(max(jobs.num_jobs, 1), np.int64)  # arrivals not yet merged into `_active_arr`
+        self._add_n = 0
+        self._drop_buf = np.zeros(max(jobs.num_jobs, 1), np.int64)  # completions not yet removed from it
+        self._drop_n = 0
         self.rates = RateBook(jobs, perf, self._phases, self._alloc, incremental=self.opt.incremental_contention)
         self._next_arrival = 0
         self._order = np.argsort(jobs.submit_time, kind="stable")
@@ -202,22 +203,31 @@ class Engine:
         return res
 
     # ---- time -----------------------------------------------------------------------
-    def _active_idx(self) -> np.ndarray:
-        """Active jobs, ascending. Arrivals and completions since the last call are merged
-        in one step (one array copy per policy call, not one per event)."""
-        if self._active_add or self._active_del:
-            add, drop = self._active_add, self._active_del
-            add.sort()
-            drop.sort()
+    def _view_sets(self) -> tuple[np.ndarray, np.ndarray]:
+        """(active jobs, jobs holding GPUs), each ascending and read-only, for the policy view.
+        Arrivals and completions since the last call are merged into the active set, and the
+        held set is sorted after a start or stop, in one kernel call (`kernels.view_sets`);
+        the arrays are replaced, never mutated (a policy may keep them)."""
+        want_a = self._add_n > 0 or self._drop_n > 0
+        want_r = self._running_arr is None
+        if want_a or want_r:
             # the kernel gets the writable base (numba types read-only arrays on a slow path)
             base = self._active_arr.base if self._active_arr.base is not None else self._active_arr
-            a = kernels.merge_sorted(base, np.array(add, np.int64) if add else _EMPTY64,
-                                     np.array(drop, np.int64) if drop else _EMPTY64).view()
-            add.clear()
-            drop.clear()
-            a.flags.writeable = False
-            self._active_arr = a
-        return self._active_arr
+            a, r = kernels.view_sets(base, self._add_buf, self._add_n, self._drop_buf, self._drop_n, self._held,
+                                     self._held_n, want_a, want_r)
+            if want_a:
+                a = a.view()
+                a.flags.writeable = False
+                self._active_arr = a
+                self._add_n = self._drop_n = 0
+            if want_r:
+                r.flags.writeable = False
+                self._running_arr = r
+        return self._active_arr, self._running_arr
+
+    def _active_idx(self) -> np.ndarray:
+        """Active jobs, ascending, read-only (see `_view_sets`)."""
+        return self._view_sets()[0]
 
     def _held_add(self, j: int) -> None:
         n = self._held_n
@@ -237,16 +247,6 @@ class Engine:
             self._held_pos[last] = i
         self._held_n = n
         self._running_arr = None
-
-    def _running_idx(self) -> np.ndarray:
-        """Jobs holding GPUs (RUNNING or RESTARTING), ascending, read-only; rebuilt only after
-        a start or stop, and never mutated (a policy may keep it)."""
-        a = self._running_arr
-        if a is None:
-            a = np.sort(self._held[:self._held_n])
-            a.flags.writeable = False
-            self._running_arr = a
-        return a
 
     def _step(self) -> tuple[float, np.ndarray]:
         """The next instant (first completion or queued event), with every job holding GPUs
@@ -341,7 +341,8 @@ class Engine:
     def _arrive(self, j: int) -> None:
         self.jobs.state[j] = _QUEUED
         self._queued_since[j] = self.now
-        self._active_add.append(j)
+        self._add_buf[self._add_n] = j
+        self._add_n += 1
         self._active_n += 1
         self._changed = True
         self._push_next_arrival()
@@ -354,7 +355,8 @@ class Engine:
         jobs.end_time[j] = t
         jobs.rate[j] = 0.0
         jobs.version[j] += 1
-        self._active_del.append(j)
+        self._drop_buf[self._drop_n] = j
+        self._drop_n += 1
         self._active_n -= 1
         self._changed = True
         self._unfinished -= 1
@@ -378,10 +380,11 @@ class Engine:
             a = self._active_idx()
             j = self.jobs
             j.remaining_s[a] = (1.0 - j.progress[a]) * j.work_iters[a] * j.ref_iter_s[a]
+        active, running = self._view_sets()
         view = ClusterView(now=t, jobs=self._jobs_view, cluster=self._cluster_view,
                            iteration_time=self._what_if, allocation_of=self._allocation_of,
-                           active_jobs=self._active_idx(), current=self._current_ro,
-                           running_jobs=self._running_idx(), accepts_changes=self.opt.accept_changes)
+                           active_jobs=active, current=self._current_ro,
+                           running_jobs=running, accepts_changes=self.opt.accept_changes)
         if self.opt.check_invariants:
             s = self.jobs.state
             want = np.flatnonzero((s == _RUNNING) | (s == _RESTARTING))

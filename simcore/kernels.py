@@ -94,6 +94,19 @@ def merge_sorted(a, add, drop):  # pragma: no cover - compiled
 
 
 @njit(cache=True)
+def view_sets(active, add, n_add, drop, n_drop, held, n_held, want_active, want_running):  # pragma: no cover
+    """The policy view's two index sets in one call: (`active` with the first `n_add` of
+    `add` merged in and the first `n_drop` of `drop` taken out, `held[:n_held]` sorted),
+    each only when wanted (an empty array otherwise). `add`/`drop` need not be sorted."""
+    if want_active:
+        a = merge_sorted(active, np.sort(add[:n_add]), np.sort(drop[:n_drop]))
+    else:
+        a = active[:0]
+    r = np.sort(held[:n_held]) if want_running else held[:0]
+    return a, r
+
+
+@njit(cache=True)
 def linked_inputs(seeds, n_links, slot_job, slot_of, nlink, links, demand, compute, start,
                   comm):  # pragma: no cover - compiled
     """The jobs whose contention a change can touch, with their prepared solver inputs.

@@ -50,6 +50,12 @@ class CommLike(Protocol):
 SolveFn = Callable[..., tuple[np.ndarray, np.ndarray]]
 
 
+_NO_IDS = np.zeros(0, np.int32)  # the links of a one-GPU placement (none), shared read-only
+_NO_IDS.flags.writeable = False
+_NO_BYTES = np.zeros(0, np.float64)
+_NO_BYTES.flags.writeable = False
+
+
 @dataclass(frozen=True)
 class Phases:
     """One iteration of one job on one placement, alone on the network."""
@@ -119,6 +125,7 @@ class PerfModel:
         self._placed: dict[tuple[int, ...], tuple[np.ndarray, int]] = {}  # allocation tuple → (GPUs, type)
         self._phases_t: dict[tuple[str, tuple[int, ...], int], Phases | None] = {}
         self._single: dict[tuple[str, int, int], Phases | None] = {}  # one-GPU phases by (model, type, batch)
+        self._compute_part: dict[tuple[str, int, int, int], tuple[float, float, int] | None] = {}
 
     # ---- per-model facts -------------------------------------------------------------
     def facts(self, model: str) -> ModelFacts:
@@ -204,25 +211,37 @@ class PerfModel:
         return res
 
     def _compute_phases(self, model: str, gpus: np.ndarray, batch: int, n: int) -> Phases | None:
-        """`phases` without its caches (n = len(gpus) > 0)."""
-        res = None
-        if batch >= n:
-            tys = self.gpu_type[gpus]
-            types = tys[:1] if n == 1 or (tys == tys[0]).all() else np.unique(tys)  # one type: no sort
-            mb = self.micro_batching(model, types, math.ceil(batch / n))
-            if mb is not None:
-                steps, micro = mb
-                c = steps * max(self.compute_s(model, int(t), micro) for t in types)
-                facts = self.facts(model)
-                if n == 1:
-                    m, ids, nbytes = 0.0, np.zeros(0, np.int32), np.zeros(0, np.float64)
-                else:
-                    cost = self._allreduce(model, gpus, facts)
-                    m = float(cost.seconds)
-                    ids = np.asarray(cost.link_ids, dtype=np.int32)
-                    nbytes = np.asarray(cost.link_bytes, dtype=np.float64)
-                res = Phases(c, facts.overlap_start_frac * c, m, ids, nbytes, steps)
-        return res
+        """`phases` without its caches (n = len(gpus) > 0). The compute part depends on the
+        model, the GPU type, the batch and n alone, so it is kept per such key: a placement
+        met for the first time costs its all-reduce, not the memory and compute lookups."""
+        if batch < n:
+            return None
+        tys = self.gpu_type[gpus]
+        if n == 1 or (tys == tys[0]).all():  # one type: no sort
+            key = (model, int(tys[0]), int(batch), n)
+            part = self._compute_part.get(key, _MISSING)
+            if part is _MISSING:
+                part = self._compute_part[key] = self._part(model, tys[:1], batch, n)
+        else:
+            part = self._part(model, np.unique(tys), batch, n)
+        if part is None:  # the local batch does not fit memory
+            return None
+        c, start, steps = part
+        if n == 1:
+            return Phases(c, start, 0.0, _NO_IDS, _NO_BYTES, steps)
+        cost = self._allreduce(model, gpus, self.facts(model))
+        return Phases(c, start, float(cost.seconds), np.asarray(cost.link_ids, dtype=np.int32),
+                      np.asarray(cost.link_bytes, dtype=np.float64), steps)
+
+    def _part(self, model: str, types: np.ndarray, batch: int, n: int) -> tuple[float, float, int] | None:
+        """(compute s, communication start s, accumulation steps) of `batch` over n GPUs of
+        `types`; None if the local batch does not fit."""
+        mb = self.micro_batching(model, types, math.ceil(batch / n))
+        if mb is None:
+            return None
+        steps, micro = mb
+        c = steps * max(self.compute_s(model, int(t), micro) for t in types)
+        return c, self.facts(model).overlap_start_frac * c, steps
 
     def placed(self, gpus: tuple[int, ...]) -> tuple[np.ndarray, int]:
         """(the GPU ids ascending as a read-only int32 array, their one GPU type or -2 when

@@ -50,7 +50,8 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit
 
-from collectives.contention_dutycycle import NO_MEMO, LinkMemo, dutycycle_group, gauss_hermite_standard
+from collectives.contention_dutycycle import (NO_MEMO, LinkMemo, dutycycle_group, gauss_hermite_standard,
+                                              solve_large_groups)
 from collectives.contention_exact import simulate_group
 from collectives.contention_groups import split_groups
 from collectives.contention_validate import check_inputs
@@ -62,6 +63,7 @@ GOLDEN = 0.6180339887498949
 OFFSET_MODES = ("staggered", "zero", "random")
 INFEASIBLE_MODES = ("clip", "bound")
 AVERAGE_MODES = ("time", "work")
+_MAX_ROUNDS = 10_000  # duty-cycle fixed-point rounds before giving up (logged)
 _KEEP_BITS = 30  # mantissa bits kept by quantise()
 
 
@@ -298,32 +300,41 @@ def _solve_groups(C, s, M, w, ptr, lids, dem, cap, opt: ContentionOptions, cache
     """Steps 2-3 of ``solve`` on validated, quantised, feasible inputs.
 
     ``memo``: link evaluations kept across calls, for a caller whose capacities and options
-    are fixed. With it, duty-cycle groups skip ``cache``: their reuse comes link by link
-    from the memo, while a whole group rarely recurs (5% of them in the full Philly run,
-    against 44% of the phase-simulated ones), so building and storing its signature (kilobytes
-    each) would cost time and memory for little. Same values either way."""
-    it = solo_iteration_s(C, s, M)
-    gjp, jobs, eptr, elink, edem, glp, lglob = split_groups(cap.shape[0], ptr, lids, dem, M)
+    are fixed (``PreparedContention``). With it, the duty-cycle groups are split off and
+    solved in one kernel call (``solve_large_groups``), without ``cache``: their reuse comes
+    link by link from the memo, while a whole group rarely recurs (5% of them in the full
+    Philly run, against 44% of the phase-simulated ones), so building and storing its
+    signature (kilobytes each) would cost time and memory for little. Same values either way."""
+    if memo is not None:
+        it, split, info = solve_large_groups(C, s, M, w, ptr, lids, dem, cap, opt.exact_max_jobs, _GH[0], _GH[1],
+                                             opt.enum_max_others, opt.dp_max_others,
+                                             opt.dutycycle_average == "work", opt.elsewhere_correction,
+                                             opt.fixed_point_tol, _MAX_ROUNDS, *memo.arrays())
+        gjp, jobs, eptr, elink, edem, glp, lglob = split
+    else:
+        it = solo_iteration_s(C, s, M)
+        gjp, jobs, eptr, elink, edem, glp, lglob = split_groups(cap.shape[0], ptr, lids, dem, M)
+        info = None
     tags = opt.tags()
     for g in range(gjp.shape[0] - 1):
         a, b = gjp[g], gjp[g + 1]
-        gj = jobs[a:b]
-        group = (C[gj], s[gj], M[gj], w[gj], eptr[a:b + 1] - eptr[a], elink[eptr[a]:eptr[b]],
-                 edem[eptr[a]:eptr[b]], cap[lglob[glp[g]:glp[g + 1]]])
         exact = (b - a) <= opt.exact_max_jobs
-        keep = cache if exact or memo is None else None
-        key = (b"|".join((tags[0] if exact else tags[1], *(x.tobytes() for x in group)))
-               if exact or keep is not None else b"")  # an exact group's signature also seeds its offsets
-        res = keep.get(key) if keep is not None else None
-        if res is None:
-            res = (_solve_exact(group, key, opt, stats) if exact else
-                   _solve_dutycycle(group, opt, stats, memo, lglob[glp[g]:glp[g + 1]]))
-            res = np.maximum(res, it[gj])  # rounding can leave a hair below the solo time
-            if keep is not None:
-                keep.put(key, res)
-        elif stats is not None:
-            stats["cache_hits"] += 1
-        it[gj] = res
+        if info is not None and info[g, 0] >= 0:  # solved by the kernel
+            _note_dutycycle(int(b - a), *(int(x) for x in info[g]), memo, stats)
+        else:
+            gj = jobs[a:b]
+            group = (C[gj], s[gj], M[gj], w[gj], eptr[a:b + 1] - eptr[a], elink[eptr[a]:eptr[b]],
+                     edem[eptr[a]:eptr[b]], cap[lglob[glp[g]:glp[g + 1]]])
+            key = b"|".join((tags[0] if exact else tags[1], *(x.tobytes() for x in group)))
+            res = cache.get(key) if cache is not None else None
+            if res is None:
+                res = _solve_exact(group, key, opt, stats) if exact else _solve_dutycycle(group, opt, stats)
+                res = np.maximum(res, it[gj])  # rounding can leave a hair below the solo time
+                if cache is not None:
+                    cache.put(key, res)
+            elif stats is not None:
+                stats["cache_hits"] += 1
+            it[gj] = res
         if stats is not None:
             stats["groups"] += 1
             stats["jobs_in_groups"] += int(b - a)
@@ -387,22 +398,25 @@ def _solve_exact(group, key: bytes, opt: ContentionOptions, stats: dict | None) 
     return total / opt.offset_draws
 
 
-def _solve_dutycycle(group, opt: ContentionOptions, stats: dict | None, memo: LinkMemo | None = None,
-                     glinks: np.ndarray | None = None) -> np.ndarray:
-    """Duty-cycle fixed point of one group (large groups); ``glinks``: its links' global ids
-    (used with ``memo``)."""
-    arrays = NO_MEMO if memo is None else memo.arrays()
+def _solve_dutycycle(group, opt: ContentionOptions, stats: dict | None) -> np.ndarray:
+    """Duty-cycle fixed point of one group (large groups), without a memo."""
     res, rounds, ok, link_evals, need = dutycycle_group(
         *group, _GH[0], _GH[1], opt.enum_max_others, opt.dp_max_others, opt.dutycycle_average == "work",
-        opt.elsewhere_correction, opt.fixed_point_tol, 10_000, _NO_LINKS if memo is None else glinks, *arrays)
+        opt.elsewhere_correction, opt.fixed_point_tol, _MAX_ROUNDS, _NO_LINKS, *NO_MEMO)
+    _note_dutycycle(group[0].shape[0], rounds, int(ok), link_evals, need, None, stats)
+    return res
+
+
+def _note_dutycycle(n_jobs: int, rounds: int, ok: int, link_evals: int, need: int, memo: LinkMemo | None,
+                    stats: dict | None) -> None:
+    """After a duty-cycle solve: widen the memo if a link outgrew it, log non-convergence,
+    count the link evaluations."""
     if need and memo is not None:
         memo.widen(need)
     if not ok:
-        log.warning("duty-cycle fixed point of a %d-job group stopped after %d rounds",
-                    group[0].shape[0], rounds)
+        log.warning("duty-cycle fixed point of a %d-job group stopped after %d rounds", n_jobs, rounds)
     if stats is not None:
         stats["link_evaluations"] += int(link_evals)
-    return res
 
 
 class JobInputs(NamedTuple):

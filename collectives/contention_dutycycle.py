@@ -47,6 +47,7 @@ import numpy as np
 from numba import njit
 
 from collectives.contention_exact import build_link_index
+from collectives.contention_groups import split_groups
 
 _GH_POINTS = 16
 
@@ -375,3 +376,62 @@ def dutycycle_group(compute_s, comm_start_s, comm_s, weight, ptr, lidx, demand_B
             converged = True
             break
     return it, rounds, converged, link_evals, need_users
+
+
+@njit(cache=True)
+def solve_large_groups(compute_s, comm_start_s, comm_s, weight, ptr, lidx, demand_Bps, cap_Bps, min_jobs,
+                       gh_z, gh_w, enum_max_others, dp_max_others, per_work, elsewhere, tol, max_rounds,
+                       memo_n, memo_key, memo_r):
+    """Split the jobs into groups (``split_groups``) and solve here, by ``dutycycle_group``
+    with the memo, every group of more than ``min_jobs`` jobs: one call per re-solve
+    instead of a Python loop slicing each group out (in the full Philly run that loop and
+    the split cost 2.3 s against the solver's 3.6 s).
+
+    Returns ``(iter_s, split, info)``: iteration times (``max(C, s + M)`` for singletons
+    and for the groups left to the caller), the seven ``split_groups`` arrays, and per group
+    ``info[g] = (rounds, converged, link_evals, need_users)`` with ``rounds = -1`` for a
+    group not solved here. A solved group's times are ``max(dutycycle_group(...), solo)``,
+    exactly what the caller's per-group path computes.
+    """
+    n = compute_s.shape[0]
+    it = np.empty(n)
+    for j in range(n):
+        it[j] = max(compute_s[j], comm_start_s[j] + comm_s[j])
+    gjp, jobs, eptr, elink, edem, glp, lglob = split_groups(cap_Bps.shape[0], ptr, lidx, demand_Bps, comm_s)
+    n_groups = gjp.shape[0] - 1
+    info = np.zeros((n_groups, 4), np.int64)
+    for g in range(n_groups):
+        a = gjp[g]
+        b = gjp[g + 1]
+        k = b - a
+        if k <= min_jobs:
+            info[g, 0] = -1
+            continue
+        gc = np.empty(k)
+        gs = np.empty(k)
+        gm = np.empty(k)
+        gw = np.empty(k)
+        gptr = np.empty(k + 1, np.int64)
+        for i in range(k):
+            j = jobs[a + i]
+            gc[i] = compute_s[j]
+            gs[i] = comm_start_s[j]
+            gm[i] = comm_s[j]
+            gw[i] = weight[j]
+            gptr[i] = eptr[a + i] - eptr[a]
+        gptr[k] = eptr[b] - eptr[a]
+        glink = lglob[glp[g]:glp[g + 1]].copy()
+        gcap = np.empty(glink.shape[0])
+        for x in range(glink.shape[0]):
+            gcap[x] = cap_Bps[glink[x]]
+        res, rounds, ok, evals, need = dutycycle_group(
+            gc, gs, gm, gw, gptr, elink[eptr[a]:eptr[b]].copy(), edem[eptr[a]:eptr[b]].copy(), gcap, gh_z, gh_w,
+            enum_max_others, dp_max_others, per_work, elsewhere, tol, max_rounds, glink, memo_n, memo_key, memo_r)
+        for i in range(k):
+            j = jobs[a + i]
+            it[j] = max(res[i], it[j])
+        info[g, 0] = rounds
+        info[g, 1] = 1 if ok else 0
+        info[g, 2] = evals
+        info[g, 3] = need
+    return it, (gjp, jobs, eptr, elink, edem, glp, lglob), info

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pytest
+from hypothesis import strategies as st
 
 from simcore.api import ClusterArrays, ClusterView, JobState, JobsView
 
@@ -110,3 +111,13 @@ def gpus_of(decision, j) -> tuple[int, ...]:
 @pytest.fixture
 def view_builder():
     return build_view
+
+
+def draw_fabric(draw) -> tuple[int, int, int, int]:
+    """(nodes, GPUs per node, leaves, pods) of a small random fabric, for hypothesis
+    strategies (`draw` of an `st.composite`)."""
+    nodes = draw(st.integers(1, 6))
+    gpn = draw(st.sampled_from([1, 2, 4, 8]))
+    leaves = draw(st.integers(1, nodes))
+    pods = draw(st.integers(1, leaves))
+    return nodes, gpn, leaves, pods

@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 import policies
 from policies import _tiresias_kernels as TK
 from simcore.api import Allocation, JobState
-from tests.policies.conftest import Job, build_view
+from tests.policies.conftest import Job, build_view, draw_fabric
 from tests.policies.minisim import simulate
 
 
@@ -61,10 +61,7 @@ def _same_state(p, r):
 
 @st.composite
 def scenarios(draw):
-    nodes = draw(st.integers(1, 6))
-    gpn = draw(st.sampled_from([1, 2, 4, 8]))
-    leaves = draw(st.integers(1, nodes))
-    pods = draw(st.integers(1, leaves))
+    nodes, gpn, leaves, pods = draw_fabric(draw)
     g = nodes * gpn
     rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
     offline = draw(st.integers(0, 9)) == 0  # the fused kernel declines: the plain walk decides

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 import policies
 from simcore.api import JobState
-from tests.policies.conftest import Job, build_view
+from tests.policies.conftest import Job, build_view, draw_fabric
 
 VARIANTS = [
     ("fifo", {}), ("fifo", {"placement": "spread"}), ("fifo", {"placement": "random"}),
@@ -34,10 +34,7 @@ MODELS = ["vgg16", "resnet50", "alexnet", "bert_base"]
 
 @st.composite
 def scenarios(draw):
-    nodes = draw(st.integers(1, 6))
-    gpn = draw(st.sampled_from([1, 2, 4, 8]))
-    leaves = draw(st.integers(1, nodes))
-    pods = draw(st.integers(1, leaves))
+    nodes, gpn, leaves, pods = draw_fabric(draw)
     n_types = draw(st.integers(1, 2))
     node_type = [draw(st.integers(0, n_types - 1)) for _ in range(nodes)]
     node_type[0] = 0

@@ -224,8 +224,8 @@ def _memo_store(lo, hi, lent, ejob, q, a, ao, w, L, slot, memo_n, memo_key, memo
 
 class LinkMemo:
     """Per global link, the last duty-cycle evaluation in each round slot (rounds 1, 2, 3,
-    and later rounds sharing the last slot), for a solver whose link capacities and options are fixed (the engine's
-    ``PreparedContention``).
+    and later rounds sharing the last slot), for a solver whose link capacities and options
+    are fixed (the engine's ``PreparedContention``).
 
     An engine re-solves a group after one job of it starts or stops; every link that job
     does not cross has the same users with the same first-round inputs (solo duty cycles,

@@ -266,6 +266,15 @@ def node_mode_into(gpu_value, node_first_gpu, node_num_gpus, nodes, out):
 
 
 @njit(cache=True)
+def memo_has(failed, n, key):  # pragma: no cover - compiled
+    """Whether `key` is among `failed[:n]` (the shapes that failed on the pool as it is now)."""
+    for f in range(n):
+        if failed[f] == key:
+            return True
+    return False
+
+
+@njit(cache=True)
 def walk_next(order, start, undecided, fast, all_fast, klass, num_classes, demand, alloc_count, keys, failed,
               num_failed, online, claimed, held, kept):
     """Advance a priority walk (`policies.base.Round.walk`) to the next job Python must handle.
@@ -304,14 +313,8 @@ def walk_next(order, start, undecided, fast, all_fast, klass, num_classes, deman
                 continue
             return i, nk
         k = keys[i]
-        if k >= 0:
-            seen = False
-            for f in range(num_failed):
-                if failed[f] == k:
-                    seen = True
-                    break
-            if seen:
-                continue
+        if k >= 0 and memo_has(failed, num_failed, k):
+            continue
         # victims' GPUs counted at entry: keeps since then only shrink them (a looser bound)
         if free + vic[klass[i] + 1] < demand[j]:
             continue

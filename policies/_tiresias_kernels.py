@@ -315,12 +315,7 @@ def fused_round(active, running, now, submit, executed, attained, first_start, f
                 n_kept += 1
                 continue
             key = bkey[j] * nq + qc
-            seen = False
-            for f in range(nf):
-                if failed[f] == key:
-                    seen = True
-                    break
-            if seen:
+            if K.memo_has(failed, nf, key):
                 continue
             d = demand[j]
             bound = free

@@ -232,16 +232,10 @@ class Tiresias(BasePolicy):
         g = self._num_gpus
         if view.accepts_changes:  # only the changes: moved or started jobs, then stopped ones
             allocs: dict[int, Allocation] = {}
-            if n_out:
-                rec = out[:n_out].tolist()
-                x = 0
-                while x < n_out:  # `_records`, inline on the hot path
-                    e = x + 2 + rec[x + 1]
-                    j, gt = rec[x], tuple(rec[x + 2:e])
-                    x = e
-                    a = cur.get(j)
-                    if a is None or a.gpus != gt:
-                        allocs[j] = Allocation(gt)
+            for j, gt in _records(out[:n_out].tolist()):
+                a = cur.get(j)
+                if a is None or a.gpus != gt:
+                    allocs[j] = Allocation(gt)
             if n_stop:
                 for j in out[3 * g:3 * g + n_stop].tolist():
                     allocs[j] = _STOP

@@ -3,15 +3,15 @@
 `Engine.run` is the visible round loop — accept → decide → validate → apply → observe.
 Between two instants every running job advances at a constant rate, and the next
 completion is computed, never stepped (one numba call, `kernels.step`, finds the next
-instant and advances every job to it). Events (arrivals, restart ends, capacity changes, policy wake-ups and rounds) live
-in one `EventQueue`.
+instant and advances every job to it). Events (arrivals, restart ends, capacity changes,
+policy wake-ups and rounds) live in one `EventQueue`.
 
 Per-event cost follows what changed, not the trace or the running set: all events of one
 instant are accepted before a single policy call (simultaneous arrivals → one call); the
 active and held sets are rebuilt once per call, in one kernel (`kernels.view_sets`), and
 counted without arrays; the jobs holding GPUs sit in an unordered array updated in O(1)
-per start and stop, which is all the time kernels walk; policies may answer with the changes only
-(`Decision.changes_only`), and a complete decision's unchanged allocations are skipped by
+per start and stop, which is all the time kernels walk; policies may answer with the
+changes only (`Decision.changes_only`), and a complete decision's unchanged allocations are skipped by
 validation with C-level scans; each change is validated and planned once (`validate.Plan`:
 GPUs, batch, phases) and applied from the plan; rates are re-solved only for the contention
 groups a change touched, from inputs prepared once per placement (`simcore.rates`).
@@ -225,10 +225,6 @@ class Engine:
                 self._running_arr = r
         return self._active_arr, self._running_arr
 
-    def _active_idx(self) -> np.ndarray:
-        """Active jobs, ascending, read-only (see `_view_sets`)."""
-        return self._view_sets()[0]
-
     def _held_add(self, j: int) -> None:
         n = self._held_n
         if n == self._held.shape[0]:
@@ -376,11 +372,10 @@ class Engine:
 
     # ---- decide ---------------------------------------------------------------------
     def _decide(self, t: float) -> Decision:
-        if self._needs_oracle:
-            a = self._active_idx()
-            j = self.jobs
-            j.remaining_s[a] = (1.0 - j.progress[a]) * j.work_iters[a] * j.ref_iter_s[a]
         active, running = self._view_sets()
+        if self._needs_oracle:
+            j = self.jobs
+            j.remaining_s[active] = (1.0 - j.progress[active]) * j.work_iters[active] * j.ref_iter_s[active]
         view = ClusterView(now=t, jobs=self._jobs_view, cluster=self._cluster_view,
                            iteration_time=self._what_if, allocation_of=self._allocation_of,
                            active_jobs=active, current=self._current_ro,
@@ -569,9 +564,9 @@ class Engine:
             tl[k].append(v)
 
     def _record(self, t: float, j: int, action: str, gpus: np.ndarray, batch: int, cost: float) -> None:
+        """One row of `decisions.parquet`; callers call it only when decisions are recorded
+        (the hot paths skip building its arguments otherwise)."""
         d = self.decisions
-        if d is None:
-            return
         d["time_s"].append(t)
         d["job_id"].append(str(self.jobs.job_id[j]))
         d["action"].append(action)

@@ -124,7 +124,6 @@ class PerfModel:
         self._inputs: dict[int, tuple[Phases, Any]] = {}  # id(Phases) → (Phases, prepared inputs)
         self._placed: dict[tuple[int, ...], tuple[np.ndarray, int]] = {}  # allocation tuple → (GPUs, type)
         self._phases_t: dict[tuple[str, tuple[int, ...], int], Phases | None] = {}
-        self._single: dict[tuple[str, int, int], Phases | None] = {}  # one-GPU phases by (model, type, batch)
         self._compute_part: dict[tuple[str, int, int, int], tuple[float, float, int] | None] = {}
 
     # ---- per-model facts -------------------------------------------------------------
@@ -198,12 +197,7 @@ class PerfModel:
             return res
         n = int(gpus.shape[0])
         res = None
-        if n == 1:  # one GPU: no communication, so the phases depend on its type alone
-            one = (model, int(self.gpu_type[gpus[0]]), int(batch))
-            res = self._single.get(one, _MISSING)
-            if res is _MISSING:
-                res = self._single[one] = self._compute_phases(model, gpus, batch, 1)
-        elif n > 0 and batch >= n:
+        if n > 0:
             res = self._compute_phases(model, gpus, batch, n)
         if len(self._phases) > 200_000:  # bound memory on very long runs
             self._phases.clear()

@@ -36,8 +36,8 @@ from simcore.costs import resolve_costs
 from simcore.engine import CapacityChange, Engine, EngineOptions
 from simcore.gps import capacity_steps, gps_jct
 from simcore.metrics import decisions_frame, jobs_frame, summary_row, timeline_frame
-from simcore.perf import PerfModel
-from simcore.prepare import build_jobs, describe_invalid
+from simcore.perf_backends import apply_trace_times, check_perf, make_perf, table_gaps
+from simcore.prepare import InvalidJob, build_jobs, describe_invalid
 from simcore.state import ClusterState, JobTable
 
 log = logging.getLogger(__name__)
@@ -71,6 +71,7 @@ class RunConfig:
     capacity_changes: tuple[tuple[float, int, bool], ...] = ()  # (time_s, node, online)
     allow_accumulation: bool = True
     fixed_epochs: bool = True  # jobs without work info train their model's fixed epochs (Pollux/Sia sets)
+    perf: str = "network"  # iteration-time backend (simcore.perf_backends.PERF_BACKENDS)
 
     def to_dict(self) -> dict:
         d = asdict(self)
@@ -120,14 +121,18 @@ def run(config: RunConfig, out_dir: Path | None, progress: bool = False, backend
             from cosim.errors import UnknownNameError
 
             raise UnknownNameError("policy", name, be.policy_names())
+    check_perf(config.perf)
     out = Path(out_dir) if out_dir is not None else None
     if out is not None:
         (out / "summary.parquet").unlink(missing_ok=True)  # a stale summary must not mark this run complete
     topo = be.topology(config)
-    perf = PerfModel(topo, be.zoo, be.comm(topo), be.solve, contention=config.contention,
+    perf = make_perf(config.perf, topo, be.zoo, be.comm(topo), be.solve, contention=config.contention,
                      allow_accumulation=config.allow_accumulation)
     df = be.load_trace(config)
     base, invalid = build_jobs(df, perf, be.zoo, fixed_epochs=config.fixed_epochs)
+    invalid = _backend_gaps(config.perf, table_gaps(perf, base), base, invalid)
+    if config.perf == "trace":
+        log.info("trace backend: %d job(s) run at their trace's time per iteration", apply_trace_times(base, df))
     if invalid and not config.skip_invalid:
         raise InputError(describe_invalid(invalid))
     for b in invalid:
@@ -143,7 +148,8 @@ def run(config: RunConfig, out_dir: Path | None, progress: bool = False, backend
     gps = gps_jct(base.submit_time, base.num_gpus.astype(np.float64), solo,
                   float(ClusterState.from_topology(topo).num_gpus),
                   capacity_steps([(c.time_s, c.node, c.online) for c in caps], node_gpus) if caps else None)
-    meta = {"config": config.to_dict(), "seed": config.seed, "version": __version__, "perf_source": be.perf_source}
+    meta = {"config": config.to_dict(), "seed": config.seed, "version": __version__, "perf_source": be.perf_source,
+            "perf": config.perf}
     rows, jobs_out, tls, decs, walls, pwalls = [], {}, {}, {}, {}, {}
     bar = _Progress(progress, len(config.policies), base.num_jobs)
     try:
@@ -163,7 +169,7 @@ def run(config: RunConfig, out_dir: Path | None, progress: bool = False, backend
             dec = decisions_frame(res)
             if dec is not None:
                 decs[name] = dec
-            rows.append(summary_row(name, jf, res))
+            rows.append({"policy": name, "perf": config.perf, **summary_row(name, jf, res)})
             bar.done(name)
             log.info("%s: %d events, %d policy calls, %.2f s", name, res.num_events, res.num_policy_calls, walls[name])
             if out is not None:
@@ -207,6 +213,22 @@ def load_capacity(path: str | Path) -> tuple[tuple[float, int, bool], ...]:
             raise InputError.at(p, row=i + 1, field="time_s/node", expected="non-negative", got=(t, n))
         out.append((t, n, ov in ("1", "true", "1.0")))
     return tuple(out)
+
+
+def _backend_gaps(backend: str, gaps: dict[str, str], jobs: JobTable, invalid: list) -> list:
+    """Jobs the perf backend cannot time (`measured`: no table for their model) become invalid
+    with that reason, replacing a reason `build_jobs` gave them, before anything runs."""
+    if not gaps:
+        return invalid
+    from simcore.api import JobState
+
+    by_index = {b.index: b for b in invalid}
+    for i, jid in enumerate(jobs.job_id):
+        why = gaps.get(str(jid))
+        if why is not None:
+            by_index[i] = InvalidJob(str(jid), f"--perf {backend}: {why}", i)
+            jobs.state[i] = JobState.UNSCHEDULABLE
+    return [by_index[i] for i in sorted(by_index)]
 
 
 def _fresh(base: JobTable) -> JobTable:

@@ -62,7 +62,8 @@ def _print_table(result, cfg) -> None:
 
     s = result.summary
     t = Table(title=f"{cfg.trace} on {cfg.cluster}" + (f" ({cfg.cluster_nodes} nodes)" if cfg.cluster_nodes else "")
-              + (", contention" if cfg.contention else ", no contention"))
+              + (", contention" if cfg.contention else ", no contention")
+              + (f", perf {cfg.perf}" if cfg.perf != "network" else ""))
     cols = [("policy", "policy", "{}"), ("done", "finished", "{}"), ("avg JCT h", "avg_jct_s", "h"),
             ("p99 JCT h", "p99_jct_s", "h"), ("makespan h", "makespan_s", "h"), ("avg queue h", "avg_queueing_s", "h"),
             ("util", "gpu_utilization", "{:.2f}"), ("unfair", "unfair_fraction", "{:.2f}"),

@@ -27,8 +27,9 @@ inputs), chosen per run by `RunConfig.perf`, `cosim simulate --perf` or the swee
   (`simcore.work`), so a per-job constant factor k_j = tpi_j / T_net(P_j*, b_j) on every
   iteration time is applied, exactly, as the same factor on the job's work `W`
   (`apply_trace_times`): the engine keeps running `T_net`, and one iteration of the job
-  counts k_j network iterations. Replay jobs (work from a duration) already reproduce the
-  trace's time on P_j* and are left as they are. Jobs without a positive
+  counts k_j network iterations. Jobs whose work comes from a duration (replay, or elastic
+  jobs whose samples are derived from it) already reproduce the trace's time on P_j* and
+  are left as they are. Jobs without a positive
   `time_per_iteration` run the `network` model.
 
 `linear` and `measured` phases have no link demands, so contention does not touch them
@@ -123,8 +124,14 @@ def apply_trace_times(jobs: Any, df: pd.DataFrame) -> int:
     canonical trace it was built from (matched by `job_id`)."""
     if "time_per_iteration" not in df.columns:
         return 0
-    tpi = pd.to_numeric(df["time_per_iteration"], errors="coerce")
-    by_id = dict(zip(df["job_id"].astype(str), tpi.to_numpy(np.float64)))
+    num = lambda c: (pd.to_numeric(df[c], errors="coerce").to_numpy(np.float64)  # noqa: E731
+                     if c in df.columns else np.full(len(df), np.nan))
+    iters, epochs, size, dur = num("total_iterations"), num("epochs"), num("epoch_size"), num("duration")
+    # work from the duration (`simcore.prepare`'s precedence: iterations, then epochs, then a
+    # duration): it already reproduces the trace's time on the implied placement
+    from_duration = ~(iters > 0) & ~(epochs * size > 0) & (dur > 0)
+    tpi = np.where(from_duration, np.nan, num("time_per_iteration"))
+    by_id = dict(zip(df["job_id"].astype(str), tpi))
     t = np.array([by_id.get(str(j), np.nan) for j in jobs.job_id], np.float64)
     ok = (np.isfinite(t) & (t > 0) & np.isfinite(jobs.ref_iter_s) & (jobs.ref_iter_s > 0)
           & (jobs.work_mode != int(WorkMode.REPLAY)) & np.isfinite(jobs.work_iters))

@@ -226,13 +226,18 @@ def test_trace_scaling_ratio_one_consolidated_more_spread():
     perf = _pm(topo=topo)
     df = frame([dict(submit_time=0.0, num_gpus=4, model="big", total_iterations=100, time_per_iteration=0.5),
                 dict(submit_time=0.0, num_gpus=4, model="big", total_iterations=100),  # no trace time
-                dict(submit_time=0.0, num_gpus=4, model="big", duration=600.0, time_per_iteration=0.5)])  # replay
+                dict(submit_time=0.0, num_gpus=4, model="big", duration=600.0, time_per_iteration=0.5),  # replay
+                dict(submit_time=0.0, num_gpus=4, min_gpus=1, max_gpus=4, model="big", duration=600.0,
+                     time_per_iteration=0.5),  # elastic: samples from the duration
+                dict(submit_time=0.0, num_gpus=4, model="big", epochs=2, epoch_size=6400, duration=600.0,
+                     time_per_iteration=0.5)])  # samples from epochs: the duration is not its work
     jobs, bad = build_jobs(df, perf, FakeZoo())
     assert not bad
     w0, ref = jobs.work_iters.copy(), jobs.ref_iter_s.copy()
-    assert apply_trace_times(jobs, df) == 1
-    assert jobs.work_iters[0] == pytest.approx(w0[0] * 0.5 / ref[0])
-    assert jobs.work_iters[1] == w0[1] and jobs.work_iters[2] == w0[2]
+    assert apply_trace_times(jobs, df) == 2
+    for i in (0, 4):
+        assert jobs.work_iters[i] == pytest.approx(w0[i] * 0.5 / ref[i])
+    assert jobs.work_iters[1] == w0[1] and jobs.work_iters[2] == w0[2] and jobs.work_iters[3] == w0[3]
     # time per trace iteration on placement P = tpi * T_net(P) / T_net(P*): 1 on P*, > 1 spread
     implied = perf.consolidated_gpus(4)
     spread = np.array([0, 4, 8, 12], np.int32)

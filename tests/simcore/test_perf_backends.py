@@ -328,7 +328,7 @@ def test_measured_missing_model_fails_before_the_run(tmp_path, monkeypatch):
 
 
 def test_sweep_perf_axis(tmp_path, monkeypatch):
-    from simcore.sweep.cell import run_cell, run_config_for
+    from simcore.sweep.cell import run_config_for
     from simcore.sweep.config import parse_sweep
     import simcore.runner as runner_mod
 
@@ -341,6 +341,9 @@ def test_sweep_perf_axis(tmp_path, monkeypatch):
     assert run_config_for(runner_mod, two[1], "synth:philly:6", False).perf == "linear"
     with pytest.raises(InputError, match=r"perf\[1\]"):
         parse_sweep(dict(base, perf=["network", "fast"]))
-    out = run_cell(two[1], "synth:philly:6", str(tmp_path))
-    assert out["row"]["status"] == "ok", out["row"]["error"]
-    assert out["row"]["perf"] == "linear" and out["row"]["exposed_comm_s"] == 0.0
+    from simcore.sweep import run_sweep
+
+    run_sweep(parse_sweep(dict(base, perf=["network", "linear"])), tmp_path / "sweep")
+    s = pd.read_parquet(tmp_path / "sweep" / "summary.parquet")
+    assert list(s["perf"]) == ["network", "linear"] and (s["status"] == "ok").all(), s["error"].tolist()
+    assert s["exposed_comm_s"].iloc[1] == 0.0

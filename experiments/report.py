@@ -73,8 +73,9 @@ def plot_figure(table: pd.DataFrame, figure: Figure, path: Path) -> Path | None:
     x = np.arange(len(rows))
     for i, p in enumerate(pols):
         sub = table[table["policy"] == p].set_index("row").reindex(rows)
-        ax.bar(x + (i - (len(pols) - 1) / 2) * width, sub["value"] / div, width, yerr=sub["std"].fillna(0) / div,
-               label=p, capsize=2)
+        spread = sub["std"].where(sub["n"] > 1).fillna(0) / div  # error bars only where several cells were pooled
+        ax.bar(x + (i - (len(pols) - 1) / 2) * width, sub["value"] / div, width,
+               yerr=spread if spread.any() else None, label=p, capsize=2)
     ax.set_xticks(x, rows, rotation=15 if len(rows) > 3 else 0)
     ax.set_ylabel(f"{figure.metric}" + (f" ({unit})" if unit else ""))
     ax.set_title(figure.title, fontsize=9)

@@ -46,6 +46,8 @@ class Reproduction:
     figures: dict[str, Path | None]
     wall_s: float
     failed: int
+    ran: int  # cells run by this call
+    resumed: int  # finished cells found in OUT and reused
 
 
 def sweep_config(exp: Experiment, grid: str, size: str, traces: list[TraceEntry]):
@@ -144,4 +146,4 @@ def reproduce(name: str, size: str = "small", out_dir: str | Path | None = None,
     path = report.write_report(out / "REPORT.md", exp, size, sections, traces,
                                _commands(exp, size, out, figures, workers, backend, traces),
                                {"wall_s": wall, "cells_s": cells_s, "cells": ran, "resumed": resumed}, failed, notes)
-    return Reproduction(exp, size, out, path, cells, tables, found, images, wall, failed)
+    return Reproduction(exp, size, out, path, cells, tables, found, images, wall, failed, ran, resumed)

@@ -18,7 +18,7 @@ def register(app: typer.Typer) -> None:
 
 def reproduce(
     paper: Optional[str] = typer.Argument(None, help="Experiment name (see --list)."),
-    size: str = typer.Option("small", "--size", help="small (minutes; what CI runs) or full (the paper's size)."),
+    size: str = typer.Option("small", "--size", help="small (CI: under a minute) or full (the paper's size)."),
     out: Optional[Path] = typer.Option(None, "--out", "-o", help="Output folder (default reproduce/PAPER-SIZE)."),
     workers: int = typer.Option(0, "--workers", "-j", help="Parallel cells (0 = one per CPU core)."),
     backend: str = typer.Option("local", "--backend", help="local (process pool) or ray."),

@@ -13,7 +13,6 @@ folder reuses every finished cell, and the local process pool or Ray fan the res
 from __future__ import annotations
 
 import dataclasses
-import logging
 import shlex
 import time
 from dataclasses import dataclass
@@ -27,8 +26,6 @@ from cosim.atomic import write_parquet
 from cosim.errors import UnknownNameError
 from experiments import compare, report
 from experiments.spec import SIZES, Experiment, TraceEntry, load_experiment, resolve_traces
-
-log = logging.getLogger(__name__)
 
 RUNNER = "experiments.runner"
 BACKENDS = ("local", "ray")
@@ -103,7 +100,7 @@ def reproduce(name: str, size: str = "small", out_dir: str | Path | None = None,
         raise UnknownNameError("size", size, SIZES)
     if backend not in BACKENDS:
         raise UnknownNameError("backend", backend, BACKENDS)
-    chosen = [exp.figure(f) for f in figures] if figures else list(exp.figures)
+    chosen = [exp.figure(f) for f in dict.fromkeys(figures)] if figures else list(exp.figures)
     out = Path(out_dir) if out_dir is not None else Path("reproduce") / f"{name}-{size}"
     install()
     grids = list(dict.fromkeys(f.grid for f in chosen))

@@ -37,7 +37,7 @@ def simulate(
     capacity: Optional[Path] = typer.Option(None, "--capacity", help="CSV time_s,node,online: nodes leaving/joining."),
 ) -> None:
     """Simulate policies on a trace and print a comparison table."""
-    from simcore.runner import DEFAULT_TRACE, RunConfig, load_capacity, run
+    from experiments.runner import DEFAULT_TRACE, RunConfig, load_capacity, run
 
     if trace is not None and synth is not None:
         raise InputError.at(field="--trace/--synth", expected="at most one of --trace and --synth")

@@ -17,12 +17,13 @@ MiB = 2**20
 
 @pytest.mark.parametrize(
     "alias,canon",
-    [("cifar10", "resnet18"), ("imagenet", "resnet50"), ("bert", "bert_base"), ("ncf", "neumf"),
+    [("cifar10", "resnet18_cifar"), ("imagenet", "resnet50"), ("bert", "bert_base"), ("ncf", "neumf"),
      ("deepspeech2", "deepspeech2"), ("yolov3", "yolov3"), ("VGG", "vgg11"), ("MobileNetV3", "mobilenet_v3"),
      ("BERT", "bert_base"), ("ResNet-18", "resnet18"), ("ResNet-50", "resnet50"), ("Transformer", "transformer"),
      ("LM", "lstm_lm"), ("Recommendation", "autoencoder_rec"), ("A3C", "a3c"), ("CycleGAN", "cyclegan"),
      ("inception_v3", "inception_v3"), ("googlenet", "googlenet"), ("GPT-neo", "gpt_neo_1.3b"),
-     ("opt-6.7b", "opt_6.7b"), ("EfficientNet", "efficientnet_b0"), ("BERT large", "bert_large")],
+     ("opt-6.7b", "opt_6.7b"), ("EfficientNet", "efficientnet_b0"), ("BERT large", "bert_large"),
+     ("ResNet18", "resnet18"), ("resnet18-cifar", "resnet18_cifar")],
 )
 def test_resolve_aliases(alias, canon):
     assert zoo.resolve(alias) == canon
@@ -58,7 +59,8 @@ def test_every_trace_model_name_resolves(shared_data):
     # torchvision / Hugging Face reference counts
     [("resnet50", 25_557_032), ("vgg16", 138_357_544), ("vgg11", 132_863_336), ("alexnet", 61_100_840),
      ("mobilenet_v3", 2_542_856), ("densenet121", 7_978_856), ("gpt2", 124_439_808),
-     ("resnet18", 11_173_962)],  # CIFAR-10 ResNet-18
+     ("resnet18", 11_689_512),  # torchvision (ImageNet, 224x224)
+     ("resnet18_cifar", 11_173_962), ("vgg16_cifar", 14_728_266), ("googlenet_cifar", 6_166_250)],  # CIFAR-10
 )
 def test_parameter_counts(name, params):
     spec = zoo.get(name)

@@ -59,23 +59,33 @@ class InvalidJob:
 
 
 def canonical_models(df: pd.DataFrame, zoo) -> tuple[pd.DataFrame, list[InvalidJob]]:
-    """Resolve model names through the zoo (aliases → canonical); unknown ones are invalid."""
+    """Resolve model names through the zoo (aliases → canonical); unknown ones are invalid.
+
+    A `precision` column (fp32 | amp | bf16; null = fp32) names the model's precision variant
+    (``resnet50@amp``, `calibration.zoo.with_precision`): its compute time, activation memory
+    and name follow the precision; an unknown precision makes the job invalid."""
     bad: list[InvalidJob] = []
-    cache: dict[str, str | None] = {}
+    cache: dict[tuple, str | None] = {}
     out = []
-    for i, (jid, name) in enumerate(zip(df["job_id"].astype(str), df["model"])):
+    precs = df["precision"].to_numpy(dtype=object) if "precision" in df.columns else np.full(len(df), None)
+    with_precision = getattr(zoo, "with_precision", None)
+    for i, (jid, name, prec) in enumerate(zip(df["job_id"].astype(str), df["model"], precs)):
         if not isinstance(name, str) or not name:
             bad.append(InvalidJob(jid, "no model", i))
             out.append("")
             continue
-        if name not in cache:
+        prec = None if _nan(prec) or (isinstance(prec, str) and not prec.strip()) else str(prec)
+        key = (name, prec)
+        if key not in cache:
             try:
-                cache[name] = zoo.resolve(name)
+                cache[key] = zoo.resolve(name) if prec is None or with_precision is None \
+                    else with_precision(name, prec)
             except CosimError:
-                cache[name] = None
-        c = cache[name]
+                cache[key] = None
+        c = cache[key]
         if c is None:
-            bad.append(InvalidJob(jid, f"unknown model '{name}'", i))
+            what = f"unknown model '{name}'" if prec is None else f"unknown model '{name}' or precision '{prec}'"
+            bad.append(InvalidJob(jid, what, i))
             out.append(name)
         else:
             out.append(c)

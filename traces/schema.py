@@ -55,6 +55,7 @@ EXTRA_COLUMNS = pa.schema(
         pa.field("max_lr", pa.float64()),  # ONES
         pa.field("epoch_size", pa.float64()),  # ONES: samples per epoch
         pa.field("size_class", pa.string()),  # Ares S/M/L/XL by GPU-time
+        pa.field("precision", pa.string()),  # fp32 (default, null) | amp | bf16: the job's training precision
     ]
 )
 

@@ -17,9 +17,6 @@ import traces
 from simcore.runner import RunConfig, run
 from traces import io as tio
 
-pytestmark = pytest.mark.shared_data
-
-
 def _ratios(path, cluster: str) -> pd.Series:
     res = run(RunConfig(trace=str(path), cluster=cluster, policies=("fifo",)), None)
     jobs = res.jobs["fifo"].set_index("job_id")
@@ -41,12 +38,14 @@ def _sample(path, n: int, tmp_path, **filt) -> str:
     return str(out)
 
 
+@pytest.mark.shared_data
 def test_philly_replays_its_durations(shared_data, tmp_path):
     path = _sample(shared_data / "traces/philly/philly_jobs.csv", 300, tmp_path, max_gpus=64)
     r = _ratios(path, "philly")
     assert abs(r.median() - 1) < 0.05, r.describe()
 
 
+@pytest.mark.shared_data
 def test_sensetime_replays_time_per_iteration(shared_data):
     """The issue's measurement: 344 jobs on dally-3tier had median 27×, max 2,138× when the
     zoo's step time was applied to the records' iteration counts."""
@@ -58,6 +57,7 @@ def test_sensetime_replays_time_per_iteration(shared_data):
     assert abs(r.median() - 1) < 0.05 and r.max() < 1.05, r.describe()
 
 
+@pytest.mark.shared_data
 def test_helios_cluster_log_replays_its_durations(shared_data, tmp_path):
     """Helios `cluster_log.csv` (S-Lab-System-Group/HeliosData) when shared; otherwise a file in
     its exact schema written here, so the loader → replay path is still exercised."""
@@ -88,6 +88,7 @@ def test_helios_cluster_log_replays_its_durations(shared_data, tmp_path):
     assert abs(r.median() - 1) < 0.05, r.describe()
 
 
+@pytest.mark.shared_data
 def test_ones_jobs_all_have_work(shared_data):
     """ONES trace_1.csv: every row runs (no "no training run"), at global batch = per-GPU × GPUs."""
     path = shared_data / "traces/ones/trace_1.csv"
@@ -111,3 +112,23 @@ def test_ones_jobs_all_have_work(shared_data):
     assert not bad, bad[:3]
     assert (jobs.work_mode == WorkMode.CONVERGENCE).all()
     assert {"resnet18_cifar", "vgg16_cifar", "googlenet_cifar", "vgg16", "inception_v3", "alexnet"} <= set(jobs.model)
+
+
+def test_precision_is_a_job_attribute(tmp_path):
+    """`precision` (canonical column, null = fp32) reaches the engine: the same iterations of
+    BERT-large on one A100 take less time at amp, by the zoo's compute ratio."""
+    from calibration import zoo
+
+    df = pd.DataFrame({"job_id": ["fp32", "amp", "bf16"], "submit_time": [0.0, 0.0, 0.0], "num_gpus": [1, 1, 1],
+                       "model": ["bert_large"] * 3, "global_batch": [8, 8, 8], "total_iterations": [1000.0] * 3,
+                       "min_gpus": [1] * 3, "max_gpus": [1] * 3, "precision": [None, "amp", "bf16"]})
+    path = tmp_path / "p.parquet"
+    tio.write_jobs(df, path)
+    assert tio.read_jobs(path)["precision"].tolist()[1:] == ["amp", "bf16"]
+    res = run(RunConfig(trace=str(path), cluster="dgx-a100", policies=("fifo",)), None)
+    j = res.jobs["fifo"].set_index("job_id")
+    assert j.loc["amp", "model"] == "bert_large@amp" and j.loc["fp32", "model"] == "bert_large"
+    run_s = j["end_time_s"] - j["first_start_s"]
+    want = zoo.compute_time_s("bert_large@amp", "a100", 8) / zoo.compute_time_s("bert_large", "a100", 8)
+    assert run_s["amp"] / run_s["fp32"] == pytest.approx(want, rel=0.02) and want < 0.75
+    assert run_s["bf16"] == pytest.approx(run_s["amp"], rel=1e-6)  # A100 has bf16 tensor cores

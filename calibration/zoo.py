@@ -154,9 +154,12 @@ class ComputeCurve:
             v = self.t0_s + self.per_sample_s * b
         if self.target_t0_s is None:
             return v * self.scale
-        # transferred curve: the batch-dependent work scales with the FLOP/s ratio, the
-        # per-iteration floor (launches, optimizer, Python) is the target GPU's own
-        return max(v - self.t0_s, 0.0) * self.scale + self.target_t0_s
+        # transferred / precision variant: the batch-dependent work above the fitted floor t0
+        # scales, the per-iteration floor (launches, optimizer, Python, data loading: the
+        # harness's host) is `target_t0_s`; below the floor the curve scales as a whole
+        if v <= self.t0_s:
+            return v * self.target_t0_s / self.t0_s if self.t0_s > 0 else self.target_t0_s
+        return (v - self.t0_s) * self.scale + self.target_t0_s
 
 
 @dataclass(frozen=True)
@@ -432,16 +435,13 @@ def reference_curves(model: str) -> dict[str, dict]:
 
 
 def _variant(c: ComputeCurve, gain: float) -> ComputeCurve:
-    """`c` with its batch-dependent part divided by `gain`, its per-step floor kept."""
+    """`c` with its batch-dependent part divided by `gain`, its per-step floor kept: a faster
+    GPU type or precision speeds up the work per sample (what published throughputs measure),
+    not the harness's fixed per-step time."""
     if gain == 1.0:
         return c
     floor = c.target_t0_s if c.target_t0_s is not None else c.t0_s * c.scale
     return replace(c, scale=c.scale / gain, target_t0_s=floor)
-
-
-def _scaled(c: ComputeCurve, k: float) -> ComputeCurve:
-    """`c` times `k` everywhere (floor included)."""
-    return replace(c, scale=c.scale * k, target_t0_s=None if c.target_t0_s is None else c.target_t0_s * k)
 
 
 @functools.lru_cache(maxsize=None)
@@ -449,14 +449,16 @@ def compute_curve(model: str, gpu_type: str) -> ComputeCurve:
     """The compute-time curve for (model, GPU type): measured, transferred or roofline.
 
     - measured: the model's reference harness measured this GPU type (`reference_curves`);
-    - ``transfer:<gpu>``: the reference curve of the next faster measured GPU type, scaled by
-      the ratio of the GPUs' relative speeds (`GpuType.speed`, cited in zoo.json), and kept
+    - ``transfer:<gpu>``: the reference curve of the next faster measured GPU type, its
+      batch-dependent part (above the fitted floor t0) scaled by the ratio of the GPUs'
+      relative speeds (`GpuType.speed`, cited in zoo.json), its floor kept, and kept
       between the measured curves of slower and faster GPU types (at most the slower ones', at
       least the faster ones'), so a GPU type is never slower on a model than an older one
       except where the measurements themselves put them so (Pollux's A100 rows are slower than
       its T4 rows at small local batches: per-step floors of the harness's hosts);
     - ``roofline``: never measured: `t0 + flops_per_sample × b / rate` on the GPU type with the
-      most calibrated models (`gpu_efficiency`), moved to this GPU type by the same speeds.
+      most calibrated models (`gpu_efficiency`), its per-sample part moved to this GPU type by
+      the same speeds.
 
     A precision variant (``resnet50@amp``, ``@bf16``) first divides the batch-dependent part of
     every measured curve by its GPU's AMP gain (`GpuType.amp_speedup`; bf16 gains on Ampere and
@@ -491,13 +493,13 @@ def compute_curve(model: str, gpu_type: str) -> ComputeCurve:
         src = min(up, key=lambda k: (sp(k), k)) if up else max(ref, key=lambda k: (sp(k), k))
         slower = tuple(ref[k] for k in sorted(ref) if sp(k) < speed)
         faster = tuple(ref[k] for k in sorted(ref) if sp(k) > speed)
-        return replace(_scaled(ref[src], sp(src) / speed), source=f"transfer:{src}{suffix}",
+        return replace(_variant(ref[src], speed / sp(src)), source=f"transfer:{src}{suffix}",
                        not_above=slower, not_below=faster)
     table = _curves().get("gpu_efficiency", {})
     base_gpu = max(table, key=lambda k: (table[k].get("models", 0), k)) if table else gpu
     rate, t0 = gpu_efficiency(base_gpu, spec.precision)
     base = _variant(ComputeCurve(t0, spec.flops_per_sample / rate, "roofline"), gain(base_gpu))
-    return replace(_scaled(base, sp(base_gpu) / speed), source="roofline" + suffix)
+    return replace(_variant(base, speed / sp(base_gpu)), source="roofline" + suffix)
 
 
 def compute_time_s(model: str, gpu_type: str, local_batch: int) -> float:

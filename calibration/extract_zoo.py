@@ -178,7 +178,8 @@ def googlenet_cifar_layers() -> list[tuple[list[int], float, float]]:
     for (cin, n1, n3r, n3, n5r, n5, pool), s in blocks:
         parts += [_conv(1, cin, n1, s, True, True),
                   _conv(1, cin, n3r, s, True, True), _conv(3, n3r, n3, s, True, True),
-                  _conv(1, cin, n5r, s, True, True), _conv(3, n5r, n5, s, True, True), _conv(3, n5, n5, s, True, True),
+                  _conv(1, cin, n5r, s, True, True), _conv(3, n5r, n5, s, True, True),
+                  _conv(3, n5, n5, s, True, True),
                   _conv(1, cin, pool, s, True, True)]
     return parts + [_linear(1024, 10)]
 

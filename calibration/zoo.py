@@ -12,16 +12,25 @@ Where the numbers come from:
 - names, datasets, default batches, optimizers and GPU datasheets: `data/zoo.json`;
 - compute-time curves: `data/compute_curves.json`, fitted by `calibration.compute_fit` from
   measured single-GPU step times (Pollux/Sia T4 / A100 / RTX 2080 Ti, Gavel K80 / P100 /
-  V100, our own H100 runs). A (model, GPU) pair with no measurement is transferred from the
-  same model measured on another GPU by the ratio of the GPUs' calibrated effective FLOP/s
-  (`source="transfer:<gpu>"`), and a model never measured anywhere uses the roofline
-  fallback `t = t0_gpu + flops_per_sample * b / (peak_gpu * efficiency_gpu)`
-  (`source="roofline"`). The curve's source is part of `get(...).compute_source(gpu)`.
+  V100, our own H100 runs). Each model uses the curves of one harness as measured
+  (`reference_curves`); its other GPU types are transferred from the next faster measured
+  type by the GPUs' relative speeds (`speed_fp32`, `amp_speedup` in zoo.json, with their
+  "sources"), bounded by the measured neighbours so no GPU type is slower than an older one
+  unless the measurements say so (`source="transfer:<gpu>"`); a model never measured uses the
+  roofline `t0 + flops_per_sample * b / rate` on the most-calibrated GPU type moved by the
+  same speeds (`source="roofline"`). The curve's source is `get(...).compute_source(gpu)`.
+- precision: ``name@amp`` / ``name@bf16`` (`with_precision`, the job's `precision` column) is
+  the model trained with autocast: per-sample compute divided by the GPU's AMP gain,
+  activations in half precision, fp32 gradients.
+- ImageNet and CIFAR variants are distinct models: ``resnet18`` is torchvision's 224×224
+  ResNet-18 (Dally, SenseTime, ImageNet jobs), ``resnet18_cifar`` the 32×32 one (Pollux/Sia's
+  ``cifar10``, ONES ``resnet18`` on cifar); likewise ``vgg16_cifar``, ``googlenet_cifar``.
 
 Bert: Pollux/Sia's `bert` job is a SQuAD fine-tune of BERT-base: their RTX 2080 Ti (11 GB)
 rows reach local batch 12 at sequence 384 in fp32, which BERT-large does not fit, and the T4
 per-sample slope (0.06 s/sample) is about 4 effective TFLOP/s for BERT-base but would be 12
-TFLOP/s (above the T4's 8.1 fp32 peak) for BERT-large. So `bert` → `bert_base`.
+TFLOP/s (above the T4's 8.1 fp32 peak) for BERT-large. So `bert` → `bert_base`; the
+SenseTime loader maps its ``BERT`` to ``bert_large`` (Dally's model).
 """
 
 from __future__ import annotations

@@ -84,7 +84,7 @@ def canonical_models(df: pd.DataFrame, zoo) -> tuple[pd.DataFrame, list[InvalidJ
                 cache[key] = None
         c = cache[key]
         if c is None:
-            what = f"unknown model '{name}'" if prec is None else f"unknown model '{name}' or precision '{prec}'"
+            what = f"unknown model '{name}'" + ("" if prec is None else f" or precision '{prec}'")
             bad.append(InvalidJob(jid, what, i))
             out.append(name)
         else:

@@ -199,9 +199,10 @@ def test_no_gpu_slower_than_an_older_one(model):
                         break
                     t_old, t_new = zoo.compute_time_s(name, old, b), zoo.compute_time_s(name, new, b)
                     if t_new > t_old * (1 + 1e-9):
-                        # a GPU type with no gain at this precision keeps its fp32 curve and its fp32 bounds
+                        # a GPU type with no gain at this precision keeps its fp32 curve and fp32 bounds
                         assert (_measured_inversion(model, name, b, old, new, prec)
-                                or _measured_inversion(model, model, b, old, new, "fp32")), (name, old, new, b, t_old, t_new)
+                                or _measured_inversion(model, model, b, old, new, "fp32")), \
+                            (name, old, new, b, t_old, t_new)
 
 
 def test_published_ratios_where_unmeasured():

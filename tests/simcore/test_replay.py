@@ -111,7 +111,8 @@ def test_ones_jobs_all_have_work(shared_data):
     jobs, bad = build_jobs(df, perf, zoo)
     assert not bad, bad[:3]
     assert (jobs.work_mode == WorkMode.CONVERGENCE).all()
-    assert {"resnet18_cifar", "vgg16_cifar", "googlenet_cifar", "vgg16", "inception_v3", "alexnet"} <= set(jobs.model)
+    ones_models = {"resnet18_cifar", "vgg16_cifar", "googlenet_cifar", "vgg16", "inception_v3", "alexnet"}
+    assert ones_models <= set(jobs.model)
 
 
 def test_precision_is_a_job_attribute(tmp_path):
@@ -119,8 +120,8 @@ def test_precision_is_a_job_attribute(tmp_path):
     BERT-large on one A100 take less time at amp, by the zoo's compute ratio."""
     from calibration import zoo
 
-    df = pd.DataFrame({"job_id": ["fp32", "amp", "bf16"], "submit_time": [0.0, 0.0, 0.0], "num_gpus": [1, 1, 1],
-                       "model": ["bert_large"] * 3, "global_batch": [8, 8, 8], "total_iterations": [1000.0] * 3,
+    df = pd.DataFrame({"job_id": ["fp32", "amp", "bf16"], "submit_time": [0.0] * 3, "num_gpus": [1] * 3,
+                       "model": ["bert_large"] * 3, "global_batch": [8] * 3, "total_iterations": [1000.0] * 3,
                        "min_gpus": [1] * 3, "max_gpus": [1] * 3, "precision": [None, "amp", "bf16"]})
     path = tmp_path / "p.parquet"
     tio.write_jobs(df, path)

@@ -24,7 +24,7 @@ from cosim.errors import CosimError, InputError
 from simcore.sweep import store
 from simcore.sweep.backends import run_inprocess, run_local, run_ray
 from simcore.sweep.cell import DEFAULT_RUNNER
-from simcore.sweep.config import Cell, SweepConfig, TraceSpec
+from simcore.sweep.config import Cell, SweepConfig, TraceSpec, check_policy_params
 
 log = logging.getLogger(__name__)
 
@@ -43,17 +43,18 @@ class SweepResult:
 
 
 def check_names(config: SweepConfig) -> None:
-    """Fail before running anything on an unknown policy or cluster preset (lists valid names)."""
+    """Fail before running anything on an unknown policy, policy parameter or cluster preset (lists valid names)."""
     from cosim.errors import UnknownNameError
 
     try:
-        from policies.registry import POLICIES
+        from policies.registry import POLICIES, make
     except ImportError:
         POLICIES = None
     if POLICIES is not None and len(POLICIES):
         for p in config.policies:
             if p.name not in POLICIES:
                 raise UnknownNameError("policy", p.name, POLICIES.names())
+        check_policy_params(config, make)
     try:
         from netmodel import preset_names
     except ImportError:

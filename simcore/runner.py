@@ -122,8 +122,6 @@ def run(config: RunConfig, out_dir: Path | None, progress: bool = False, backend
             raise UnknownNameError("policy", name, be.policy_names())
     extra = sorted(set(config.policy_params) - set(config.policies))
     if extra:
-        from cosim.errors import InputError
-
         raise InputError.at(detail=f"parameters given for policy '{extra[0]}', which this run does not simulate "
                                    f"(policies: {', '.join(config.policies)})")
     for name in config.policies:  # bad parameters fail before any work too (a policy is cheap to build)

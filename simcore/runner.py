@@ -121,6 +121,12 @@ def run(config: RunConfig, out_dir: Path | None, progress: bool = False, backend
             from cosim.errors import UnknownNameError
 
             raise UnknownNameError("policy", name, be.policy_names())
+    extra = sorted(set(config.policy_params) - set(config.policies))
+    if extra:
+        raise InputError.at(detail=f"parameters given for policy '{extra[0]}', which this run does not simulate "
+                                   f"(policies: {', '.join(config.policies)})")
+    for name in config.policies:  # bad parameters fail before any work too (a policy is cheap to build)
+        be.make_policy(name, dict(config.policy_params.get(name, {})))
     out = Path(out_dir) if out_dir is not None else None
     if out is not None:
         (out / "summary.parquet").unlink(missing_ok=True)  # a stale summary must not mark this run complete

@@ -15,7 +15,7 @@ import logging
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import Any, Callable, Iterator
 
 import pandas as pd
 
@@ -24,7 +24,7 @@ from cosim.errors import CosimError, InputError
 from simcore.sweep import store
 from simcore.sweep.backends import run_inprocess, run_local, run_ray
 from simcore.sweep.cell import DEFAULT_RUNNER
-from simcore.sweep.config import Cell, SweepConfig, TraceSpec
+from simcore.sweep.config import Cell, SweepConfig, TraceSpec, check_policy_params
 
 log = logging.getLogger(__name__)
 
@@ -42,17 +42,21 @@ class SweepResult:
     out_dir: Path
 
 
-def check_names(config: SweepConfig, policy_names: list[str] | None = None) -> None:
-    """Fail before running anything on an unknown policy or cluster preset (lists valid names).
+def check_names(config: SweepConfig, factory: tuple[Any, Any] | None = None) -> None:
+    """Fail before running anything on an unknown policy, policy parameter or cluster preset
+    (lists valid names).
 
-    `policy_names` comes from the runner's injected policy registry (simcore imports no
-    policy); None skips the policy check."""
+    `factory` is the runner's injected policy registry `(make(name, params), names())`
+    (simcore imports no policy); None skips the policy checks."""
     from cosim.errors import UnknownNameError
 
-    if policy_names:
+    if factory is not None:
+        make, names = factory
+        valid = names()
         for p in config.policies:
-            if p.name not in policy_names:
-                raise UnknownNameError("policy", p.name, policy_names)
+            if p.name not in valid:
+                raise UnknownNameError("policy", p.name, valid)
+        check_policy_params(config, lambda name, **params: make(name, params))
     try:
         from netmodel import preset_names
     except ImportError:
@@ -109,7 +113,7 @@ def run_sweep(config: SweepConfig, out_dir: str | Path, *, workers: int = 1, bac
     # the policy registry the runner was given (simcore.runner.set_policy_factory), shipped to workers
     loader = getattr(module, "policy_factory_loader", lambda: None)()
     if check and hasattr(module, "policy_factory"):  # the real runner: fails here when no registry is installed
-        check_names(config, module.policy_factory()[1]())
+        check_names(config, module.policy_factory())
     cells = config.cells()
     existing = store.load_rows(root)
     if existing and not resume:

@@ -36,24 +36,48 @@ def simulate(
     costs: str = typer.Option("flat30", "--costs", help="Change costs: flat30, aryl, ares-paper, inplace, free, or seconds."),
     capacity: Optional[Path] = typer.Option(None, "--capacity", help="CSV time_s,node,online: nodes leaving/joining."),
     perf: str = typer.Option("network", "--perf", help="Iteration-time backend: network, linear, measured or trace."),
+    set_: Optional[list[str]] = typer.Option(None, "--set", help="Policy parameter POLICY.KEY=VALUE, e.g. "
+                                             "tiresias.promote_knob=4 (repeatable; see `cosim policies show`)."),
 ) -> None:
     """Simulate policies on a trace and print a comparison table."""
-    from simcore.runner import DEFAULT_TRACE, RunConfig, load_capacity, run
+    from experiments.runner import DEFAULT_TRACE, RunConfig, load_capacity, run
 
     if trace is not None and synth is not None:
         raise InputError.at(field="--trace/--synth", expected="at most one of --trace and --synth")
     spec = str(trace) if trace is not None else (f"synth:{synth}" if synth else DEFAULT_TRACE)
     pols = tuple(p.strip() for p in policy.split(",") if p.strip()) if policy else ()
+    params = policy_overrides(set_ or ())
     cfg = RunConfig(trace=spec, cluster=cluster, cluster_nodes=nodes, policies=pols, contention=contention,
                     calibration=None if calibration is None else str(calibration), seed=seed,
                     write_decisions=decisions, skip_invalid=skip_invalid, costs=costs,
-                    capacity_changes=load_capacity(capacity) if capacity is not None else (), perf=perf)
+                    capacity_changes=load_capacity(capacity) if capacity is not None else (), policy_params=params,
+                    perf=perf)
     result = run(cfg, out, progress=True)
     _print_table(result, cfg)
     if result.invalid:
         typer.echo(f"skipped {len(result.invalid)} job(s) that can never run (see config.json)", err=True)
     if out is not None:
         typer.echo(f"wrote {out}/summary.parquet and one folder per policy")
+
+
+def policy_overrides(items) -> dict[str, dict]:
+    """`--set POLICY.KEY=VALUE` texts → {policy: {key: typed value}}, validated by the policy's
+    Config (an unknown policy or key, or a bad value, is a one-line error before anything runs).
+    A later `--set` of the same key wins."""
+    import policies
+
+    raw: dict[str, dict[str, str]] = {}
+    for item in items:
+        lhs, eq, value = item.partition("=")
+        name, dot, key = lhs.strip().rpartition(".")
+        if not eq or not dot or not name or not key:
+            raise InputError.at(field="--set", expected="POLICY.KEY=VALUE, e.g. tiresias.promote_knob=4", got=item)
+        raw.setdefault(name, {})[key] = value.strip()
+    out = {}
+    for name, kv in raw.items():
+        cfg = policies.make_config(name, **kv)
+        out[name] = {k: getattr(cfg, k) for k in kv}
+    return out
 
 
 def _print_table(result, cfg) -> None:

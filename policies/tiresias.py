@@ -9,13 +9,15 @@ from __future__ import annotations
 import fnmatch
 import math
 from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 
 from policies.base import _STOP, BasePolicy, Round, demands_cached
 from policies import _tiresias_kernels as TK
 from policies import placement as P
-from policies.registry import POLICIES, check, param
+from policies.config import PlacedConfig, param
+from policies.registry import POLICIES
 from simcore.api import Allocation, ClusterView, Decision
 
 CONSOLIDATION = ("tier", "min-nodes")
@@ -23,44 +25,56 @@ _EPS_GPU_S = 1e-6  # service within this of a threshold counts as reached (float
 
 
 @dataclass(frozen=True)
-class TiresiasConfig:
+class TiresiasConfig(PlacedConfig):
+    """Non-clairvoyant: jobs are ranked by the GPU-time they have already received, never by
+    their duration. Jobs start in the top queue and move down a queue each time their attained
+    GPU-seconds cross a threshold; lower queues run only on GPUs the higher ones leave, and a
+    waiting job preempts running jobs of strictly lower queues. Within a queue jobs run in
+    arrival order. A job that has waited `promote_knob` times as long as it has run returns to
+    the top queue (starvation guard). Jobs of high-skew models (`skew_models`) are placed
+    consolidated and wait for such a placement; other jobs take any placement."""
+
+    reference: ClassVar[str] = ("Gu et al., \"Tiresias: A GPU Cluster Manager for Distributed Deep Learning\", "
+                                "NSDI'19")
+
     thresholds_gpu_s: tuple[float, ...] = param(
         (57600.0,),
-        "attained-service thresholds between queues (GPU-s, ascending); K = len + 1 queues. "
-        "Default: 2 queues split at 16 GPU-hours (the Ares artifact's Tiresias baseline)",
+        "attained-service thresholds between queues (ascending); K = len + 1 queues",
+        source="2 queues split at 16 GPU-hours, as the Ares artifact's Tiresias baseline",
     )
     promote_knob: float = param(
         8.0,
         "starvation guard: a waiting job is promoted to the top queue once its waiting time "
         "exceeds promote_knob × its executed time (0 disables)",
+        unit="× executed time",
+        source="the paper's PROMOTEKNOB, a tunable knob; 8 is cosim's default",
     )
     skew_models: tuple[str, ...] = param(
         ("vgg*", "alexnet*"),
         "model-name patterns (fnmatch, case-insensitive) whose jobs need consolidated placement "
         "(large-tensor, high-skew models)",
+        source="the paper's skewed models (VGG, AlexNet)",
     )
     consolidation: str = param(
         "tier",
         "constraint for skewed jobs: tier = within the smallest tier (node, leaf, pod) that can ever hold "
         "the job; min-nodes = on the fewest nodes that can ever hold it",
         choices=CONSOLIDATION,
+        source="tier: the Dally paper's reading of Tiresias",
     )
     placement: str = param("consolidate", "placement strategy for other (non-skewed) jobs", choices=P.STRATEGIES)
     interval_s: float | None = param(
         None,
-        "seconds between periodic rounds (s), besides events and exact wake-ups at demotion/promotion "
-        "times; none = no periodic rounds (same decisions, far fewer calls); 60 = the round of the "
-        "round-based simulators (Ares artifact)",
+        "time between periodic rounds, besides events and the exact times a job crosses a threshold or "
+        "becomes due for promotion; none = no periodic rounds (same decisions, far fewer calls); 60 = the "
+        "round of round-based simulators (the Ares artifact's)",
     )
-    seed: int = param(0, "seed of the random placement strategy")
 
-    def __post_init__(self) -> None:
+    def validate(self) -> None:
         t = self.thresholds_gpu_s
-        check(self, "tiresias", "thresholds_gpu_s",
-              all(x > 0 for x in t) and all(a < b for a, b in zip(t, t[1:])), "positive, strictly ascending GPU-seconds")
-        check(self, "tiresias", "promote_knob", self.promote_knob >= 0, "a non-negative number")
-        check(self, "tiresias", "interval_s", self.interval_s is None or self.interval_s > 0,
-              "a positive number of seconds")
+        self.check("thresholds_gpu_s", all(x > 0 for x in t) and all(a < b for a, b in zip(t, t[1:])),
+                   "positive, strictly ascending GPU-seconds")
+        self.check("promote_knob", self.promote_knob >= 0, "a non-negative number")
 
 
 @POLICIES.register("tiresias")

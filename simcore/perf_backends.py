@@ -14,23 +14,23 @@ inputs), chosen per run by `RunConfig.perf`, `cosim simulate --perf` or the swee
   contention, no host sharing. So throughput at a fixed local batch is exactly ∝ n.
 - `measured`: the Pollux/Sia measured tables ("table mode", `simcore.perf_measured`).
 - `trace`: the trace's own per-iteration time (`time_per_iteration`, SenseTime) scaled by
-  the `network` model's placement sensitivity: job j on placement P at batch b iterates in
+  the `network` model's placement sensitivity: job j on placement P at batch b takes
 
       t_j(P, b) = tpi_j * T_net(P, b) / T_net(P_j*, b_j)
 
-  where P_j* is the placement the trace implies — consolidated at the requested GPU count
-  (`PerfModel.consolidated_gpus`), the placement `ref_iter_s` is computed on — and b_j the
-  trace's batch (the Dally authors' method, `../shared/seeds/notes/dally.md` §3.3: the
-  trace gives the time, the network model only the slowdown of the actual placement).
-  A consolidated placement costs what the trace says; a spread one costs more; contention
-  acts on `T_net`'s communication phases. The engine's progress rate is `gain / (W * t)`
-  (`simcore.work`), so a per-job constant factor k_j = tpi_j / T_net(P_j*, b_j) on every
-  iteration time is applied, exactly, as the same factor on the job's work `W`
-  (`apply_trace_times`): the engine keeps running `T_net`, and one iteration of the job
-  counts k_j network iterations. Jobs whose work comes from a duration (replay, or elastic
-  jobs whose samples are derived from it) already reproduce the trace's time on P_j* and
-  are left as they are. Jobs without a positive
-  `time_per_iteration` run the `network` model.
+  per trace iteration, P_j* the placement the trace implies — consolidated at the requested
+  GPU count (`PerfModel.consolidated_gpus`), where `ref_iter_s` is computed — and b_j the
+  trace's batch (the Dally authors' method, `../shared/seeds/notes/dally.md` §3.3: the trace
+  gives the time, the network model only the slowdown of the actual placement). A
+  consolidated placement costs what the trace says, a spread one more, and contention acts
+  on `T_net`'s communication. The engine's progress rate is `gain / (W * t)`
+  (`simcore.work`), so the per-job factor tpi_j / T_net(P_j*, b_j) on every iteration is,
+  exactly, the same factor on the job's work; `simcore.prepare` applies it when it defines
+  the work of a trace-timed job (`W = tpi × iterations / ref_iter_s`, its rule 1). The perf
+  model of `trace` is therefore the `network` model, and its results equal `network`'s
+  (prepare replays trace-timed jobs the same way under every backend, with that backend's
+  placement ratio: 1 for `linear`, the table's for `measured`). Jobs without a positive
+  `time_per_iteration` run the `network` model on their own work.
 
 `linear` and `measured` phases have no link demands, so contention does not touch them
 (the measured step already contains the job's network).
@@ -42,11 +42,8 @@ import math
 from typing import Any
 
 import numpy as np
-import pandas as pd
-
 from cosim.errors import UnknownNameError
 from simcore.perf import Phases, PerfModel
-from simcore.work import WorkMode
 
 #: backend names, the default first
 PERF_BACKENDS = ("network", "linear", "measured", "trace")
@@ -68,8 +65,8 @@ def check_perf(name: str) -> str:
 
 def make_perf(name: str, topology: Any, zoo: Any, comm: Any, solve: Any = None, contention: bool = True,
               allow_accumulation: bool = True, tables: Any = None) -> PerfModel:
-    """The perf model of backend `name` (`trace` runs the network model; its per-job scaling
-    is applied to the work by `apply_trace_times`)."""
+    """The perf model of backend `name` (`trace` runs the network model: the trace's time
+    enters through the work, see the module docstring)."""
     check_perf(name)
     kw = dict(contention=contention, allow_accumulation=allow_accumulation)
     if name == "linear":
@@ -115,28 +112,6 @@ class LinearPerf(PerfModel):
                 worst = one
         c = worst.solo_s
         return Phases(c, c, 0.0, _NO_IDS, _NO_BYTES, worst.accumulation_steps)
-
-
-def apply_trace_times(jobs: Any, df: pd.DataFrame) -> int:
-    """`trace` backend: multiply the work of jobs with a positive `time_per_iteration` by
-    k_j = tpi_j / ref_iter_s_j (see the module docstring), in place; returns how many jobs
-    were scaled. `jobs` is the runner's JobTable (work and `ref_iter_s` assigned), `df` the
-    canonical trace it was built from (matched by `job_id`)."""
-    if "time_per_iteration" not in df.columns:
-        return 0
-    num = lambda c: (pd.to_numeric(df[c], errors="coerce").to_numpy(np.float64)  # noqa: E731
-                     if c in df.columns else np.full(len(df), np.nan))
-    iters, epochs, size, dur = num("total_iterations"), num("epochs"), num("epoch_size"), num("duration")
-    # work from the duration (`simcore.prepare`'s precedence: iterations, then epochs, then a
-    # duration): it already reproduces the trace's time on the implied placement
-    from_duration = ~(iters > 0) & ~(epochs * size > 0) & (dur > 0)
-    tpi = np.where(from_duration, np.nan, num("time_per_iteration"))
-    by_id = dict(zip(df["job_id"].astype(str), tpi))
-    t = np.array([by_id.get(str(j), np.nan) for j in jobs.job_id], np.float64)
-    ok = (np.isfinite(t) & (t > 0) & np.isfinite(jobs.ref_iter_s) & (jobs.ref_iter_s > 0)
-          & (jobs.work_mode != int(WorkMode.REPLAY)) & np.isfinite(jobs.work_iters))
-    jobs.work_iters[ok] *= t[ok] / jobs.ref_iter_s[ok]
-    return int(ok.sum())
 
 
 def table_gaps(perf: PerfModel, jobs: Any) -> dict[str, str]:

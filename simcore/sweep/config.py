@@ -39,7 +39,7 @@ import json
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 from cosim.errors import InputError
 
@@ -379,6 +379,21 @@ def _policies(value: Any, src: Path | None) -> tuple[PolicyPoint, ...]:
         for combo in itertools.product(*axes):
             points.append(PolicyPoint(name, tuple(zip(keys, combo))))
     return tuple(points)
+
+
+def check_policy_params(config: SweepConfig, make: Callable[..., Any]) -> None:
+    """Fail before any cell runs on an unknown policy parameter or a bad value.
+
+    Builds every policy point once with `make(name, **params)` (the registry's
+    `policies.make`: the same validation as `cosim simulate --set`); the one-line error names
+    the file, the `[policies.NAME]` table, the key and the accepted keys or values. Policy
+    names are checked before this (unknown ones list the registered names).
+    """
+    for p in config.policies:
+        try:
+            make(p.name, **dict(p.params))
+        except InputError as exc:
+            raise InputError(f"{config.source or 'sweep'}: [policies.{p.name}]: {exc.message}") from None
 
 
 def policy_names(config: SweepConfig) -> list[str]:

@@ -13,12 +13,13 @@ import pandas as pd
 import pytest
 from typer.testing import CliRunner
 
+from calibration import zoo
 from cli.app import app
 from cosim.atomic import read_metadata
 from cosim.errors import InputError, UnknownNameError
 from simcore.api import Allocation, ClusterView, Decision
 from simcore.perf import PerfModel
-from simcore.perf_backends import PERF_BACKENDS, LinearPerf, apply_trace_times, check_perf, make_perf, table_gaps
+from simcore.perf_backends import PERF_BACKENDS, LinearPerf, check_perf, make_perf, table_gaps
 from simcore.perf_measured import MeasuredPerf, MeasuredTables, placement_key
 from simcore.prepare import build_jobs
 from simcore.runner import RunConfig, run
@@ -26,6 +27,8 @@ from tests.simcore.fakes import FakeComm, FakeZoo, FifoTest, fake_solve, fake_to
 from tests.simcore.helpers import fake_backends, frame
 
 cli = CliRunner()
+
+CIFAR = zoo.resolve("cifar10")  # the zoo's name of Pollux/Sia's cifar10 application
 
 # ---- names -------------------------------------------------------------------------------
 
@@ -153,13 +156,13 @@ def test_measured_exact_at_every_measured_point(tables):
         counts = [int(x) for x in p]
         for order in (counts, counts[::-1]):  # a rotation is the same placement
             g = _gpus_for(order)
-            ph = perf.phases("resnet18", g, len(g) * int(lb))
+            ph = perf.phases(CIFAR, g, len(g) * int(lb))
             assert ph.accumulation_steps == 1 and ph.link_ids.shape[0] == 0
             assert ph.solo_s == pytest.approx(step, rel=1e-12) and ph.comm_s == pytest.approx(sync, rel=1e-12)
             assert ph.solo_s - ph.compute_s == pytest.approx(sync)  # exposed communication = measured sync
     # an unmeasured placement at a scalability point is that point (2 nodes × 2 GPUs = '22')
     s, _ = _step(2, 4, 32, 1.5 * 1.1)
-    assert perf.solo_iter_s("resnet18", _gpus_for([2, 2]), 4 * 32) == pytest.approx(s, rel=1e-9)
+    assert perf.solo_iter_s(CIFAR, _gpus_for([2, 2]), 4 * 32) == pytest.approx(s, rel=1e-9)
 
 
 def test_measured_continuous_between_points(tables):
@@ -167,7 +170,7 @@ def test_measured_continuous_between_points(tables):
     for counts in ([1, 4], [2, 2], [3, 3, 2]):  # measured, scalability-only, interpolated in 3-D
         g = _gpus_for(counts)
         n = len(g)
-        t = np.array([perf.solo_iter_s("resnet18", g, n * lb) for lb in range(8, 129)])
+        t = np.array([perf.solo_iter_s(CIFAR, g, n * lb) for lb in range(8, 129)])
         assert np.all(np.isfinite(t)) and np.all(t > 0)
         assert np.max(np.abs(np.diff(t))) < 0.02 * (t.max() - t.min()) + 1e-12  # no jumps, lb step 1
         if counts == [1, 4]:  # piecewise linear between measured local batches
@@ -177,25 +180,25 @@ def test_measured_continuous_between_points(tables):
 def test_measured_accumulation_and_clamps(tables):
     perf = _pm(MeasuredPerf, _measured_topo(), tables=tables)
     s, y = _step(1, 4, 128, 1.5)
-    ph = perf.phases("resnet18", _gpus_for([4]), 4 * 256)  # local 256 > largest measured 128: 2 micro-steps
+    ph = perf.phases(CIFAR, _gpus_for([4]), 4 * 256)  # local 256 > largest measured 128: 2 micro-steps
     assert ph.accumulation_steps == 2 and ph.solo_s == pytest.approx(s + (s - y), rel=1e-12)
     strict = _pm(MeasuredPerf, _measured_topo(), tables=tables, allow_accumulation=False)
-    assert strict.phases("resnet18", _gpus_for([4]), 4 * 256) is None
+    assert strict.phases(CIFAR, _gpus_for([4]), 4 * 256) is None
     s4, _ = _step(1, 4, 8, 1.5)
-    assert perf.solo_iter_s("resnet18", _gpus_for([4]), 4 * 2) == pytest.approx(s4)  # below the range: its end
-    big = perf.solo_iter_s("resnet18", _gpus_for([8, 8, 8, 8]), 32 * 64)  # beyond the set's scale: capped
+    assert perf.solo_iter_s(CIFAR, _gpus_for([4]), 4 * 2) == pytest.approx(s4)  # below the range: its end
+    big = perf.solo_iter_s(CIFAR, _gpus_for([8, 8, 8, 8]), 32 * 64)  # beyond the set's scale: capped
     assert math.isfinite(big) and big > 0
 
 
 def test_measured_platform_by_gpu_type_and_missing_tables(tmp_path):
     tables = MeasuredTables(write_tables(tmp_path, platforms=("dgx",), apps=("cifar10",)))
     a100 = _pm(MeasuredPerf, _measured_topo(type_name="A100-80GB"), tables=tables)
-    assert a100.type_platform[0] == "dgx" and a100.missing("resnet18", 0) is None
+    assert a100.type_platform[0] == "dgx" and a100.missing(CIFAR, 0) is None
     assert "no measured table for model resnet50 on platform dgx" in a100.missing("resnet50", 0)
-    assert "GPU type B" in a100.missing("resnet18", 1)
+    assert "GPU type B" in a100.missing(CIFAR, 1)
     t4 = _pm(MeasuredPerf, _measured_topo(type_name="T4"), tables=tables)
-    assert t4.type_platform[0] == "aws" and "platform aws" in t4.missing("resnet18", 0)
-    df = pd.DataFrame({"job_id": ["a", "b"], "model": ["resnet18", "resnet50"], "gpu_type_req": [0, 0]})
+    assert t4.type_platform[0] == "aws" and "platform aws" in t4.missing(CIFAR, 0)
+    df = pd.DataFrame({"job_id": ["a", "b"], "model": [CIFAR, "resnet50"], "gpu_type_req": [0, 0]})
     gaps = table_gaps(a100, df.assign(gpu_type_req=df["gpu_type_req"].to_numpy()))
     assert list(gaps) == ["b"] and "resnet50" in gaps["b"]
     assert table_gaps(_pm(), df) == {}  # other backends time every model
@@ -221,29 +224,19 @@ def test_measured_real_tables_exact(shared_data):
 # ---- trace ---------------------------------------------------------------------------------
 
 
-def test_trace_scaling_ratio_one_consolidated_more_spread():
+def test_trace_time_per_iteration_on_implied_and_spread_placements():
+    """Per trace iteration: tpi on the implied (consolidated) placement, tpi × the network
+    ratio elsewhere — through the work `simcore.prepare` defines for trace-timed jobs."""
     topo = fake_topology()
-    perf = _pm(topo=topo)
-    df = frame([dict(submit_time=0.0, num_gpus=4, model="big", total_iterations=100, time_per_iteration=0.5),
-                dict(submit_time=0.0, num_gpus=4, model="big", total_iterations=100),  # no trace time
-                dict(submit_time=0.0, num_gpus=4, model="big", duration=600.0, time_per_iteration=0.5),  # replay
-                dict(submit_time=0.0, num_gpus=4, min_gpus=1, max_gpus=4, model="big", duration=600.0,
-                     time_per_iteration=0.5),  # elastic: samples from the duration
-                dict(submit_time=0.0, num_gpus=4, model="big", epochs=2, epoch_size=6400, duration=600.0,
-                     time_per_iteration=0.5)])  # samples from epochs: the duration is not its work
+    perf = make_perf("trace", topo, FakeZoo(), FakeComm(topo), fake_solve)
+    df = frame([dict(submit_time=0.0, num_gpus=4, model="big", total_iterations=100, time_per_iteration=0.5)])
     jobs, bad = build_jobs(df, perf, FakeZoo())
     assert not bad
-    w0, ref = jobs.work_iters.copy(), jobs.ref_iter_s.copy()
-    assert apply_trace_times(jobs, df) == 2
-    for i in (0, 4):
-        assert jobs.work_iters[i] == pytest.approx(w0[i] * 0.5 / ref[i])
-    assert jobs.work_iters[1] == w0[1] and jobs.work_iters[2] == w0[2] and jobs.work_iters[3] == w0[3]
-    # time per trace iteration on placement P = tpi * T_net(P) / T_net(P*): 1 on P*, > 1 spread
-    implied = perf.consolidated_gpus(4)
-    spread = np.array([0, 4, 8, 12], np.int32)
-    k = jobs.work_iters[0] / 100
-    assert k * perf.solo_iter_s("big", implied, 64) == pytest.approx(0.5)
-    assert k * perf.solo_iter_s("big", spread, 64) > 0.5 * 1.5
+    implied, spread = perf.consolidated_gpus(4), np.array([0, 4, 8, 12], np.int32)
+    per_trace_iter = lambda g: jobs.work_iters[0] * perf.solo_iter_s("big", g, 64) / 100  # noqa: E731
+    assert per_trace_iter(implied) == pytest.approx(0.5)
+    ratio = perf.solo_iter_s("big", spread, 64) / perf.solo_iter_s("big", implied, 64)
+    assert ratio > 1.5 and per_trace_iter(spread) == pytest.approx(0.5 * ratio)
 
 
 @dataclass
@@ -280,8 +273,11 @@ def test_trace_backend_through_the_runner():
     netc = _trace_run("network", rows).jobs["fifo-test"]
     # the trace backend keeps the network model's placement sensitivity
     assert spread["jct_s"].iloc[0] / 50.0 == pytest.approx(net["jct_s"].iloc[0] / netc["jct_s"].iloc[0], rel=1e-9)
-    no_tpi = [dict(submit_time=0.0, num_gpus=4, model="big", total_iterations=100)]
-    assert _trace_run("trace", no_tpi).jobs["fifo-test"]["jct_s"].iloc[0] == pytest.approx(netc["jct_s"].iloc[0])
+    assert netc["jct_s"].iloc[0] == pytest.approx(50.0)  # prepare replays trace time under network too
+    no_tpi = [dict(submit_time=0.0, num_gpus=4, model="big", total_iterations=100)]  # falls back to network
+    net_own = _trace_run("network", no_tpi).jobs["fifo-test"]["jct_s"].iloc[0]
+    assert _trace_run("trace", no_tpi).jobs["fifo-test"]["jct_s"].iloc[0] == pytest.approx(net_own)
+    assert net_own != pytest.approx(50.0)  # the zoo's own time, not a trace's
 
 
 def test_summary_and_metadata_record_the_backend(tmp_path):

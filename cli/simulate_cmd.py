@@ -35,6 +35,8 @@ def simulate(
     skip_invalid: bool = typer.Option(False, "--skip-invalid", help="Run without jobs that can never run (reported)."),
     costs: str = typer.Option("flat30", "--costs", help="Change costs: flat30, aryl, ares-paper, inplace, free, or seconds."),
     capacity: Optional[Path] = typer.Option(None, "--capacity", help="CSV time_s,node,online: nodes leaving/joining."),
+    progress: str = typer.Option("plain", "--progress", help="Progress model: plain, or goodput (Pollux statistical efficiency, epochs of each pollux-sia application)."),
+    ftf_reference: str = typer.Option("gps", "--ftf-reference", help="FTF reference: gps, gps-capped (each job up to its max GPUs) or hetero-1-over-n (1/N of every GPU type)."),
 ) -> None:
     """Simulate policies on a trace and print a comparison table."""
     from simcore.runner import DEFAULT_TRACE, RunConfig, load_capacity, run
@@ -46,7 +48,8 @@ def simulate(
     cfg = RunConfig(trace=spec, cluster=cluster, cluster_nodes=nodes, policies=pols, contention=contention,
                     calibration=None if calibration is None else str(calibration), seed=seed,
                     write_decisions=decisions, skip_invalid=skip_invalid, costs=costs,
-                    capacity_changes=load_capacity(capacity) if capacity is not None else ())
+                    capacity_changes=load_capacity(capacity) if capacity is not None else (),
+                    progress=progress, ftf_reference=ftf_reference)
     result = run(cfg, out, progress=True)
     _print_table(result, cfg)
     if result.invalid:

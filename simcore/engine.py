@@ -6,6 +6,13 @@ completion is computed, never stepped (one numba call, `kernels.step`, finds the
 instant and advances every job to it). Events (arrivals, restart ends, capacity changes,
 policy wake-ups and rounds) live in one `EventQueue`.
 
+Progress marks: a job may have to stop at a progress below 1 — the end of an epoch, where
+the Pollux efficiency of its batch changes (`simcore.goodput`, `--progress goodput`), or a
+point the policy asked to hear about (`Policy.wants_epoch_events`, `Policy.milestones`).
+Each job's next one is `JobTable.mark` (1 when there is none), and the same kernel that finds
+the next completion finds the first mark reached: an exact instant, no stepping, and no
+Python work per event for jobs without marks (their mark is 1).
+
 Per-event cost follows what changed, not the trace or the running set: all events of one
 instant are accepted before a single policy call (simultaneous arrivals → one call); the
 active and held sets are rebuilt once per call, in one kernel (`kernels.view_sets`), and
@@ -30,7 +37,7 @@ import numpy as np
 
 from cosim.errors import CosimError, PolicyError
 from simcore import kernels
-from simcore.api import Allocation, ClusterView, Decision, JobState, NEED_DURATION_ORACLE
+from simcore.api import Allocation, ClusterView, Decision, JobState, NEED_DURATION_ORACLE, ProgressEvent
 from simcore.costs import ChangeCosts
 from simcore.events import Event, EventQueue, Priority
 from simcore.perf import Phases, PerfModel
@@ -109,9 +116,11 @@ class Engine:
         efficiency: StatEfficiency | None = None,
         options: EngineOptions | None = None,
         on_progress: Callable[[float, int, int], None] | None = None,
+        goodput: Any = None,
     ) -> None:
         self.jobs, self.cluster, self.perf, self.policy, self.costs = jobs, cluster, perf, policy, costs
-        self.eff = efficiency or ConstantEfficiency()
+        self.eff = efficiency or goodput or ConstantEfficiency()
+        self.goodput = goodput  # simcore.goodput.GoodputModel (epoch ends refresh efficiency) or None
         self.opt = options or EngineOptions()
         self.on_progress = on_progress
         self.name = str(getattr(policy, "name", type(policy).__name__))
@@ -167,6 +176,7 @@ class Engine:
             {k: [] for k in ("time_s", "job_id", "action", "num_gpus", "gpus", "batch_size", "cost_s")}
             if self.opt.record_decisions else None)
         self._last_obs: tuple | None = None
+        self._init_marks(policy)
         for ch in sorted(capacity_changes, key=lambda c: (c.time_s, c.node, c.online)):
             self._push(Event(ch.time_s, _CAPACITY, node=ch.node, online=ch.online))
         self._push_next_arrival()
@@ -176,11 +186,13 @@ class Engine:
         t0 = _time.perf_counter()
         stuck = False
         while self._unfinished > 0:
-            t, done = self._step()  # the next instant; every held job advanced to it
+            t, done, hit = self._step()  # the next instant; every held job advanced to it
             if not math.isfinite(t):
                 stuck = True  # nothing running, nothing pending: remaining jobs can never start
                 break
             call = self._accept(t, done)  # completions, restart ends, arrivals, capacity, wakes, rounds
+            if hit.shape[0]:
+                call = self._marks_reached(hit) or call  # epoch ends, milestones
             if call:
                 decision = self._decide(t)  # the policy, with its name and the time on failure
                 checked = validate_decision(decision, self.jobs, self.cluster, self.perf, self._alloc_t,
@@ -244,14 +256,15 @@ class Engine:
         self._held_n = n
         self._running_arr = None
 
-    def _step(self) -> tuple[float, np.ndarray]:
-        """The next instant (first completion or queued event), with every job holding GPUs
-        advanced to it; the RUNNING ones done then, ascending (`kernels.step`)."""
+    def _step(self) -> tuple[float, np.ndarray, np.ndarray]:
+        """The next instant (first completion, progress mark or queued event), with every job
+        holding GPUs advanced to it; the RUNNING ones done then and those at a mark, each
+        ascending (`kernels.step`)."""
         j = self.jobs
         now = self.now
-        t, done = kernels.step(self._held, self._held_n, now, self.queue.peek_time(), self.opt.completion_tol_s,
-                               j.state, j.rate, j.progress, j.alloc_count, j.attained_gpu_s, j.executed_s,
-                               j.restart_s, j.exposed_frac, j.exposed_comm_s)
+        t, done, hit = kernels.step(self._held, self._held_n, now, self.queue.peek_time(), self.opt.completion_tol_s,
+                                    j.state, j.rate, j.progress, j.mark, j.alloc_count, j.attained_gpu_s,
+                                    j.executed_s, j.restart_s, j.exposed_frac, j.exposed_comm_s)
         if t < now:
             raise AssertionError(f"time went backwards: {now} → {t}")
         if math.isfinite(t):
@@ -260,7 +273,99 @@ class Engine:
                 self._online_gpu_s += self._online * dt
                 self._busy_gpu_s += self._busy * dt
             self.now = t
-        return t, done
+        return t, done, hit
+
+    # ---- progress marks (epoch ends, milestones) ---------------------------------------
+    def _init_marks(self, policy: Any) -> None:
+        """Which jobs stop below progress 1, and where first. Epoch ends are tracked for the
+        jobs whose efficiency depends on the epoch (goodput) and, when the policy wants epoch
+        events, for every job with known epochs; milestones for every job."""
+        jobs = self.jobs
+        self._wants_epochs = bool(getattr(policy, "wants_epoch_events", False))
+        ms = tuple(getattr(policy, "milestones", ()) or ())
+        for m in ms:
+            if not (isinstance(m, (int, float)) and 0.0 < float(m) < 1.0):
+                raise PolicyError(f"policy '{self.name}' declares milestone {m!r}: expected fractions in (0, 1)")
+        self._milestones = np.unique(np.asarray(ms, np.float64))
+        self._ms_next = np.zeros(jobs.num_jobs, np.int32) if self._milestones.size else None
+        self._bounds: dict[int, np.ndarray] = {}  # job → fractions at which its epochs end (last: 1)
+        self._refresh: set[int] = set()  # jobs whose gain changes at epoch ends
+        self._events: list[ProgressEvent] = []
+        gp = self.goodput
+        if gp is not None:
+            modes = (int(WorkMode.EPOCHS), int(WorkMode.CONVERGENCE))
+            for j in np.flatnonzero(np.asarray(gp.app_of) >= 0).tolist():
+                if int(jobs.work_mode[j]) in modes and jobs.state[j] != _UNSCHEDULABLE:
+                    self._bounds[j] = gp.epoch_bounds(j)
+                    self._refresh.add(j)
+        if self._wants_epochs:
+            per: dict[int, np.ndarray] = {}
+            ne = jobs.num_epochs
+            for j in np.flatnonzero(np.isfinite(ne) & (ne >= 1)).tolist():
+                if j not in self._bounds:
+                    e = int(math.ceil(ne[j]))
+                    if e not in per:
+                        per[e] = np.minimum(np.arange(1, e + 1, dtype=np.float64) / float(ne[j]), 1.0)
+                    self._bounds[j] = per[e]
+        if self._milestones.size:
+            jobs.mark[:] = self._milestones[0]
+        for j in self._bounds:
+            jobs.mark[j] = self._next_mark(j)
+
+    def _next_mark(self, j: int) -> float:
+        p = self.jobs.progress.item(j)
+        m = 1.0
+        b = self._bounds.get(j)
+        if b is not None:
+            k = int(np.searchsorted(b, p, side="right"))
+            if k < b.shape[0]:
+                m = min(m, float(b[k]))
+        if self._ms_next is not None:
+            k = int(self._ms_next[j])
+            if k < self._milestones.shape[0]:
+                m = min(m, float(self._milestones[k]))
+        return m
+
+    def _marks_reached(self, hit: np.ndarray) -> bool:
+        """Jobs at a progress mark: count epochs (refresh the efficiency of goodput jobs, their
+        rate scaled by the new gain), note milestones, set each next mark. True if the policy
+        asked for one of these events (it is then called with them)."""
+        jobs = self.jobs
+        want = False
+        for j in hit.tolist():
+            p = jobs.progress.item(j)
+            b = self._bounds.get(j)
+            if b is not None:
+                k = int(np.searchsorted(b, p, side="right"))
+                done0 = jobs.epochs_done.item(j)
+                if k > done0:
+                    jobs.epochs_done[j] = k
+                    if self._wants_epochs:
+                        self._events.extend(ProgressEvent(j, "epoch", float(e)) for e in range(done0 + 1, k + 1))
+                        want = True
+                    if j in self._refresh:
+                        self._refresh_gain(j, p)
+            if self._ms_next is not None:
+                k = int(np.searchsorted(self._milestones, p, side="right"))
+                k0 = int(self._ms_next[j])
+                if k > k0:
+                    self._ms_next[j] = k
+                    self._events.extend(ProgressEvent(j, "milestone", float(m)) for m in self._milestones[k0:k])
+                    want = True
+            jobs.mark[j] = self._next_mark(j)
+        return want
+
+    def _refresh_gain(self, j: int, p: float) -> None:
+        """New epoch, new gradient statistics: the gain of the current batch, and the rate
+        scaled by it (rate ∝ gain at a fixed iteration time)."""
+        jobs = self.jobs
+        b, ref = jobs.batch_size.item(j), jobs.global_batch.item(j)
+        old = jobs.gain.item(j)
+        new = work_gain(jobs.work_mode.item(j), b, ref, self.eff, j, p)
+        jobs.gain[j] = new
+        jobs.stat_eff[j] = new * ref / b
+        if old > 0 and jobs.rate.item(j) > 0:
+            jobs.rate[j] = jobs.rate.item(j) * (new / old)
 
     # ---- accept ---------------------------------------------------------------------
     def _push(self, ev: Event) -> None:
@@ -351,6 +456,9 @@ class Engine:
         jobs.end_time[j] = t
         jobs.rate[j] = 0.0
         jobs.version[j] += 1
+        b = self._bounds.get(j)
+        if b is not None:
+            jobs.epochs_done[j] = b.shape[0]
         self._drop_buf[self._drop_n] = j
         self._drop_n += 1
         self._active_n -= 1
@@ -376,10 +484,14 @@ class Engine:
         if self._needs_oracle:
             j = self.jobs
             j.remaining_s[active] = (1.0 - j.progress[active]) * j.work_iters[active] * j.ref_iter_s[active]
+        events = ()
+        if self._events:
+            events, self._events = tuple(self._events), []
         view = ClusterView(now=t, jobs=self._jobs_view, cluster=self._cluster_view,
                            iteration_time=self._what_if, allocation_of=self._allocation_of,
                            active_jobs=active, current=self._current_ro,
-                           running_jobs=running, accepts_changes=self.opt.accept_changes)
+                           running_jobs=running, accepts_changes=self.opt.accept_changes,
+                           progress_events=events)
         if self.opt.check_invariants:
             s = self.jobs.state
             want = np.flatnonzero((s == _RUNNING) | (s == _RESTARTING))
@@ -453,8 +565,13 @@ class Engine:
         if batch != jobs.batch_size.item(j):
             jobs.batch_size[j] = batch
         mode = jobs.work_mode.item(j)
-        jobs.gain[j] = 1.0 if mode in _UNIT_GAIN else work_gain(mode, batch, jobs.global_batch.item(j), self.eff, j,
-                                                                jobs.progress.item(j))
+        if mode in _UNIT_GAIN:
+            jobs.gain[j] = 1.0
+        else:
+            ref = jobs.global_batch.item(j)
+            g = work_gain(mode, batch, ref, self.eff, j, jobs.progress.item(j))
+            jobs.gain[j] = g
+            jobs.stat_eff[j] = g * ref / batch
         self._hold(j, gpus, plan.alloc)
         jobs.last_start[j] = t
         version = jobs.version.item(j) + 1

@@ -184,7 +184,7 @@ def static_columns(df: pd.DataFrame, type_names: tuple[str, ...]) -> dict[str, n
         work_mode=np.zeros(n, np.int8),
         work_iters=np.full(n, np.nan),
         ref_iter_s=np.full(n, np.nan),
-        num_epochs=col("epochs", np.nan, np.float64),
+        num_epochs=np.array(col("epochs", np.nan, np.float64), np.float64),  # own copy: goodput writes it
         app_id=np.full(n, -1, np.int16),
     )
 

@@ -37,9 +37,10 @@ import numpy as np
 
 from cosim.errors import CosimError, PolicyError
 from simcore import kernels
-from simcore.api import Allocation, ClusterView, Decision, JobState, NEED_DURATION_ORACLE, ProgressEvent
+from simcore.api import Allocation, ClusterView, Decision, JobState, NEED_DURATION_ORACLE
 from simcore.costs import ChangeCosts
 from simcore.events import Event, EventQueue, Priority
+from simcore.marks import ProgressMarks
 from simcore.perf import Phases, PerfModel
 from simcore.rates import RateBook
 from simcore.state import ClusterState, JobTable
@@ -176,7 +177,7 @@ class Engine:
             {k: [] for k in ("time_s", "job_id", "action", "num_gpus", "gpus", "batch_size", "cost_s")}
             if self.opt.record_decisions else None)
         self._last_obs: tuple | None = None
-        self._init_marks(policy)
+        self.marks = ProgressMarks(jobs, policy, self.name, goodput, self.eff)  # epoch ends, milestones
         for ch in sorted(capacity_changes, key=lambda c: (c.time_s, c.node, c.online)):
             self._push(Event(ch.time_s, _CAPACITY, node=ch.node, online=ch.online))
         self._push_next_arrival()
@@ -192,7 +193,7 @@ class Engine:
                 break
             call = self._accept(t, done)  # completions, restart ends, arrivals, capacity, wakes, rounds
             if hit.shape[0]:
-                call = self._marks_reached(hit) or call  # epoch ends, milestones
+                call = self.marks.reached(hit) or call  # epoch ends, milestones
             if call:
                 decision = self._decide(t)  # the policy, with its name and the time on failure
                 checked = validate_decision(decision, self.jobs, self.cluster, self.perf, self._alloc_t,
@@ -274,98 +275,6 @@ class Engine:
                 self._busy_gpu_s += self._busy * dt
             self.now = t
         return t, done, hit
-
-    # ---- progress marks (epoch ends, milestones) ---------------------------------------
-    def _init_marks(self, policy: Any) -> None:
-        """Which jobs stop below progress 1, and where first. Epoch ends are tracked for the
-        jobs whose efficiency depends on the epoch (goodput) and, when the policy wants epoch
-        events, for every job with known epochs; milestones for every job."""
-        jobs = self.jobs
-        self._wants_epochs = bool(getattr(policy, "wants_epoch_events", False))
-        ms = tuple(getattr(policy, "milestones", ()) or ())
-        for m in ms:
-            if not (isinstance(m, (int, float)) and 0.0 < float(m) < 1.0):
-                raise PolicyError(f"policy '{self.name}' declares milestone {m!r}: expected fractions in (0, 1)")
-        self._milestones = np.unique(np.asarray(ms, np.float64))
-        self._ms_next = np.zeros(jobs.num_jobs, np.int32) if self._milestones.size else None
-        self._bounds: dict[int, np.ndarray] = {}  # job → fractions at which its epochs end (last: 1)
-        self._refresh: set[int] = set()  # jobs whose gain changes at epoch ends
-        self._events: list[ProgressEvent] = []
-        gp = self.goodput
-        if gp is not None:
-            modes = (int(WorkMode.EPOCHS), int(WorkMode.CONVERGENCE))
-            for j in np.flatnonzero(np.asarray(gp.app_of) >= 0).tolist():
-                if int(jobs.work_mode[j]) in modes and jobs.state[j] != _UNSCHEDULABLE:
-                    self._bounds[j] = gp.epoch_bounds(j)
-                    self._refresh.add(j)
-        if self._wants_epochs:
-            per: dict[int, np.ndarray] = {}
-            ne = jobs.num_epochs
-            for j in np.flatnonzero(np.isfinite(ne) & (ne >= 1)).tolist():
-                if j not in self._bounds:
-                    e = int(math.ceil(ne[j]))
-                    if e not in per:
-                        per[e] = np.minimum(np.arange(1, e + 1, dtype=np.float64) / float(ne[j]), 1.0)
-                    self._bounds[j] = per[e]
-        if self._milestones.size:
-            jobs.mark[:] = self._milestones[0]
-        for j in self._bounds:
-            jobs.mark[j] = self._next_mark(j)
-
-    def _next_mark(self, j: int) -> float:
-        p = self.jobs.progress.item(j)
-        m = 1.0
-        b = self._bounds.get(j)
-        if b is not None:
-            k = int(np.searchsorted(b, p, side="right"))
-            if k < b.shape[0]:
-                m = min(m, float(b[k]))
-        if self._ms_next is not None:
-            k = int(self._ms_next[j])
-            if k < self._milestones.shape[0]:
-                m = min(m, float(self._milestones[k]))
-        return m
-
-    def _marks_reached(self, hit: np.ndarray) -> bool:
-        """Jobs at a progress mark: count epochs (refresh the efficiency of goodput jobs, their
-        rate scaled by the new gain), note milestones, set each next mark. True if the policy
-        asked for one of these events (it is then called with them)."""
-        jobs = self.jobs
-        want = False
-        for j in hit.tolist():
-            p = jobs.progress.item(j)
-            b = self._bounds.get(j)
-            if b is not None:
-                k = int(np.searchsorted(b, p, side="right"))
-                done0 = jobs.epochs_done.item(j)
-                if k > done0:
-                    jobs.epochs_done[j] = k
-                    if self._wants_epochs:
-                        self._events.extend(ProgressEvent(j, "epoch", float(e)) for e in range(done0 + 1, k + 1))
-                        want = True
-                    if j in self._refresh:
-                        self._refresh_gain(j, p)
-            if self._ms_next is not None:
-                k = int(np.searchsorted(self._milestones, p, side="right"))
-                k0 = int(self._ms_next[j])
-                if k > k0:
-                    self._ms_next[j] = k
-                    self._events.extend(ProgressEvent(j, "milestone", float(m)) for m in self._milestones[k0:k])
-                    want = True
-            jobs.mark[j] = self._next_mark(j)
-        return want
-
-    def _refresh_gain(self, j: int, p: float) -> None:
-        """New epoch, new gradient statistics: the gain of the current batch, and the rate
-        scaled by it (rate ∝ gain at a fixed iteration time)."""
-        jobs = self.jobs
-        b, ref = jobs.batch_size.item(j), jobs.global_batch.item(j)
-        old = jobs.gain.item(j)
-        new = work_gain(jobs.work_mode.item(j), b, ref, self.eff, j, p)
-        jobs.gain[j] = new
-        jobs.stat_eff[j] = new * ref / b
-        if old > 0 and jobs.rate.item(j) > 0:
-            jobs.rate[j] = jobs.rate.item(j) * (new / old)
 
     # ---- accept ---------------------------------------------------------------------
     def _push(self, ev: Event) -> None:
@@ -456,9 +365,8 @@ class Engine:
         jobs.end_time[j] = t
         jobs.rate[j] = 0.0
         jobs.version[j] += 1
-        b = self._bounds.get(j)
-        if b is not None:
-            jobs.epochs_done[j] = b.shape[0]
+        if self.marks.bounds:
+            self.marks.completed(j)
         self._drop_buf[self._drop_n] = j
         self._drop_n += 1
         self._active_n -= 1
@@ -484,9 +392,7 @@ class Engine:
         if self._needs_oracle:
             j = self.jobs
             j.remaining_s[active] = (1.0 - j.progress[active]) * j.work_iters[active] * j.ref_iter_s[active]
-        events = ()
-        if self._events:
-            events, self._events = tuple(self._events), []
+        events = self.marks.take_events()
         view = ClusterView(now=t, jobs=self._jobs_view, cluster=self._cluster_view,
                            iteration_time=self._what_if, allocation_of=self._allocation_of,
                            active_jobs=active, current=self._current_ro,

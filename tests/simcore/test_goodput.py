@@ -105,7 +105,7 @@ def _two_epoch_app() -> AppStats:
                     grad_var=np.array([[3.0, 0.0], [3.0, 0.0]]), epoch_end=np.array([100.0, 300.0]))
 
 
-def _engine(rows, policy, app: AppStats | None):
+def _engine(rows, policy, app: AppStats | None, mode: WorkMode = WorkMode.EPOCHS):
     topo = fake_topology()
     perf = PerfModel(topo, FakeZoo(), FakeComm(topo), fake_solve, contention=True)
     jobs, bad = build_jobs(frame(rows), perf, FakeZoo())
@@ -114,8 +114,9 @@ def _engine(rows, policy, app: AppStats | None):
     if app is not None:
         gp = GoodputModel([app], np.zeros(jobs.num_jobs, np.int16))
         jobs.app_id[:] = 0
-        jobs.work_mode[:] = WorkMode.EPOCHS
-        jobs.work_iters[:] = app.target * app.init_batch / jobs.global_batch.astype(float)
+        jobs.work_mode[:] = mode
+        if mode == WorkMode.EPOCHS:
+            jobs.work_iters[:] = app.target * app.init_batch / jobs.global_batch.astype(float)
     eng = Engine(jobs, ClusterState.from_topology(topo), perf, policy, ChangeCosts(restart_s=0.0, batch_change_s=0.0),
                  options=EngineOptions(record_decisions=True, check_invariants=True), goodput=gp)
     return eng, perf
@@ -180,11 +181,12 @@ batches = st.lists(st.tuples(st.floats(1.0, 400.0), st.sampled_from([16, 32, 48,
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(changes=batches, mode=st.sampled_from(["samples", "iterations", "epochs"]))
+@given(changes=batches, mode=st.sampled_from(["samples", "iterations", "epochs", "convergence"]))
 def test_work_conserved_in_samples_under_batch_changes(changes, mode):
     """Whatever batch changes a policy makes, a SAMPLES job processes exactly its samples, an
-    ITERATIONS job its iterations, and an EPOCHS job (one epoch: E depends on the batch only)
-    its efficiency-weighted samples `target × b0`."""
+    ITERATIONS job its iterations, an EPOCHS job (one epoch: E depends on the batch only)
+    its efficiency-weighted samples `target × b0`, and a CONVERGENCE job its samples weighted
+    by E(b) / E(b_ref), `W × b_ref`."""
     t, script = 0.0, [(0.0, {0: ((0,), 64)})]
     for dt, b in changes:
         t += dt
@@ -195,10 +197,13 @@ def test_work_conserved_in_samples_under_batch_changes(changes, mode):
     else:
         row.update(epochs=1, epoch_size=64 * 20000)
     app = None
-    if mode == "epochs":  # one epoch, b0 = 16: E(b) = gain / scale with sqr 1, var 4
+    if mode in ("epochs", "convergence"):  # one epoch, b0 = 16: E(b) = gain / scale with sqr 1, var 4
         app = AppStats("one", np.array([16, 256]), grad_sqr=np.ones((2, 1)), grad_var=np.full((2, 1), 4.0),
                        epoch_end=np.array([80000.0]))
-    eng, perf = _engine([row], Scripted(script), app)
+    if mode == "convergence":
+        row["target_acc"] = 0.9
+    eng, perf = _engine([row], Scripted(script), app,
+                        WorkMode.CONVERGENCE if mode == "convergence" else WorkMode.EPOCHS)
     res = eng.run()
     assert res.jobs.state[0] == 4  # finished
     iters, samples = _processed(res, perf)
@@ -213,8 +218,9 @@ def test_work_conserved_in_samples_under_batch_changes(changes, mode):
         for (tt, a, b), nxt in zip(rows, rows[1:] + [(res.jobs.end_time[0], "end", 0)]):
             if a in ("start", "rebatch"):
                 it = perf.solo_iter_s("small", np.array([0], np.int32), int(b))
-                weighted += (nxt[0] - tt) / it * b * app.efficiency(b, 0)
-        assert weighted == pytest.approx(80000.0 * 16, rel=1e-6)
+                e = app.efficiency(b, 0) / (app.efficiency(64, 0) if mode == "convergence" else 1.0)
+                weighted += (nxt[0] - tt) / it * b * e
+        assert weighted == pytest.approx(80000.0 * 16 if mode == "epochs" else 64 * 20000, rel=1e-6)
 
 
 def test_goodput_run_records_progress_option(shared_data):

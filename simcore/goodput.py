@@ -200,6 +200,22 @@ class GoodputModel:
         return None if a < 0 else self.bounds[a]
 
 
+def fill_run_epochs(jobs, runs: dict | None = None) -> None:
+    """`num_epochs` of the jobs whose work is their model's training run without an `epochs`
+    column (`simcore.prepare`'s fixed-epochs fallback: SAMPLES, no duration), so that their
+    epoch ends are known to policies that ask for them."""
+    from simcore.work import WorkMode
+    from traces.workload import training_runs
+
+    runs = training_runs() if runs is None else runs
+    cand = np.flatnonzero(np.isnan(jobs.num_epochs) & np.isnan(jobs.duration) & (jobs.work_mode == WorkMode.SAMPLES))
+    for j in cand.tolist():
+        run = runs.get(str(jobs.model[j]).lower())
+        if run is not None and math.isclose(run.epochs * run.samples_per_epoch / float(jobs.global_batch[j]),
+                                            float(jobs.work_iters[j]), rel_tol=1e-9):
+            jobs.num_epochs[j] = run.epochs
+
+
 #: Values of `RunConfig.progress`.
 PROGRESS_OPTIONS = ("plain", "goodput")
 
@@ -209,7 +225,8 @@ def assign_goodput(jobs, progress: str, profiles: str | Path | None = None,
     """Switch the jobs of profiled applications to Pollux progress (`progress="goodput"`).
 
     Jobs whose model has a pollux-sia application and whose work is a fixed training run
-    (ITERATIONS/SAMPLES from epochs of a dataset — the Pollux/Sia/Ares workloads) become
+    (ITERATIONS/SAMPLES from epochs of a dataset — the Pollux/Sia/Ares workloads; not elastic
+    replayed jobs, whose SAMPLES work comes from a trace duration) become
     `WorkMode.EPOCHS`: `W_j = target × b_0 / b_ref` reference iterations, progress weighted by
     the efficiency; CONVERGENCE jobs of such models keep their mode and get the same
     efficiency (relative to their own batch). Replayed jobs are left alone. `"plain"`
@@ -238,6 +255,9 @@ def assign_goodput(jobs, progress: str, profiles: str | Path | None = None,
         mode = int(jobs.work_mode[j])
         if name is None or mode == WorkMode.REPLAY or not math.isfinite(float(jobs.work_iters[j])):
             continue
+        if mode == WorkMode.SAMPLES and not math.isfinite(float(jobs.num_epochs[j])) \
+                and math.isfinite(float(jobs.duration[j])):
+            continue  # an elastic replayed job: its work is its trace duration, not a training run
         if name not in index:
             run = runs.get(name)
             index[name] = len(apps)

@@ -34,7 +34,7 @@ from cosim.atomic import write_parquet, write_text
 from cosim.errors import InputError
 from simcore.costs import resolve_costs
 from simcore.engine import CapacityChange, Engine, EngineOptions
-from simcore.goodput import PROGRESS_OPTIONS, assign_goodput
+from simcore.goodput import PROGRESS_OPTIONS, assign_goodput, fill_run_epochs
 from simcore.gps import FTF_REFERENCES, ftf_reference_jct
 from simcore.metrics import decisions_frame, jobs_frame, summary_row, timeline_frame
 from simcore.perf import PerfModel
@@ -143,6 +143,8 @@ def run(config: RunConfig, out_dir: Path | None, progress: bool = False, backend
         raise InputError(describe_invalid(invalid))
     for b in invalid:
         log.warning("skipping job %s: %s", b.job_id, b.reason)
+    if config.fixed_epochs:
+        fill_run_epochs(base)
     gp = assign_goodput(base, config.progress)
     solo = base.work_iters * base.ref_iter_s
     if gp is not None:  # epochs at the trace's batch, each at its efficiency

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from cosim.errors import InputError
 from simcore.costs import ChangeCosts
 from simcore.engine import Engine, EngineOptions
-from simcore.goodput import AppStats, GoodputModel, assign_goodput, load_app
+from simcore.goodput import AppStats, GoodputModel, assign_goodput, fill_run_epochs, load_app
 from simcore.perf import PerfModel
 from simcore.prepare import build_jobs
 from simcore.state import ClusterState
@@ -146,17 +146,35 @@ def test_assign_goodput_switches_profiled_jobs(tmp_path):
     perf = PerfModel(topo, FakeZoo(), FakeComm(topo), fake_solve, contention=True)
     rows = [dict(submit_time=0.0, num_gpus=1, global_batch=64, model="small", epochs=2, epoch_size=3200,
                  total_iterations=100),
-            dict(submit_time=1.0, num_gpus=1, global_batch=64, model="big", total_iterations=50)]
+            dict(submit_time=1.0, num_gpus=1, global_batch=64, model="big", total_iterations=50),
+            dict(submit_time=2.0, num_gpus=1, min_gpus=1, max_gpus=2, global_batch=64, model="small", duration=99.0)]
     jobs, bad = build_jobs(frame(rows), perf, FakeZoo())
     assert not bad
     runs = {"small": TrainingRun("small", "toy", 3200, 2, ("toyapp",))}
     assert assign_goodput(jobs, "plain", tmp_path, runs) is None and jobs.work_mode[0] == WorkMode.ITERATIONS
     gp = assign_goodput(jobs, "goodput", tmp_path, runs)
-    assert list(jobs.work_mode) == [WorkMode.EPOCHS, WorkMode.ITERATIONS]
+    # the elastic replayed job (SAMPLES from its duration) keeps its trace work
+    assert list(jobs.work_mode) == [WorkMode.EPOCHS, WorkMode.ITERATIONS, WorkMode.SAMPLES]
     assert jobs.work_iters[0] == pytest.approx(300 * 32 / 64) and jobs.num_epochs[0] == 2
-    assert list(gp.app_of) == [0, -1]
+    assert list(gp.app_of) == [0, -1, -1]
     with pytest.raises(InputError, match="progress"):
         assign_goodput(jobs, "fast", tmp_path, runs)
+
+
+def test_fill_run_epochs_for_fixed_epoch_fallback():
+    from traces.workload import TrainingRun
+
+    topo = fake_topology()
+    perf = PerfModel(topo, FakeZoo(), FakeComm(topo), fake_solve, contention=True)
+    jobs, _ = build_jobs(frame([dict(submit_time=0.0, num_gpus=1, global_batch=64, epochs=3, epoch_size=640)]),
+                         perf, FakeZoo())
+    assert jobs.work_mode[0] == WorkMode.SAMPLES and jobs.num_epochs[0] == 3
+    jobs.num_epochs[0] = np.nan  # as the fixed-epochs fallback leaves it
+    fill_run_epochs(jobs, {"small": TrainingRun("small", "toy", 320, 6)})
+    assert jobs.num_epochs[0] == 6  # 6 × 320 / 64 = 30 iterations = its work
+    jobs.num_epochs[0] = np.nan
+    fill_run_epochs(jobs, {"small": TrainingRun("small", "toy", 320, 5)})  # not its work
+    assert np.isnan(jobs.num_epochs[0])
 
 
 # ---- work conserved in samples under batch changes (property) -----------------------------

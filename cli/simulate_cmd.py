@@ -39,7 +39,7 @@ def simulate(
     ftf_reference: str = typer.Option("gps", "--ftf-reference", help="FTF reference: gps, gps-capped (each job up to its max GPUs) or hetero-1-over-n (1/N of every GPU type)."),
 ) -> None:
     """Simulate policies on a trace and print a comparison table."""
-    from simcore.runner import DEFAULT_TRACE, RunConfig, load_capacity, run
+    from experiments.runner import DEFAULT_TRACE, RunConfig, load_capacity, run
 
     if trace is not None and synth is not None:
         raise InputError.at(field="--trace/--synth", expected="at most one of --trace and --synth")

@@ -208,7 +208,8 @@ def fill_run_epochs(jobs, runs: dict | None = None) -> None:
     from traces.workload import training_runs
 
     runs = training_runs() if runs is None else runs
-    cand = np.flatnonzero(np.isnan(jobs.num_epochs) & np.isnan(jobs.duration) & (jobs.work_mode == WorkMode.SAMPLES))
+    cand = np.flatnonzero(np.isnan(jobs.num_epochs) & np.isnan(jobs.duration) & np.isnan(jobs.trace_iter_s)
+                          & (jobs.work_mode == WorkMode.SAMPLES))
     for j in cand.tolist():
         run = runs.get(str(jobs.model[j]).lower())
         if run is not None and math.isclose(run.epochs * run.samples_per_epoch / float(jobs.global_batch[j]),
@@ -256,8 +257,8 @@ def assign_goodput(jobs, progress: str, profiles: str | Path | None = None,
         if name is None or mode == WorkMode.REPLAY or not math.isfinite(float(jobs.work_iters[j])):
             continue
         if mode == WorkMode.SAMPLES and not math.isfinite(float(jobs.num_epochs[j])) \
-                and math.isfinite(float(jobs.duration[j])):
-            continue  # an elastic replayed job: its work is its trace duration, not a training run
+                and (math.isfinite(float(jobs.duration[j])) or math.isfinite(float(jobs.trace_iter_s[j]))):
+            continue  # an elastic replayed job: its work is its trace time, not a training run
         if name not in index:
             run = runs.get(name)
             index[name] = len(apps)

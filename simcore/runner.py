@@ -13,7 +13,8 @@ metadata):
 
 The packages behind the run (trace loading, topology, zoo, comm model, contention solver,
 policy factory) come in a `Backends`; `real_backends()` wires the project's packages, tests
-pass fakes.
+pass fakes. The policy registry is injected (`set_policy_factory`) by the layer above: simcore
+imports no policy.
 """
 
 from __future__ import annotations
@@ -318,18 +319,46 @@ def load_trace(config: RunConfig) -> pd.DataFrame:
     return workload.assemble(df, config.seed)
 
 
+#: `make(name, params) -> Policy` and `names() -> list[str]`: what the runner needs of a policy registry
+PolicyFactory = tuple[Callable[[str, Mapping[str, Any]], Any], Callable[[], list[str]]]
+_policy_loader: Callable[[], PolicyFactory] | None = None
+
+
+def set_policy_factory(loader: Callable[[], PolicyFactory] | None) -> None:
+    """Install the policy registry `real_backends` uses, as a zero-argument loader returning
+    `(make, names)` and called on use (installing imports nothing).
+
+    simcore imports no policy package (tests/test_import_graph.py): the layer above wires the
+    registry in (`experiments.wiring.install()`, done by `experiments.runner` and the CLI). The
+    loader should be a module-level function so sweeps can ship it to worker processes."""
+    global _policy_loader
+    _policy_loader = loader
+
+
+def policy_factory_loader() -> Callable[[], PolicyFactory] | None:
+    """The installed loader (None when none is): sweeps pass it on to their workers."""
+    return _policy_loader
+
+
+def policy_factory() -> PolicyFactory:
+    if _policy_loader is None:
+        from cosim.errors import CosimError
+
+        raise CosimError("no policy registry installed: run through experiments.runner (or call "
+                         "experiments.wiring.install()), or pass Backends with a policy factory")
+    return _policy_loader()
+
+
 def real_backends(config: RunConfig) -> Backends:
     import netmodel
-    import policies
-    from policies.registry import POLICIES
 
     def topology(cfg: RunConfig) -> Any:
         over = {} if cfg.cluster_nodes is None else {"num_nodes": cfg.cluster_nodes}
         return netmodel.build_topology(netmodel.load_cluster(cfg.cluster, **over))
 
     zoo, comm, solve, source = _perf_packages(config)
-    return Backends(load_trace, topology, zoo, comm, solve,
-                    lambda name, params: policies.make(name, **params), POLICIES.names, source)
+    make_policy, policy_names = policy_factory()
+    return Backends(load_trace, topology, zoo, comm, solve, make_policy, policy_names, source)
 
 
 def _perf_packages(config: RunConfig) -> tuple[Any, Callable[[Any], Any], Any, str]:

@@ -39,6 +39,7 @@ class JobTable:
     work_mode: np.ndarray  # int8, WorkMode
     work_iters: np.ndarray  # float64, total work W_j in reference iterations
     ref_iter_s: np.ndarray  # float64, solo iteration s at requested count, consolidated
+    trace_iter_s: np.ndarray  # float64, the trace's own s per iteration at its placement (NaN: none)
     num_epochs: np.ndarray  # float64, epochs of the job's training run (NaN: unknown)
     app_id: np.ndarray  # int16, pollux-sia application (`simcore.goodput.GoodputModel`), -1 none
     # dynamic
@@ -184,6 +185,7 @@ def static_columns(df: pd.DataFrame, type_names: tuple[str, ...]) -> dict[str, n
         work_mode=np.zeros(n, np.int8),
         work_iters=np.full(n, np.nan),
         ref_iter_s=np.full(n, np.nan),
+        trace_iter_s=col("time_per_iteration", np.nan, np.float64),
         num_epochs=np.array(col("epochs", np.nan, np.float64), np.float64),  # own copy: goodput writes it
         app_id=np.full(n, -1, np.int16),
     )

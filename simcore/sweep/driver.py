@@ -42,18 +42,17 @@ class SweepResult:
     out_dir: Path
 
 
-def check_names(config: SweepConfig) -> None:
-    """Fail before running anything on an unknown policy or cluster preset (lists valid names)."""
+def check_names(config: SweepConfig, policy_names: list[str] | None = None) -> None:
+    """Fail before running anything on an unknown policy or cluster preset (lists valid names).
+
+    `policy_names` comes from the runner's injected policy registry (simcore imports no
+    policy); None skips the policy check."""
     from cosim.errors import UnknownNameError
 
-    try:
-        from policies.registry import POLICIES
-    except ImportError:
-        POLICIES = None
-    if POLICIES is not None and len(POLICIES):
+    if policy_names:
         for p in config.policies:
-            if p.name not in POLICIES:
-                raise UnknownNameError("policy", p.name, POLICIES.names())
+            if p.name not in policy_names:
+                raise UnknownNameError("policy", p.name, policy_names)
     try:
         from netmodel import preset_names
     except ImportError:
@@ -103,12 +102,14 @@ def run_sweep(config: SweepConfig, out_dir: str | Path, *, workers: int = 1, bac
     if workers < 1:
         raise InputError.at(field="workers", expected="a positive number of workers", got=workers)
     root = Path(out_dir)
-    if check and runner == DEFAULT_RUNNER:
-        check_names(config)
     try:
-        importlib.import_module(runner)
+        module = importlib.import_module(runner)
     except ImportError as exc:
         raise CosimError(f"cannot import the simulation runner '{runner}': {exc}") from None
+    # the policy registry the runner was given (simcore.runner.set_policy_factory), shipped to workers
+    loader = getattr(module, "policy_factory_loader", lambda: None)()
+    if check and hasattr(module, "policy_factory"):  # the real runner: fails here when no registry is installed
+        check_names(config, module.policy_factory()[1]())
     cells = config.cells()
     existing = store.load_rows(root)
     if existing and not resume:
@@ -134,11 +135,12 @@ def run_sweep(config: SweepConfig, out_dir: str | Path, *, workers: int = 1, bac
 
     stream: Iterator[tuple[Cell, dict]]
     if backend == "ray":
-        stream = run_ray(work, root, runner, config.write_decisions, meta, address, workers if workers > 1 else None)
+        stream = run_ray(work, root, runner, config.write_decisions, meta, address, workers if workers > 1 else None,
+                         loader)
     elif workers == 1:
-        stream = run_inprocess(work, root, runner, config.write_decisions, meta)
+        stream = run_inprocess(work, root, runner, config.write_decisions, meta, loader)
     else:
-        stream = run_local(work, root, runner, config.write_decisions, meta, workers)
+        stream = run_local(work, root, runner, config.write_decisions, meta, workers, loader)
 
     last_write = time.monotonic()
     done = skipped

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from simcore.runner import RunConfig, run
+from experiments.runner import RunConfig, run
 
 
 def _exposed_share(tmp_path, calibration):

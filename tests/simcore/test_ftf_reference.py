@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from cosim.errors import InputError
@@ -68,3 +69,27 @@ def test_runner_records_reference_and_rejects_unknown():
     np.testing.assert_allclose(jf["ftf"], jf["jct_s"] / gb)  # FTF is measured against the chosen reference
     with pytest.raises(InputError, match="ftf_reference"):
         run(RunConfig(trace="g", policies=("fifo-test",), ftf_reference="themis"), None, backends=be)
+
+
+def test_cli_options_recorded_in_outputs(monkeypatch, tmp_path):
+    """`--ftf-reference` and `--progress` reach the run and are recorded in the Parquet
+    metadata and the summary; a bad name exits 2 with a one-line error."""
+    import simcore.runner as r
+    from typer.testing import CliRunner
+
+    from cli.app import app
+    from cosim.atomic import read_metadata
+
+    monkeypatch.setattr(r, "real_backends", lambda cfg: fake_backends(golden_trace()))
+    cli = CliRunner()
+    res = cli.invoke(app, ["simulate", "--policy", "fifo-test", "--ftf-reference", "gps-capped", "--out",
+                           str(tmp_path)])
+    assert res.exit_code == 0, res.output
+    meta = read_metadata(tmp_path / "fifo-test" / "jobs.parquet")
+    assert meta["config"]["ftf_reference"] == "gps-capped" and meta["config"]["progress"] == "plain"
+    s = pd.read_parquet(tmp_path / "summary.parquet")
+    assert s["ftf_reference"].tolist() == ["gps-capped"] and s["progress"].tolist() == ["plain"]
+    bad = cli.invoke(app, ["simulate", "--policy", "fifo-test", "--ftf-reference", "themis"])
+    assert bad.exit_code == 2 and "ftf_reference" in bad.output
+    bad = cli.invoke(app, ["simulate", "--policy", "fifo-test", "--progress", "fast"])
+    assert bad.exit_code == 2 and "progress" in bad.output

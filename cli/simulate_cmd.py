@@ -37,6 +37,8 @@ def simulate(
     capacity: Optional[Path] = typer.Option(None, "--capacity", help="CSV time_s,node,online: nodes leaving/joining."),
     set_: Optional[list[str]] = typer.Option(None, "--set", help="Policy parameter POLICY.KEY=VALUE, e.g. "
                                              "tiresias.promote_knob=4 (repeatable; see `cosim policies show`)."),
+    progress: str = typer.Option("plain", "--progress", help="Progress model: plain, or goodput (Pollux statistical efficiency, epochs of each pollux-sia application)."),
+    ftf_reference: str = typer.Option("gps", "--ftf-reference", help="FTF reference: gps, gps-capped (each job up to its max GPUs) or hetero-1-over-n (1/N of every GPU type)."),
 ) -> None:
     """Simulate policies on a trace and print a comparison table."""
     from experiments.runner import DEFAULT_TRACE, RunConfig, load_capacity, run
@@ -49,7 +51,8 @@ def simulate(
     cfg = RunConfig(trace=spec, cluster=cluster, cluster_nodes=nodes, policies=pols, contention=contention,
                     calibration=None if calibration is None else str(calibration), seed=seed,
                     write_decisions=decisions, skip_invalid=skip_invalid, costs=costs,
-                    capacity_changes=load_capacity(capacity) if capacity is not None else (), policy_params=params)
+                    capacity_changes=load_capacity(capacity) if capacity is not None else (), policy_params=params,
+                    progress=progress, ftf_reference=ftf_reference)
     result = run(cfg, out, progress=True)
     _print_table(result, cfg)
     if result.invalid:

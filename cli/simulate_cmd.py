@@ -38,6 +38,8 @@ def simulate(
     perf: str = typer.Option("network", "--perf", help="Iteration-time backend: network, linear, measured or trace."),
     set_: Optional[list[str]] = typer.Option(None, "--set", help="Policy parameter POLICY.KEY=VALUE, e.g. "
                                              "tiresias.promote_knob=4 (repeatable; see `cosim policies show`)."),
+    progress: str = typer.Option("plain", "--progress", help="Progress model: plain, or goodput (Pollux statistical efficiency, epochs of each pollux-sia application)."),
+    ftf_reference: str = typer.Option("gps", "--ftf-reference", help="FTF reference: gps, gps-capped (each job up to its max GPUs) or hetero-1-over-n (1/N of every GPU type)."),
 ) -> None:
     """Simulate policies on a trace and print a comparison table."""
     from experiments.runner import DEFAULT_TRACE, RunConfig, load_capacity, run
@@ -51,7 +53,7 @@ def simulate(
                     calibration=None if calibration is None else str(calibration), seed=seed,
                     write_decisions=decisions, skip_invalid=skip_invalid, costs=costs,
                     capacity_changes=load_capacity(capacity) if capacity is not None else (), policy_params=params,
-                    perf=perf)
+                    perf=perf, progress=progress, ftf_reference=ftf_reference)
     result = run(cfg, out, progress=True)
     _print_table(result, cfg)
     if result.invalid:

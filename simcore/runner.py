@@ -35,11 +35,14 @@ from cosim.atomic import write_parquet, write_text
 from cosim.errors import InputError
 from simcore.costs import resolve_costs
 from simcore.engine import CapacityChange, Engine, EngineOptions
-from simcore.gps import capacity_steps, gps_jct
+from simcore.goodput import PROGRESS_OPTIONS, assign_goodput, fill_run_epochs
+from simcore.gps import FTF_REFERENCES, ftf_reference_jct
 from simcore.metrics import decisions_frame, jobs_frame, summary_row, timeline_frame
+from simcore.perf import PerfModel
 from simcore.perf_backends import check_perf, make_perf, table_gaps
 from simcore.prepare import InvalidJob, build_jobs, describe_invalid
 from simcore.state import ClusterState, JobTable
+from simcore.work import WorkMode
 
 log = logging.getLogger(__name__)
 
@@ -73,6 +76,11 @@ class RunConfig:
     allow_accumulation: bool = True
     fixed_epochs: bool = True  # jobs without work info train their model's fixed epochs (Pollux/Sia sets)
     perf: str = "network"  # iteration-time backend (simcore.perf_backends.PERF_BACKENDS)
+    #: "plain" (progress in iterations/samples as the job's work mode says) or "goodput"
+    #: (Pollux: jobs of pollux-sia applications count efficiency-weighted epochs, `simcore.goodput`)
+    progress: str = "plain"
+    #: the FTF reference (`simcore.gps.FTF_REFERENCES`): "gps", "gps-capped", "hetero-1-over-n"
+    ftf_reference: str = "gps"
 
     def to_dict(self) -> dict:
         d = asdict(self)
@@ -128,6 +136,10 @@ def run(config: RunConfig, out_dir: Path | None, progress: bool = False, backend
                                    f"(policies: {', '.join(config.policies)})")
     for name in config.policies:  # bad parameters fail before any work too (a policy is cheap to build)
         be.make_policy(name, dict(config.policy_params.get(name, {})))
+    if config.progress not in PROGRESS_OPTIONS:
+        raise InputError.at(field="progress", expected=" or ".join(PROGRESS_OPTIONS), got=config.progress)
+    if config.ftf_reference not in FTF_REFERENCES:
+        raise InputError.at(field="ftf_reference", expected=", ".join(FTF_REFERENCES), got=config.ftf_reference)
     check_perf(config.perf)
     out = Path(out_dir) if out_dir is not None else None
     if out is not None:
@@ -142,7 +154,13 @@ def run(config: RunConfig, out_dir: Path | None, progress: bool = False, backend
         raise InputError(describe_invalid(invalid))
     for b in invalid:
         log.warning("skipping job %s: %s", b.job_id, b.reason)
+    if config.fixed_epochs:
+        fill_run_epochs(base)
+    gp = assign_goodput(base, config.progress)
     solo = base.work_iters * base.ref_iter_s
+    if gp is not None:  # epochs at the trace's batch, each at its efficiency
+        for j in np.flatnonzero(base.work_mode == WorkMode.EPOCHS).tolist():
+            solo[j] = gp.solo_iters(j, int(base.global_batch[j])) * base.ref_iter_s[j]
     caps = [CapacityChange(float(t), int(n), bool(o)) for t, n, o in config.capacity_changes]
     node_gpus = np.asarray(topo.node_num_gpus)
     for c in caps:
@@ -150,9 +168,9 @@ def run(config: RunConfig, out_dir: Path | None, progress: bool = False, backend
             raise InputError.at(field="capacity_changes", expected=f"node indices below {node_gpus.shape[0]}",
                                 got=c.node)
     costs = resolve_costs(config.costs)
-    gps = gps_jct(base.submit_time, base.num_gpus.astype(np.float64), solo,
-                  float(ClusterState.from_topology(topo).num_gpus),
-                  capacity_steps([(c.time_s, c.node, c.online) for c in caps], node_gpus) if caps else None)
+    gps = ftf_reference_jct(config.ftf_reference, base.submit_time, base.num_gpus, base.max_gpus, solo, node_gpus,
+                            _node_types(topo), _type_speed(base, perf, topo) if config.ftf_reference ==
+                            "hetero-1-over-n" else None, [(c.time_s, c.node, c.online) for c in caps])
     meta = {"config": config.to_dict(), "seed": config.seed, "version": __version__, "perf_source": be.perf_source,
             "perf": config.perf}
     rows, jobs_out, tls, decs, walls, pwalls = [], {}, {}, {}, {}, {}
@@ -164,7 +182,7 @@ def run(config: RunConfig, out_dir: Path | None, progress: bool = False, backend
             cluster = ClusterState.from_topology(topo)
             engine = Engine(jobs, cluster, perf, policy, costs, caps,
                             options=EngineOptions(record_decisions=config.write_decisions),
-                            on_progress=bar.callback(name))
+                            on_progress=bar.callback(name), goodput=gp)
             t0 = time.perf_counter()
             res = engine.run()
             walls[name] = time.perf_counter() - t0
@@ -174,7 +192,8 @@ def run(config: RunConfig, out_dir: Path | None, progress: bool = False, backend
             dec = decisions_frame(res)
             if dec is not None:
                 decs[name] = dec
-            rows.append({"policy": name, "perf": config.perf, **summary_row(name, jf, res)})
+            rows.append({"policy": name, "perf": config.perf,
+                         **summary_row(name, jf, res, config.progress, config.ftf_reference)})
             bar.done(name)
             log.info("%s: %d events, %d policy calls, %.2f s", name, res.num_events, res.num_policy_calls, walls[name])
             if out is not None:
@@ -234,6 +253,34 @@ def _backend_gaps(backend: str, gaps: dict[str, str], jobs: JobTable, invalid: l
             by_index[i] = InvalidJob(str(jid), f"--perf {backend}: {why}", i)
             jobs.state[i] = JobState.UNSCHEDULABLE
     return [by_index[i] for i in sorted(by_index)]
+
+
+def _node_types(topo: Any) -> np.ndarray:
+    """GPU type of each node (its first GPU's)."""
+    return np.asarray(topo.gpu_type, np.int64)[np.asarray(topo.node_first_gpu, np.int64)]
+
+
+def _type_speed(base: JobTable, perf: PerfModel, topo: Any) -> np.ndarray:
+    """Each job's speed on each GPU type relative to its reference (`ref_iter_s`): its solo
+    iteration time at its requested count, consolidated on that type (0 where it cannot
+    run: a required other type, too few GPUs of the type, or memory)."""
+    nt = len(topo.gpu_type_names)
+    out = np.zeros((base.num_jobs, nt))
+    cache: dict[tuple, float] = {}
+    for j in range(base.num_jobs):
+        req, ref = int(base.gpu_type_req[j]), float(base.ref_iter_s[j])
+        if not np.isfinite(ref) or ref <= 0:
+            continue
+        for k in range(nt):
+            if req >= 0 and k != req:
+                continue
+            key = (base.model[j], int(base.num_gpus[j]), int(base.global_batch[j]), k)
+            if key not in cache:
+                place = perf.consolidated_gpus(key[1], k)
+                cache[key] = np.inf if place is None else perf.solo_iter_s(key[0], place, key[2])
+            t = cache[key]
+            out[j, k] = ref / t if np.isfinite(t) and t > 0 else 0.0
+    return out
 
 
 def _fresh(base: JobTable) -> JobTable:

@@ -35,6 +35,7 @@ def simulate(
     skip_invalid: bool = typer.Option(False, "--skip-invalid", help="Run without jobs that can never run (reported)."),
     costs: str = typer.Option("flat30", "--costs", help="Change costs: flat30, aryl, ares-paper, inplace, free, or seconds."),
     capacity: Optional[Path] = typer.Option(None, "--capacity", help="CSV time_s,node,online: nodes leaving/joining."),
+    perf: str = typer.Option("network", "--perf", help="Iteration-time backend: network, linear, measured or trace."),
     set_: Optional[list[str]] = typer.Option(None, "--set", help="Policy parameter POLICY.KEY=VALUE, e.g. "
                                              "tiresias.promote_knob=4 (repeatable; see `cosim policies show`)."),
     progress: str = typer.Option("plain", "--progress", help="Progress model: plain, or goodput (Pollux statistical efficiency, epochs of each pollux-sia application)."),
@@ -52,7 +53,7 @@ def simulate(
                     calibration=None if calibration is None else str(calibration), seed=seed,
                     write_decisions=decisions, skip_invalid=skip_invalid, costs=costs,
                     capacity_changes=load_capacity(capacity) if capacity is not None else (), policy_params=params,
-                    progress=progress, ftf_reference=ftf_reference)
+                    perf=perf, progress=progress, ftf_reference=ftf_reference)
     result = run(cfg, out, progress=True)
     _print_table(result, cfg)
     if result.invalid:
@@ -87,7 +88,8 @@ def _print_table(result, cfg) -> None:
 
     s = result.summary
     t = Table(title=f"{cfg.trace} on {cfg.cluster}" + (f" ({cfg.cluster_nodes} nodes)" if cfg.cluster_nodes else "")
-              + (", contention" if cfg.contention else ", no contention"))
+              + (", contention" if cfg.contention else ", no contention")
+              + (f", perf {cfg.perf}" if cfg.perf != "network" else ""))
     cols = [("policy", "policy", "{}"), ("done", "finished", "{}"), ("avg JCT h", "avg_jct_s", "h"),
             ("p99 JCT h", "p99_jct_s", "h"), ("makespan h", "makespan_s", "h"), ("avg queue h", "avg_queueing_s", "h"),
             ("util", "gpu_utilization", "{:.2f}"), ("unfair", "unfair_fraction", "{:.2f}"),

@@ -39,7 +39,8 @@ from simcore.goodput import PROGRESS_OPTIONS, assign_goodput, fill_run_epochs
 from simcore.gps import FTF_REFERENCES, ftf_reference_jct
 from simcore.metrics import decisions_frame, jobs_frame, summary_row, timeline_frame
 from simcore.perf import PerfModel
-from simcore.prepare import build_jobs, describe_invalid
+from simcore.perf_backends import check_perf, make_perf, table_gaps
+from simcore.prepare import InvalidJob, build_jobs, describe_invalid
 from simcore.state import ClusterState, JobTable
 from simcore.work import WorkMode
 
@@ -74,6 +75,7 @@ class RunConfig:
     capacity_changes: tuple[tuple[float, int, bool], ...] = ()  # (time_s, node, online)
     allow_accumulation: bool = True
     fixed_epochs: bool = True  # jobs without work info train their model's fixed epochs (Pollux/Sia sets)
+    perf: str = "network"  # iteration-time backend (simcore.perf_backends.PERF_BACKENDS)
     #: "plain" (progress in iterations/samples as the job's work mode says) or "goodput"
     #: (Pollux: jobs of pollux-sia applications count efficiency-weighted epochs, `simcore.goodput`)
     progress: str = "plain"
@@ -138,14 +140,16 @@ def run(config: RunConfig, out_dir: Path | None, progress: bool = False, backend
         raise InputError.at(field="progress", expected=" or ".join(PROGRESS_OPTIONS), got=config.progress)
     if config.ftf_reference not in FTF_REFERENCES:
         raise InputError.at(field="ftf_reference", expected=", ".join(FTF_REFERENCES), got=config.ftf_reference)
+    check_perf(config.perf)
     out = Path(out_dir) if out_dir is not None else None
     if out is not None:
         (out / "summary.parquet").unlink(missing_ok=True)  # a stale summary must not mark this run complete
     topo = be.topology(config)
-    perf = PerfModel(topo, be.zoo, be.comm(topo), be.solve, contention=config.contention,
+    perf = make_perf(config.perf, topo, be.zoo, be.comm(topo), be.solve, contention=config.contention,
                      allow_accumulation=config.allow_accumulation)
     df = be.load_trace(config)
     base, invalid = build_jobs(df, perf, be.zoo, fixed_epochs=config.fixed_epochs)
+    invalid = _backend_gaps(config.perf, table_gaps(perf, base), base, invalid)
     if invalid and not config.skip_invalid:
         raise InputError(describe_invalid(invalid))
     for b in invalid:
@@ -167,7 +171,8 @@ def run(config: RunConfig, out_dir: Path | None, progress: bool = False, backend
     gps = ftf_reference_jct(config.ftf_reference, base.submit_time, base.num_gpus, base.max_gpus, solo, node_gpus,
                             _node_types(topo), _type_speed(base, perf, topo) if config.ftf_reference ==
                             "hetero-1-over-n" else None, [(c.time_s, c.node, c.online) for c in caps])
-    meta = {"config": config.to_dict(), "seed": config.seed, "version": __version__, "perf_source": be.perf_source}
+    meta = {"config": config.to_dict(), "seed": config.seed, "version": __version__, "perf_source": be.perf_source,
+            "perf": config.perf}
     rows, jobs_out, tls, decs, walls, pwalls = [], {}, {}, {}, {}, {}
     bar = _Progress(progress, len(config.policies), base.num_jobs)
     try:
@@ -187,7 +192,8 @@ def run(config: RunConfig, out_dir: Path | None, progress: bool = False, backend
             dec = decisions_frame(res)
             if dec is not None:
                 decs[name] = dec
-            rows.append(summary_row(name, jf, res, config.progress, config.ftf_reference))
+            rows.append({"policy": name, "perf": config.perf,
+                         **summary_row(name, jf, res, config.progress, config.ftf_reference)})
             bar.done(name)
             log.info("%s: %d events, %d policy calls, %.2f s", name, res.num_events, res.num_policy_calls, walls[name])
             if out is not None:
@@ -231,6 +237,22 @@ def load_capacity(path: str | Path) -> tuple[tuple[float, int, bool], ...]:
             raise InputError.at(p, row=i + 1, field="time_s/node", expected="non-negative", got=(t, n))
         out.append((t, n, ov in ("1", "true", "1.0")))
     return tuple(out)
+
+
+def _backend_gaps(backend: str, gaps: dict[str, str], jobs: JobTable, invalid: list) -> list:
+    """Jobs the perf backend cannot time (`measured`: no table for their model) become invalid
+    with that reason, replacing a reason `build_jobs` gave them, before anything runs."""
+    if not gaps:
+        return invalid
+    from simcore.api import JobState
+
+    by_index = {b.index: b for b in invalid}
+    for i, jid in enumerate(jobs.job_id):
+        why = gaps.get(str(jid))
+        if why is not None:
+            by_index[i] = InvalidJob(str(jid), f"--perf {backend}: {why}", i)
+            jobs.state[i] = JobState.UNSCHEDULABLE
+    return [by_index[i] for i in sorted(by_index)]
 
 
 def _node_types(topo: Any) -> np.ndarray:

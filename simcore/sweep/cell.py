@@ -46,6 +46,7 @@ def coordinate_row(cell: Cell) -> dict[str, Any]:
         "contention": cell.contention,
         "calibration": cell.calibration,
         "seed": cell.seed,
+        "perf": cell.perf,
     }
     for k, v in cell.policy.params:
         row[f"param_{k}"] = v
@@ -84,7 +85,9 @@ def metrics_row(summary: Any, policy: str) -> dict[str, Any]:
 
 def run_config_for(module: Any, cell: Cell, trace_spec: str, write_decisions: bool) -> Any:
     params = {cell.policy.name: dict(cell.policy.params)} if cell.policy.params else {}
-    extra = {"skip_invalid": True} if cell.skip_invalid else {}  # an additive RunConfig field
+    extra = {"skip_invalid": True} if cell.skip_invalid else {}  # additive RunConfig fields, passed only when
+    if cell.perf != "network":  # set, so stand-in runners without them keep working
+        extra["perf"] = cell.perf
     return module.RunConfig(
         trace=trace_spec,
         cluster=cell.cluster.preset,

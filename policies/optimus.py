@@ -40,12 +40,14 @@ def marginal_greedy(base: np.ndarray, cap: np.ndarray, spare: int,
 
     `base[i]` is where item i starts, `cap[i]` its most GPUs; `gain(i, n)` is the value of
     giving item i its (n+1)-th GPU. Only positive gains are taken; ties go to the lower index
-    (the caller's priority order). Cost: one `gain` call per GPU handed out plus one per item.
+    (the caller's priority order). An item starting at 0 was not admitted this round (its
+    base share did not fit) and gets nothing: it may not run below its base share.
+    Cost: one `gain` call per GPU handed out plus one per item.
     """
     n = np.asarray(base, np.int64).copy()
     heap = []
     for i in range(n.size):
-        if n[i] < cap[i]:
+        if 0 < n[i] < cap[i]:
             g = gain(i, int(n[i]))
             if g > 0:
                 heap.append((-g, i))

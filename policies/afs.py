@@ -4,7 +4,9 @@ Hwang et al., "Elastic Resource Sharing for Distributed Deep Learning" (Apatheti
 NSDI'21, in the form the Aryl paper (Li et al., EuroSys'22) evaluates it: "allocating base demand
 to each job first and allocating one more worker to the job with the largest throughput gain
 per GPU" (`../shared/seeds/notes/aryl.md` §6), with elasticity unbounded as AFS assumes ("AFS
-unlimitedly scales up jobs as long as they have a good throughput gain").
+unlimitedly scales up jobs as long as they have a good throughput gain"). The NSDI paper's own
+AFS-L pseudocode (which also weighs job lengths pairwise) was not at hand when this was written;
+`gain=job_fraction` brings job length in through the remaining work, as aryl.md §6 recommends.
 """
 
 from __future__ import annotations

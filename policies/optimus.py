@@ -158,7 +158,8 @@ def drop_infeasible(view: ClusterView, step: "StepTimes", jobs: np.ndarray, n: n
 def caps_of(view: ClusterView, jobs: np.ndarray, batch_cap: bool, single_gpu_models: tuple[str, ...]) -> np.ndarray:
     """Most GPUs of each job: its `max_gpus` (the engine's contract), and with `batch_cap`
     also `global batch // MIN_LOCAL_BATCH[model]` (the Pollux simulator's Optimus cap);
-    1 for `single_gpu_models` (the Pollux simulator pins NCF to one replica)."""
+    1 for `single_gpu_models` (the Pollux simulator pins NCF to one replica); never below the
+    job's `min_gpus` (a rigid job keeps its size rather than never running)."""
     jv = view.jobs
     cap = jv.max_gpus[jobs].astype(np.int64)
     for i, j in enumerate(jobs.tolist()):
@@ -167,7 +168,7 @@ def caps_of(view: ClusterView, jobs: np.ndarray, batch_cap: bool, single_gpu_mod
             cap[i] = min(cap[i], max(1, int(jv.global_batch[j]) // MIN_LOCAL_BATCH[m]))
         if m in single_gpu_models:
             cap[i] = min(cap[i], 1)
-    return cap
+    return np.maximum(cap, jv.min_gpus[jobs])  # a job's minimum wins: never a cap it cannot run at
 
 
 @dataclass(frozen=True)

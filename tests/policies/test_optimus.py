@@ -90,3 +90,10 @@ def test_rounds_only_and_declares_the_oracle():
     pol = make("optimus")
     assert pol.interval_s == 60 and pol.event_driven is False and "duration_oracle" in pol.needs
     assert make("optimus", interval_s="600").interval_s == 600
+
+
+def test_rigid_job_is_never_capped_below_its_minimum():
+    # a rigid 4-GPU neumf job (pinned to 1 GPU by the Pollux rule) still runs at 4
+    jobs = [Job(gpus=4, model="neumf", min_gpus=4, max_gpus=4, remaining=10.0)]
+    view = build_view(jobs, nodes=1, gpus_per_node=4, leaves=1, iteration_time=lambda j, g, b: 1.0)
+    assert make("optimus").allocate(view, np.arange(1)).tolist() == [4]

@@ -12,13 +12,14 @@ AFS-L pseudocode (which also weighs job lengths pairwise) was not at hand when t
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 
-from policies import placement as P
 from policies.base import BasePolicy, demands
 from policies.optimus import StepTimes, apply_counts, drop_infeasible, first_fit_base, marginal_greedy
-from policies.registry import POLICIES, check, param
+from policies.config import PlacedConfig, param
+from policies.registry import POLICIES
 from simcore.api import NEED_DURATION_ORACLE, ClusterView, Decision
 
 GAINS = ("job_fraction", "speedup")
@@ -43,27 +44,30 @@ def afs_gain(step_g: float, step_g1: float, step_base: float, remaining_iters: f
 
 
 @dataclass(frozen=True)
-class AfsConfig:
+class AfsConfig(PlacedConfig):
+    """Each job first gets its requested GPUs (in arrival order, while GPUs last); each spare GPU
+    then goes, one at a time, to the job whose throughput gains most from one more GPU,
+    normalised so jobs compare (`gain`). Recomputed at every arrival and completion; jobs
+    whose GPU count changes are restarted on new GPUs."""
+
+    reference: ClassVar[str] = ("Hwang et al., \"Elastic Resource Sharing for Distributed Deep Learning\" (AFS), "
+                                "NSDI'21, as the Aryl paper (EuroSys'22) runs it")
+
     gain: str = param(
         "job_fraction",
-        "marginal throughput per GPU: job_fraction = gain in fraction of remaining work per second "
-        "(needs the duration oracle); speedup = gain in throughput relative to the job's base share",
+        "marginal throughput per GPU: job_fraction = gain in fraction of the remaining work done per second "
+        "(reads the duration oracle); speedup = gain in throughput relative to the job's base share",
         choices=GAINS,
+        source="job_fraction: aryl.md §6's resolution of 'throughput gain per GPU'",
     )
     max_gpus: str = param(
         "job",
-        "job: up to the job's max_gpus (the engine accepts no more); unbounded: up to every GPU of its "
-        "type, as AFS assumes (Aryl §7.4) — only for traces whose jobs' max_gpus allow it (else the "
-        "engine rejects the decision, naming the job)",
+        "job: up to the job's max_gpus (the engine accepts no more); unbounded: up to every GPU of its type, "
+        "as AFS assumes — only for traces whose jobs' max_gpus allow it (else the engine rejects the "
+        "decision, naming the job)",
         choices=("unbounded", "job"),
+        source="unbounded: Aryl §7.4 ('AFS assumes unbounded elasticity')",
     )
-    placement: str = param("consolidate", "placement strategy for jobs whose GPU count changed",
-                           choices=P.STRATEGIES)
-    interval_s: float | None = param(None, "seconds between periodic rounds (s); none = on events only")
-    seed: int = param(0, "seed of the random placement strategy")
-
-    def __post_init__(self) -> None:
-        check(self, "afs", "interval_s", self.interval_s is None or self.interval_s > 0, "a positive number of seconds")
 
 
 @POLICIES.register("afs")

@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import heapq
 from dataclasses import dataclass
-from typing import Callable
+from typing import Callable, ClassVar
 
 import numpy as np
 
 from policies.base import BasePolicy, Round
 from policies import placement as P
-from policies.registry import POLICIES, check, param
+from policies.config import PlacedConfig, param
+from policies.registry import POLICIES
 from simcore.api import NEED_DURATION_ORACLE, ClusterView, Decision
 
 #: Smallest local (per-GPU) batch of each model in the Pollux OSDI'21 throughput tables
@@ -172,25 +173,31 @@ def caps_of(view: ClusterView, jobs: np.ndarray, batch_cap: bool, single_gpu_mod
 
 
 @dataclass(frozen=True)
-class OptimusConfig:
-    interval_s: float = param(
-        60.0,
-        "seconds between allocation rounds (s); 60 in the Pollux OSDI'21 and Ares experiments, "
-        "600 in ONES' (the Optimus paper's 10 minutes)",
-    )
+class OptimusConfig(PlacedConfig):
+    """Every round each job gets one GPU (in arrival order, while GPUs last); then GPUs go one at
+    a time to the job whose next GPU saves the most time, (step time on g GPUs − on g+1) ×
+    remaining iterations, up to its cap. The global batch stays fixed. Clairvoyant, like the
+    Pollux simulator's "Optimus+Oracle": remaining iterations come from the duration oracle
+    instead of Optimus' online loss-curve fit."""
+
+    reference: ClassVar[str] = ("Peng et al., \"Optimus: An Efficient Dynamic Resource Scheduler for Deep "
+                                "Learning Clusters\", EuroSys'18, as run by the Pollux OSDI'21 simulator "
+                                "(simulator/optimus.py) and the Ares artifact")
+
     batch_cap: bool = param(
         True,
-        "cap each job at global batch // smallest local batch of its model (Pollux simulator; "
-        "table MIN_LOCAL_BATCH from the Pollux throughput traces), besides the job's max_gpus",
+        "cap each job at global batch // the smallest local batch of its model (MIN_LOCAL_BATCH), besides "
+        "its max_gpus",
+        source="Pollux simulator: max_replicas = target_batch // min_local_bsz (simulator.py:347)",
     )
     single_gpu_models: tuple[str, ...] = param(
-        ("neumf",), "models pinned to one GPU (the Pollux simulator pins NCF/neumf to one replica)")
-    placement: str = param("consolidate", "placement strategy for jobs whose GPU count changed",
-                           choices=P.STRATEGIES)
-    seed: int = param(0, "seed of the random placement strategy")
+        ("neumf",), "models pinned to one GPU", source="Pollux simulator pins ncf to one replica (simulator.py:350)")
+    interval_s: float | None = param(
+        60.0, "time between allocation rounds, the only decision points",
+        source="60 s in the Pollux OSDI'21 and Ares experiments; 600 s (the Optimus paper's 10 min) in ONES'")
 
-    def __post_init__(self) -> None:
-        check(self, "optimus", "interval_s", self.interval_s > 0, "a positive number of seconds")
+    def validate(self) -> None:
+        self.check("interval_s", self.interval_s is not None, "a positive number of seconds (Optimus is round-based)")
 
 
 @POLICIES.register("optimus")

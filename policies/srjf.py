@@ -9,12 +9,13 @@ by remaining time at their requested GPU count and gang-schedules them
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 
 from policies.base import BasePolicy, Round, make_placer
-from policies.placement import STRATEGIES
-from policies.registry import POLICIES, check, param
+from policies.config import PlacedConfig, param
+from policies.registry import POLICIES
 from policies.sjf import ranked
 from simcore.api import NEED_DURATION_ORACLE, ClusterView, Decision
 
@@ -47,25 +48,30 @@ def srjf_set(order: np.ndarray, dem: np.ndarray, budget: int, blocking: bool) ->
 
 
 @dataclass(frozen=True)
-class SrjfConfig:
+class SrjfConfig(PlacedConfig):
+    """Shortest remaining job first: free GPUs go to the waiting jobs with the least remaining
+    time at their requested GPU count, each gang-scheduled at that count; running jobs are not
+    preempted unless `preemptive=true`. Clairvoyant: it reads the jobs' true remaining time
+    (the duration oracle), never the trace duration. This is the Ares artifact's stand-in for
+    Lucid, not Lucid itself."""
+
+    reference: ClassVar[str] = ("Ares artifact SRJFPolicy (simulator/policy/srjf.py), its stand-in for Lucid "
+                                "(Hu et al., ASPLOS'23)")
+
     preemptive: bool = param(
         False,
-        "false: running jobs keep their GPUs, free GPUs go to the shortest queued jobs (non-preemptive "
-        "SRJF, the Ares notes' reading); true: every round re-picks the running set from all active "
-        "jobs, shortest first, preempting running jobs that fall out (what the artifact's code does)",
+        "false: running jobs keep their GPUs, free GPUs go to the shortest waiting jobs; true: every call "
+        "re-picks the running set from all active jobs, shortest first, preempting running jobs that fall out",
+        source="false: ares.md §6 ('non-preemptive'); true: what the artifact's code does each 60-s round",
     )
     blocking: bool = param(
         True,
-        "true: stop at the first job (shortest first) whose requested GPUs exceed what is left, as "
-        "the artifact's loop (`break`); false: skip it and try shorter-ranked ones behind it",
+        "true: stop at the first job (shortest first) whose requested GPUs exceed what is left; false: skip "
+        "it and try the jobs behind it",
+        source="the artifact's loop stops (`break`)",
     )
-    placement: str = param("consolidate", "placement strategy for new jobs", choices=STRATEGIES)
     interval_s: float | None = param(
-        None, "seconds between periodic rounds (s); none = on events only; 60 = the Ares artifact's round")
-    seed: int = param(0, "seed of the random placement strategy")
-
-    def __post_init__(self) -> None:
-        check(self, "srjf", "interval_s", self.interval_s is None or self.interval_s > 0, "a positive number of seconds")
+        None, "time between periodic rounds; none = on events only; 60 = the Ares artifact's round")
 
 
 @POLICIES.register("srjf")

@@ -292,12 +292,25 @@ class Tiresias(BasePolicy):
 
 @dataclass(frozen=True)
 class TiresiasPolluxConfig(TiresiasConfig):
-    """The Pollux OSDI'21 simulator's Tiresias (`simulator/tiresias.py`), also the Ares artifact's."""
+    """Tiresias with the parameters of the Pollux OSDI'21 simulator (also the Ares artifact's):
+    two queues split at 16 GPU-hours of attained service, no starvation promotion, no
+    skew-aware consolidation, and decisions only at 60-s rounds (arrivals, completions and
+    demotions wait for the next round)."""
 
-    thresholds_gpu_s: tuple[float, ...] = param((57600.0,), "2 queues split at 16 GPU-hours (Pollux simulator)")
-    promote_knob: float = param(0.0, "no starvation promotion (Pollux simulator: `_solve_starvation = 0`)")
-    skew_models: tuple[str, ...] = param((), "no skew-aware consolidation (the Pollux simulator has none)")
-    interval_s: float | None = param(60.0, "60-s rounds, the only decision points (Pollux simulator default)")
+    reference: ClassVar[str] = ("Gu et al., \"Tiresias\", NSDI'19, as run by the Pollux OSDI'21 simulator "
+                                "(petuum/adaptdl osdi21-artifact, simulator/tiresias.py)")
+
+    thresholds_gpu_s: tuple[float, ...] = param(
+        (57600.0,), "attained-service thresholds between queues (ascending); K = len + 1 queues",
+        source="Pollux simulator: _queue_threshold = 3600 * 16 (tiresias.py:8)")
+    promote_knob: float = param(
+        0.0, "starvation guard (0 disables)", unit="× executed time",
+        source="Pollux simulator: _solve_starvation = 0 (tiresias.py:9)")
+    skew_models: tuple[str, ...] = param(
+        (), "model-name patterns whose jobs need consolidated placement",
+        source="the Pollux simulator has no skew-aware placement")
+    interval_s: float | None = param(
+        60.0, "time between rounds, the only decision points", source="Pollux simulator --interval default 60")
 
 
 @POLICIES.register("tiresias-pollux")

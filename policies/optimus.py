@@ -26,7 +26,7 @@ from simcore.api import NEED_DURATION_ORACLE, ClusterView, Decision
 #: simulator uses to cap Optimus at `target batch // min local batch` GPUs. Keyed by the
 #: cosim model-zoo names (Pollux application in the comment).
 MIN_LOCAL_BATCH = {
-    "resnet18": 32,  # cifar10
+    "resnet18_cifar": 32,  # cifar10
     "neumf": 32,  # ncf
     "bert_base": 4,  # bert
     "deepspeech2": 10,  # deepspeech2

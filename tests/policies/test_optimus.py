@@ -65,7 +65,7 @@ def test_unchanged_count_keeps_its_gpus():
 
 def test_caps_max_gpus_and_pinned_models():
     assert make("optimus").allocate(_view(max_gpus=2), np.arange(3)).tolist() == [2, 2, 2]
-    # neumf is pinned to one GPU; resnet18 at batch 256 is capped at 256 // 32 = 8 (no effect here)
+    # neumf is pinned to one GPU
     pinned = make("optimus").allocate(_view(models=("m0", "neumf", "m2")), np.arange(3))
     assert pinned[1] == 1 and pinned.sum() == 8
     free = make("optimus", single_gpu_models=()).allocate(_view(models=("m0", "neumf", "m2")), np.arange(3))
@@ -97,3 +97,11 @@ def test_rigid_job_is_never_capped_below_its_minimum():
     jobs = [Job(gpus=4, model="neumf", min_gpus=4, max_gpus=4, remaining=10.0)]
     view = build_view(jobs, nodes=1, gpus_per_node=4, leaves=1, iteration_time=lambda j, g, b: 1.0)
     assert make("optimus").allocate(view, np.arange(1)).tolist() == [4]
+
+
+def test_min_local_batch_table_is_keyed_by_canonical_zoo_names():
+    # the view carries canonical model names: every Pollux application must resolve to a key
+    from calibration import zoo
+    from policies.optimus import MIN_LOCAL_BATCH
+    apps = ("cifar10", "ncf", "bert", "imagenet", "deepspeech2", "yolov3")
+    assert sorted(zoo.resolve(a) for a in apps) == sorted(MIN_LOCAL_BATCH)

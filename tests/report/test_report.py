@@ -163,3 +163,24 @@ def test_cluster_size_axis(tmp_path):
     assert sorted(res.summary["cluster_nodes"].unique()) == [2, 8]
     rep = make_report(tmp_path / "s", tmp_path / "r")
     assert "sweep_cluster_nodes.png" in [p.name for p in rep.figures]
+
+
+def test_report_on_incomplete_or_all_failed_sweep_exits_non_zero(tmp_path):
+    """Issue 15: `report` on a sweep with failed or missing cells says so and exits 1; all failed → exit 2."""
+    bad = tmp_path / "broken.parquet"
+    bad.write_bytes(b"garbage")
+    data = runners.small_grid(runners.policies(2), seeds=(0,), traces=(runners.TRACES[0], str(bad)))
+    run_sweep(parse_sweep(data, source="t", base_dir=tmp_path), tmp_path / "s", runner=runners.runner_name())
+    cli = CliRunner()
+    r = cli.invoke(app, ["report", str(tmp_path / "s"), "-o", str(tmp_path / "r")])
+    assert r.exit_code == 1 and "incomplete sweep: 2 of 4 cells failed" in r.output, r.output
+    assert "Incomplete sweep" in (tmp_path / "r" / "report.html").read_text()
+    # keep one committed cell: the grid in sweep.json has more cells than the summary
+    summary = pd.read_parquet(tmp_path / "s" / "summary.parquet")
+    summary[summary["status"] == "ok"].iloc[:1].to_parquet(tmp_path / "s" / "summary.parquet")
+    r = cli.invoke(app, ["report", str(tmp_path / "s"), "-o", str(tmp_path / "r2")])
+    assert r.exit_code == 1 and "3 of 4 cells have not run" in r.output, r.output
+    only_bad = runners.small_grid(runners.policies(2), seeds=(0,), traces=(str(bad),))
+    run_sweep(parse_sweep(only_bad, source="t", base_dir=tmp_path), tmp_path / "f", runner=runners.runner_name())
+    r = cli.invoke(app, ["report", str(tmp_path / "f")])
+    assert r.exit_code == 2 and "all 2 cells failed" in r.output and "Traceback" not in r.output, r.output

@@ -12,6 +12,8 @@ from cosim.errors import InputError
 
 #: numpy's legacy seeding (np.random.seed, RandomState) takes 0 ≤ seed < 2**32
 MAX_SEED = 2**32 - 1
+#: `traces synth -n`: ten times the largest public trace (Philly, ~117k jobs) is far beyond any study
+MAX_SYNTH_JOBS = 10_000_000
 
 
 def check_seed(seed: int, field: str = "--seed") -> int:
@@ -25,7 +27,7 @@ def check_count(value: int | None, field: str, minimum: int = 1, maximum: int | 
     if value is None:
         return None
     if int(value) < minimum or (maximum is not None and int(value) > maximum):
-        rng = f"[{minimum}, {maximum}]" if maximum is not None else f"≥ {minimum}"
+        rng = f"in [{minimum}, {maximum}]" if maximum is not None else f"≥ {minimum}"
         raise InputError.at(field=field, expected=f"an integer {rng}", got=value)
     return int(value)
 

@@ -10,8 +10,8 @@ import math
 
 from cosim.errors import InputError
 
-#: numpy's legacy seeding (np.random.seed, RandomState) takes 0 ≤ seed < 2**32
-MAX_SEED = 2**32 - 1
+#: numpy's generators (default_rng) take any integer ≥ 0; the seed is stored in int64 Parquet columns
+MAX_SEED = 2**63 - 1
 #: `traces synth -n`: ten times the largest public trace (Philly, ~117k jobs) is far beyond any study
 MAX_SYNTH_JOBS = 10_000_000
 

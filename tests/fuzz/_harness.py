@@ -4,13 +4,14 @@ Every case must end in exactly one of two ways:
 
 * it succeeds, and the result passes the target's validity checks (see each module); or
 * it raises `cosim.errors.CosimError` whose message is one non-empty line (through the CLI:
-  exit code 2, one `error: …` line, no traceback).
+  exit code 2, one `error: …` line, no traceback; click's usage errors for option types, e.g.
+  `--nodes ''`, are the same shape: exit 2 and one `Error: Invalid value …` line after the usage).
 
 Anything else — another exception type, a multi-line message, a traceback, exit code 1, or a
 success whose result fails its checks ("nonsense accepted") — fails the test.
 
 Budgets: the fast slice (CI, the default) runs `FAST` examples per test; `COSIM_FUZZ_FULL=1`
-runs `FULL` per test (the suite has 13 generated tests: 13 × 800 = 10,400 cases), e.g.
+runs `FULL` per test (17 generated tests × 800 = 13,600 cases, plus the explicit examples), e.g.
 
     COSIM_FUZZ_FULL=1 python -m pytest -q tests/fuzz
 """
@@ -87,7 +88,9 @@ def cli_outcome(args: list[str], check: Callable[[object], None] | None = None) 
         COUNTS["accepted"] += 1
     else:
         assert res.exit_code == 2, f"exit {res.exit_code} for {args}: {res.output}"
-        errors = [ln for ln in res.output.splitlines() if ln.startswith("error:")]
+        # ours: one `error:` line; click's own usage errors (a non-integer for an int option): usage,
+        # a hint and one `Error:` line
+        errors = [ln for ln in res.output.splitlines() if ln.startswith(("error:", "Error:"))]
         assert len(errors) == 1, f"expected one error line for {args}: {res.output!r}"
         one_line(errors[0])
         COUNTS["rejected"] += 1

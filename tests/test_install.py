@@ -27,7 +27,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-PACKAGES = ("cosim", "simcore", "netmodel", "collectives", "calibration", "policies", "traces", "cli")
+PACKAGES = ("cosim", "simcore", "netmodel", "collectives", "calibration", "policies", "traces", "experiments", "cli")
 
 
 def _copy_source(dst: Path) -> Path:

@@ -124,12 +124,12 @@ def run_sweep(config: SweepConfig, out_dir: str | Path, *, workers: int = 1, bac
         raise CosimError(f"{root} already holds a sweep ({len(existing)} finished cells); "
                          "add --resume to continue it, --overwrite to replace it, or choose a new --out folder")
     with claim_out_dir(root, overwrite=overwrite and not resume, resume=resume):
-        return _run_locked(config, root, cells, workers, backend, address, resume, runner, on_cell)
+        return _run_locked(config, root, cells, workers, backend, address, runner, on_cell, loader)
 
 
 def _run_locked(config: SweepConfig, root: Path, cells: list[Cell], workers: int, backend: str,
-                address: str | None, resume: bool, runner: str,
-                on_cell: Callable[[int, int, dict], None] | None) -> SweepResult:
+                address: str | None, runner: str, on_cell: Callable[[int, int, dict], None] | None,
+                loader: object) -> SweepResult:
     existing = store.load_rows(root)
     removed = store.clean_partial(root)
     if removed:

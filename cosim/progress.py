@@ -2,7 +2,7 @@
 
 On a terminal the commands show rich progress bars; piped, those stay silent, and a first
 `cosim simulate` that spends a minute compiling kernels looked hung. `phase()` prints
-`cosim [  1.2 s] <what is starting>` there instead, timed from process start.
+`cosim [  1.2 s] <what is starting>` there instead, timed from the first phase of the command.
 """
 
 from __future__ import annotations

@@ -6,8 +6,8 @@ negative or huge node indices); a shipped cluster preset or the example sweep wi
 10**8 nodes, wrong types) or with a non-UTF-8 byte inserted.
 
 Checks on an accepted input: capacity rows have a finite time ≥ 0, an integer node ≥ 0 and a
-bool; a cluster has only finite numbers, positive sizes, at most `MAX_CLUSTER_GPUS` GPUs, and
-its topology builds; a sweep expands to ≥ 1 cell. A rejection must be one `CosimError` line
+bool; a cluster (loaded, topology built and `[comm]` read into CommParams, as a run does) has
+only finite numbers, positive sizes, at most `MAX_CLUSTER_GPUS` GPUs; a sweep expands to ≥ 1 cell. A rejection must be one `CosimError` line
 (for a sweep file with non-UTF-8 bytes: `cosim sweep` exits 2 with one line before any run).
 """
 
@@ -93,18 +93,22 @@ def _finite_everywhere(obj, path="spec") -> None:
 def _cluster_ok(result) -> None:
     from netmodel.spec import MAX_CLUSTER_GPUS
 
-    spec, topo = result
-    _finite_everywhere(spec)
+    spec, topo, comm = result
+    # `[comm]` stays a raw table in the spec; CommParams validates it (as every run does), so check that
+    _finite_everywhere(dataclasses.replace(spec, comm={}))
+    _finite_everywhere(comm, "comm")
     assert 1 <= spec.num_gpus <= MAX_CLUSTER_GPUS
     assert all(g.nodes >= 1 and g.gpus_per_node >= 1 for g in spec.groups)
     assert topo.describe()["gpus"] == spec.num_gpus
 
 
 def _load_cluster(p: Path):
+    """What a run does with a cluster file: load it, build the topology, read its [comm] parameters."""
     import netmodel
+    from collectives import CommParams
 
     spec = netmodel.load_cluster(str(p))
-    return spec, netmodel.build_topology(spec, check_graph=False)
+    return spec, netmodel.build_topology(spec, check_graph=False), CommParams.for_cluster(spec, None)
 
 
 @SETTINGS
@@ -132,7 +136,9 @@ def test_cluster_resize(nodes, preset):
     """`--nodes N` on a preset: a positive size up to the bound, or one line naming the bound."""
     import netmodel
 
-    outcome(lambda: (lambda s: (s, netmodel.build_topology(s, check_graph=False)))(
+    from collectives import CommParams
+
+    outcome(lambda: (lambda s: (s, netmodel.build_topology(s, check_graph=False), CommParams.for_cluster(s, None)))(
         netmodel.load_cluster(preset, num_nodes=nodes)), _cluster_ok)
 
 

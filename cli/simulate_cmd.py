@@ -39,13 +39,21 @@ def simulate(
     set_: Optional[list[str]] = typer.Option(None, "--set", help="Policy parameter POLICY.KEY=VALUE, e.g. "
                                              "tiresias.promote_knob=4 (repeatable; see `cosim policies show`)."),
     progress: str = typer.Option("plain", "--progress", help="Progress model: plain, or goodput (Pollux statistical efficiency, epochs of each pollux-sia application)."),
+    overwrite: bool = typer.Option(False, "--overwrite", help="Clear a non-empty --out folder of an earlier run first."),
     ftf_reference: str = typer.Option("gps", "--ftf-reference", help="FTF reference: gps, gps-capped (each job up to its max GPUs) or hetero-1-over-n (1/N of every GPU type)."),
 ) -> None:
     """Simulate policies on a trace and print a comparison table."""
-    from experiments.runner import DEFAULT_TRACE, RunConfig, load_capacity, run
+    from cosim.outdir import claim_out_dir
+    from cosim.progress import phase
+    from cosim.validate import check_costs, check_seed
 
     if trace is not None and synth is not None:
         raise InputError.at(field="--trace/--synth", expected="at most one of --trace and --synth")
+    check_seed(seed)
+    check_costs(costs)
+    phase("loading the simulator (numba kernels compile on the first run, then load from the cache)")
+    from experiments.runner import DEFAULT_TRACE, RunConfig, load_capacity, run
+
     spec = str(trace) if trace is not None else (f"synth:{synth}" if synth else DEFAULT_TRACE)
     pols = tuple(p.strip() for p in policy.split(",") if p.strip()) if policy else ()
     params = policy_overrides(set_ or ())
@@ -54,7 +62,14 @@ def simulate(
                     write_decisions=decisions, skip_invalid=skip_invalid, costs=costs,
                     capacity_changes=load_capacity(capacity) if capacity is not None else (), policy_params=params,
                     perf=perf, progress=progress, ftf_reference=ftf_reference)
-    result = run(cfg, out, progress=True)
+    # before the run: --out naming a file, a folder another run holds, or a non-empty one fails in one line
+    lock = claim_out_dir(out, overwrite=overwrite) if out is not None else None
+    phase(f"simulating {', '.join(pols) or 'the default policies'} on {spec}")
+    try:
+        result = run(cfg, out, progress=True)
+    finally:
+        if lock is not None:
+            lock.release()
     _print_table(result, cfg)
     if result.invalid:
         typer.echo(f"skipped {len(result.invalid)} job(s) that can never run (see config.json)", err=True)

@@ -220,6 +220,9 @@ def load_capacity(path: str | Path) -> tuple[tuple[float, int, bool], ...]:
         df = pd.read_csv(p)
     except FileNotFoundError:
         raise InputError.at(p, expected="an existing CSV file") from None
+    except (pd.errors.EmptyDataError, pd.errors.ParserError, UnicodeDecodeError, ValueError, OSError) as exc:
+        raise InputError.at(p, expected="a UTF-8 CSV with columns time_s,node,online",
+                            detail=(str(exc).strip().splitlines() or [type(exc).__name__])[0][:200]) from None
     for col in ("time_s", "node", "online"):
         if col not in df.columns:
             raise InputError.at(p, field=col, expected="columns time_s,node,online")
@@ -227,7 +230,9 @@ def load_capacity(path: str | Path) -> tuple[tuple[float, int, bool], ...]:
     for i, (t, n, o) in enumerate(zip(df["time_s"], df["node"], df["online"])):
         try:
             t, n = float(t), int(n)
-        except (TypeError, ValueError):
+            if not np.isfinite(t):  # an empty cell reads as NaN
+                raise ValueError(t)
+        except (TypeError, ValueError, OverflowError):
             raise InputError.at(p, row=i + 1, field="time_s/node", expected="a number and a node index",
                                 got=(t, n)) from None
         ov = str(o).strip().lower()

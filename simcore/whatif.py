@@ -130,14 +130,21 @@ class WhatIf:
             return math.inf if req >= 0 and t >= 0 and t != req else v
         if gpu_type is not None:
             raise self._fail(j, "gpu_type applies to a GPU count, not to explicit GPU ids")
-        gt = self._ids(j, placement)
-        key = (model, gt, b)
-        v = self._cache.get(key)
-        if v is None:
-            v = self._store(key, self._ids_s(j, model, gt, b))
+        if type(placement) is tuple:
+            gt = placement
+        elif isinstance(placement, np.ndarray):
+            gt = tuple(placement.ravel().tolist())
+        else:
+            gt = self._ids(j, placement)
         req = self.jobs.gpu_type_req.item(j)
-        if req >= 0 and v < math.inf and (np.asarray(self.perf.gpu_type)[list(gt)] != req).any():
-            return math.inf
+        key = (model, gt, b, req)
+        v = self._cache.get(key)
+        if v is None:  # first time: check the ids, then compute (a cached key was checked)
+            gt = self._ids(j, gt)
+            v = self._ids_s(j, model, gt, b)
+            if req >= 0 and v < math.inf and (np.asarray(self.perf.gpu_type)[list(gt)] != req).any():
+                v = math.inf  # not the job's required type
+            self._store(key, v)
         return v
 
     def throughput(self, j: Any, placement: Any, batch: Any = None, gpu_type: Any = None) -> float:

@@ -279,7 +279,8 @@ class Policy(Protocol):
     - `name`: registry name.
     - `interval_s`: seconds between scheduling rounds, or None for event-driven only.
     - `event_driven`: also call on arrivals, completions, capacity changes, restart ends.
-    - `needs`: oracle information the policy uses (e.g. `NEED_DURATION_ORACLE`).
+    - `needs`: oracle information the policy uses (`NEED_DURATION_ORACLE`,
+      `NEED_PROGRESS_ORACLE`); anything it reads that is not declared is NaN.
 
     Optional (read with getattr, default False):
     - `rounds_need_queue`: the policy declares that a periodic round can change nothing
@@ -301,7 +302,9 @@ class Policy(Protocol):
       a pollux-sia application under `--progress goodput`) — Pollux's agents re-fit at epoch
       ends. The instant is computed exactly from the job's rate, never stepped.
     - `milestones` (default empty): fractions in (0, 1) of a job's work at which to call the
-      policy (ONES's deployment gate). Like epoch ends, each is one `ProgressEvent`.
+      policy (ONES's deployment gate). Like epoch ends, each is one `ProgressEvent`. They
+      reveal progress, so they require `NEED_PROGRESS_ORACLE` in `needs` (PolicyError
+      otherwise); epoch ends are the observable alternative.
     """
 
     name: ClassVar[str]

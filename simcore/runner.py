@@ -71,7 +71,10 @@ class RunConfig:
     write_decisions: bool = False
     # additive options (not in the original contract)
     skip_invalid: bool = False
-    costs: str = "flat30"  # simcore.costs preset name or a flat restart seconds value
+    costs: Any = "flat30"  # simcore.costs preset name, flat restart seconds, or a table (`resolve_costs`)
+    #: costs of change per policy (same forms), overriding `costs` for that policy, so policies
+    #: with different mechanisms (ONES in-place, Optimus checkpoint-restart) compare in one run
+    policy_costs: Mapping[str, Any] = field(default_factory=dict)
     capacity_changes: tuple[tuple[float, int, bool], ...] = ()  # (time_s, node, online)
     allow_accumulation: bool = True
     fixed_epochs: bool = True  # jobs without work info train their model's fixed epochs (Pollux/Sia sets)
@@ -87,7 +90,23 @@ class RunConfig:
         d["policies"] = list(self.policies)
         d["policy_params"] = {k: dict(v) for k, v in sorted(self.policy_params.items())}
         d["capacity_changes"] = [list(c) for c in self.capacity_changes]
+        if self.policy_costs:  # only when set: configs of runs without it stay identical
+            d["policy_costs"] = {k: _plain(v) for k, v in sorted(self.policy_costs.items())}
+        else:
+            d.pop("policy_costs")
+        d["costs"] = _plain(self.costs)
         return d
+
+
+def _plain(v: Any) -> Any:
+    """A cost setting as JSON-able data."""
+    from simcore.costs import ChangeCosts
+
+    if isinstance(v, ChangeCosts):
+        return v.to_dict()
+    if isinstance(v, Mapping):
+        return {str(k): _plain(x) for k, x in v.items()}
+    return v
 
 
 @dataclass
@@ -134,6 +153,12 @@ def run(config: RunConfig, out_dir: Path | None, progress: bool = False, backend
     if extra:
         raise InputError.at(detail=f"parameters given for policy '{extra[0]}', which this run does not simulate "
                                    f"(policies: {', '.join(config.policies)})")
+    extra = sorted(set(config.policy_costs) - set(config.policies))
+    if extra:
+        raise InputError.at(field="policy_costs", detail=f"costs given for policy '{extra[0]}', which this run does "
+                                                         f"not simulate (policies: {', '.join(config.policies)})")
+    costs_of = {name: resolve_costs(config.policy_costs[name], f"policy_costs.{name}") if name in config.policy_costs
+                else resolve_costs(config.costs) for name in config.policies}  # bad settings fail before any work
     for name in config.policies:  # bad parameters fail before any work too (a policy is cheap to build)
         be.make_policy(name, dict(config.policy_params.get(name, {})))
     if config.progress not in PROGRESS_OPTIONS:
@@ -167,7 +192,6 @@ def run(config: RunConfig, out_dir: Path | None, progress: bool = False, backend
         if not 0 <= c.node < node_gpus.shape[0]:
             raise InputError.at(field="capacity_changes", expected=f"node indices below {node_gpus.shape[0]}",
                                 got=c.node)
-    costs = resolve_costs(config.costs)
     gps = ftf_reference_jct(config.ftf_reference, base.submit_time, base.num_gpus, base.max_gpus, solo, node_gpus,
                             _node_types(topo), _type_speed(base, perf, topo) if config.ftf_reference ==
                             "hetero-1-over-n" else None, [(c.time_s, c.node, c.online) for c in caps])
@@ -180,7 +204,7 @@ def run(config: RunConfig, out_dir: Path | None, progress: bool = False, backend
             policy = be.make_policy(name, dict(config.policy_params.get(name, {})))
             jobs = _fresh(base)
             cluster = ClusterState.from_topology(topo)
-            engine = Engine(jobs, cluster, perf, policy, costs, caps,
+            engine = Engine(jobs, cluster, perf, policy, costs_of[name], caps,
                             options=EngineOptions(record_decisions=config.write_decisions),
                             on_progress=bar.callback(name), goodput=gp)
             t0 = time.perf_counter()

@@ -62,18 +62,19 @@ def error_table(rep: fit.FitReport) -> pd.DataFrame:
 
 
 def run(profiles, platforms: list[str] | None = None, folds: int = 5, loo: bool = False,
-        models: list[str] | None = None, comm: bool = False, loo_by: str = "hardware"
+        models: list[str] | None = None, loo_by: str = "hardware", platforms_file=None
         ) -> tuple[fit.FitReport, pd.DataFrame]:
     """Cross-validated (and optionally leave-one-platform-out, grouped by `loo_by`, see
-    `fit.LOO_GROUPS`) errors. `models` restricts the rows to those zoo models (fast subsets);
-    `comm` also fits the engine's `[comm]` CommParams (not needed for the predictions here,
-    see `fit.fit_platform`)."""
-    rows = importers.read_pollux_dir(profiles, platforms=platforms)
+    `fit.LOO_GROUPS`) errors of the engine's predictions (`fit.fit_platform`). `models`
+    restricts the rows to those zoo models (fast subsets); `platforms_file` maps platform
+    names to presets and GPU types (`importers.read_platforms`; default: the shipped one)."""
+    rows = importers.read_pollux_dir(profiles, platforms=platforms,
+                                     platform_map=importers.read_platforms(platforms_file))
     if models:
         from calibration import zoo
 
         rows = rows[rows["model"].isin({zoo.resolve(m) for m in models})]
-    rep = fit.fit_rows(rows, folds=folds, loo=loo, comm=comm, loo_by=loo_by)
+    rep = fit.fit_rows(rows, folds=folds, loo=loo, loo_by=loo_by)
     return rep, error_table(rep)
 
 

@@ -106,29 +106,32 @@ def fit_curves(df: pd.DataFrame) -> dict:
             "curves": curves, "gpu_efficiency": gpu_eff}
 
 
-def write_curves(doc: dict, path=None, keep_overlap: bool = True) -> None:
-    path = path or (zoo.DATA / "compute_curves.json")
-    if keep_overlap and path.exists():
-        old = json.loads(path.read_text())
-        if "overlap_start_frac" in old and "overlap_start_frac" not in doc:
-            doc["overlap_start_frac"] = old["overlap_start_frac"]
+def write_curves(doc: dict, path) -> None:
+    """Write a curves document to `path` (never the installed package's data by default:
+    `cosim calibrate fit` puts curves into a profile's [compute] table instead)."""
     write_text(json.dumps(doc, indent=1, sort_keys=True) + "\n", path)
-    zoo.reload()
 
 
-def main() -> None:
-    """python -m calibration.compute_fit ../shared/data/profiles calibration/measurements/h100_compute.parquet"""
-    import sys
+def main(argv: list[str] | None = None) -> None:
+    """python -m calibration.compute_fit -o curves.json ../shared/data/profiles my_compute.parquet"""
+    import argparse
 
     from calibration import importers
 
+    ap = argparse.ArgumentParser(prog="python -m calibration.compute_fit", description=__doc__.splitlines()[0])
+    ap.add_argument("inputs", nargs="+", help="measured sets (profiles folder, Pollux CSV, compute Parquet)")
+    ap.add_argument("-o", "--out", required=True, help="output JSON (the compute_curves.json format)")
+    args = ap.parse_args(argv)
     frames = []
-    for a in sys.argv[1:]:
+    for a in args.inputs:
         d = pd.read_parquet(a) if a.endswith(".parquet") else importers.read_any(a)
+        missing = [c for c in ("model", "gpu_type", "local_bsz", "step_time_s") if c not in d.columns]
+        if missing:
+            raise InputError.at(a, field=missing[0], expected="a compute table (model, gpu_type, local_bsz, step_time_s)")
         if "source" not in d.columns:
             d["source"] = "cosim-compute"
         frames.append(d)
-    write_curves(fit_curves(pd.concat(frames, ignore_index=True)))
+    write_curves(fit_curves(pd.concat(frames, ignore_index=True)), args.out)
 
 
 if __name__ == "__main__":

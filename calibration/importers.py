@@ -25,7 +25,7 @@ import numpy as np
 import pandas as pd
 
 from calibration import zoo
-from cosim.errors import InputError, UnknownNameError
+from cosim.errors import CosimError, InputError, UnknownNameError
 
 #: the shipped platforms file: Pollux/Sia platform → netmodel preset and zoo GPU type
 #: (`read_platforms`); `--platforms FILE` replaces it.
@@ -63,7 +63,7 @@ def read_platforms(path: str | Path | None = None) -> dict[str, tuple[str, str]]
                                     f"({', '.join(netmodel.preset_names())}) or a preset file", got=preset)
             try:
                 netmodel.load_cluster(str(f))
-            except InputError as exc:
+            except CosimError as exc:
                 raise InputError.at(p, field=f"{name}.preset", expected="a valid preset file",
                                     detail=exc.format_message()) from None
             preset = str(f)
@@ -183,7 +183,7 @@ def read_pollux_dir(root: str | Path, kinds: tuple[str, ...] = ("placements",), 
         root = root / "pollux-sia"
     if not root.is_dir():
         raise InputError.at(root, detail="profiles folder not found")
-    frames = []
+    frames, skipped = [], set()
     for app_dir in sorted(p for p in root.iterdir() if p.is_dir()):
         if app_dir.name == "gpt_pmp":
             continue
@@ -192,9 +192,20 @@ def read_pollux_dir(root: str | Path, kinds: tuple[str, ...] = ("placements",), 
                 plat = _parse_name(f)[1]
                 if platforms and plat not in platforms:
                     continue
+                if plat not in platform_map:  # a folder holds other sets: only the file's platforms
+                    skipped.add(plat)
+                    continue
                 frames.append(read_pollux_placements(f, platform_map=platform_map))
+    if skipped:
+        import logging
+
+        logging.getLogger(__name__).warning("%s: skipped platforms not in the platforms file: %s", root,
+                                            ", ".join(sorted(skipped)))
     if not frames:
-        raise InputError.at(root, expected="placements-<platform>.csv files in per-model folders", got="none")
+        raise InputError.at(root, expected="placements-<platform>.csv files in per-model folders of the platforms "
+                            f"{', '.join(sorted(platform_map))}" + (" (name the others in a platforms file: "
+                                                                    "--platforms FILE)" if skipped else ""),
+                            got=", ".join(sorted(skipped)) if skipped else "none")
     return pd.concat(frames, ignore_index=True)
 
 

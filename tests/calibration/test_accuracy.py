@@ -66,13 +66,18 @@ def test_fit_predict_holds_out_and_pools_unknown_models():
 
 
 class _FakePlatform:
-    """Stand-in for `fit.Platform` in `leave_one_platform_out`: a preset and a frame."""
+    """Stand-in for `fit.Platform` in `leave_one_platform_out`: a preset, a frame, and
+    predictions that just count the rows (the grouping is what is tested here)."""
 
     def __init__(self, preset: str, d: pd.DataFrame):
-        self.preset, self._d = preset, d
+        self.preset, self._d, self.multi = preset, d, d
 
     def frame(self) -> pd.DataFrame:
         return self._d
+
+    def predict(self, section, mask):
+        k = int(np.sum(mask))
+        return np.full(k, 2.0), np.full(k, 0.5)
 
 
 def _loo_setup(monkeypatch):
@@ -80,17 +85,18 @@ def _loo_setup(monkeypatch):
 
     presets = {"aws": "t4-pcie", "dgx": "dgx-a100", "dgx-ext": "dgx-a100", "rtx": "rtx2080ti-pcie"}
     plats = {n: _FakePlatform(pr, _frame().assign(platform=n)) for n, pr in presets.items()}
-    res = {n: fit.PlatformResult(n, np.zeros(3), 0.5, q.frame()[["model", "placement", "step_time_s",
-                                                                   "sync_time_s"]].copy())
+    res = {n: fit.PlatformResult(n, q.frame()[["model", "placement", "step_time_s", "sync_time_s"]].copy())
            for n, q in plats.items()}
     seen: dict[str, set] = {}
-    real = sm.fit_predict
+    real = fit.build_section
+    order = iter(list(presets) * 2)
 
-    def spy(train, test, features=sm.SYNC_FEATURES):
-        seen[test["platform"].iloc[0]] = set(train["platform"])
-        return real(train, test, features)
+    def spy(train, features=sm.SYNC_FEATURES):
+        seen[next(order)] = set(train["platform"])
+        assert features == sm.TRANSFER_FEATURES
+        return real(train, features)
 
-    monkeypatch.setattr(sm, "fit_predict", spy)
+    monkeypatch.setattr(fit, "build_section", spy)
     return fit, plats, res, seen
 
 

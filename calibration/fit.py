@@ -120,10 +120,10 @@ def _preset_key(preset: str) -> str:
 
 def build_section(d: pd.DataFrame, features: tuple[str, ...] = step_model.SYNC_FEATURES) -> dict:
     """The profile's `[step.<preset>]` table fitted on rows `d` (`Platform.frame` columns):
-    one form per model with at least `MIN_MODEL_ROWS` rows, and the default form (κ = 1,
-    h = 0, c₀ = 0, the exposed all-reduce of the pooled fit over all models)."""
-    pooled = step_model.ModelFit.fit(d, features)
-    sec: dict = {"default": step_model.form_table(pooled.form(generic=True)), "model": {}}
+    one form per model with at least `MIN_MODEL_ROWS` rows, and the default form for the
+    rest (`step_model.fit_default`: κ = 1, h = 0, c₀ = 0, S = the preset's pooled factor on
+    M times the pooled exposed fraction)."""
+    sec: dict = {"default": step_model.form_table(step_model.fit_default(d)), "model": {}}
     for m, g in d.groupby("model"):
         if len(g) >= MIN_MODEL_ROWS:
             sec["model"][m] = step_model.form_table(step_model.ModelFit.fit(g, features).form())

@@ -251,7 +251,8 @@ class ModelFit:
         sync = SyncModel(w, sync.overlap)
         step = StepModel.fit(d["compute_s"].to_numpy(float), feat["gmax"].to_numpy(float),
                              d["sync_time_s"].to_numpy(float), d["step_time_s"].to_numpy(float))
-        return cls(sync, step)
+        c = d["compute_s"].to_numpy(float)
+        return cls(sync, step, (float(c.min()), float(c.max())))
 
     def predict(self, d: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
         """(predicted step, predicted exposed all-reduce) per row of `d`."""
@@ -262,17 +263,47 @@ class ModelFit:
     def as_dict(self) -> dict:
         return {"sync": self.sync.as_dict(), "step": self.step.as_dict()}
 
-    def form(self, generic: bool = False) -> stepform.StepForm:
-        """The engine's parameters (`simcore.stepform.StepForm`); `generic`: κ = 1, h = 0,
-        c₀ = 0 with this fit's exposed all-reduce (the default for unmeasured models)."""
+    #: the compute times the fit saw (`StepForm.compute_range_s`), set by `fit`
+    compute_range_s: tuple[float, float] = (0.0, float("inf"))
+
+    def form(self) -> stepform.StepForm:
+        """The engine's parameters (`simcore.stepform.StepForm`)."""
         ov = None if self.sync.overlap is None else tuple(map(float, self.sync.overlap))
-        step = (1.0, 0.0, 0.0) if generic else (self.step.kappa, self.step.host_slope, self.step.overhead_s)
-        return stepform.StepForm(*step, sync=tuple(map(float, self.sync.weights)), overlap=ov)
+        return stepform.StepForm(self.step.kappa, self.step.host_slope, self.step.overhead_s,
+                                 sync=tuple(map(float, self.sync.weights)), overlap=ov,
+                                 compute_range_s=self.compute_range_s)
+
+
+def fit_default(d: pd.DataFrame) -> stepform.StepForm:
+    """The form for models without measurements on a preset: κ = 1, h = 0, c₀ = 0 and
+    S = e^b · M · D(log C − b − log M − c), i.e. the physics all-reduce M scaled by one
+    platform factor e^b (the real stack's effective bandwidth against the preset's) times
+    DDP's exposed fraction D, with b and D's parameters fitted on all the preset's measured
+    rows pooled (soft-L1 on log residuals). Its dependence on the model is through M (the
+    model's gradient bytes on the placement) and C alone, so it carries to any model."""
+    from scipy.optimize import least_squares
+
+    y = np.log(d["sync_time_s"].to_numpy(float))
+    log_m = np.log(np.maximum(d["comm_model_s"].to_numpy(float), 1e-9))
+    log_c = np.log(np.maximum(d["compute_s"].to_numpy(float), 1e-9))
+
+    def resid(x):
+        g = x[0] + log_m
+        return g + stepform.hidden_factor_log(g, log_c, x[1:]) - y
+
+    hi = np.array([np.inf, np.inf, OVERLAP_MAX_LOG_SHARPNESS, np.inf])
+    x0 = np.r_[float(np.median(y - log_m)), OVERLAP_START]
+    x = least_squares(resid, x0, loss="soft_l1", f_scale=SYNC_F_SCALE, bounds=(-hi, hi)).x
+    w = np.zeros(len(SYNC_FEATURES))
+    w[0], w[1] = x[0], 1.0
+    return stepform.StepForm(1.0, 0.0, 0.0, sync=tuple(map(float, w)), overlap=tuple(map(float, x[1:])))
 
 
 def form_table(form: stepform.StepForm) -> dict:
     """A `StepForm` as the profile's TOML table (`simcore.stepform.profile_from_data` reads it)."""
     out: dict = {k: float(getattr(form, k)) for k in STEP_PARAMS}
+    if np.isfinite(form.compute_range_s[1]):
+        out["compute_range_s"] = [float(x) for x in form.compute_range_s]
     out["sync"] = dict(zip(SYNC_FEATURES, map(float, form.sync)))
     if form.overlap is not None:
         out["overlap"] = dict(zip(OVERLAP_PARAMS, map(float, form.overlap)))

@@ -19,7 +19,9 @@ parameters from measured Pollux/Sia rows; `docs/calibration.md` has the evidence
 
 Mapping onto the engine's phases (`simcore.perf.Phases`, what contention acts on):
 
-    compute_s    = C' = max(κ · C · (1 + h · (g_max − 1)) + c₀, 1e-9)
+    compute_s    = C' = max(κ · C · (1 + h · (g_max − 1)) + c₀, 1e-9)   (C within the
+                   form's fitted range `compute_range_s`; outside, S uses the clamped C and C'
+                   keeps its ratio to C at the edge)
     comm_s       = clip(M, S, C' + S)          (the collective's duration)
     comm_start_s = C' + S − comm_s             (in [0, C'], as the solver requires)
     link bytes   × comm_s / M when M > C' + S  (same link rates, shorter transfer)
@@ -100,16 +102,21 @@ class StepForm:
     overhead_s: float = 0.0
     sync: tuple[float, ...] = ()          # one weight per SYNC_FEATURES
     overlap: tuple[float, ...] | None = None
+    #: the compute times C the form was fitted over; outside, C is clamped into it for S and
+    #: the non-communicating part scales with C (its ratio at the edge): the affine fit
+    #: (e.g. YOLOv3 on the DGX: κ = 2.1, c₀ = −0.33 s over C = 0.27–0.48 s) must not be
+    #: extrapolated to batches never measured (2x at batch 128, or a negative time at 4)
+    compute_range_s: tuple[float, float] = (0.0, math.inf)
 
     def phases(self, compute_s: float, comm_s: float, gpus: int, gmax: int, nodes: int
                ) -> tuple[float, float, float, float]:
         """(compute_s C', comm_start_s, comm_s, link-bytes factor) of one placement, alone:
         max(C', start + comm) = C' + S (see the module docstring)."""
-        X = sync_design(np.array([gpus]), np.array([gmax]), np.array([nodes]), np.array([comm_s]),
-                        np.array([compute_s]))
+        cc = min(max(compute_s, self.compute_range_s[0]), self.compute_range_s[1])
+        X = sync_design(np.array([gpus]), np.array([gmax]), np.array([nodes]), np.array([comm_s]), np.array([cc]))
         S = float(exposed_s(np.asarray(self.sync), self.overlap, X)[0])
-        c = max(float(noncomm_s(np.array([self.kappa, self.host_slope, self.overhead_s]), compute_s, gmax)),
-                MIN_COMPUTE_S)
+        c = float(noncomm_s(np.array([self.kappa, self.host_slope, self.overhead_s]), cc, gmax))
+        c = max(c * (compute_s / cc) if cc > 0 else c, MIN_COMPUTE_S)
         m = min(max(comm_s, S), c + S)
         return c, c + S - m, m, (m / comm_s if comm_s > c + S else 1.0)
 
@@ -167,11 +174,19 @@ def _table(src: str, where: str, v: Any) -> dict:
 
 def _form(src: str, where: str, t: Any) -> StepForm:
     t = _table(src, where, t)
-    unknown = set(t) - set(STEP_PARAMS) - {"sync", "overlap"}
+    unknown = set(t) - set(STEP_PARAMS) - {"sync", "overlap", "compute_range_s"}
     if unknown:
         raise InputError.at(src, field=f"{where}.{sorted(unknown)[0]}",
-                            expected=f"one of {', '.join(STEP_PARAMS)}, sync, overlap")
-    step = {k: _num(src, f"{where}.{k}", t[k]) for k in STEP_PARAMS if k in t}
+                            expected=f"one of {', '.join(STEP_PARAMS)}, sync, overlap, compute_range_s")
+    step: dict[str, Any] = {k: _num(src, f"{where}.{k}", t[k]) for k in STEP_PARAMS if k in t}
+    if "compute_range_s" in t:
+        r = t["compute_range_s"]
+        if not isinstance(r, list) or len(r) != 2:
+            raise InputError.at(src, field=f"{where}.compute_range_s", expected="[low, high] seconds", got=r)
+        lo, hi = (_num(src, f"{where}.compute_range_s", x, positive=True) for x in r)
+        if lo > hi:
+            raise InputError.at(src, field=f"{where}.compute_range_s", expected="low <= high", got=r)
+        step["compute_range_s"] = (lo, hi)
     sync_t = _table(src, f"{where}.sync", t.get("sync"))
     missing = [f for f in SYNC_FEATURES if f not in sync_t]
     if missing or set(sync_t) - set(SYNC_FEATURES):

@@ -155,6 +155,8 @@ def test_fit_collectives_recovers_alpha_beta(tmp_path):
     assert r.exit_code == 0, r.output
     import tomllib
 
-    assert tomllib.loads(out.read_text())["collectives"]["synthetic"]["all_reduce"]["4"]["alpha_s"] == pytest.approx(50e-6, rel=1e-3)
+    # without --preset a sweep has no engine parameters to give: the profile holds no table
+    # (nothing simulate would not read), the α–β line is a comment
+    assert tomllib.loads(out.read_text()) == {} and "alpha_step_s=" in out.read_text()
     with pytest.raises(Exception, match="at least 3 message sizes"):
         fit.fit_collectives(df.head(2))

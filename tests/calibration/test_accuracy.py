@@ -207,12 +207,12 @@ def test_validate_cli_models_and_dally(shared_data):
 @pytest.mark.slow
 @pytest.mark.shared_data
 def test_full_validation_targets(shared_data):
-    """Every platform, 5-fold CV + leave-one-hardware-out (~60–75 s). Measured: step CV 4.1 / 3.8 /
-    3.8 / 4.3 %, all-reduce 0.93 / 1.11 / 0.97 / 1.39x noise (the ``overlap`` sync form; the
-    log-linear form gave 1.01 / 1.13 / 0.96 / 1.52x), LOPO step 15.1 / 31.3 / 28.2 / 29.6 %
-    but 3.2 / 6.0 / 5.5 / 5.4 % with the measured all-reduce (aws / dgx / dgx-ext / rtx): the
-    compute/host part transfers to unseen hardware, the exposed all-reduce does not (see
-    docs/calibration.md). The LOPO misses are pinned so that a change shows up."""
+    """Every platform, 5-fold CV + leave-one-hardware-out, predicted through the engine
+    (`fit.Platform.predict`: the PerfModel `cosim simulate` builds). Measured: step CV 4.2 /
+    3.6 / 3.6 / 4.3 %, exposed all-reduce 0.9 / 1.1 / 0.9 / 1.4x noise, LOPO step 15.3 / 32.9
+    / 29.8 / 30.2 % but 3.3 / 6.2 / 5.7 / 4.5 % with the measured all-reduce (aws / dgx /
+    dgx-ext / rtx): the compute/host part transfers to unseen hardware, the exposed all-reduce
+    does not (see docs/calibration.md). The LOPO misses are pinned so that a change shows up."""
     _, t = v.run(shared_data / "profiles", None, 5, True)
     allr = t[t["model"] == "ALL"].set_index("platform")
     assert (allr["step_med"] <= 0.05).all()

@@ -312,7 +312,9 @@ def form_table(form: stepform.StepForm) -> dict:
 
 def fit_predict(train: pd.DataFrame, test: pd.DataFrame, features: tuple[str, ...] = SYNC_FEATURES
                 ) -> tuple[np.ndarray, np.ndarray]:
-    """Fit per model on `train`, predict `test` (models missing in `train`: all models pooled)."""
+    """Fit per model on `train`, predict `test` (models missing in `train`: all models pooled).
+    A diagnostic of the regression alone (the same `simcore.stepform` evaluation, outside the
+    engine); `cosim validate` scores the engine's predictions (`calibration.fit`)."""
     step = np.full(len(test), np.nan)
     sync = np.full(len(test), np.nan)
     pooled = None

@@ -53,3 +53,24 @@ def test_old_overlap_table_is_refused(tmp_path):
     old.write_text("[overlap]\noverlap_start_frac = 1.0\n")
     with pytest.raises(InputError, match="overlap"):
         _jobs("ares-testbed", str(old), nodes=16)
+
+
+def test_contention_stretches_the_fitted_all_reduce():
+    """Two 16-GPU jobs on rtx2080ti-pcie (one 40 Gb/s NIC per 8-GPU node) placed across the
+    same two nodes, with the shipped profile: alone each iteration is the fitted step; together
+    their all-reduces share the NICs, so the exposed part grows (the network stays visible)."""
+    import numpy as np
+
+    import netmodel
+    from simcore.runner import build_perf, real_backends
+
+    cfg = RunConfig(cluster="rtx2080ti-pcie")
+    topo = netmodel.build_topology(netmodel.load_cluster("rtx2080ti-pcie"))
+    perf = build_perf(topo, real_backends(cfg), cfg)
+    assert perf.step is not None and perf.step.preset == "rtx2080ti-pcie"
+    a = perf.phases("bert_base", np.r_[np.arange(0, 4), np.arange(8, 12)], 96)
+    b = perf.phases("bert_base", np.r_[np.arange(4, 8), np.arange(12, 16)], 96)
+    it, exposed = perf.iteration_times([a, b])
+    solo = np.array([a.solo_s, b.solo_s])
+    assert (it >= solo * (1 - 1e-9)).all() and (it > solo * 1.01).any()
+    assert (exposed > solo - np.array([a.compute_s, b.compute_s])).any()

@@ -45,7 +45,7 @@ def philly_512_topology():
 
 
 def _child_small() -> dict:
-    from simcore.runner import RunConfig, run
+    from experiments.runner import RunConfig, run
 
     cfg = RunConfig(trace="synth:philly:160", cluster="dgx-a100", policies=FIVE, contention=True, seed=0)
     run(cfg, None)  # warm-up: numba compilation and caches of the zoo / comm model
@@ -61,7 +61,7 @@ def _child_philly(policy: str, limit: int | None) -> dict:
     import dataclasses
 
     import traces
-    from simcore.runner import RunConfig, real_backends, run
+    from experiments.runner import RunConfig, real_backends, run
     from traces import workload
 
     t0 = time.perf_counter()

@@ -157,7 +157,7 @@ def bench_philly_cut_per_call(policy: str = "tiresias", limit: int = 3000) -> di
 
     import traces
     from benchmarks.bench_engine import PHILLY_CSV, philly_512_topology
-    from simcore.runner import RunConfig, real_backends, run
+    from experiments.runner import RunConfig, real_backends, run
     from traces import workload
 
     if not PHILLY_CSV.exists():

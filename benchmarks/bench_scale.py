@@ -40,7 +40,7 @@ def _child(conn, jobs: int, nodes: int, policy: str, contention: bool) -> None:
     """Runs in a fresh process: the runner end to end; sends wall time, peak RSS and counters."""
     try:
         t0 = time.perf_counter()
-        from simcore.runner import RunConfig, run
+        from experiments.runner import RunConfig, run
 
         t_import = time.perf_counter() - t0
         cfg = RunConfig(trace=f"synth:philly:{jobs}", cluster="dgx-a100", cluster_nodes=nodes, policies=(policy,),

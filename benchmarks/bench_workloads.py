@@ -8,7 +8,7 @@ Tiresias's average JCT below FIFO's.
 
 Also measured: candidates for the embedded default of `cosim simulate` (64-GPU DGX-A100), each a
 160-job synthetic trace whose jobs are Ares-style training runs (``assemble(work="epochs")``),
-written to Parquet and run through `simcore.runner.run`. The current default (synth philly:160,
+written to Parquet and run through `experiments.runner.run`. The current default (synth philly:160,
 replay work) gives every policy the same JCT: 147 of its 160 jobs use one GPU, utilisation ≈
 0.2. The proposal is Helios-like jobs (4–16 GPUs, as in the Pollux/Sia/Ares workloads) arriving
 4× faster than Ares' 20 jobs/h: A100s run these training runs ≈3.4× faster than the 2080 Tis
@@ -44,7 +44,7 @@ def workload_files(trace_set: str) -> list[Path]:
 def compare(trace: str | Path, policies: tuple[str, ...] = (), cluster: str = CLUSTER, nodes: int | None = NODES,
             seed: int = 0) -> pd.DataFrame:
     """Summary rows (one per policy) of one trace on one cluster, in memory."""
-    from simcore.runner import RunConfig, run
+    from experiments.runner import RunConfig, run
 
     cfg = RunConfig(trace=str(trace), cluster=cluster, cluster_nodes=nodes, policies=tuple(policies), seed=seed)
     return run(cfg, None).summary
@@ -101,7 +101,7 @@ def _candidate(label: str, seed: int = 0) -> str:
 
 def bench_default_candidates() -> list[dict]:
     """Tiresias/FIFO avg JCT on each default candidate, 64-GPU dgx-a100, seeds 0-3 (< 1: they differ)."""
-    from simcore.runner import RunConfig, run
+    from experiments.runner import RunConfig, run
 
     out = []
     for label in CANDIDATES:

@@ -82,14 +82,14 @@ class Platform:
     def engine(self, profile_data: dict):
         """The engine's PerfModel on this platform's preset with `profile_data` (a profile as
         `write_profile` writes it), built exactly as `cosim simulate` builds it."""
-        from simcore.runner import RunConfig, build_perf, real_backends
+        from simcore.runner import RunConfig, build_perf, perf_backends
         from simcore.stepform import profile_from_data
 
         cfg = RunConfig(cluster=self.preset, calibration="none", contention=False)
         if not hasattr(self, "_be"):
             import netmodel
 
-            self._be = real_backends(cfg)
+            self._be = perf_backends(cfg)
             self._topo = netmodel.build_topology(netmodel.load_cluster(self.preset))
         return build_perf(self._topo, self._be, cfg, profile=profile_from_data(profile_data, f"{self.name} profile"))
 

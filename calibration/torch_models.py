@@ -4,7 +4,7 @@ torch is optional (`cosim[gpu]`); this module imports it at call time. Models th
 torchvision / transformers ship are taken from there (the same code the papers trained);
 the ones they do not ship are written here from their papers' architecture descriptions:
 
-- `resnet18`: the CIFAR-10 ResNet-18 used by Pollux/Sia's `cifar10` job (3x3 stem, no
+- `resnet18_cifar`: the CIFAR-10 ResNet-18 used by Pollux/Sia's `cifar10` job (3x3 stem, no
   max-pool, 32x32 inputs; He et al. 2016 sec. 4.2 adapted as in the common CIFAR variant).
 - `yolov3`: Darknet-53 backbone + three-scale detection head (Redmon & Farhadi 2018),
   416x416 inputs, 20 classes (PASCAL VOC as in Pollux's `yolov3`).
@@ -285,7 +285,7 @@ _HF = {  # canonical name -> (transformers config class, kwargs, sequence length
 }
 
 _TV = {  # canonical name -> (torchvision constructor, kwargs, image side)
-    "resnet50": ("resnet50", {}, 224), "resnet152": ("resnet152", {}, 224),
+    "resnet18": ("resnet18", {}, 224), "resnet50": ("resnet50", {}, 224), "resnet152": ("resnet152", {}, 224),
     "vgg11": ("vgg11", {}, 224), "vgg16": ("vgg16", {}, 224), "vgg19": ("vgg19", {}, 224),
     "alexnet": ("alexnet", {}, 224), "mobilenet_v3": ("mobilenet_v3_small", {}, 224),
     "densenet121": ("densenet121", {}, 224), "densenet201": ("densenet201", {}, 224),
@@ -318,7 +318,7 @@ def build(name: str) -> Built:
         return lambda b, dev: ((torch.randn(b, 3, side, side, device=dev),),
                                torch.randint(0, classes, (b,), device=dev))
 
-    if name == "resnet18":
+    if name == "resnet18_cifar":
         return Built(own["CifarResNet18"](), images(32, 10), ce, "sgd")
     if name in _TV:
         import torchvision.models as tvm
@@ -401,5 +401,5 @@ def build(name: str) -> Built:
 
 
 def buildable() -> list[str]:
-    return sorted({"resnet18", "yolov3", "deepspeech2", "neumf", "transformer", "lstm_lm", "autoencoder_rec",
+    return sorted({"resnet18_cifar", "yolov3", "deepspeech2", "neumf", "transformer", "lstm_lm", "autoencoder_rec",
                    "a3c", "cyclegan", "tiny_mlp"} | set(_TV) | set(_HF))

@@ -12,16 +12,25 @@ Where the numbers come from:
 - names, datasets, default batches, optimizers and GPU datasheets: `data/zoo.json`;
 - compute-time curves: `data/compute_curves.json`, fitted by `calibration.compute_fit` from
   measured single-GPU step times (Pollux/Sia T4 / A100 / RTX 2080 Ti, Gavel K80 / P100 /
-  V100, our own H100 runs). A (model, GPU) pair with no measurement is transferred from the
-  same model measured on another GPU by the ratio of the GPUs' calibrated effective FLOP/s
-  (`source="transfer:<gpu>"`), and a model never measured anywhere uses the roofline
-  fallback `t = t0_gpu + flops_per_sample * b / (peak_gpu * efficiency_gpu)`
-  (`source="roofline"`). The curve's source is part of `get(...).compute_source(gpu)`.
+  V100, our own H100 runs). Each model uses the curves of one harness as measured
+  (`reference_curves`); its other GPU types are transferred from the next faster measured
+  type by the GPUs' relative speeds (`speed_fp32`, `amp_speedup` in zoo.json, with their
+  "sources"), bounded by the measured neighbours so no GPU type is slower than an older one
+  unless the measurements say so (`source="transfer:<gpu>"`); a model never measured uses the
+  roofline `t0 + flops_per_sample * b / rate` on the most-calibrated GPU type moved by the
+  same speeds (`source="roofline"`). The curve's source is `get(...).compute_source(gpu)`.
+- precision: ``name@amp`` / ``name@bf16`` (`with_precision`, the job's `precision` column) is
+  the model trained with autocast: per-sample compute divided by the GPU's AMP gain,
+  activations in half precision, fp32 gradients.
+- ImageNet and CIFAR variants are distinct models: ``resnet18`` is torchvision's 224×224
+  ResNet-18 (Dally, SenseTime, ImageNet jobs), ``resnet18_cifar`` the 32×32 one (Pollux/Sia's
+  ``cifar10``, ONES ``resnet18`` on cifar); likewise ``vgg16_cifar``, ``googlenet_cifar``.
 
 Bert: Pollux/Sia's `bert` job is a SQuAD fine-tune of BERT-base: their RTX 2080 Ti (11 GB)
 rows reach local batch 12 at sequence 384 in fp32, which BERT-large does not fit, and the T4
 per-sample slope (0.06 s/sample) is about 4 effective TFLOP/s for BERT-base but would be 12
-TFLOP/s (above the T4's 8.1 fp32 peak) for BERT-large. So `bert` → `bert_base`.
+TFLOP/s (above the T4's 8.1 fp32 peak) for BERT-large. So `bert` → `bert_base`; the
+SenseTime loader maps its ``BERT`` to ``bert_large`` (Dally's model).
 """
 
 from __future__ import annotations
@@ -30,7 +39,7 @@ import functools
 import json
 import math
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -91,6 +100,14 @@ class GpuType:
     mem_bw_GBps: float
     source: str
     tf32_tflops: float = 0.0  # dense TF32 tensor core (0: no TF32)
+    speed_fp32: float = 0.0  # relative fp32 training throughput, V100 = 1 (zoo.json "sources")
+    amp_speedup: float = 1.0  # automatic mixed precision over the GPU's own fp32
+
+    def speed(self, precision: str = "fp32") -> float:
+        """Relative training throughput at `precision` (fp32 | amp | bf16; bf16 needs Ampere+)."""
+        if precision == "amp" or (precision == "bf16" and self.tf32_tflops > 0):
+            return self.speed_fp32 * self.amp_speedup
+        return self.speed_fp32
 
     @property
     def fp32_training_tflops(self) -> float:
@@ -117,8 +134,20 @@ class ComputeCurve:
     times_s: tuple[float, ...] = ()
     scale: float = 1.0
     target_t0_s: float | None = None  # transferred: this GPU's floor replaces the source's
+    #: transferred: measured curves of slower GPU types (the result is at most theirs) and of
+    #: faster ones (at least theirs; the slower bound wins where measurements disagree)
+    not_above: tuple["ComputeCurve", ...] = ()
+    not_below: tuple["ComputeCurve", ...] = ()
 
     def __call__(self, local_batch: float) -> float:
+        v = self._own(local_batch)
+        if self.not_below:
+            v = max(v, max(c(local_batch) for c in self.not_below))
+        if self.not_above:
+            v = min(v, min(c(local_batch) for c in self.not_above))
+        return v
+
+    def _own(self, local_batch: float) -> float:
         b = float(local_batch)
         if len(self.batches) >= 2:
             bs, ts = self.batches, self.times_s
@@ -134,9 +163,12 @@ class ComputeCurve:
             v = self.t0_s + self.per_sample_s * b
         if self.target_t0_s is None:
             return v * self.scale
-        # transferred curve: the batch-dependent work scales with the FLOP/s ratio, the
-        # per-iteration floor (launches, optimizer, Python) is the target GPU's own
-        return max(v - self.t0_s, 0.0) * self.scale + self.target_t0_s
+        # transferred / precision variant: the batch-dependent work above the fitted floor t0
+        # scales, the per-iteration floor (launches, optimizer, Python, data loading: the
+        # harness's host) is `target_t0_s`; below the floor the curve scales as a whole
+        if v <= self.t0_s:
+            return v * self.target_t0_s / self.t0_s if self.t0_s > 0 else self.target_t0_s
+        return (v - self.t0_s) * self.scale + self.target_t0_s
 
 
 @dataclass(frozen=True)
@@ -156,6 +188,7 @@ class ModelSpec:
     overlap_start_frac: float = DEFAULT_OVERLAP_START_FRAC
     precision: str = "fp32"  # "fp32" or "mixed" (fp16/bf16 compute, fp32 master weights)
     aliases: tuple[str, ...] = ()
+    autocast: str = ""  # "" (fp32) | "amp" | "bf16": the job's `precision` attribute (`with_precision`)
 
     @property
     def state_bytes_per_param(self) -> float:
@@ -235,8 +268,28 @@ def gpu_types() -> list[str]:
     return sorted(k for k in _meta()["gpu_types"] if not k.startswith("_"))
 
 
+#: job `precision` spellings → the variant tag of the model name ("" = fp32, the measured form).
+PRECISIONS = {"fp32": "", "float32": "", "tf32": "", "amp": "amp", "fp16": "amp", "float16": "amp",
+              "mixed": "amp", "bf16": "bf16", "bfloat16": "bf16"}
+
+
+def with_precision(model: str, precision: str | None) -> str:
+    """The zoo name of `model` trained at `precision` (None/"" = fp32): ``resnet50@amp``."""
+    canon = resolve(model).split("@")[0]
+    p = "" if precision is None else str(precision).strip().lower()
+    if p == "":
+        return canon
+    if p not in PRECISIONS:
+        raise UnknownNameError("precision", str(precision), sorted(PRECISIONS))
+    return f"{canon}@{PRECISIONS[p]}" if PRECISIONS[p] else canon
+
+
 def resolve(name: str) -> str:
-    """Canonical zoo name for any known spelling; `UnknownNameError` otherwise."""
+    """Canonical zoo name for any known spelling (``name@precision`` keeps its precision tag:
+    `with_precision`); `UnknownNameError` otherwise."""
+    if "@" in str(name):
+        base, prec = str(name).rsplit("@", 1)
+        return with_precision(base, prec)
     key = _norm(name)
     canon = _alias_map().get(key)
     if canon is None:
@@ -262,7 +315,8 @@ def get_gpu(name: str) -> GpuType:
     canon = resolve_gpu(name)
     g = _meta()["gpu_types"][canon]
     return GpuType(canon, g["display"], float(g["mem_gb"]), float(g["peak_tflops"]),
-                   float(g["tensor_tflops"]), float(g["mem_bw_GBps"]), g["source"], float(g.get("tf32_tflops", 0.0)))
+                   float(g["tensor_tflops"]), float(g["mem_bw_GBps"]), g["source"], float(g.get("tf32_tflops", 0.0)),
+                   float(g["speed_fp32"]), float(g.get("amp_speedup", 1.0)))
 
 
 def _transformer_activation_bytes(arch: dict, checkpointing: bool, bytes_per_value: float) -> float:
@@ -279,8 +333,17 @@ def _transformer_activation_bytes(arch: dict, checkpointing: bool, bytes_per_val
 
 @functools.lru_cache(maxsize=None)
 def get(name: str) -> ModelSpec:
-    """The frozen `ModelSpec` of `name` (any alias)."""
+    """The frozen `ModelSpec` of `name` (any alias; ``name@amp``/``@bf16``: the precision variant,
+    whose saved activations are half-precision, gradients and optimizer state as in fp32:
+    autocast keeps fp32 weights, so DDP all-reduces fp32 gradients)."""
     canon = resolve(name)
+    if "@" in canon:
+        base_name, tag = canon.split("@", 1)
+        base = get(base_name)
+        if base.precision == "mixed":  # already trained in mixed precision
+            return replace(base, name=canon, autocast=tag)
+        return replace(base, name=canon, autocast=tag, display=f"{base.display} ({tag.upper()})",
+                       activation_bytes_per_sample=base.activation_bytes_per_sample / 2.0)
     m = _meta()["models"][canon]
     t = _tensors().get(canon, {})
     numel = np.asarray(t.get("tensor_numel", []), dtype=np.float64)
@@ -321,6 +384,11 @@ def _curves() -> dict:
 ROOFLINE_EFFICIENCY = 0.35
 ROOFLINE_T0_S = 0.010
 
+#: Harness order when a model's measured GPUs split over harnesses with as many GPUs each:
+#: the real training jobs of Pollux/Sia (what `cosim validate` scores), then Gavel's, then our
+#: own synthetic-batch runs (`cosim calibrate compute`).
+HARNESS_ORDER = ("measured:pollux-placements", "measured:gavel", "measured:cosim-compute")
+
 
 def gpu_efficiency(gpu_type: str, precision: str = "fp32") -> tuple[float, float]:
     """(effective FLOP/s, per-iteration floor t0 in s) of a GPU type for fp32 training.
@@ -329,8 +397,7 @@ def gpu_efficiency(gpu_type: str, precision: str = "fp32") -> tuple[float, float
     the calibrated efficiency (effective / `fp32_training_tflops` peak) of measured GPUs of
     the same class (TF32-capable or not; the median over that class) times their own peak,
     and that class's median floor; with nothing measured, `ROOFLINE_EFFICIENCY` of the peak
-    and `ROOFLINE_T0_S`. Mixed precision scales the rate by the tensor-core / fp32-training
-    peak ratio, capped at 4x (what mixed-precision training gains in practice)."""
+    and `ROOFLINE_T0_S`. Mixed precision multiplies the rate by the GPU's `amp_speedup`."""
     g = get_gpu(gpu_type)
     table = _curves().get("gpu_efficiency", {})
     cal = table.get(g.name)
@@ -345,7 +412,7 @@ def gpu_efficiency(gpu_type: str, precision: str = "fp32") -> tuple[float, float
         else:
             rate, t0 = g.fp32_training_tflops * 1e12 * ROOFLINE_EFFICIENCY, ROOFLINE_T0_S
     if precision == "mixed":
-        rate *= min(4.0, max(1.0, g.tensor_tflops / g.fp32_training_tflops))
+        rate *= g.amp_speedup
     return rate, t0
 
 
@@ -355,23 +422,93 @@ def _curve_from(c: dict) -> ComputeCurve:
                         tuple(float(x) for x in c.get("batches", ())), tuple(float(x) for x in c.get("times_s", ())))
 
 
+def reference_curves(model: str) -> dict[str, dict]:
+    """The measured curves of `model` that `compute_curve` uses as measured: those of one
+    harness (the one that measured the most GPU types; ties by `HARNESS_ORDER`).
+
+    Step times from different harnesses differ by the harness, not the GPU: Pollux's A100
+    yolov3 step (real data loading, adaptdl, 0.24 s floor) against our synthetic-batch H100
+    run (0.009 s floor) made H100/A100 10.8x where the GPUs differ by about 2x. Within one
+    harness the ratios are GPU ratios; the other harnesses' rows stay in the file (and in
+    `cosim validate`'s data) but the model's other GPU types are moved from this harness by
+    the published relative speeds."""
+    own = _curves().get("curves", {}).get(resolve(model).split("@")[0], {})
+    groups: dict[str, dict[str, dict]] = {}
+    for g, c in own.items():
+        groups.setdefault(c.get("source", "measured"), {})[g] = c
+
+    def rank(h: str) -> tuple:
+        return (-len(groups[h]), HARNESS_ORDER.index(h) if h in HARNESS_ORDER else len(HARNESS_ORDER), h)
+
+    return groups[min(groups, key=rank)] if groups else {}
+
+
+def _variant(c: ComputeCurve, gain: float) -> ComputeCurve:
+    """`c` with its batch-dependent part divided by `gain`, its per-step floor kept: a faster
+    GPU type or precision speeds up the work per sample (what published throughputs measure),
+    not the harness's fixed per-step time."""
+    if gain == 1.0:
+        return c
+    floor = c.target_t0_s if c.target_t0_s is not None else c.t0_s * c.scale
+    return replace(c, scale=c.scale / gain, target_t0_s=floor)
+
+
 @functools.lru_cache(maxsize=None)
 def compute_curve(model: str, gpu_type: str) -> ComputeCurve:
-    """The compute-time curve for (model, GPU type): measured, transferred or roofline."""
+    """The compute-time curve for (model, GPU type): measured, transferred or roofline.
+
+    - measured: the model's reference harness measured this GPU type (`reference_curves`);
+    - ``transfer:<gpu>``: the reference curve of the next faster measured GPU type, its
+      batch-dependent part (above the fitted floor t0) scaled by the ratio of the GPUs'
+      relative speeds (`GpuType.speed`, cited in zoo.json), its floor kept, and kept
+      between the measured curves of slower and faster GPU types (at most the slower ones', at
+      least the faster ones'), so a GPU type is never slower on a model than an older one
+      except where the measurements themselves put them so (Pollux's A100 rows are slower than
+      its T4 rows at small local batches: per-step floors of the harness's hosts);
+    - ``roofline``: never measured: `t0 + flops_per_sample × b / rate` on the GPU type with the
+      most calibrated models (`gpu_efficiency`), its per-sample part moved to this GPU type by
+      the same speeds.
+
+    A precision variant (``resnet50@amp``, ``@bf16``) first divides the batch-dependent part of
+    every measured curve by its GPU's AMP gain (`GpuType.amp_speedup`; bf16 gains on Ampere and
+    later only, nothing without tensor cores) keeping each floor, then transfers as above with
+    the GPUs' speeds at that precision (source ``…+amp``)."""
     canon, gpu = resolve(model), resolve_gpu(gpu_type)
-    table = _curves().get("curves", {})
-    own = table.get(canon, {})
-    if gpu in own:
-        return _curve_from(own[gpu])
-    spec = get(canon)
-    rate_to, t0_to = gpu_efficiency(gpu, spec.precision)
-    if own:  # same model on another GPU: scale by calibrated effective FLOP/s ratio
-        ref = max(own, key=lambda k: (own[k].get("batch_max", 0), k))
-        rate_from, _ = gpu_efficiency(ref, spec.precision)
-        base = _curve_from(own[ref])
-        return ComputeCurve(base.t0_s, base.per_sample_s, f"transfer:{ref}", base.batch_min, base.batch_max,
-                            base.batches, base.times_s, scale=rate_from / rate_to, target_t0_s=t0_to)
-    return ComputeCurve(t0_to, spec.flops_per_sample / rate_to, "roofline")
+    base_name, _, tag = canon.partition("@")
+    spec = get(base_name)
+    prec = "amp" if spec.precision == "mixed" else (tag or "fp32")
+
+    def gain(g: str) -> float:
+        if not tag or spec.precision == "mixed":
+            return 1.0
+        return get_gpu(g).speed(tag) / get_gpu(g).speed_fp32
+
+    def sp(g: str) -> float:
+        return get_gpu(g).speed(prec)
+
+    suffix = f"+{tag}" if tag else ""
+    if tag and gain(gpu) == 1.0:  # no gain at this precision on this GPU type: its fp32 curve
+        fp32 = compute_curve(base_name, gpu)
+        return replace(fp32, source=fp32.source + suffix)
+    ref = {g: _variant(_curve_from(c), gain(g)) for g, c in reference_curves(base_name).items()}
+    if gpu in ref:
+        return replace(ref[gpu], source=ref[gpu].source + suffix)
+    speed = sp(gpu)
+    if ref:
+        # the next faster measured GPU type (the fastest if none is faster): two transferred
+        # types then either share a source or have a measured type between them, which bounds
+        # both, so their order is the speeds' order
+        up = [k for k in ref if sp(k) >= speed]
+        src = min(up, key=lambda k: (sp(k), k)) if up else max(ref, key=lambda k: (sp(k), k))
+        slower = tuple(ref[k] for k in sorted(ref) if sp(k) < speed)
+        faster = tuple(ref[k] for k in sorted(ref) if sp(k) > speed)
+        return replace(_variant(ref[src], speed / sp(src)), source=f"transfer:{src}{suffix}",
+                       not_above=slower, not_below=faster)
+    table = _curves().get("gpu_efficiency", {})
+    base_gpu = max(table, key=lambda k: (table[k].get("models", 0), k)) if table else gpu
+    rate, t0 = gpu_efficiency(base_gpu, spec.precision)
+    base = _variant(ComputeCurve(t0, spec.flops_per_sample / rate, "roofline"), gain(base_gpu))
+    return replace(_variant(base, speed / sp(base_gpu)), source="roofline" + suffix)
 
 
 def compute_time_s(model: str, gpu_type: str, local_batch: int) -> float:

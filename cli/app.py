@@ -28,6 +28,7 @@ COMMAND_MODULES = (
     "cli.validate_cmd",
     "cli.sweep_cmd",
     "cli.report_cmd",
+    "cli.reproduce_cmd",
     "cli.bench_cmd",
 )
 

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-
 import typer
-
 
 
 def _fmt(value) -> str:
@@ -37,23 +35,37 @@ def register(app: typer.Typer) -> None:
 
     @group.command("show")
     def show_cmd(name: str = typer.Argument(..., help="policy name (see `cosim policies list`)")) -> None:
-        """Full description of one policy and its parameters (type, default, help)."""
-        import inspect
+        """What a policy does, the paper it reproduces, and each parameter: default, unit, source."""
+        import textwrap
 
         import policies
+        from policies.config import user_doc
 
-        cls = policies.POLICIES.get(name)
+        cfg_cls = policies.POLICIES.get(name).Config
         pol = policies.make(name)
         typer.echo(f"{name}: {policies.describe(name)}")
-        typer.echo(f"  called on events: {'yes' if pol.event_driven else 'no'}; "
-                   f"interval: {_fmt(pol.interval_s)} s; needs: {', '.join(sorted(pol.needs)) or 'nothing'}")
-        doc = inspect.cleandoc(cls.__doc__ or "").split("\n", 1)
-        if len(doc) > 1 and doc[1].strip():
+        if cfg_cls.reference:
+            typer.echo(textwrap.fill(f"reference: {cfg_cls.reference}", 100, subsequent_indent="  "))
+        every = f"every {_fmt(pol.interval_s)} s" if pol.interval_s else ""
+        runs = ("on events" + (f" and {every}" if every else "")) if pol.event_driven else f"{every} only"
+        reads = "the duration oracle (clairvoyant: true job durations)" if pol.needs else \
+            "no oracle (non-clairvoyant)"
+        typer.echo(f"runs: {runs}; reads: {reads}")
+        doc = user_doc(cfg_cls)
+        if doc:
             typer.echo("")
-            typer.echo(doc[1].strip("\n"))
+            typer.echo(doc)
         typer.echo("")
-        typer.echo("parameters (name: type = default):")
+        typer.echo("parameters (name: type = default [unit]):")
         for p in policies.params_of(name):
+            unit = f" {p.unit}" if p.unit and p.default is not None else ""
             choices = f" (one of: {', '.join(map(str, p.choices))})" if p.choices else ""
-            typer.echo(f"  {p.name}: {p.type} = {_fmt(p.default)}{choices}")
-            typer.echo(f"      {p.help}")
+            typer.echo(f"  {p.name}: {p.type} = {_fmt(p.default)}{unit}{choices}")
+            typer.echo(textwrap.fill(p.help + (f" [{p.unit}]" if p.unit and p.default is None else ""), 100,
+                                     initial_indent="      ", subsequent_indent="      "))
+            if p.source:
+                typer.echo(textwrap.fill(f"default from: {p.source}", 100, initial_indent="      ",
+                                         subsequent_indent="        "))
+        typer.echo("")
+        typer.echo(f"set with `cosim simulate --set {name}.KEY=VALUE` (repeatable) or a [policies.{name}] "
+                   "table in a sweep file")

@@ -35,18 +35,25 @@ def simulate(
     skip_invalid: bool = typer.Option(False, "--skip-invalid", help="Run without jobs that can never run (reported)."),
     costs: str = typer.Option("flat30", "--costs", help="Change costs: flat30, aryl, ares-paper, inplace, free, or seconds."),
     capacity: Optional[Path] = typer.Option(None, "--capacity", help="CSV time_s,node,online: nodes leaving/joining."),
+    perf: str = typer.Option("network", "--perf", help="Iteration-time backend: network, linear, measured or trace."),
+    set_: Optional[list[str]] = typer.Option(None, "--set", help="Policy parameter POLICY.KEY=VALUE, e.g. "
+                                             "tiresias.promote_knob=4 (repeatable; see `cosim policies show`)."),
+    progress: str = typer.Option("plain", "--progress", help="Progress model: plain, or goodput (Pollux statistical efficiency, epochs of each pollux-sia application)."),
+    ftf_reference: str = typer.Option("gps", "--ftf-reference", help="FTF reference: gps, gps-capped (each job up to its max GPUs) or hetero-1-over-n (1/N of every GPU type)."),
 ) -> None:
     """Simulate policies on a trace and print a comparison table."""
-    from simcore.runner import DEFAULT_TRACE, RunConfig, load_capacity, run
+    from experiments.runner import DEFAULT_TRACE, RunConfig, load_capacity, run
 
     if trace is not None and synth is not None:
         raise InputError.at(field="--trace/--synth", expected="at most one of --trace and --synth")
     spec = str(trace) if trace is not None else (f"synth:{synth}" if synth else DEFAULT_TRACE)
     pols = tuple(p.strip() for p in policy.split(",") if p.strip()) if policy else ()
+    params = policy_overrides(set_ or ())
     cfg = RunConfig(trace=spec, cluster=cluster, cluster_nodes=nodes, policies=pols, contention=contention,
                     calibration=None if calibration is None else str(calibration), seed=seed,
                     write_decisions=decisions, skip_invalid=skip_invalid, costs=costs,
-                    capacity_changes=load_capacity(capacity) if capacity is not None else ())
+                    capacity_changes=load_capacity(capacity) if capacity is not None else (), policy_params=params,
+                    perf=perf, progress=progress, ftf_reference=ftf_reference)
     result = run(cfg, out, progress=True)
     _print_table(result, cfg)
     if result.invalid:
@@ -55,13 +62,34 @@ def simulate(
         typer.echo(f"wrote {out}/summary.parquet and one folder per policy")
 
 
+def policy_overrides(items) -> dict[str, dict]:
+    """`--set POLICY.KEY=VALUE` texts → {policy: {key: typed value}}, validated by the policy's
+    Config (an unknown policy or key, or a bad value, is a one-line error before anything runs).
+    A later `--set` of the same key wins."""
+    import policies
+
+    raw: dict[str, dict[str, str]] = {}
+    for item in items:
+        lhs, eq, value = item.partition("=")
+        name, dot, key = lhs.strip().rpartition(".")
+        if not eq or not dot or not name or not key:
+            raise InputError.at(field="--set", expected="POLICY.KEY=VALUE, e.g. tiresias.promote_knob=4", got=item)
+        raw.setdefault(name, {})[key] = value.strip()
+    out = {}
+    for name, kv in raw.items():
+        cfg = policies.make_config(name, **kv)
+        out[name] = {k: getattr(cfg, k) for k in kv}
+    return out
+
+
 def _print_table(result, cfg) -> None:
     from rich.console import Console
     from rich.table import Table
 
     s = result.summary
     t = Table(title=f"{cfg.trace} on {cfg.cluster}" + (f" ({cfg.cluster_nodes} nodes)" if cfg.cluster_nodes else "")
-              + (", contention" if cfg.contention else ", no contention"))
+              + (", contention" if cfg.contention else ", no contention")
+              + (f", perf {cfg.perf}" if cfg.perf != "network" else ""))
     cols = [("policy", "policy", "{}"), ("done", "finished", "{}"), ("avg JCT h", "avg_jct_s", "h"),
             ("p99 JCT h", "p99_jct_s", "h"), ("makespan h", "makespan_s", "h"), ("avg queue h", "avg_queueing_s", "h"),
             ("util", "gpu_utilization", "{:.2f}"), ("unfair", "unfair_fraction", "{:.2f}"),

@@ -19,7 +19,7 @@ def sweep(
     backend: str = typer.Option("local", "--backend", help="local (process pool) or ray."),
     address: str = typer.Option(None, "--address", help="Ray cluster address (default: a local Ray instance)."),
     resume: bool = typer.Option(False, "--resume", help="Skip finished cells of an interrupted sweep; retry failed ones."),
-    runner: str = typer.Option("simcore.runner", "--runner", hidden=True, help="Module with RunConfig and run."),
+    runner: str = typer.Option("experiments.runner", "--runner", hidden=True, help="Module with RunConfig and run."),
 ) -> None:
     """Run every (trace, cluster, policy+params, contention, calibration, seed) cell of a sweep.
 

@@ -8,12 +8,13 @@ arrival position). Jobs are served in arrival order (`submit_time`, then job ind
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 
 from policies.base import BasePolicy, Round, make_placer
-from policies.placement import STRATEGIES
-from policies.registry import POLICIES, check, param
+from policies.config import PlacedConfig, param
+from policies.registry import POLICIES
 from simcore.api import NEED_DURATION_ORACLE, ClusterView, Decision
 
 
@@ -35,13 +36,12 @@ def arrival_order(view: ClusterView, jobs: np.ndarray) -> np.ndarray:
 
 
 @dataclass(frozen=True)
-class FifoConfig:
-    placement: str = param("consolidate", "placement strategy for new jobs", choices=STRATEGIES)
-    interval_s: float | None = param(None, "seconds between periodic rounds (s); none = on events only")
-    seed: int = param(0, "seed of the random placement strategy")
+class FifoConfig(PlacedConfig):
+    """Jobs start in arrival order; while the oldest waiting job cannot be placed, no other job
+    starts, even one that would fit. Running jobs are never preempted."""
 
-    def __post_init__(self) -> None:
-        check(self, "fifo", "interval_s", self.interval_s is None or self.interval_s > 0, "a positive number of seconds")
+    reference: ClassVar[str] = ("the classic batch-scheduler baseline (FIFO in Gu et al., \"Tiresias\", NSDI'19, "
+                                "and in Aryl, EuroSys'22)")
 
 
 @POLICIES.register("fifo")
@@ -69,20 +69,24 @@ class Fifo(BasePolicy):
 
 
 @dataclass(frozen=True)
-class BackfillConfig:
+class BackfillConfig(PlacedConfig):
+    """Jobs are served in arrival order. The oldest job that cannot start gets a reservation: the
+    time when enough GPUs of its type will have been freed by running jobs (from their oracle
+    remaining times). A later job starts now only if it does not delay that reservation: it
+    ends before it, or uses only GPUs the reserved job will not need. Only the oldest waiting
+    job holds a reservation; running jobs are never preempted. `reservation=none` drops the
+    reservation (every job that fits starts, in arrival order) and needs no oracle."""
+
+    reference: ClassVar[str] = ("EASY backfilling: Lifka, \"The ANL/IBM SP scheduling system\", JSSPP'95; "
+                                "Mu'alem & Feitelson, IEEE TPDS 2001; applied to GPU gangs")
+
     reservation: str = param(
         "easy",
         "easy: EASY backfilling, a reservation for the oldest waiting job from oracle remaining "
         "times; none: first-fit skipping, no reservation (non-clairvoyant)",
         choices=("easy", "none"),
+        source="EASY (Lifka 1995)",
     )
-    placement: str = param("consolidate", "placement strategy for new jobs", choices=STRATEGIES)
-    interval_s: float | None = param(None, "seconds between periodic rounds (s); none = on events only")
-    seed: int = param(0, "seed of the random placement strategy")
-
-    def __post_init__(self) -> None:
-        check(self, "fifo-backfill", "interval_s", self.interval_s is None or self.interval_s > 0,
-              "a positive number of seconds")
 
 
 @POLICIES.register("fifo-backfill")

@@ -8,35 +8,44 @@ scheduler for deep learning", IEEE BigData'25 (see ../shared/seeds/notes/dally.m
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 
 from policies import placement as P
 from policies.base import BasePolicy, Round
-from policies.registry import POLICIES, check, param
+from policies.config import PolicyConfig, param
+from policies.registry import POLICIES
 from simcore.api import ClusterView, Decision, JobState
 
 
 @dataclass(frozen=True)
-class GandivaConfig:
+class GandivaConfig(PolicyConfig):
+    """Network-agnostic, with migration. Jobs that have run before come first (by first start),
+    then new jobs by arrival; nothing is preempted, a job that cannot be placed is skipped. A
+    job that fits one node goes to a node already hosting jobs of the same GPU count, else an
+    empty node, else any node with room; with no such node it may take random free GPUs across
+    nodes (`split_small`). Larger jobs take random free GPUs (`large_placement`). When GPUs free
+    up, running jobs spread over several nodes (or leaves) move to one node (or leaf) with room
+    (`migrate`), paying the migration cost. No time-slicing or packing."""
+
+    reference: ClassVar[str] = ("Xiao et al., \"Gandiva: Introspective Cluster Scheduling for Deep Learning\", "
+                                "OSDI'18, in the form the Dally paper (Sharma et al., IEEE BigData'25) runs as a baseline")
+
     large_placement: str = param(
         "random",
         "placement of jobs larger than a node: random = any free GPUs, shuffled (the Dally authors' "
         "Gandiva); consolidate = fewest nodes",
         choices=("random", "consolidate"),
+        source="the Dally authors' Gandiva",
     )
     split_small: bool = param(
         True,
         "a job that fits a node but finds no node with room may start on random free GPUs across "
         "nodes (and is migrated later); false = it waits",
     )
-    migrate: bool = param(True, "migrate running jobs to a better-consolidated placement when GPUs free up")
-    interval_s: float | None = param(None, "seconds between periodic rounds (s); none = on events only")
-    seed: int = param(0, "seed of the random placement")
-
-    def __post_init__(self) -> None:
-        check(self, "gandiva", "interval_s", self.interval_s is None or self.interval_s > 0,
-              "a positive number of seconds")
+    migrate: bool = param(True, "migrate running jobs to a better-consolidated placement when GPUs free up",
+                          source="Gandiva's migration, OSDI'18")
 
 
 @POLICIES.register("gandiva")

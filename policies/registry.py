@@ -1,34 +1,31 @@
 """The policy registry and `make(name, **params)`.
 
 Each policy module registers its class with one decorator line, `@POLICIES.register("fifo")`,
-and keeps its parameters in a frozen dataclass `Config` beside it. Every field is declared
-with `param(default, help, choices=...)`; units are in the names (`interval_s`,
+and keeps its parameters in a frozen dataclass `Config` beside it, derived from
+`policies.config.PolicyConfig` (the shared fields and their checks). Every field is declared
+with `param(default, help, unit=, source=, choices=)`; units are in the names (`interval_s`,
 `thresholds_gpu_s`). `make` checks the parameter names (an unknown one is an `InputError`
-listing the valid ones), converts text values from the command line (`"60"`, `"1h"` for a
-`_s` field, `"true"`, `"vgg*,alexnet*"` for a tuple) and validates them, naming the policy and
-the field in the error.
+listing the valid ones), converts text values from the command line and sweep files (`"60"`,
+`"1h"` for a `_s` field, `"true"`, `"vgg*,alexnet*"` for a tuple) and validates them, naming
+the policy and the field in the error. `cosim simulate --set POLICY.KEY=VALUE` and a sweep
+file's `[policies.NAME]` tables both go through `make_config`.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import types
 import typing
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from cosim.errors import InputError
 from cosim.registry import Registry
 from cosim.units import parse_seconds
+from policies.config import ordered_fields, param, unit_of  # noqa: F401  (param: re-exported for policy modules)
 from simcore.api import Policy
 
 #: name → policy class (each class has a `Config` dataclass and `__init__(self, config)`)
 POLICIES: Registry[type] = Registry("policy")
-
-
-def param(default: Any, help: str, *, choices: tuple[Any, ...] | None = None) -> Any:
-    """A Config field with its help text (and allowed values, when a closed set)."""
-    return field(default=default, metadata={"help": help, "choices": choices})
 
 
 @dataclass(frozen=True)
@@ -38,6 +35,8 @@ class ParamInfo:
     default: Any
     help: str
     choices: tuple[Any, ...] | None
+    unit: str = ""
+    source: str | None = None
 
 
 def _hints(cfg_cls: type) -> dict[str, Any]:
@@ -51,12 +50,13 @@ def _type_name(tp: Any) -> str:
 
 
 def params_of(name: str) -> list[ParamInfo]:
-    """The parameters of policy `name`, in declaration order."""
+    """The parameters of policy `name`: its own in declaration order, then the shared ones."""
     cfg_cls = POLICIES.get(name).Config
     hints = _hints(cfg_cls)
     return [
-        ParamInfo(f.name, _type_name(hints[f.name]), f.default, f.metadata.get("help", ""), f.metadata.get("choices"))
-        for f in dataclasses.fields(cfg_cls)
+        ParamInfo(f.name, _type_name(hints[f.name]), f.default, f.metadata.get("help", ""), f.metadata.get("choices"),
+                  unit_of(f), f.metadata.get("source"))
+        for f in ordered_fields(cfg_cls)
     ]
 
 
@@ -127,12 +127,13 @@ def make_config(name: str, **params: Any) -> Any:
     """The validated Config of policy `name` with `params` overriding its defaults."""
     cls = POLICIES.get(name)
     cfg_cls = cls.Config
-    fields = {f.name: f for f in dataclasses.fields(cfg_cls)}
+    fields = {f.name: f for f in ordered_fields(cfg_cls)}
     unknown = sorted(set(params) - set(fields))
     if unknown:
         valid = ", ".join(fields) or "(none)"
         raise InputError.at(
-            f"policy '{name}'", field=unknown[0], detail=f"unknown parameter; valid parameters: {valid}"
+            f"policy '{name}'", field=unknown[0], detail=f"unknown parameter; valid parameters: {valid} "
+            f"(see `cosim policies show {name}`)"
         )
     hints = _hints(cfg_cls)
     values = {}
@@ -157,9 +158,3 @@ def make(name: str, **params: Any) -> Policy:
     """A fresh policy instance (policies keep per-run state: make one per simulation)."""
     cls = POLICIES.get(name)
     return cls(make_config(name, **params))
-
-
-def check(cfg: Any, policy: str, fname: str, ok: bool, expected: str) -> None:
-    """For Config.__post_init__: raise an InputError naming the policy and field unless `ok`."""
-    if not ok:
-        raise _bad(policy, fname, expected, getattr(cfg, fname))

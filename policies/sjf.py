@@ -8,12 +8,13 @@ Both are clairvoyant baselines: they read the duration oracle (`JobsView.duratio
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 
 from policies.base import BasePolicy, Round, make_placer
-from policies.placement import STRATEGIES
-from policies.registry import POLICIES, check, param
+from policies.config import PlacedConfig, param
+from policies.registry import POLICIES
 from simcore.api import NEED_DURATION_ORACLE, ClusterView, Decision
 
 
@@ -25,19 +26,22 @@ def ranked(view: ClusterView, jobs: np.ndarray, key: np.ndarray) -> np.ndarray:
 
 
 @dataclass(frozen=True)
-class SjfConfig:
+class SjfConfig(PlacedConfig):
+    """Whenever GPUs are free, the waiting job with the smallest size starts (size = its trace
+    duration, or duration × GPUs). Running jobs are never preempted. A job that cannot be
+    placed is skipped and smaller-ranked ones behind it may start, unless `blocking=true`.
+    Clairvoyant: it reads the jobs' true durations (the duration oracle)."""
+
+    reference: ClassVar[str] = ("clairvoyant baseline; SJF by duration and by GPU-time as compared in Gu et al., "
+                                "\"Tiresias\", NSDI'19; SJF with skip as in Aryl's phase 1 (EuroSys'22)")
+
     by: str = param(
         "duration",
         "job size: duration = trace duration (s) at the requested GPUs; gpu_time = duration × GPUs (GPU-s)",
         choices=("duration", "gpu_time"),
     )
-    blocking: bool = param(False, "true: stop at the first job that cannot be placed; false: skip it")
-    placement: str = param("consolidate", "placement strategy for new jobs", choices=STRATEGIES)
-    interval_s: float | None = param(None, "seconds between periodic rounds (s); none = on events only")
-    seed: int = param(0, "seed of the random placement strategy")
-
-    def __post_init__(self) -> None:
-        check(self, "sjf", "interval_s", self.interval_s is None or self.interval_s > 0, "a positive number of seconds")
+    blocking: bool = param(False, "true: stop at the first job that cannot be placed; false: skip it",
+                           source="skip: Aryl's phase 1 (EuroSys'22)")
 
 
 @POLICIES.register("sjf")
@@ -83,18 +87,20 @@ class Sjf(BasePolicy):
 
 
 @dataclass(frozen=True)
-class SrtfConfig:
+class SrtfConfig(PlacedConfig):
+    """The job with the shortest remaining time runs first: jobs are visited by remaining
+    seconds (or remaining × GPUs); a running job keeps its GPUs unless a job with strictly
+    shorter remaining time needs them, in which case the fewest lowest-priority jobs are
+    preempted. Ties never preempt. Clairvoyant: it reads the duration oracle."""
+
+    reference: ClassVar[str] = ("clairvoyant preemptive baseline; shortest-remaining-GPU-time as in Gu et al., "
+                                "\"Tiresias\", NSDI'19")
+
     by: str = param(
         "time",
         "priority: time = remaining seconds at the requested GPUs; gpu_time = remaining × GPUs (GPU-s)",
         choices=("time", "gpu_time"),
     )
-    placement: str = param("consolidate", "placement strategy for new jobs", choices=STRATEGIES)
-    interval_s: float | None = param(None, "seconds between periodic rounds (s); none = on events only")
-    seed: int = param(0, "seed of the random placement strategy")
-
-    def __post_init__(self) -> None:
-        check(self, "srtf", "interval_s", self.interval_s is None or self.interval_s > 0, "a positive number of seconds")
 
 
 @POLICIES.register("srtf")

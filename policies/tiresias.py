@@ -6,16 +6,19 @@ Non-clairvoyant: it reads only attained service and executed time, never the ora
 
 from __future__ import annotations
 
+import dataclasses
 import fnmatch
 import math
 from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 
 from policies.base import _STOP, BasePolicy, Round, demands_cached
 from policies import _tiresias_kernels as TK
 from policies import placement as P
-from policies.registry import POLICIES, check, param
+from policies.config import PlacedConfig, param
+from policies.registry import POLICIES
 from simcore.api import Allocation, ClusterView, Decision
 
 CONSOLIDATION = ("tier", "min-nodes")
@@ -23,44 +26,56 @@ _EPS_GPU_S = 1e-6  # service within this of a threshold counts as reached (float
 
 
 @dataclass(frozen=True)
-class TiresiasConfig:
+class TiresiasConfig(PlacedConfig):
+    """Non-clairvoyant: jobs are ranked by the GPU-time they have already received, never by
+    their duration. Jobs start in the top queue and move down a queue each time their attained
+    GPU-seconds cross a threshold; lower queues run only on GPUs the higher ones leave, and a
+    waiting job preempts running jobs of strictly lower queues. Within a queue jobs run in
+    arrival order. A job that has waited `promote_knob` times as long as it has run returns to
+    the top queue (starvation guard). Jobs of high-skew models (`skew_models`) are placed
+    consolidated and wait for such a placement; other jobs take any placement."""
+
+    reference: ClassVar[str] = ("Gu et al., \"Tiresias: A GPU Cluster Manager for Distributed Deep Learning\", "
+                                "NSDI'19")
+
     thresholds_gpu_s: tuple[float, ...] = param(
         (57600.0,),
-        "attained-service thresholds between queues (GPU-s, ascending); K = len + 1 queues. "
-        "Default: 2 queues split at 16 GPU-hours (the Ares artifact's Tiresias baseline)",
+        "attained-service thresholds between queues (ascending); K = len + 1 queues",
+        source="2 queues split at 16 GPU-hours, as the Ares artifact's Tiresias baseline",
     )
     promote_knob: float = param(
         8.0,
         "starvation guard: a waiting job is promoted to the top queue once its waiting time "
         "exceeds promote_knob × its executed time (0 disables)",
+        unit="× executed time",
+        source="the paper's PROMOTEKNOB, a tunable knob; 8 is cosim's default",
     )
     skew_models: tuple[str, ...] = param(
         ("vgg*", "alexnet*"),
         "model-name patterns (fnmatch, case-insensitive) whose jobs need consolidated placement "
         "(large-tensor, high-skew models)",
+        source="the paper's skewed models (VGG, AlexNet)",
     )
     consolidation: str = param(
         "tier",
         "constraint for skewed jobs: tier = within the smallest tier (node, leaf, pod) that can ever hold "
         "the job; min-nodes = on the fewest nodes that can ever hold it",
         choices=CONSOLIDATION,
+        source="tier: the Dally paper's reading of Tiresias",
     )
     placement: str = param("consolidate", "placement strategy for other (non-skewed) jobs", choices=P.STRATEGIES)
     interval_s: float | None = param(
         None,
-        "seconds between periodic rounds (s), besides events and exact wake-ups at demotion/promotion "
-        "times; none = no periodic rounds (same decisions, far fewer calls); 60 = the round of the "
-        "round-based simulators (Ares artifact)",
+        "time between periodic rounds, besides events and the exact times a job crosses a threshold or "
+        "becomes due for promotion; none = no periodic rounds (same decisions, far fewer calls); 60 = the "
+        "round of round-based simulators (the Ares artifact's)",
     )
-    seed: int = param(0, "seed of the random placement strategy")
 
-    def __post_init__(self) -> None:
+    def validate(self) -> None:
         t = self.thresholds_gpu_s
-        check(self, "tiresias", "thresholds_gpu_s",
-              all(x > 0 for x in t) and all(a < b for a, b in zip(t, t[1:])), "positive, strictly ascending GPU-seconds")
-        check(self, "tiresias", "promote_knob", self.promote_knob >= 0, "a non-negative number")
-        check(self, "tiresias", "interval_s", self.interval_s is None or self.interval_s > 0,
-              "a positive number of seconds")
+        self.check("thresholds_gpu_s", all(x > 0 for x in t) and all(a < b for a, b in zip(t, t[1:])),
+                   "positive, strictly ascending GPU-seconds")
+        self.check("promote_knob", self.promote_knob >= 0, "a non-negative number")
 
 
 @POLICIES.register("tiresias")
@@ -273,6 +288,51 @@ class Tiresias(BasePolicy):
                          float(self.config.promote_knob), jobs.executed_s, self.exec_base, self.pend_base, waited,
                          self._placed)
         return float(t) if np.isfinite(t) and t > now else None
+
+
+@dataclass(frozen=True)
+class TiresiasPolluxConfig(TiresiasConfig):
+    """Tiresias with the parameters of the Pollux OSDI'21 simulator (also the Ares artifact's):
+    two queues split at 16 GPU-hours of attained service, no starvation promotion, no
+    skew-aware consolidation, and decisions only at 60-s rounds (arrivals, completions and
+    demotions wait for the next round)."""
+
+    reference: ClassVar[str] = ("Gu et al., \"Tiresias\", NSDI'19, as run by the Pollux OSDI'21 simulator "
+                                "(petuum/adaptdl osdi21-artifact, simulator/tiresias.py)")
+
+    thresholds_gpu_s: tuple[float, ...] = param(
+        (57600.0,), "attained-service thresholds between queues (ascending); K = len + 1 queues",
+        source="Pollux simulator: _queue_threshold = 3600 * 16 (tiresias.py:8)")
+    promote_knob: float = param(
+        0.0, "starvation guard (0 disables)", unit="× executed time",
+        source="Pollux simulator: _solve_starvation = 0 (tiresias.py:9)")
+    skew_models: tuple[str, ...] = param(
+        (), "model-name patterns whose jobs need consolidated placement",
+        source="the Pollux simulator has no skew-aware placement")
+    interval_s: float | None = param(
+        60.0, "time between rounds, the only decision points", source="Pollux simulator --interval default 60")
+
+
+@POLICIES.register("tiresias-pollux")
+class TiresiasPollux(Tiresias):
+    """Tiresias as the Pollux OSDI'21 simulator runs it: 2 queues, 16 GPU-h threshold, no promotion, 60-s rounds only.
+
+    A preset of `tiresias` (same mechanism, different defaults): thresholds (57600 GPU-s),
+    `promote_knob=0`, no skewed models, and decisions only at the 60-s rounds — arrivals,
+    completions and demotions wait for the next round as in the peer, so the exact demotion
+    wake-ups are dropped.
+    """
+
+    name = "tiresias-pollux"
+    Config = TiresiasPolluxConfig
+
+    def __init__(self, config: TiresiasPolluxConfig) -> None:
+        super().__init__(config)
+        self.event_driven = False
+
+    def decide(self, view: ClusterView, now: float) -> Decision:
+        d = super().decide(view, now)
+        return dataclasses.replace(d, wake_at=None) if d.wake_at is not None else d
 
 
 def _aligned(shape: tuple[int, int], dtype) -> np.ndarray:

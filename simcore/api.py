@@ -111,6 +111,20 @@ class Allocation:
 
 
 @dataclass(frozen=True)
+class ProgressEvent:
+    """A job reached a point of its training the policy asked to hear about (see `Policy`).
+
+    `kind` is `"epoch"` (job `job` finished epoch number `value`, 1-based) or `"milestone"`
+    (its progress reached the declared fraction `value`). Delivered in
+    `ClusterView.progress_events` of the policy call at that instant.
+    """
+
+    job: int
+    kind: str
+    value: float
+
+
+@dataclass(frozen=True)
 class Decision:
     """The complete desired running set after a policy call.
 
@@ -154,6 +168,9 @@ class ClusterView:
     #: (additive) the engine accepts `Decision(changes_only=True)`; otherwise a decision must
     #: list the complete running set
     accepts_changes: bool = False
+    #: (additive) the epoch ends and milestones reached at this instant, in job order, when
+    #: the policy declared `wants_epoch_events` / `milestones`; empty otherwise
+    progress_events: tuple[ProgressEvent, ...] = ()
 
     def active(self) -> np.ndarray:
         """Indices of submitted, unfinished jobs (queued, running or restarting), ascending."""
@@ -209,6 +226,12 @@ class Policy(Protocol):
       on 3,000 Philly jobs with identical decisions), and over a long run such a difference
       can tip a tie and the runs diverge the way two seeds do (full Philly, Tiresias: mean
       JCT +0.07 %, p99 −0.08 %, worst FTF −11 %, 32 % fewer policy calls).
+    - `wants_epoch_events` (default False): call the policy when a job finishes an epoch of
+      its training run (jobs whose epochs are known: `epochs` in the trace, a training run, or
+      a pollux-sia application under `--progress goodput`) — Pollux's agents re-fit at epoch
+      ends. The instant is computed exactly from the job's rate, never stepped.
+    - `milestones` (default empty): fractions in (0, 1) of a job's work at which to call the
+      policy (ONES's deployment gate). Like epoch ends, each is one `ProgressEvent`.
     """
 
     name: ClassVar[str]

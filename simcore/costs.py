@@ -29,7 +29,7 @@ from cosim.errors import UnknownNameError
 #: Ares (paper, testbed-measured) stop-and-relaunch seconds per canonical model.
 ARES_PER_MODEL_RESTART_S: Mapping[str, float] = {
     "resnet50": 4.0,
-    "resnet18": 8.0,
+    "resnet18_cifar": 8.0,
     "yolov3": 4.0,
     "bert_base": 73.0,
     "deepspeech2": 1.0,

@@ -6,6 +6,13 @@ completion is computed, never stepped (one numba call, `kernels.step`, finds the
 instant and advances every job to it). Events (arrivals, restart ends, capacity changes,
 policy wake-ups and rounds) live in one `EventQueue`.
 
+Progress marks: a job may have to stop at a progress below 1 — the end of an epoch, where
+the Pollux efficiency of its batch changes (`simcore.goodput`, `--progress goodput`), or a
+point the policy asked to hear about (`Policy.wants_epoch_events`, `Policy.milestones`).
+Each job's next one is `JobTable.mark` (1 when there is none), and the same kernel that finds
+the next completion finds the first mark reached: an exact instant, no stepping, and no
+Python work per event for jobs without marks (their mark is 1).
+
 Per-event cost follows what changed, not the trace or the running set: all events of one
 instant are accepted before a single policy call (simultaneous arrivals → one call); the
 active and held sets are rebuilt once per call, in one kernel (`kernels.view_sets`), and
@@ -33,6 +40,7 @@ from simcore import kernels
 from simcore.api import Allocation, ClusterView, Decision, JobState, NEED_DURATION_ORACLE
 from simcore.costs import ChangeCosts
 from simcore.events import Event, EventQueue, Priority
+from simcore.marks import ProgressMarks
 from simcore.perf import Phases, PerfModel
 from simcore.rates import RateBook
 from simcore.state import ClusterState, JobTable
@@ -109,9 +117,11 @@ class Engine:
         efficiency: StatEfficiency | None = None,
         options: EngineOptions | None = None,
         on_progress: Callable[[float, int, int], None] | None = None,
+        goodput: Any = None,
     ) -> None:
         self.jobs, self.cluster, self.perf, self.policy, self.costs = jobs, cluster, perf, policy, costs
-        self.eff = efficiency or ConstantEfficiency()
+        self.eff = efficiency or goodput or ConstantEfficiency()
+        self.goodput = goodput  # simcore.goodput.GoodputModel (epoch ends refresh efficiency) or None
         self.opt = options or EngineOptions()
         self.on_progress = on_progress
         self.name = str(getattr(policy, "name", type(policy).__name__))
@@ -167,6 +177,7 @@ class Engine:
             {k: [] for k in ("time_s", "job_id", "action", "num_gpus", "gpus", "batch_size", "cost_s")}
             if self.opt.record_decisions else None)
         self._last_obs: tuple | None = None
+        self.marks = ProgressMarks(jobs, policy, self.name, goodput, self.eff)  # epoch ends, milestones
         for ch in sorted(capacity_changes, key=lambda c: (c.time_s, c.node, c.online)):
             self._push(Event(ch.time_s, _CAPACITY, node=ch.node, online=ch.online))
         self._push_next_arrival()
@@ -176,11 +187,13 @@ class Engine:
         t0 = _time.perf_counter()
         stuck = False
         while self._unfinished > 0:
-            t, done = self._step()  # the next instant; every held job advanced to it
+            t, done, hit = self._step()  # the next instant; every held job advanced to it
             if not math.isfinite(t):
                 stuck = True  # nothing running, nothing pending: remaining jobs can never start
                 break
             call = self._accept(t, done)  # completions, restart ends, arrivals, capacity, wakes, rounds
+            if hit.shape[0]:
+                call = self.marks.reached(hit) or call  # epoch ends, milestones
             if call:
                 decision = self._decide(t)  # the policy, with its name and the time on failure
                 checked = validate_decision(decision, self.jobs, self.cluster, self.perf, self._alloc_t,
@@ -244,14 +257,15 @@ class Engine:
         self._held_n = n
         self._running_arr = None
 
-    def _step(self) -> tuple[float, np.ndarray]:
-        """The next instant (first completion or queued event), with every job holding GPUs
-        advanced to it; the RUNNING ones done then, ascending (`kernels.step`)."""
+    def _step(self) -> tuple[float, np.ndarray, np.ndarray]:
+        """The next instant (first completion, progress mark or queued event), with every job
+        holding GPUs advanced to it; the RUNNING ones done then and those at a mark, each
+        ascending (`kernels.step`)."""
         j = self.jobs
         now = self.now
-        t, done = kernels.step(self._held, self._held_n, now, self.queue.peek_time(), self.opt.completion_tol_s,
-                               j.state, j.rate, j.progress, j.alloc_count, j.attained_gpu_s, j.executed_s,
-                               j.restart_s, j.exposed_frac, j.exposed_comm_s)
+        t, done, hit = kernels.step(self._held, self._held_n, now, self.queue.peek_time(), self.opt.completion_tol_s,
+                                    j.state, j.rate, j.progress, j.mark, j.alloc_count, j.attained_gpu_s,
+                                    j.executed_s, j.restart_s, j.exposed_frac, j.exposed_comm_s)
         if t < now:
             raise AssertionError(f"time went backwards: {now} → {t}")
         if math.isfinite(t):
@@ -260,7 +274,7 @@ class Engine:
                 self._online_gpu_s += self._online * dt
                 self._busy_gpu_s += self._busy * dt
             self.now = t
-        return t, done
+        return t, done, hit
 
     # ---- accept ---------------------------------------------------------------------
     def _push(self, ev: Event) -> None:
@@ -351,6 +365,8 @@ class Engine:
         jobs.end_time[j] = t
         jobs.rate[j] = 0.0
         jobs.version[j] += 1
+        if self.marks.bounds:
+            self.marks.completed(j)
         self._drop_buf[self._drop_n] = j
         self._drop_n += 1
         self._active_n -= 1
@@ -376,10 +392,12 @@ class Engine:
         if self._needs_oracle:
             j = self.jobs
             j.remaining_s[active] = (1.0 - j.progress[active]) * j.work_iters[active] * j.ref_iter_s[active]
+        events = self.marks.take_events()
         view = ClusterView(now=t, jobs=self._jobs_view, cluster=self._cluster_view,
                            iteration_time=self._what_if, allocation_of=self._allocation_of,
                            active_jobs=active, current=self._current_ro,
-                           running_jobs=running, accepts_changes=self.opt.accept_changes)
+                           running_jobs=running, accepts_changes=self.opt.accept_changes,
+                           progress_events=events)
         if self.opt.check_invariants:
             s = self.jobs.state
             want = np.flatnonzero((s == _RUNNING) | (s == _RESTARTING))
@@ -453,8 +471,13 @@ class Engine:
         if batch != jobs.batch_size.item(j):
             jobs.batch_size[j] = batch
         mode = jobs.work_mode.item(j)
-        jobs.gain[j] = 1.0 if mode in _UNIT_GAIN else work_gain(mode, batch, jobs.global_batch.item(j), self.eff, j,
-                                                                jobs.progress.item(j))
+        if mode in _UNIT_GAIN:
+            jobs.gain[j] = 1.0
+        else:
+            ref = jobs.global_batch.item(j)
+            g = work_gain(mode, batch, ref, self.eff, j, jobs.progress.item(j))
+            jobs.gain[j] = g
+            jobs.stat_eff[j] = g * ref / batch
         self._hold(j, gpus, plan.alloc)
         jobs.last_start[j] = t
         version = jobs.version.item(j) + 1

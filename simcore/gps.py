@@ -18,6 +18,20 @@ jobs that can never finish are NaN.
 Event-exact: between arrivals, completions and capacity changes shares are constant; the
 next completion is computed. Numba, O(distinct demands + log jobs) per event (per-class
 virtual clocks).
+
+The papers differ in their reference, so it is a named option of the run
+(`RunConfig.ftf_reference`, `FTF_REFERENCES`):
+
+- `gps` — the fluid GPS above, each job capped at its requested GPUs (Ares);
+- `gps-capped` — the same water-filling, each job capped at its *maximum* GPUs (elastic
+  jobs, Pollux/Sia-style), speed linear in GPUs (a job on `x` GPUs runs `x / n_j` times its
+  speed at its requested `n_j`: the fluid ideal of perfect scaling);
+- `hetero-1-over-n` — each job alone on `1/N` of every GPU type, `N` the jobs active in the
+  reference itself (Themis/Gavel/Sia finish-time fairness on heterogeneous clusters): job j
+  takes up to `n_j` GPUs from its shares `C_k / N`, fastest type first, and runs at
+  `Σ_k x_k · s_jk / n_j` of its reference speed, `s_jk` its speed on type k relative to the
+  reference placement's (1 on a one-type cluster). Share left by a job is *not* handed to
+  others (unlike GPS): that is the 1/N isolation the definition asks for.
 """
 
 from __future__ import annotations
@@ -202,3 +216,138 @@ def capacity_steps(changes, node_num_gpus: np.ndarray) -> tuple[np.ndarray, np.n
             times.append(float(t))
             caps.append(total)
     return np.asarray(times, np.float64), np.asarray(caps, np.float64)
+
+
+#: Values of `RunConfig.ftf_reference`.
+FTF_REFERENCES = ("gps", "gps-capped", "hetero-1-over-n")
+
+
+@njit(cache=True)
+def one_over_n_completion(submit, demand, solo_s, speed, order, cap_t, cap_v):  # pragma: no cover - compiled
+    """Completion times (jobs sorted by `submit`) when each of the N active jobs runs alone on
+    `cap_v[i, k] / N` GPUs of every type k (capacity step i from `cap_t[i]`).
+
+    `speed[j, k]`: job j's speed on type k relative to its `solo_s` speed (0: cannot run
+    there); `order[j]`: its types, fastest first. Event-exact: rates change only at
+    arrivals, completions and capacity changes; O(active × types) per event.
+    """
+    n = submit.shape[0]
+    nt = speed.shape[1]
+    done = np.full(n, np.nan)
+    left = np.ones(n)  # fraction of the job still to run
+    act = np.empty(n, np.int64)
+    na = 0
+    rate = np.zeros(n)
+    nxt = 0
+    t = 0.0
+    ci = 0
+    ncap = cap_t.shape[0]
+    while nxt < n or na > 0:
+        if na == 0:
+            t = max(t, submit[nxt])
+        while ci + 1 < ncap and cap_t[ci + 1] <= t:
+            ci += 1
+        while nxt < n and submit[nxt] <= t:
+            if solo_s[nxt] > 0.0 and solo_s[nxt] < np.inf and demand[nxt] > 0:
+                act[na] = nxt
+                na += 1
+            elif solo_s[nxt] == 0.0:
+                done[nxt] = submit[nxt]
+            nxt += 1
+        if na == 0:
+            continue
+        dt = np.inf
+        for i in range(na):
+            j = act[i]
+            want = demand[j]
+            r = 0.0
+            for q in range(nt):
+                k = order[j, q]
+                if speed[j, k] <= 0.0 or want <= 0.0:
+                    continue
+                x = min(cap_v[ci, k] / na, want)
+                r += x * speed[j, k]
+                want -= x
+            rate[j] = r / demand[j] / solo_s[j]  # fraction of the job per second
+            if rate[j] > 0.0:
+                d = left[j] / rate[j]
+                if d < dt:
+                    dt = d
+        t_next = submit[nxt] if nxt < n else np.inf
+        if ci + 1 < ncap and cap_t[ci + 1] < t_next:
+            t_next = cap_t[ci + 1]
+        if t + dt > t_next:
+            dt = t_next - t
+        if not dt < np.inf:
+            break
+        t += dt
+        i = 0
+        while i < na:
+            j = act[i]
+            left[j] -= rate[j] * dt
+            if left[j] <= 1e-12 or (rate[j] > 0.0 and left[j] / rate[j] <= 1e-9 * solo_s[j]):
+                done[j] = t
+                na -= 1
+                act[i] = act[na]
+            else:
+                i += 1
+    return done
+
+
+def capacity_steps_by_type(changes, node_num_gpus: np.ndarray, node_type: np.ndarray,
+                           num_types: int) -> tuple[np.ndarray, np.ndarray]:
+    """(times, GPUs online of each type from then on [steps, types]), starting from the whole
+    cluster at −inf, of `(time_s, node, online)` changes in the engine's order."""
+    node_type = np.asarray(node_type, np.int64)
+    online = np.ones(node_num_gpus.shape[0], bool)
+    cur = np.bincount(node_type, weights=node_num_gpus, minlength=num_types).astype(np.float64)
+    times, caps = [-np.inf], [cur.copy()]
+    for t, node, on in sorted(changes, key=lambda c: (c[0], c[1], c[2])):
+        if online[node] != on:
+            cur[node_type[node]] += float(node_num_gpus[node]) * (1 if on else -1)
+            online[node] = on
+        if times[-1] == t:
+            caps[-1] = cur.copy()
+        else:
+            times.append(float(t))
+            caps.append(cur.copy())
+    return np.asarray(times, np.float64), np.vstack(caps)
+
+
+def ftf_reference_jct(name: str, submit_s: np.ndarray, num_gpus: np.ndarray, max_gpus: np.ndarray,
+                      solo_s: np.ndarray, node_num_gpus: np.ndarray, node_type: np.ndarray,
+                      type_speed: np.ndarray | None = None, changes=()) -> np.ndarray:
+    """Reference JCT per job (NaN where skipped) under the named reference (`FTF_REFERENCES`).
+
+    `solo_s[j]`: job j alone at its requested `num_gpus[j]` on the reference placement;
+    `type_speed[j, k]`: its speed on type k relative to that (None: 1 on every type, 0 for
+    none); `changes`: capacity changes `(time_s, node, online)`.
+    """
+    from cosim.errors import InputError
+
+    node_num_gpus = np.asarray(node_num_gpus)
+    total = float(node_num_gpus.sum())
+    demand = np.asarray(num_gpus, np.float64)
+    if name == "gps":
+        return gps_jct(submit_s, demand, solo_s, total, capacity_steps(changes, node_num_gpus) if changes else None)
+    if name == "gps-capped":
+        cap = np.maximum(np.asarray(max_gpus, np.float64), demand)
+        return gps_jct(submit_s, cap, np.asarray(solo_s, np.float64) * demand / cap, total,
+                       capacity_steps(changes, node_num_gpus) if changes else None)
+    if name == "hetero-1-over-n":
+        nt = int(np.max(node_type)) + 1 if len(node_type) else 1
+        if type_speed is None:
+            type_speed = np.ones((submit_s.shape[0], nt))
+        type_speed = np.ascontiguousarray(type_speed, np.float64)
+        cap_t, cap_v = capacity_steps_by_type(changes, node_num_gpus, node_type, type_speed.shape[1])
+        order = np.argsort(submit_s, kind="stable")
+        sub = np.ascontiguousarray(submit_s[order], np.float64)
+        sp = type_speed[order]
+        ordk = np.ascontiguousarray(np.argsort(-sp, axis=1, kind="stable"), np.int64)
+        done = one_over_n_completion(sub, np.ascontiguousarray(demand[order]),
+                                     np.ascontiguousarray(np.asarray(solo_s, np.float64)[order]), sp, ordk,
+                                     cap_t, np.ascontiguousarray(cap_v))
+        out = np.full(submit_s.shape[0], np.nan)
+        out[order] = done - sub
+        return out
+    raise InputError.at(field="ftf_reference", expected=", ".join(FTF_REFERENCES), got=name)

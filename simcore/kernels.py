@@ -20,29 +20,36 @@ RESTARTING = 3
 
 
 @njit(cache=True)
-def step(held, n, now, t_event, tol_s, state, rate, progress, alloc_count, attained_gpu_s, executed_s,
+def step(held, n, now, t_event, tol_s, state, rate, progress, mark, alloc_count, attained_gpu_s, executed_s,
          restart_s, exposed_frac, exposed_comm_s):  # pragma: no cover - compiled
-    """One step of simulated time, in one call: the next instant `t` (the first completion
-    among the `n` jobs `held[:n]`, or the next queued event at `t_event`, whichever is
-    first), every held job advanced to it, and, ascending, the RUNNING jobs done at `t`.
+    """One step of simulated time, in one call: the next instant `t` (the first instant a job
+    among the `n` jobs `held[:n]` reaches its progress mark, or the next queued event at
+    `t_event`, whichever is first), every held job advanced to it, and, ascending, the
+    RUNNING jobs done at `t` and those that reached a mark below 1.
 
-    Returns `(t, done)`; `t = inf` (nothing advanced) when nothing runs and nothing is
-    queued, and `t < now` (nothing advanced) only on a queue bug the caller reports.
-    RUNNING jobs gain `rate * dt` progress (capped at 1), GPU-seconds and exposed
+    `mark[j]` is the next progress at which job j's state changes: 1 (done) for most jobs,
+    or an epoch end / progress milestone (`simcore.engine`) — the engine refreshes the job's
+    efficiency or calls the policy there. With every mark at 1 this is the plain completion
+    step, to the bit.
+
+    Returns `(t, done, marked)`; `t = inf` (nothing advanced) when nothing runs and nothing
+    is queued, and `t < now` (nothing advanced) only on a queue bug the caller reports.
+    RUNNING jobs gain `rate * dt` progress (capped at their mark), GPU-seconds and exposed
     communication; RESTARTING jobs hold GPUs without progress (time counted in
-    `restart_s`). A RUNNING job is done when it has no work left or would finish within
-    `tol_s` seconds (rounding of simultaneous completions); its progress is snapped to 1.
+    `restart_s`). A RUNNING job reaches its mark when it has no progress left to it or would
+    reach it within `tol_s` seconds (rounding of simultaneous events); its progress is
+    snapped to the mark.
     """
     best = np.inf
     for k in range(n):
         j = held[k]
         if state[j] == RUNNING and rate[j] > 0.0:
-            x = (1.0 - progress[j]) / rate[j]
+            x = (mark[j] - progress[j]) / rate[j]
             if x < best:
                 best = x
     t = min(t_event, now + best)
     if not np.isfinite(t) or t < now:
-        return t, np.empty(0, np.int64)
+        return t, np.empty(0, np.int64), np.empty(0, np.int64)
     dt = t - now
     if dt > 0.0:
         for k in range(n):
@@ -50,7 +57,8 @@ def step(held, n, now, t_event, tol_s, state, rate, progress, alloc_count, attai
             s = state[j]
             if s == RUNNING:
                 p = progress[j] + rate[j] * dt
-                progress[j] = p if p < 1.0 else 1.0
+                m = mark[j]
+                progress[j] = p if p < m else m
                 attained_gpu_s[j] += alloc_count[j] * dt
                 executed_s[j] += dt
                 exposed_comm_s[j] += exposed_frac[j] * dt
@@ -59,16 +67,23 @@ def step(held, n, now, t_event, tol_s, state, rate, progress, alloc_count, attai
                 executed_s[j] += dt
                 restart_s[j] += dt
     out = np.empty(n, np.int64)
+    hit = np.empty(n, np.int64)
     m = 0
+    h = 0
     for k in range(n):
         j = held[k]
         if state[j] == RUNNING:
-            left = 1.0 - progress[j]
+            mk = mark[j]
+            left = mk - progress[j]
             if left <= 0.0 or (rate[j] > 0.0 and left / rate[j] <= tol_s) or left <= 1e-12:
-                progress[j] = 1.0
-                out[m] = j
-                m += 1
-    return t, np.sort(out[:m])
+                progress[j] = mk
+                if mk >= 1.0:
+                    out[m] = j
+                    m += 1
+                else:
+                    hit[h] = j
+                    h += 1
+    return t, np.sort(out[:m]), np.sort(hit[:h])
 
 
 @njit(cache=True)

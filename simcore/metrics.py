@@ -2,7 +2,7 @@
 
 Definitions (Ares §7 unless noted): JCT = end − submit; queueing delay = first start −
 submit; waiting = all time queued after submission (re-queueing after preemption
-included); FTF = JCT / JCT under the fluid-GPS reference (`simcore.gps`); unfair fraction =
+included); FTF = JCT / JCT under the run's fair-share reference (`simcore.gps`, fluid GPS by default); unfair fraction =
 share of finished jobs with FTF > 1; starvation = the longest total waiting of any job
 (unfinished jobs count with the waiting they accumulated); GPU utilisation = busy
 GPU-seconds / online GPU-seconds over [0, makespan]. Percentiles use numpy's default
@@ -19,6 +19,9 @@ import pandas as pd
 
 from simcore.api import JobState
 from simcore.engine import EngineResult
+from simcore.work import WORK_MODE_NAMES
+
+_MODE_NAMES = np.array([WORK_MODE_NAMES[k] for k in sorted(WORK_MODE_NAMES)], dtype=object)
 
 FTF_TOLERANCE = 1e-6
 
@@ -34,7 +37,7 @@ def jobs_frame(res: EngineResult, gps_jct_s: np.ndarray) -> pd.DataFrame:
             "job_id": j.job_id.astype(str),
             "model": j.model.astype(str),
             "num_gpus": j.num_gpus,
-            "work_mode": j.work_mode.astype(np.int8),
+            "work_mode": _MODE_NAMES[j.work_mode.astype(np.int64)].astype(str),
             "submit_time_s": j.submit_time,
             "first_start_s": j.first_start,
             "end_time_s": j.end_time,
@@ -48,6 +51,8 @@ def jobs_frame(res: EngineResult, gps_jct_s: np.ndarray) -> pd.DataFrame:
             "num_restarts": j.num_restarts,
             "progress": j.progress,
             "final_batch": j.batch_size,
+            "epochs_done": j.epochs_done,
+            "stat_efficiency": j.stat_eff,
             "gps_jct_s": gps_jct_s,
             "ftf": ftf,
             "finished": finished,
@@ -60,7 +65,10 @@ def _pct(x: np.ndarray, q: float) -> float:
     return float(np.percentile(x, q)) if x.size else float("nan")
 
 
-def summary_row(policy: str, jobs: pd.DataFrame, res: EngineResult) -> dict:
+def summary_row(policy: str, jobs: pd.DataFrame, res: EngineResult, progress: str = "plain",
+                ftf_reference: str = "gps") -> dict:
+    """One summary row; `progress` and `ftf_reference` name the run's progress model and FTF
+    reference (`RunConfig.progress`, `RunConfig.ftf_reference`) so rows say what they measure."""
     fin = jobs[jobs["finished"]]
     jct = fin["jct_s"].to_numpy()
     ftf = fin["ftf"].to_numpy()
@@ -91,6 +99,8 @@ def summary_row(policy: str, jobs: pd.DataFrame, res: EngineResult) -> dict:
         "events": int(res.num_events),
         "policy_calls": int(res.num_policy_calls),
         "end_time_s": float(res.end_time),
+        "progress": progress,
+        "ftf_reference": ftf_reference,
     }
 
 

@@ -7,14 +7,29 @@ type the cluster lacks, asks for more GPUs than the cluster (of its type) ever h
 cannot fit its local batch in GPU memory at its requested size, or has no work (neither
 `total_iterations`, nor `epochs` with `epoch_size`, nor `duration`).
 
-Work modes (see `simcore.work`), first match wins: `total_iterations` → ITERATIONS;
-`epochs` × `epoch_size` samples → CONVERGENCE when the job has a `target_acc` (ONES), else
-SAMPLES; a `duration` → REPLAY, or SAMPLES for elastic jobs (`min_gpus` < `max_gpus`) so
-their GPU count can vary at a fixed global batch; otherwise, with `fixed_epochs=True`, the
-model's fixed-epoch training run of the Pollux/Sia/Ares workloads (`traces.workload.training_runs`,
-the same table `assemble` fills work from)
-→ SAMPLES. Replay work is `duration / t_ref`, where `t_ref` is the solo iteration time at
-the requested count on a consolidated placement.
+Work modes (see `simcore.work`), first match wins:
+
+1. a trace time per iteration (`time_per_iteration`, SenseTime/Dally) → the trace's run time
+   `T = time_per_iteration × total_iterations` (or `duration` without iterations) is replayed:
+   REPLAY (SAMPLES for elastic jobs) with `W = T / t_ref`. The trace's iterations are not
+   replayed at the zoo's step time: the zoo's model of a job is not the job the trace timed
+   (the issue-11 measurement: median 27×, max 2,138× on `sensetime-1april.json`). With a perf
+   backend whose consolidated iteration time is the trace's own (`trace`), `W` is exactly the
+   trace's iteration count; with any backend, the job alone on the placement its trace implies
+   (its requested GPUs, consolidated) takes `T`, and a worse placement costs more.
+2. `total_iterations` → ITERATIONS;
+3. `epochs` × `epoch_size` samples → CONVERGENCE when the job has a `target_acc` (ONES), else
+   SAMPLES;
+4. a `duration` → REPLAY, or SAMPLES for elastic jobs (`min_gpus` < `max_gpus`) so their GPU
+   count can vary at a fixed global batch, with `W = duration / t_ref`;
+5. otherwise, with `fixed_epochs=True`, the model's fixed-epoch training run of the
+   Pollux/Sia/Ares workloads (`traces.workload.training_runs`, the same table `assemble` fills
+   work from) → SAMPLES.
+
+`t_ref` is the solo iteration time at the requested count on a consolidated placement, so
+replaying a job alone on that placement reproduces its trace time (`tests/simcore/test_replay.py`
+checks Philly, Helios and SenseTime). A `precision` column (fp32 | amp | bf16) selects the
+model's precision variant in the zoo (`calibration.zoo.with_precision`).
 """
 
 from __future__ import annotations
@@ -44,23 +59,33 @@ class InvalidJob:
 
 
 def canonical_models(df: pd.DataFrame, zoo) -> tuple[pd.DataFrame, list[InvalidJob]]:
-    """Resolve model names through the zoo (aliases → canonical); unknown ones are invalid."""
+    """Resolve model names through the zoo (aliases → canonical); unknown ones are invalid.
+
+    A `precision` column (fp32 | amp | bf16; null = fp32) names the model's precision variant
+    (``resnet50@amp``, `calibration.zoo.with_precision`): its compute time, activation memory
+    and name follow the precision; an unknown precision makes the job invalid."""
     bad: list[InvalidJob] = []
-    cache: dict[str, str | None] = {}
+    cache: dict[tuple, str | None] = {}
     out = []
-    for i, (jid, name) in enumerate(zip(df["job_id"].astype(str), df["model"])):
+    precs = df["precision"].to_numpy(dtype=object) if "precision" in df.columns else np.full(len(df), None)
+    with_precision = getattr(zoo, "with_precision", None)
+    for i, (jid, name, prec) in enumerate(zip(df["job_id"].astype(str), df["model"], precs)):
         if not isinstance(name, str) or not name:
             bad.append(InvalidJob(jid, "no model", i))
             out.append("")
             continue
-        if name not in cache:
+        prec = None if _nan(prec) or (isinstance(prec, str) and not prec.strip()) else str(prec)
+        key = (name, prec)
+        if key not in cache:
             try:
-                cache[name] = zoo.resolve(name)
+                cache[key] = zoo.resolve(name) if prec is None or with_precision is None \
+                    else with_precision(name, prec)
             except CosimError:
-                cache[name] = None
-        c = cache[name]
+                cache[key] = None
+        c = cache[key]
         if c is None:
-            bad.append(InvalidJob(jid, f"unknown model '{name}'", i))
+            what = f"unknown model '{name}'" + ("" if prec is None else f" or precision '{prec}'")
+            bad.append(InvalidJob(jid, what, i))
             out.append(name)
         else:
             out.append(c)
@@ -90,6 +115,7 @@ def build_jobs(df: pd.DataFrame, perf: PerfModel, zoo, fixed_epochs: bool = True
     total = int(perf.gpu_type.shape[0])
     get = lambda c: df[c].to_numpy() if c in df.columns else np.full(n, np.nan)  # noqa: E731
     iters, epochs, epoch_size, target = get("total_iterations"), get("epochs"), get("epoch_size"), get("target_acc")
+    tpi = static["trace_iter_s"]
     for i in range(n):
         jid = static["job_id"][i]
         if i in bad_idx:
@@ -116,7 +142,8 @@ def build_jobs(df: pd.DataFrame, perf: PerfModel, zoo, fixed_epochs: bool = True
                 reason = f"local batch {math.ceil(gb[i] / num)} of {model} does not fit GPU memory"
             else:
                 static["ref_iter_s"][i] = t_ref
-                reason = _assign_work(static, i, iters[i], epochs[i], epoch_size[i], target[i], t_ref, runs)
+                reason = _assign_work(static, i, iters[i], epochs[i], epoch_size[i], target[i], t_ref, runs,
+                                      tpi[i])
         if reason is not None:
             bad.append(InvalidJob(jid, reason, i))
             bad_idx.add(i)
@@ -131,16 +158,31 @@ def _nan(x) -> bool:
     return x is None or (isinstance(x, float) and math.isnan(x)) or x is pd.NA
 
 
+def trace_time_s(iters, tpi, duration) -> float:
+    """The run time a row's trace records: `tpi × iterations` where the trace times its
+    iterations (SenseTime: equal to its `duration` to 0.7 % in every shared file), else its
+    `duration`; NaN when it has neither."""
+    if not _nan(tpi) and float(tpi) > 0 and not _nan(iters) and float(iters) > 0:
+        return float(tpi) * float(iters)
+    if not _nan(duration) and float(duration) > 0:
+        return float(duration)
+    return math.nan
+
+
 def _assign_work(static: dict, i: int, iters, epochs, epoch_size, target, t_ref: float,
-                 runs: dict) -> str | None:
+                 runs: dict, tpi=math.nan) -> str | None:
     b = float(static["global_batch"][i])
-    if not _nan(iters) and float(iters) > 0:
+    elastic = static["min_gpus"][i] < static["max_gpus"][i]
+    t_trace = trace_time_s(iters, tpi, static["duration"][i]) if not _nan(tpi) and float(tpi) > 0 else math.nan
+    if not math.isnan(t_trace):
+        static["work_mode"][i] = WorkMode.SAMPLES if elastic else WorkMode.REPLAY
+        static["work_iters"][i] = t_trace / t_ref
+    elif not _nan(iters) and float(iters) > 0:
         static["work_mode"][i], static["work_iters"][i] = WorkMode.ITERATIONS, float(iters)
     elif not _nan(epochs) and not _nan(epoch_size) and float(epochs) * float(epoch_size) > 0:
         mode = WorkMode.CONVERGENCE if not _nan(target) else WorkMode.SAMPLES
         static["work_mode"][i], static["work_iters"][i] = mode, float(epochs) * float(epoch_size) / b
     elif not _nan(static["duration"][i]) and static["duration"][i] > 0:
-        elastic = static["min_gpus"][i] < static["max_gpus"][i]
         static["work_mode"][i] = WorkMode.SAMPLES if elastic else WorkMode.REPLAY
         static["work_iters"][i] = float(static["duration"][i]) / t_ref
     elif (run := runs.get(str(static["model"][i]).lower())) is not None:

@@ -13,7 +13,8 @@ metadata):
 
 The packages behind the run (trace loading, topology, zoo, comm model, contention solver,
 policy factory) come in a `Backends`; `real_backends()` wires the project's packages, tests
-pass fakes.
+pass fakes. The policy registry is injected (`set_policy_factory`) by the layer above: simcore
+imports no policy.
 """
 
 from __future__ import annotations
@@ -34,11 +35,14 @@ from cosim.atomic import write_parquet, write_text
 from cosim.errors import InputError
 from simcore.costs import resolve_costs
 from simcore.engine import CapacityChange, Engine, EngineOptions
-from simcore.gps import capacity_steps, gps_jct
+from simcore.goodput import PROGRESS_OPTIONS, assign_goodput, fill_run_epochs
+from simcore.gps import FTF_REFERENCES, ftf_reference_jct
 from simcore.metrics import decisions_frame, jobs_frame, summary_row, timeline_frame
 from simcore.perf import PerfModel
-from simcore.prepare import build_jobs, describe_invalid
+from simcore.perf_backends import check_perf, make_perf, table_gaps
+from simcore.prepare import InvalidJob, build_jobs, describe_invalid
 from simcore.state import ClusterState, JobTable
+from simcore.work import WorkMode
 
 log = logging.getLogger(__name__)
 
@@ -71,6 +75,12 @@ class RunConfig:
     capacity_changes: tuple[tuple[float, int, bool], ...] = ()  # (time_s, node, online)
     allow_accumulation: bool = True
     fixed_epochs: bool = True  # jobs without work info train their model's fixed epochs (Pollux/Sia sets)
+    perf: str = "network"  # iteration-time backend (simcore.perf_backends.PERF_BACKENDS)
+    #: "plain" (progress in iterations/samples as the job's work mode says) or "goodput"
+    #: (Pollux: jobs of pollux-sia applications count efficiency-weighted epochs, `simcore.goodput`)
+    progress: str = "plain"
+    #: the FTF reference (`simcore.gps.FTF_REFERENCES`): "gps", "gps-capped", "hetero-1-over-n"
+    ftf_reference: str = "gps"
 
     def to_dict(self) -> dict:
         d = asdict(self)
@@ -120,6 +130,17 @@ def run(config: RunConfig, out_dir: Path | None, progress: bool = False, backend
             from cosim.errors import UnknownNameError
 
             raise UnknownNameError("policy", name, be.policy_names())
+    extra = sorted(set(config.policy_params) - set(config.policies))
+    if extra:
+        raise InputError.at(detail=f"parameters given for policy '{extra[0]}', which this run does not simulate "
+                                   f"(policies: {', '.join(config.policies)})")
+    for name in config.policies:  # bad parameters fail before any work too (a policy is cheap to build)
+        be.make_policy(name, dict(config.policy_params.get(name, {})))
+    if config.progress not in PROGRESS_OPTIONS:
+        raise InputError.at(field="progress", expected=" or ".join(PROGRESS_OPTIONS), got=config.progress)
+    if config.ftf_reference not in FTF_REFERENCES:
+        raise InputError.at(field="ftf_reference", expected=", ".join(FTF_REFERENCES), got=config.ftf_reference)
+    check_perf(config.perf)
     out = Path(out_dir) if out_dir is not None else None
     if out is not None:
         (out / "summary.parquet").unlink(missing_ok=True)  # a stale summary must not mark this run complete
@@ -127,11 +148,18 @@ def run(config: RunConfig, out_dir: Path | None, progress: bool = False, backend
     perf = build_perf(topo, be, config)
     df = be.load_trace(config)
     base, invalid = build_jobs(df, perf, be.zoo, fixed_epochs=config.fixed_epochs)
+    invalid = _backend_gaps(config.perf, table_gaps(perf, base), base, invalid)
     if invalid and not config.skip_invalid:
         raise InputError(describe_invalid(invalid))
     for b in invalid:
         log.warning("skipping job %s: %s", b.job_id, b.reason)
+    if config.fixed_epochs:
+        fill_run_epochs(base)
+    gp = assign_goodput(base, config.progress)
     solo = base.work_iters * base.ref_iter_s
+    if gp is not None:  # epochs at the trace's batch, each at its efficiency
+        for j in np.flatnonzero(base.work_mode == WorkMode.EPOCHS).tolist():
+            solo[j] = gp.solo_iters(j, int(base.global_batch[j])) * base.ref_iter_s[j]
     caps = [CapacityChange(float(t), int(n), bool(o)) for t, n, o in config.capacity_changes]
     node_gpus = np.asarray(topo.node_num_gpus)
     for c in caps:
@@ -139,10 +167,11 @@ def run(config: RunConfig, out_dir: Path | None, progress: bool = False, backend
             raise InputError.at(field="capacity_changes", expected=f"node indices below {node_gpus.shape[0]}",
                                 got=c.node)
     costs = resolve_costs(config.costs)
-    gps = gps_jct(base.submit_time, base.num_gpus.astype(np.float64), solo,
-                  float(ClusterState.from_topology(topo).num_gpus),
-                  capacity_steps([(c.time_s, c.node, c.online) for c in caps], node_gpus) if caps else None)
-    meta = {"config": config.to_dict(), "seed": config.seed, "version": __version__, "perf_source": be.perf_source}
+    gps = ftf_reference_jct(config.ftf_reference, base.submit_time, base.num_gpus, base.max_gpus, solo, node_gpus,
+                            _node_types(topo), _type_speed(base, perf, topo) if config.ftf_reference ==
+                            "hetero-1-over-n" else None, [(c.time_s, c.node, c.online) for c in caps])
+    meta = {"config": config.to_dict(), "seed": config.seed, "version": __version__, "perf_source": be.perf_source,
+            "perf": config.perf}
     rows, jobs_out, tls, decs, walls, pwalls = [], {}, {}, {}, {}, {}
     bar = _Progress(progress, len(config.policies), base.num_jobs)
     try:
@@ -152,7 +181,7 @@ def run(config: RunConfig, out_dir: Path | None, progress: bool = False, backend
             cluster = ClusterState.from_topology(topo)
             engine = Engine(jobs, cluster, perf, policy, costs, caps,
                             options=EngineOptions(record_decisions=config.write_decisions),
-                            on_progress=bar.callback(name))
+                            on_progress=bar.callback(name), goodput=gp)
             t0 = time.perf_counter()
             res = engine.run()
             walls[name] = time.perf_counter() - t0
@@ -162,7 +191,8 @@ def run(config: RunConfig, out_dir: Path | None, progress: bool = False, backend
             dec = decisions_frame(res)
             if dec is not None:
                 decs[name] = dec
-            rows.append(summary_row(name, jf, res))
+            rows.append({"policy": name, "perf": config.perf,
+                         **summary_row(name, jf, res, config.progress, config.ftf_reference)})
             bar.done(name)
             log.info("%s: %d events, %d policy calls, %.2f s", name, res.num_events, res.num_policy_calls, walls[name])
             if out is not None:
@@ -206,6 +236,50 @@ def load_capacity(path: str | Path) -> tuple[tuple[float, int, bool], ...]:
             raise InputError.at(p, row=i + 1, field="time_s/node", expected="non-negative", got=(t, n))
         out.append((t, n, ov in ("1", "true", "1.0")))
     return tuple(out)
+
+
+def _backend_gaps(backend: str, gaps: dict[str, str], jobs: JobTable, invalid: list) -> list:
+    """Jobs the perf backend cannot time (`measured`: no table for their model) become invalid
+    with that reason, replacing a reason `build_jobs` gave them, before anything runs."""
+    if not gaps:
+        return invalid
+    from simcore.api import JobState
+
+    by_index = {b.index: b for b in invalid}
+    for i, jid in enumerate(jobs.job_id):
+        why = gaps.get(str(jid))
+        if why is not None:
+            by_index[i] = InvalidJob(str(jid), f"--perf {backend}: {why}", i)
+            jobs.state[i] = JobState.UNSCHEDULABLE
+    return [by_index[i] for i in sorted(by_index)]
+
+
+def _node_types(topo: Any) -> np.ndarray:
+    """GPU type of each node (its first GPU's)."""
+    return np.asarray(topo.gpu_type, np.int64)[np.asarray(topo.node_first_gpu, np.int64)]
+
+
+def _type_speed(base: JobTable, perf: PerfModel, topo: Any) -> np.ndarray:
+    """Each job's speed on each GPU type relative to its reference (`ref_iter_s`): its solo
+    iteration time at its requested count, consolidated on that type (0 where it cannot
+    run: a required other type, too few GPUs of the type, or memory)."""
+    nt = len(topo.gpu_type_names)
+    out = np.zeros((base.num_jobs, nt))
+    cache: dict[tuple, float] = {}
+    for j in range(base.num_jobs):
+        req, ref = int(base.gpu_type_req[j]), float(base.ref_iter_s[j])
+        if not np.isfinite(ref) or ref <= 0:
+            continue
+        for k in range(nt):
+            if req >= 0 and k != req:
+                continue
+            key = (base.model[j], int(base.num_gpus[j]), int(base.global_batch[j]), k)
+            if key not in cache:
+                place = perf.consolidated_gpus(key[1], k)
+                cache[key] = np.inf if place is None else perf.solo_iter_s(key[0], place, key[2])
+            t = cache[key]
+            out[j, k] = ref / t if np.isfinite(t) and t > 0 else 0.0
+    return out
 
 
 def _fresh(base: JobTable) -> JobTable:
@@ -272,18 +346,59 @@ def load_trace(config: RunConfig) -> pd.DataFrame:
     return workload.assemble(df, config.seed)
 
 
+#: `make(name, params) -> Policy` and `names() -> list[str]`: what the runner needs of a policy registry
+PolicyFactory = tuple[Callable[[str, Mapping[str, Any]], Any], Callable[[], list[str]]]
+_policy_loader: Callable[[], PolicyFactory] | None = None
+
+
+def set_policy_factory(loader: Callable[[], PolicyFactory] | None) -> None:
+    """Install the policy registry `real_backends` uses, as a zero-argument loader returning
+    `(make, names)` and called on use (installing imports nothing).
+
+    simcore imports no policy package (tests/test_import_graph.py): the layer above wires the
+    registry in (`experiments.wiring.install()`, done by `experiments.runner` and the CLI). The
+    loader should be a module-level function so sweeps can ship it to worker processes."""
+    global _policy_loader
+    _policy_loader = loader
+
+
+def policy_factory_loader() -> Callable[[], PolicyFactory] | None:
+    """The installed loader (None when none is): sweeps pass it on to their workers."""
+    return _policy_loader
+
+
+def policy_factory() -> PolicyFactory:
+    if _policy_loader is None:
+        from cosim.errors import CosimError
+
+        raise CosimError("no policy registry installed: run through experiments.runner (or call "
+                         "experiments.wiring.install()), or pass Backends with a policy factory")
+    return _policy_loader()
+
+
 def real_backends(config: RunConfig) -> Backends:
     import netmodel
-    import policies
-    from policies.registry import POLICIES
 
     def topology(cfg: RunConfig) -> Any:
         over = {} if cfg.cluster_nodes is None else {"num_nodes": cfg.cluster_nodes}
         return netmodel.build_topology(netmodel.load_cluster(cfg.cluster, **over))
 
     zoo, comm, solve, source = _perf_packages(config)
-    return Backends(load_trace, topology, zoo, comm, solve,
-                    lambda name, params: policies.make(name, **params), POLICIES.names, source)
+    make_policy, policy_names = policy_factory()
+    return Backends(load_trace, topology, zoo, comm, solve, make_policy, policy_names, source)
+
+
+def perf_backends(config: RunConfig) -> Backends:
+    """The project's perf packages (zoo, comm, contention) without a policy registry: what
+    `build_perf` needs (`cosim validate` and `calibrate fit` build PerfModels only)."""
+    zoo, comm, solve, source = _perf_packages(config)
+
+    def no_policy(name: str, params: Mapping[str, Any]) -> Any:
+        from cosim.errors import CosimError
+
+        raise CosimError("perf_backends has no policy registry")
+
+    return Backends(load_trace, lambda cfg: None, zoo, comm, solve, no_policy, lambda: [], source)
 
 
 def profile_for(config: RunConfig, topo: Any) -> Any:
@@ -322,7 +437,7 @@ def build_perf(topo: Any, be: Backends, config: RunConfig, profile: Any = None) 
     spec = getattr(topo, "spec", None)
     step = None if prof is None else prof.step_for(getattr(spec, "name", ""))
     comm = be.comm(topo, prof.comm, prof.source) if prof is not None and prof.comm else be.comm(topo)
-    return PerfModel(topo, zoo, comm, be.solve, contention=config.contention,
+    return make_perf(config.perf, topo, zoo, comm, be.solve, contention=config.contention,
                      allow_accumulation=config.allow_accumulation, step=step)
 
 

@@ -39,6 +39,9 @@ class JobTable:
     work_mode: np.ndarray  # int8, WorkMode
     work_iters: np.ndarray  # float64, total work W_j in reference iterations
     ref_iter_s: np.ndarray  # float64, solo iteration s at requested count, consolidated
+    trace_iter_s: np.ndarray  # float64, the trace's own s per iteration at its placement (NaN: none)
+    num_epochs: np.ndarray  # float64, epochs of the job's training run (NaN: unknown)
+    app_id: np.ndarray  # int16, pollux-sia application (`simcore.goodput.GoodputModel`), -1 none
     # dynamic
     state: np.ndarray  # int8, JobState
     progress: np.ndarray  # float64 in [0, 1]
@@ -58,6 +61,9 @@ class JobTable:
     num_restarts: np.ndarray  # int32
     version: np.ndarray  # int64, bumped on every allocation change (stale restart events)
     remaining_s: np.ndarray  # float64, oracle: (1 - progress) * W * ref_iter_s
+    mark: np.ndarray  # float64, next progress at which the engine stops (epoch end, milestone; 1 = done)
+    epochs_done: np.ndarray  # int32, epoch boundaries crossed (jobs whose epochs are tracked)
+    stat_eff: np.ndarray  # float64, statistical efficiency now (1 unless EPOCHS/CONVERGENCE)
 
     @property
     def num_jobs(self) -> int:
@@ -87,6 +93,9 @@ class JobTable:
             num_restarts=np.zeros(n, np.int32),
             version=np.zeros(n, np.int64),
             remaining_s=f8(np.nan),
+            mark=f8(1.0),
+            epochs_done=np.zeros(n, np.int32),
+            stat_eff=f8(1.0),
         )
 
     def views(self, oracle: bool) -> JobsView:
@@ -176,6 +185,9 @@ def static_columns(df: pd.DataFrame, type_names: tuple[str, ...]) -> dict[str, n
         work_mode=np.zeros(n, np.int8),
         work_iters=np.full(n, np.nan),
         ref_iter_s=np.full(n, np.nan),
+        trace_iter_s=col("time_per_iteration", np.nan, np.float64),
+        num_epochs=np.array(col("epochs", np.nan, np.float64), np.float64),  # own copy: goodput writes it
+        app_id=np.full(n, -1, np.int16),
     )
 
 

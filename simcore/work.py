@@ -16,9 +16,19 @@ where the per-mode gain is
   fixed global batch (local batch = b / GPUs, with gradient accumulation past the memory
   limit) or change the batch itself;
 - `CONVERGENCE` (d): `gain = (b / b_ref) * E(b) / E(b_ref)` — progress in samples weighted by
-  the statistical efficiency `E` of the batch size (`StatEfficiency`). Pollux's goodput model
-  and ONES's fitted curves plug in here later; `ConstantEfficiency` (E ≡ 1) makes (d)
-  behave like (c).
+  the statistical efficiency `E` of the batch size (`StatEfficiency`), relative to the
+  trace's batch: the job converges after the work it would need at `b_ref`.
+  `ConstantEfficiency` (E ≡ 1) makes (d) behave like (c); `simcore.goodput` supplies
+  Pollux's gradient-noise-scale efficiency.
+- `EPOCHS` (e): `gain = (b / b_ref) * E(b)` with `E` relative to the application's *initial*
+  batch (E(b_0) = 1) — the Pollux simulator's progress: a step at batch `b` gains
+  `(b / b_0) * E(b)` initial-batch steps, and the job is done after the epochs of its
+  dataset measured in those units (`simcore.goodput.AppStats.target`), so `W_j` is that
+  target × `b_0 / b_ref`. A fixed large batch therefore needs more samples than the dataset.
+
+Batch changes in every mode conserve samples: progress gained per iteration is `b / b_ref`
+(times an efficiency in (d), (e)) reference iterations, so the samples still to process
+scale with the new batch (tests/simcore/test_goodput.py, property).
 
 Gains are kept per job in an array refreshed when the batch changes, so the hot loop never
 calls Python.
@@ -35,6 +45,12 @@ class WorkMode(enum.IntEnum):
     ITERATIONS = 1
     SAMPLES = 2
     CONVERGENCE = 3
+    EPOCHS = 4
+
+
+#: `jobs.parquet`'s `work_mode` strings, by `WorkMode` value
+WORK_MODE_NAMES = {WorkMode.REPLAY: "replay", WorkMode.ITERATIONS: "iterations", WorkMode.SAMPLES: "samples",
+                   WorkMode.CONVERGENCE: "convergence", WorkMode.EPOCHS: "epochs"}
 
 
 @runtime_checkable
@@ -63,4 +79,6 @@ def work_gain(mode: int, batch: int, ref_batch: int, eff: StatEfficiency, job: i
     ratio = batch / ref_batch
     if mode == WorkMode.SAMPLES:
         return ratio
+    if mode == WorkMode.EPOCHS:
+        return ratio * eff.efficiency(job, batch, progress)
     return ratio * eff.efficiency(job, batch, progress) / eff.efficiency(job, ref_batch, progress)

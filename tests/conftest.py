@@ -6,6 +6,12 @@ from pathlib import Path
 
 import pytest
 
+from experiments.wiring import install
+
+# simcore's runner takes the policy registry as an injected dependency (simcore imports no policy);
+# tests that call `simcore.runner.run` without Backends get the project's registry, as the CLI does
+install()
+
 REPO = Path(__file__).resolve().parents[1]
 SHARED_DATA = REPO.parent / "shared" / "data"
 

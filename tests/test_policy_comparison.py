@@ -16,7 +16,7 @@ CLUSTER, NODES = "ares-testbed", 16
 
 
 def _run(trace, policies=("fifo", "tiresias")):
-    from simcore.runner import RunConfig, run
+    from experiments.runner import RunConfig, run
 
     res = run(RunConfig(trace=str(trace), cluster=CLUSTER, cluster_nodes=NODES, policies=policies), None)
     return res.summary.set_index("policy")

@@ -24,7 +24,7 @@ JOB_SCHEMA = pa.schema(
         pa.field("submit_time", pa.float64(), nullable=False),  # s from trace start
         pa.field("num_gpus", pa.int32(), nullable=False),  # requested
         pa.field("duration", pa.float64()),  # s the job ran in the trace
-        pa.field("model", pa.string()),  # model-zoo name or alias (e.g. resnet18, cifar10)
+        pa.field("model", pa.string()),  # model-zoo name or alias (e.g. resnet18_cifar, cifar10)
         pa.field("global_batch", pa.int32()),
         pa.field("total_iterations", pa.float64()),
         pa.field("epochs", pa.float64()),
@@ -55,6 +55,7 @@ EXTRA_COLUMNS = pa.schema(
         pa.field("max_lr", pa.float64()),  # ONES
         pa.field("epoch_size", pa.float64()),  # ONES: samples per epoch
         pa.field("size_class", pa.string()),  # Ares S/M/L/XL by GPU-time
+        pa.field("precision", pa.string()),  # fp32 (default, null) | amp | bf16: the job's training precision
     ]
 )
 

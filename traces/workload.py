@@ -6,7 +6,7 @@ it to a model of that class with one of two global batch sizes:
 
 | class | models (Ares Table 2)            | global batch options            |
 |-------|----------------------------------|---------------------------------|
-| S     | resnet18 (CIFAR-10), neumf       | 2048/4096; 16384/32768          |
+| S     | resnet18_cifar, neumf            | 2048/4096; 16384/32768          |
 | M     | bert_base (SQuAD), deepspeech2   | 192/384; 320/640                |
 | L     | yolov3                           | 256/512                         |
 | XL    | resnet50 (ImageNet)              | 6400/12800                      |
@@ -69,7 +69,7 @@ class ModelChoice:
 #: Named size-class → model maps. "ares" is Table 2 of the Ares paper.
 MODEL_MAPS: dict[str, dict[str, tuple[ModelChoice, ...]]] = {
     "ares": {
-        "S": (ModelChoice("resnet18", (2048, 4096)), ModelChoice("neumf", (16384, 32768))),
+        "S": (ModelChoice("resnet18_cifar", (2048, 4096)), ModelChoice("neumf", (16384, 32768))),
         "M": (ModelChoice("bert_base", (192, 384)), ModelChoice("deepspeech2", (320, 640))),
         "L": (ModelChoice("yolov3", (256, 512)),),
         "XL": (ModelChoice("resnet50", (6400, 12800)),),
@@ -77,7 +77,7 @@ MODEL_MAPS: dict[str, dict[str, tuple[ModelChoice, ...]]] = {
 }
 
 #: Source spellings (Pollux/Sia application names) recognised when filling a missing batch only.
-_BATCH_ALIASES = {"cifar10": "resnet18", "imagenet": "resnet50", "bert": "bert_base", "ncf": "neumf"}
+_BATCH_ALIASES = {"cifar10": "resnet18_cifar", "imagenet": "resnet50", "bert": "bert_base", "ncf": "neumf"}
 
 
 @dataclass(frozen=True)
@@ -106,7 +106,7 @@ _RUNS_CACHE: dict[tuple[Path, int], dict[str, TrainingRun]] = {}
 
 
 def training_runs(path: str | Path | None = None) -> dict[str, TrainingRun]:
-    """Training runs by lower-case model name and alias (``cifar10`` and ``resnet18`` → one run).
+    """Training runs by lower-case model name and alias (``cifar10`` and ``resnet18_cifar`` → one run).
 
     `path` defaults to `TRAINING_RUNS_FILE`; a file of the same layout (``{"runs": {model:
     {dataset, samples_per_epoch, epochs, aliases?, source?}}}``) replaces it. Bad files stop

@@ -45,7 +45,7 @@ SUMMARY_COLUMNS = {
     "avg_queueing": ("avg_queueing_s", "queueing_avg_s", "mean_queueing_s", "avg_queueing_delay_s"),
 }
 #: summary columns that are coordinates (possible sweep x-axes), besides param_*
-AXIS_COLUMNS = ("trace", "cluster", "cluster_nodes", "contention", "calibration")
+AXIS_COLUMNS = ("trace", "cluster", "cluster_nodes", "contention", "calibration", "perf")
 
 
 def pick(df: pd.DataFrame, metric: str, table: dict[str, tuple[str, ...]]) -> str | None:

@@ -21,7 +21,7 @@ import multiprocessing
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
-from typing import Any, Iterator, Mapping, Sequence
+from typing import Any, Callable, Iterator, Mapping, Sequence
 
 from cosim.errors import CosimError
 from simcore.sweep.cell import coordinate_row, run_cell
@@ -31,18 +31,20 @@ from simcore.sweep.store import commit_cell
 log = logging.getLogger(__name__)
 
 Work = tuple[Cell, str]
+#: the policy-registry loader the driver installed (`simcore.runner.set_policy_factory`), sent to workers
+Loader = Callable[[], Any] | None
 #: a cell may break the process pool this many times before it is recorded as failed
 MAX_POOL_BREAKS = 2
 
 
 def run_inprocess(work: Sequence[Work], root: Path, runner: str, write_decisions: bool,
-                  metadata: Mapping[str, Any]) -> Iterator[tuple[Cell, dict]]:
+                  metadata: Mapping[str, Any], policy_loader: Loader = None) -> Iterator[tuple[Cell, dict]]:
     for cell, spec in work:
-        yield cell, run_cell(cell, spec, str(root), runner, write_decisions, metadata)
+        yield cell, run_cell(cell, spec, str(root), runner, write_decisions, metadata, policy_loader)
 
 
 def run_local(work: Sequence[Work], root: Path, runner: str, write_decisions: bool, metadata: Mapping[str, Any],
-              workers: int) -> Iterator[tuple[Cell, dict]]:
+              workers: int, policy_loader: Loader = None) -> Iterator[tuple[Cell, dict]]:
     pending = list(work)
     breaks: dict[str, int] = {}
     ctx = multiprocessing.get_context("spawn")
@@ -50,7 +52,8 @@ def run_local(work: Sequence[Work], root: Path, runner: str, write_decisions: bo
         retry: list[Work] = []
         pool = ProcessPoolExecutor(max_workers=workers, mp_context=ctx)
         try:
-            futures = {pool.submit(run_cell, c, s, str(root), runner, write_decisions, dict(metadata)): (c, s)
+            futures = {pool.submit(run_cell, c, s, str(root), runner, write_decisions, dict(metadata),
+                                   policy_loader): (c, s)
                        for c, s in pending}
             not_done = set(futures)
             while not_done:
@@ -89,7 +92,7 @@ def import_ray():
 
 
 def run_ray(work: Sequence[Work], root: Path, runner: str, write_decisions: bool, metadata: Mapping[str, Any],
-            address: str | None, workers: int | None) -> Iterator[tuple[Cell, dict]]:
+            address: str | None, workers: int | None, policy_loader: Loader = None) -> Iterator[tuple[Cell, dict]]:
     """Cells as Ray tasks; joins the cluster at `address`, or reuses/starts a local instance."""
     ray = import_ray()
     if not ray.is_initialized():
@@ -104,7 +107,7 @@ def run_ray(work: Sequence[Work], root: Path, runner: str, write_decisions: bool
             raise CosimError(f"cannot connect to Ray at {address or 'a local instance'}: {exc}") from None
     remote = ray.remote(num_cpus=1, max_retries=1)(run_cell)
     meta = dict(metadata)
-    refs = {remote.remote(c, s, None, runner, write_decisions, meta): c for c, s in work}
+    refs = {remote.remote(c, s, None, runner, write_decisions, meta, policy_loader): c for c, s in work}
     not_done = list(refs)
     try:
         while not_done:

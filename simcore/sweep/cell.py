@@ -5,6 +5,10 @@ takes and returns plain picklable values and imports the runner lazily by module
 `runner="simcore.runner"` in production, a stand-in module with the same `RunConfig` and
 `run(config, out_dir, progress=False) -> RunResult` contract in tests.
 
+The policy registry is an injected dependency of the runner (`simcore.runner.set_policy_factory`):
+the driver passes the loader its own process has installed as `policy_loader`, and the cell
+installs it in the worker before running, so spawned and Ray workers see the same registry.
+
 Any exception from the runner becomes a row with `status="error"` and the message, so one
 bad cell (an unknown model in a trace, a policy that raises) never stops a sweep.
 """
@@ -18,7 +22,7 @@ import shutil
 import tempfile
 import time
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 from simcore.sweep.config import Cell
 from simcore.sweep.store import COORD_COLUMNS, TRAIL_COLUMNS, commit_cell
@@ -42,6 +46,7 @@ def coordinate_row(cell: Cell) -> dict[str, Any]:
         "contention": cell.contention,
         "calibration": cell.calibration,
         "seed": cell.seed,
+        "perf": cell.perf,
     }
     for k, v in cell.policy.params:
         row[f"param_{k}"] = v
@@ -80,7 +85,9 @@ def metrics_row(summary: Any, policy: str) -> dict[str, Any]:
 
 def run_config_for(module: Any, cell: Cell, trace_spec: str, write_decisions: bool) -> Any:
     params = {cell.policy.name: dict(cell.policy.params)} if cell.policy.params else {}
-    extra = {"skip_invalid": True} if cell.skip_invalid else {}  # an additive RunConfig field
+    extra = {"skip_invalid": True} if cell.skip_invalid else {}  # additive RunConfig fields, passed only when
+    if cell.perf != "network":  # set, so stand-in runners without them keep working
+        extra["perf"] = cell.perf
     return module.RunConfig(
         trace=trace_spec,
         cluster=cell.cluster.preset,
@@ -96,7 +103,8 @@ def run_config_for(module: Any, cell: Cell, trace_spec: str, write_decisions: bo
 
 
 def run_cell(cell: Cell, trace_spec: str, root: str | None, runner: str = DEFAULT_RUNNER,
-             write_decisions: bool = False, metadata: Mapping[str, Any] | None = None) -> dict[str, Any]:
+             write_decisions: bool = False, metadata: Mapping[str, Any] | None = None,
+             policy_loader: Callable[[], Any] | None = None) -> dict[str, Any]:
     """Run one cell. With `root`, commit it under `root/cells/<id>/` and return {"row"}; without,
     return {"row", "files": name → bytes} for the caller to commit (Ray workers on other hosts)."""
     row = coordinate_row(cell)
@@ -110,6 +118,8 @@ def run_cell(cell: Cell, trace_spec: str, root: str | None, runner: str = DEFAUL
     metrics: dict[str, Any] = {}
     try:
         module = importlib.import_module(runner)
+        if policy_loader is not None and hasattr(module, "set_policy_factory"):
+            module.set_policy_factory(policy_loader)
         config = run_config_for(module, cell, trace_spec, write_decisions)
         result = module.run(config, scratch / "run", progress=False)
         metrics = metrics_row(result.summary, cell.policy.name)

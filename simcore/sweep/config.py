@@ -15,6 +15,7 @@ TOML shape (every key but `traces` and `policies` optional)::
     clusters = ["dgx-a100", { preset = "philly", nodes = [8, 16] }]
     contention = [true, false]
     calibration = ["default"]                                    # profile names or files
+    perf = ["network", "measured"]                               # iteration-time backends (default network)
     seeds = [0, 1]
     write_decisions = false                                      # also keep decisions.parquet per cell
     skip_invalid = false                                         # run without jobs that can never run
@@ -38,13 +39,13 @@ import json
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 from cosim.errors import InputError
 
 #: top-level keys a sweep file may have
 KNOWN_KEYS = ("name", "traces", "clusters", "policies", "contention", "calibration", "seeds", "write_decisions",
-              "skip_invalid")
+              "skip_invalid", "perf")
 #: keys of a trace table (a sampled file)
 TRACE_KEYS = ("path", "jobs", "window", "seed", "name")
 #: keys of a cluster table
@@ -107,6 +108,7 @@ class Cell:
     calibration: str | None
     seed: int
     skip_invalid: bool = False  # run without jobs that can never run (changes results: part of the id)
+    perf: str = "network"  # iteration-time backend (simcore.perf_backends)
 
     def coordinates(self) -> dict[str, Any]:
         """The grid coordinates as plain JSON-able values (the identity of the cell)."""
@@ -122,6 +124,8 @@ class Cell:
         }
         if self.skip_invalid:  # only when set, so ids of ordinary sweeps do not depend on the option
             coords["skip_invalid"] = True
+        if self.perf != "network":  # likewise: ids of sweeps on the default backend are unchanged
+            coords["perf"] = self.perf
         return coords
 
     @property
@@ -145,11 +149,13 @@ class SweepConfig:
     write_decisions: bool = False
     skip_invalid: bool = False
     raw: Mapping[str, Any] = field(default_factory=dict, compare=False, hash=False)
+    perf: tuple[str, ...] = ("network",)
 
     def cells(self) -> list[Cell]:
-        grid = itertools.product(self.traces, self.clusters, self.contention, self.calibration,
+        grid = itertools.product(self.traces, self.clusters, self.contention, self.calibration, self.perf,
                                  self.seeds, self.policies)
-        cells = [Cell(i, t, c, p, cont, cal, s, self.skip_invalid) for i, (t, c, cont, cal, s, p) in enumerate(grid)]
+        cells = [Cell(i, t, c, p, cont, cal, s, self.skip_invalid, pf)
+                 for i, (t, c, cont, cal, pf, s, p) in enumerate(grid)]
         ids = [c.cell_id for c in cells]
         if len(set(ids)) != len(ids):
             raise InputError.at(self.source, detail="the grid lists the same cell twice (duplicate axis values)")
@@ -159,7 +165,7 @@ class SweepConfig:
         """Names of the coordinates that take more than one value (report x-axes)."""
         axes = []
         for name, values in (("trace", self.traces), ("cluster", self.clusters), ("contention", self.contention),
-                             ("calibration", self.calibration), ("seed", self.seeds)):
+                             ("calibration", self.calibration), ("perf", self.perf), ("seed", self.seeds)):
             if len(values) > 1:
                 axes.append(name)
         return axes
@@ -214,18 +220,19 @@ def parse_sweep(data: Mapping[str, Any], source: Path | str | None = None, base_
     calibration = tuple(_calibration(v, i, src, base)
                         for i, v in enumerate(_list(data.get("calibration", [None]), "calibration", src)))
     seeds = tuple(_seed(v, f"seeds[{i}]", src) for i, v in enumerate(_list(data.get("seeds", [0]), "seeds", src)))
+    perf = tuple(_perf(v, i, src) for i, v in enumerate(_list(data.get("perf", ["network"]), "perf", src)))
     write_decisions = _typed(data.get("write_decisions", False), bool, "write_decisions", "true or false", src)
     skip_invalid = _typed(data.get("skip_invalid", False), bool, "skip_invalid", "true or false", src)
     for axis, values in (("traces", [t.label for t in traces]), ("clusters", [c.label for c in clusters]),
                          ("policies", [p.label for p in policies]), ("contention", contention),
-                         ("calibration", calibration), ("seeds", seeds)):
+                         ("calibration", calibration), ("perf", perf), ("seeds", seeds)):
         if not values:
             raise InputError.at(src, field=axis, expected="at least one value", got=[])
         dup = [v for v in values if list(values).count(v) > 1]
         if dup:
             raise InputError.at(src, field=axis, expected="distinct values", got=dup[0])
     return SweepConfig(name, src, traces, clusters, policies, contention, calibration, seeds, write_decisions,
-                       skip_invalid, raw=dict(data))
+                       skip_invalid, raw=dict(data), perf=perf)
 
 
 def _list(value: Any, field_name: str, src: Path | None) -> list[Any]:
@@ -333,6 +340,14 @@ def _calibration(value: Any, i: int, src: Path | None, base: Path) -> str | None
     return value
 
 
+def _perf(value: Any, i: int, src: Path | None) -> str:
+    from simcore.perf_backends import PERF_BACKENDS
+
+    if value not in PERF_BACKENDS:
+        raise InputError.at(src, field=f"perf[{i}]", expected=f"one of {', '.join(PERF_BACKENDS)}", got=value)
+    return value
+
+
 def _policies(value: Any, src: Path | None) -> tuple[PolicyPoint, ...]:
     points: list[PolicyPoint] = []
     if isinstance(value, str):
@@ -364,6 +379,21 @@ def _policies(value: Any, src: Path | None) -> tuple[PolicyPoint, ...]:
         for combo in itertools.product(*axes):
             points.append(PolicyPoint(name, tuple(zip(keys, combo))))
     return tuple(points)
+
+
+def check_policy_params(config: SweepConfig, make: Callable[..., Any]) -> None:
+    """Fail before any cell runs on an unknown policy parameter or a bad value.
+
+    Builds every policy point once with `make(name, **params)` (the registry's
+    `policies.make`: the same validation as `cosim simulate --set`); the one-line error names
+    the file, the `[policies.NAME]` table, the key and the accepted keys or values. Policy
+    names are checked before this (unknown ones list the registered names).
+    """
+    for p in config.policies:
+        try:
+            make(p.name, **dict(p.params))
+        except InputError as exc:
+            raise InputError(f"{config.source or 'sweep'}: [policies.{p.name}]: {exc.message}") from None
 
 
 def policy_names(config: SweepConfig) -> list[str]:

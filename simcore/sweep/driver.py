@@ -15,7 +15,7 @@ import logging
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import Any, Callable, Iterator
 
 import pandas as pd
 
@@ -24,7 +24,7 @@ from cosim.errors import CosimError, InputError
 from simcore.sweep import store
 from simcore.sweep.backends import run_inprocess, run_local, run_ray
 from simcore.sweep.cell import DEFAULT_RUNNER
-from simcore.sweep.config import Cell, SweepConfig, TraceSpec
+from simcore.sweep.config import Cell, SweepConfig, TraceSpec, check_policy_params
 
 log = logging.getLogger(__name__)
 
@@ -42,18 +42,21 @@ class SweepResult:
     out_dir: Path
 
 
-def check_names(config: SweepConfig) -> None:
-    """Fail before running anything on an unknown policy or cluster preset (lists valid names)."""
+def check_names(config: SweepConfig, factory: tuple[Any, Any] | None = None) -> None:
+    """Fail before running anything on an unknown policy, policy parameter or cluster preset
+    (lists valid names).
+
+    `factory` is the runner's injected policy registry `(make(name, params), names())`
+    (simcore imports no policy); None skips the policy checks."""
     from cosim.errors import UnknownNameError
 
-    try:
-        from policies.registry import POLICIES
-    except ImportError:
-        POLICIES = None
-    if POLICIES is not None and len(POLICIES):
+    if factory is not None:
+        make, names = factory
+        valid = names()
         for p in config.policies:
-            if p.name not in POLICIES:
-                raise UnknownNameError("policy", p.name, POLICIES.names())
+            if p.name not in valid:
+                raise UnknownNameError("policy", p.name, valid)
+        check_policy_params(config, lambda name, **params: make(name, params))
     try:
         from netmodel import preset_names
     except ImportError:
@@ -103,12 +106,14 @@ def run_sweep(config: SweepConfig, out_dir: str | Path, *, workers: int = 1, bac
     if workers < 1:
         raise InputError.at(field="workers", expected="a positive number of workers", got=workers)
     root = Path(out_dir)
-    if check and runner == DEFAULT_RUNNER:
-        check_names(config)
     try:
-        importlib.import_module(runner)
+        module = importlib.import_module(runner)
     except ImportError as exc:
         raise CosimError(f"cannot import the simulation runner '{runner}': {exc}") from None
+    # the policy registry the runner was given (simcore.runner.set_policy_factory), shipped to workers
+    loader = getattr(module, "policy_factory_loader", lambda: None)()
+    if check and hasattr(module, "policy_factory"):  # the real runner: fails here when no registry is installed
+        check_names(config, module.policy_factory())
     cells = config.cells()
     existing = store.load_rows(root)
     if existing and not resume:
@@ -134,11 +139,12 @@ def run_sweep(config: SweepConfig, out_dir: str | Path, *, workers: int = 1, bac
 
     stream: Iterator[tuple[Cell, dict]]
     if backend == "ray":
-        stream = run_ray(work, root, runner, config.write_decisions, meta, address, workers if workers > 1 else None)
+        stream = run_ray(work, root, runner, config.write_decisions, meta, address, workers if workers > 1 else None,
+                         loader)
     elif workers == 1:
-        stream = run_inprocess(work, root, runner, config.write_decisions, meta)
+        stream = run_inprocess(work, root, runner, config.write_decisions, meta, loader)
     else:
-        stream = run_local(work, root, runner, config.write_decisions, meta, workers)
+        stream = run_local(work, root, runner, config.write_decisions, meta, workers, loader)
 
     last_write = time.monotonic()
     done = skipped

@@ -24,7 +24,7 @@ def test_placements_hand_example(tmp_path):
     f = _write(tmp_path, "cifar10", "placements-aws.csv",
                "placement,local_bsz,step_time,sync_time\n1,32,0.05,0.0005\n144,64,0.2,0.05\n")
     df = importers.read_pollux_placements(f)
-    assert list(df["model"]) == ["resnet18", "resnet18"]
+    assert list(df["model"]) == ["resnet18_cifar", "resnet18_cifar"]
     assert list(df["preset"]) == ["t4-pcie"] * 2 and list(df["gpu_type"]) == ["t4"] * 2
     assert list(df["num_nodes"]) == [1, 3] and list(df["num_gpus"]) == [1, 9]
     np.testing.assert_allclose(df["step_time_s"], [0.05, 0.2])
@@ -72,7 +72,7 @@ def test_real_profiles_import(shared_data):
     df = importers.read_any(shared_data / "profiles")
     assert set(df["platform"]) >= {"aws", "dgx", "dgx-ext", "rtx", "gavel-k80", "gavel-p100", "gavel-v100"}
     assert (df["step_time_s"] > 0).all() and (df["sync_time_s"] >= 0).all()
-    assert set(df["model"]) >= {"resnet18", "resnet50", "bert_base", "deepspeech2", "yolov3", "neumf"}
+    assert set(df["model"]) >= {"resnet18_cifar", "resnet50", "bert_base", "deepspeech2", "yolov3", "neumf"}
 
 
 NCCL_LOG = """# nThread 1 nGpus 1 minBytes 8 maxBytes 134217728 step: 2(factor) warmup iters: 5 iters: 20 agg iters: 1 validation: 1 graph: 0

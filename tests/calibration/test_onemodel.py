@@ -44,14 +44,14 @@ def test_profile_round_trip_engine_equals_validate(fitted):
     """fit → profile file → the runner's PerfModel (`build_perf` via `profile_for`) gives the
     same solo iteration time as `fit.Platform.predict` with the fitted section, row by row."""
     import netmodel
-    from simcore.runner import RunConfig, build_perf, real_backends
+    from simcore.runner import RunConfig, build_perf, perf_backends
 
     rows, rep, out = fitted
     p = fit.Platform(rows, "t4-pcie", "aws")
     want_step, want_sync = p.predict(rep.sections["t4-pcie"], np.ones(len(p.multi), bool))
     cfg = RunConfig(cluster="t4-pcie", calibration=str(out))
     topo = netmodel.build_topology(netmodel.load_cluster("t4-pcie"))
-    perf = build_perf(topo, real_backends(cfg), cfg)
+    perf = build_perf(topo, perf_backends(cfg), cfg)
     got = np.array([perf.solo_iter_s(m, g, b) for m, g, b in zip(p.multi["model"], p.gpus, p.batch)])
     np.testing.assert_allclose(got, want_step, rtol=1e-9)
     assert (want_sync > 0).all()
@@ -236,10 +236,10 @@ def test_preset_fits_comm_params_the_engine_reads(tmp_path):
     comm = fit.read_profile(out).comm
     assert comm["beta_efficiency_intra"] == pytest.approx(0.4, rel=0.05)
     assert comm["beta_efficiency_net"] == pytest.approx(0.3, rel=0.05)
-    from simcore.runner import RunConfig, build_perf, real_backends
+    from simcore.runner import RunConfig, build_perf, perf_backends
 
     cfg = RunConfig(cluster="t4-pcie", calibration=str(out))
-    perf = build_perf(topo, real_backends(cfg), cfg)
+    perf = build_perf(topo, perf_backends(cfg), cfg)
     g16 = np.arange(16)
     assert perf.comm.allreduce(g16, 1e8, np.array([1e8])).seconds == pytest.approx(
         cm.allreduce(g16, 1e8, np.array([1e8])).seconds, rel=0.05)

@@ -9,7 +9,7 @@ import math
 import pytest
 
 from cosim.errors import InputError
-from simcore.runner import RunConfig, run
+from experiments.runner import RunConfig, run
 from simcore.stepform import SYNC_FEATURES
 
 
@@ -62,11 +62,11 @@ def test_contention_stretches_the_fitted_all_reduce():
     import numpy as np
 
     import netmodel
-    from simcore.runner import build_perf, real_backends
+    from simcore.runner import build_perf, perf_backends
 
     cfg = RunConfig(cluster="rtx2080ti-pcie")
     topo = netmodel.build_topology(netmodel.load_cluster("rtx2080ti-pcie"))
-    perf = build_perf(topo, real_backends(cfg), cfg)
+    perf = build_perf(topo, perf_backends(cfg), cfg)
     assert perf.step is not None and perf.step.preset == "rtx2080ti-pcie"
     a = perf.phases("bert_base", np.r_[np.arange(0, 4), np.arange(8, 12)], 96)
     b = perf.phases("bert_base", np.r_[np.arange(4, 8), np.arange(12, 16)], 96)

@@ -1,4 +1,4 @@
-"""Which runner the sweep/report tests drive: the real `simcore.runner` whenever it can run a
+"""Which runner the sweep/report tests drive: the real `experiments.runner` whenever it can run a
 tiny simulation here, else the stand-in `tests.sweep.fake_runner` (same contract).
 
 `killing_runner` wraps the chosen runner and SIGKILLs its own process once `KILL_AFTER`
@@ -10,7 +10,7 @@ from __future__ import annotations
 import functools
 import importlib
 
-REAL = "simcore.runner"
+REAL = "experiments.runner"  # simcore.runner with the policy registry wired in
 FAKE = "tests.sweep.fake_runner"
 #: tiny test traces, one per synthetic family, and the cluster they run on
 TRACES = ("synth:philly:12", "synth:helios:12", "synth:sensetime:12")

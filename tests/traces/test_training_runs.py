@@ -15,7 +15,7 @@ from traces.workload import TRAINING_RUNS_FILE, TrainingRun, training_runs
 
 #: Ares artifact max_epochs (seeds/notes/ares.md §4, §9.1) and the public training-set sizes.
 EXPECTED = {
-    "resnet18": (100, 50_000, "cifar10"),  # CIFAR-10 train split
+    "resnet18_cifar": (100, 50_000, "cifar10"),  # CIFAR-10 train split
     "resnet50": (90, 1_281_167, "imagenet"),  # ILSVRC 2012 train split
     "yolov3": (50, 5_011 + 11_540, None),  # VOC07 trainval + VOC12 trainval
     "neumf": (10, (1_000_209 - 6_040) * 5, "ncf"),  # ML-1M minus one held-out rating per user, 4 negatives
@@ -24,7 +24,7 @@ EXPECTED = {
 }
 
 #: Pollux/Sia application directory of each model under profiles/pollux-sia.
-POLLUX_APP = {"resnet18": "cifar10", "resnet50": "imagenet", "yolov3": "yolov3", "neumf": "ncf",
+POLLUX_APP = {"resnet18_cifar": "cifar10", "resnet50": "imagenet", "yolov3": "yolov3", "neumf": "ncf",
               "bert_base": "bert", "deepspeech2": "deepspeech2"}
 
 

@@ -103,7 +103,7 @@ def test_pollux_rows_get_their_models_training_run(fixtures):
 
 def test_replay_rows_kept_unless_epochs_asked():
     df = _table([1, 4, 8], [100.0, np.nan, 500_000.0])
-    df["model"] = pd.array(["resnet18", "yolov3", "resnet50"], dtype="str")
+    df["model"] = pd.array(["resnet18_cifar", "yolov3", "resnet50"], dtype="str")
     df["global_batch"] = pd.array([2048, 256, 6400], dtype="Int32")
     out = assemble(df, 0)  # work="missing": only the row without a duration
     assert out["total_iterations"].isna().tolist() == [True, False, True]
@@ -117,7 +117,7 @@ def test_replay_rows_kept_unless_epochs_asked():
 
 def test_existing_work_is_never_changed():
     df = _table([2, 2, 2, 2], [np.nan] * 4)
-    df["model"] = pd.array(["resnet18"] * 4, dtype="str")
+    df["model"] = pd.array(["resnet18_cifar"] * 4, dtype="str")
     df["global_batch"] = pd.array([1000] * 4, dtype="Int32")
     df["total_iterations"] = [7.0, np.nan, np.nan, np.nan]
     df["epochs"] = [np.nan, 3.0, 5.0, np.nan]

@@ -1,0 +1,36 @@
+"""The experiments layer: run wiring and paper reproductions, above the engine and the policies.
+
+- `experiments.wiring` / `experiments.runner`: simcore's runner with the project's policy
+  registry injected (simcore imports no policy).
+- `experiments.spec`: an experiment declared as data (`experiments/catalog/<name>.toml`):
+  grids of traces × clusters × perf backends × policies × parameters × seeds, per figure a
+  metric and the paper's reported numbers or orderings; sizes `small` (CI) and `full`.
+- `experiments.reproduction`: runs the grids through the sweep machinery and writes Parquet,
+  figures and REPORT.md ("paper | cosim | same ordering?"); `cosim reproduce` is its CLI.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def reproduce(*args: Any, **kwargs: Any):
+    """See `experiments.reproduction.reproduce` (imported on use: the package import stays light)."""
+    from experiments.reproduction import reproduce as run
+
+    return run(*args, **kwargs)
+
+
+def names() -> list[str]:
+    from experiments.spec import names as catalog
+
+    return catalog()
+
+
+def load_experiment(name: str):
+    from experiments.spec import load_experiment as load
+
+    return load(name)
+
+
+__all__ = ["reproduce", "names", "load_experiment"]

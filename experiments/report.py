@@ -1,0 +1,169 @@
+"""REPORT.md and the figures of a reproduction.
+
+Per figure, REPORT.md has the comparison table "row | paper | cosim | same ordering?" (one line
+per claim and row, the rule stated above it), the per-policy values with the cosim rank
+order, and the figure itself. Around them: what ran (size, traces, synthetic fallbacks), the
+commands to rerun, the runtime, and the cosim version and commit. Figures are matplotlib bar
+charts (the optional `plot` extra); without matplotlib they are skipped with a note.
+"""
+
+from __future__ import annotations
+
+import math
+import subprocess
+from pathlib import Path
+from typing import Sequence
+
+import pandas as pd
+
+from experiments.compare import TIE_TOL, Verdict, rank_order, row_verdict
+from experiments.spec import REPO, Experiment, Figure, TraceEntry
+
+
+def unit_of(metric: str) -> tuple[str, float]:
+    """Display unit and divisor: seconds are shown in hours (JCTs and makespans of hours and days)."""
+    return ("h", 3600.0) if metric.endswith("_s") else ("", 1.0)
+
+
+def formatter(metric: str):
+    unit, div = unit_of(metric)
+
+    def fmt(v: float) -> str:
+        if v is None or (isinstance(v, float) and math.isnan(v)):
+            return "n/a"
+        return f"{v / div:.3g}{(' ' + unit) if unit else ''}"
+
+    return fmt
+
+
+def version_line() -> str:
+    """cosim version and the checkout's commit (with `+dirty` when it has uncommitted changes)."""
+    from cosim import __version__
+
+    try:
+        head = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short=12", "HEAD"], capture_output=True,
+                              text=True, timeout=10)
+        commit = head.stdout.strip() if head.returncode == 0 else "unknown"
+        if head.returncode == 0:
+            dirty = subprocess.run(["git", "-C", str(REPO), "status", "--porcelain", "--untracked-files=no"],
+                                   capture_output=True, text=True, timeout=10).stdout.strip()
+            commit += "+dirty" if dirty else ""
+    except (OSError, subprocess.SubprocessError):
+        commit = "unknown (no git)"
+    return f"cosim {__version__}, commit {commit}"
+
+
+def plot_figure(table: pd.DataFrame, figure: Figure, path: Path) -> Path | None:
+    """Grouped bars: one group per row, one bar per policy, std as error bars. None without matplotlib."""
+    try:
+        import matplotlib
+    except ImportError:
+        return None
+    matplotlib.use("Agg", force=True)
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    from cosim.atomic import atomic_path
+
+    rows = list(dict.fromkeys(table["row"]))
+    pols = list(dict.fromkeys(table["policy"]))
+    unit, div = unit_of(figure.metric)
+    width = 0.8 / max(len(pols), 1)
+    fig, ax = plt.subplots(figsize=(max(5.0, 1.6 * len(rows) * max(len(pols), 1) / 3 + 2), 3.8))
+    x = np.arange(len(rows))
+    for i, p in enumerate(pols):
+        sub = table[table["policy"] == p].set_index("row").reindex(rows)
+        spread = sub["std"].where(sub["n"] > 1).fillna(0) / div  # error bars only where several cells were pooled
+        ax.bar(x + (i - (len(pols) - 1) / 2) * width, sub["value"] / div, width,
+               yerr=spread if spread.any() else None, label=p, capsize=2)
+    ax.set_xticks(x, rows, rotation=15 if len(rows) > 3 else 0)
+    ax.set_ylabel(f"{figure.metric}" + (f" ({unit})" if unit else ""))
+    ax.set_title(figure.title, fontsize=9)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    with atomic_path(path) as tmp:
+        fig.savefig(tmp, dpi=110, format="png", metadata={"Software": None})
+    plt.close(fig)
+    return path
+
+
+def _md_escape(text: str) -> str:
+    return str(text).replace("|", "\\|").replace("\n", " ")
+
+
+def figure_section(figure: Figure, table: pd.DataFrame, found: list[Verdict], image: str | None,
+                   note: str | None) -> list[str]:
+    fmt = formatter(figure.metric)
+    lines = [f"## {figure.name}: {figure.title}", "",
+             f"Metric `{figure.metric}` ({figure.better} is better), rows by {figure.rows}; mean over the "
+             f"cells of each row (n cells per policy in the second table)."]
+    if figure.source:
+        lines += ["", f"Paper: {figure.source}."]
+    lines += ["", "| row | paper | cosim | same ordering? |", "|---|---|---|---|"]
+    if not found:
+        lines.append("| (all) | no claim in the paper for this figure | see the values below | n/a |")
+    for v in found:
+        paper = v.claim.paper_text() + (f"; {v.claim.note}" if v.claim.note else "")
+        lines.append(f"| {_md_escape(v.row)} | {_md_escape(paper)} | {_md_escape(v.cosim)} | {v.result} |")
+    lines.append("")
+    pols = list(dict.fromkeys(table["policy"]))
+    has_paper = table["paper"].notna().any()
+    head = "| row | " + " | ".join(pols) + " | n | cosim order | same ordering? |"
+    lines += [head, "|" + "---|" * (len(pols) + 4)]
+    for row in dict.fromkeys(table["row"]):
+        sub = table[table["row"] == row].set_index("policy")
+        vals = {p: float(sub.loc[p, "value"]) if p in sub.index else math.nan for p in pols}
+        cells = []
+        for p in pols:
+            c = fmt(vals[p])
+            if has_paper and p in sub.index and not math.isnan(sub.loc[p, "paper"]):
+                c += f" (paper {fmt(sub.loc[p, 'paper'])})"
+            cells.append(c)
+        n = int(sub["n"].max()) if len(sub) else 0
+        overall = row_verdict([v.result for v in found if v.row == row])
+        lines.append(f"| {_md_escape(row)} | " + " | ".join(cells) +
+                     f" | {n} | {rank_order(vals, figure.better == 'lower')} | {overall} |")
+    lines.append("")
+    if image:
+        lines += [f"![{figure.name}]({image})", ""]
+    if note:
+        lines += [f"Note: {note}", ""]
+    return lines
+
+
+def write_report(path: Path, exp: Experiment, size: str, sections: Sequence[list[str]],
+                 traces: dict[str, list[TraceEntry]], commands: Sequence[str], runtime: dict[str, float],
+                 failed: int, notes: Sequence[str]) -> Path:
+    from cosim.atomic import write_text
+
+    lines = [f"# {exp.title}", "", f"Experiment `{exp.name}`, size `{size}`: {exp.sizes.get(size, '')}", "",
+             f"Paper: {exp.paper}" + (f" <{exp.url}>" if exp.url else ""), ""]
+    if exp.notes:
+        lines += [exp.notes, ""]
+    lines += ["Same ordering? rule: a claim \"A better than B\" is `yes` when cosim's A beats B by more than "
+              f"{TIE_TOL:.0%} of the larger of the two values, `tie` within {TIE_TOL:.0%}, `no` when B beats A by "
+              "more; a row is `yes` when all its claims are, `no` when any is reversed. Claims the paper states "
+              "without a number are checked by direction only; its factor is shown beside cosim's.", ""]
+    fallback = [t for ts in traces.values() for t in ts if t.fallback]
+    if fallback:
+        lines += [f"**Synthetic fallback:** ../shared/data was not found, so {len(fallback)} trace(s) ran on "
+                  "synthetic stand-ins (labelled `[synthetic fallback …]`); these are not the paper's workloads.", ""]
+    for n in notes:
+        lines += [f"Note: {n}", ""]
+    if failed:
+        lines += [f"**{failed} cell(s) failed** and are left out of every table (see the `error` column of "
+                  "cells.parquet).", ""]
+    for sec in sections:
+        lines += sec
+    lines += ["## Traces", ""]
+    for grid, ts in traces.items():
+        for t in ts:
+            lines.append(f"- grid `{grid}`: {t.name} (group {t.group}): `{t.spec}`")
+    lines += ["", "## Rerun", "", "```"] + list(commands) + ["```", "",
+              "Rerunning into the same folder reuses finished cells (the sweeps resume); a new folder runs all.", "",
+              "## Runtime and version", "",
+              f"- wall time: {runtime['wall_s']:.1f} s for this call, which ran {int(runtime['cells'])} cells and "
+              f"reused {int(runtime['resumed'])} finished ones; the cells' own wall times sum to "
+              f"{runtime['cells_s']:.1f} s (numba compilation included in the first cell of each process)",
+              f"- {version_line()}", ""]
+    return write_text("\n".join(lines), path)

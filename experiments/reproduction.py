@@ -1,0 +1,146 @@
+"""`reproduce(name, size, out_dir, workers, backend)`: run an experiment's grids, compare, report.
+
+Each grid the chosen figures need runs as one sweep (`simcore.sweep.run_sweep` with the
+`experiments.runner` runner) in `OUT/runs/<grid>/`, always resuming: a rerun into the same
+folder reuses every finished cell, and the local process pool or Ray fan the rest out. Then:
+
+    OUT/cells.parquet          every cell of the run (sweep summary + grid, group, fallback columns)
+    OUT/<figure>.parquet       the figure's table: row, policy, value (mean), std, n, paper
+    OUT/<figure>.png           the figure (when matplotlib is installed)
+    OUT/REPORT.md              paper | cosim | same ordering? per figure, commands, runtime, version
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import shlex
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Sequence
+
+import pandas as pd
+import pyarrow as pa
+
+from cosim.atomic import write_parquet
+from cosim.errors import UnknownNameError
+from experiments import compare, report
+from experiments.spec import SIZES, Experiment, TraceEntry, load_experiment, resolve_traces
+
+RUNNER = "experiments.runner"
+BACKENDS = ("local", "ray")
+
+
+@dataclass(frozen=True)
+class Reproduction:
+    experiment: Experiment
+    size: str
+    out_dir: Path
+    report: Path
+    cells: pd.DataFrame
+    tables: dict[str, pd.DataFrame]  # figure → table
+    verdicts: dict[str, list[compare.Verdict]]
+    figures: dict[str, Path | None]
+    wall_s: float
+    failed: int
+    ran: int  # cells run by this call
+    resumed: int  # finished cells found in OUT and reused
+
+
+def sweep_config(exp: Experiment, grid: str, size: str, traces: list[TraceEntry]):
+    """The grid at `size` as a validated `SweepConfig` whose traces are the resolved entries."""
+    from simcore.sweep import TraceSpec, parse_sweep
+
+    table = {k: v for k, v in exp.grid(grid, size).items() if k != "traces"}
+    data = dict(table, name=f"{exp.name}-{grid}-{size}", traces=["synth:placeholder:1"])
+    cfg = parse_sweep(data, source=f"{exp.source or exp.name} [grids.{grid}] ({size})")
+    specs = tuple(TraceSpec(label=t.name, spec=t.spec, path=t.path) for t in traces)
+    raw = dict(table, name=data["name"], traces=[{"name": t.name, "spec": t.spec, "group": t.group} for t in traces])
+    return dataclasses.replace(cfg, traces=specs, raw=raw)
+
+
+def _commands(exp: Experiment, size: str, out: Path, figures: Sequence[str] | None, workers: int, backend: str,
+              traces: dict[str, list[TraceEntry]]) -> list[str]:
+    cmd = f"cosim reproduce {exp.name} --size {size} --out {shlex.quote(str(out))}"
+    if figures:
+        cmd += "".join(f" --figure {f}" for f in figures)
+    cmd += f" --workers {workers} --backend {backend}"
+    lines = [cmd, "", "# one trace at a time (the same simulations, printed as a table):"]
+    for grid, ts in traces.items():
+        g = exp.grid(grid, size)
+        params = isinstance(g.get("policies"), dict) and any(g["policies"].values())
+        pols = list(g["policies"]) if isinstance(g.get("policies"), (list, dict)) else [g.get("policies")]
+        clusters = g.get("clusters", ["dgx-a100"])
+        for t in ts:
+            for c in clusters if isinstance(clusters, list) else [clusters]:
+                preset, nodes = (c, None) if isinstance(c, str) else (c.get("preset"), c.get("nodes"))
+                for n in nodes if isinstance(nodes, list) else [nodes]:
+                    for seed in g.get("seeds", [0]):
+                        src = f"--synth {t.spec[len('synth:'):]}" if t.spec.startswith("synth:") else \
+                            f"--trace {shlex.quote(t.spec)}"
+                        line = f"cosim simulate {src} --cluster {preset}" + (f" --nodes {n}" if n else "") + \
+                            f" --policy {','.join(pols)} --seed {seed}"
+                        if g.get("contention", [True]) in (False, [False]):
+                            line += " --no-contention"
+                        lines.append(line + ("  # policy parameters: see the experiment file" if params else ""))
+    return lines
+
+
+def reproduce(name: str, size: str = "small", out_dir: str | Path | None = None, workers: int = 1,
+              backend: str = "local", figures: Sequence[str] | None = None, address: str | None = None,
+              shared_data: str | Path | None = None,
+              on_cell: Callable[[int, int, dict], None] | None = None) -> Reproduction:
+    """Run experiment `name` at `size` into `out_dir` (default `reproduce/<name>-<size>`) and write its report."""
+    from experiments.wiring import install
+    from simcore.sweep import run_sweep
+
+    t0 = time.perf_counter()
+    exp = load_experiment(name)
+    if size not in SIZES:
+        raise UnknownNameError("size", size, SIZES)
+    if backend not in BACKENDS:
+        raise UnknownNameError("backend", backend, BACKENDS)
+    chosen = [exp.figure(f) for f in dict.fromkeys(figures)] if figures else list(exp.figures)
+    out = Path(out_dir) if out_dir is not None else Path("reproduce") / f"{name}-{size}"
+    install()
+    grids = list(dict.fromkeys(f.grid for f in chosen))
+    traces = {g: resolve_traces(exp, g, size, shared_data) for g in grids}
+    frames, ran, resumed, cells_s = [], 0, 0, 0.0
+    for g in grids:
+        cfg = sweep_config(exp, g, size, traces[g])
+        res = run_sweep(cfg, out / "runs" / g, workers=workers, backend=backend, address=address, resume=True,
+                        runner=RUNNER, on_cell=on_cell)
+        ran, resumed = ran + res.ran, resumed + res.skipped
+        s = res.summary.copy()
+        group = {t.name: t.group for t in traces[g]}
+        fallback = {t.name: t.fallback for t in traces[g]}
+        s.insert(0, "grid", g)
+        s.insert(1, "group", s["trace"].map(group))
+        s["fallback"] = s["trace"].map(fallback).astype(bool)
+        cells_s += float(s["wall_s"].sum())
+        frames.append(s)
+    cells = pd.concat(frames, ignore_index=True)
+    out.mkdir(parents=True, exist_ok=True)
+    meta = {"kind": "reproduction", "experiment": exp.name, "size": size, "version": report.version_line()}
+    write_parquet(pa.Table.from_pandas(cells, preserve_index=False), out / "cells.parquet", meta)
+    failed = int((cells["status"] == "error").sum())
+    tables, found, images, sections, notes = {}, {}, {}, [], []
+    for fig in chosen:
+        table = compare.figure_table(cells, fig)
+        tables[fig.name] = table
+        write_parquet(pa.Table.from_pandas(table, preserve_index=False), out / f"{fig.name}.parquet",
+                      dict(meta, figure=fig.name, metric=fig.metric))
+        found[fig.name] = compare.verdicts(table, fig, report.formatter(fig.metric))
+        note = None
+        if fig.metric not in cells.columns:
+            note = f"the run summary has no column {fig.metric!r}; nothing to compare"
+        image = report.plot_figure(table, fig, out / f"{fig.name}.png") if len(table) else None
+        if image is None and len(table):
+            note = "figure skipped: matplotlib is not installed (pip install 'cosim[plot]')"
+        images[fig.name] = image
+        sections.append(report.figure_section(fig, table, found[fig.name], image.name if image else None, note))
+    wall = time.perf_counter() - t0
+    path = report.write_report(out / "REPORT.md", exp, size, sections, traces,
+                               _commands(exp, size, out, figures, workers, backend, traces),
+                               {"wall_s": wall, "cells_s": cells_s, "cells": ran, "resumed": resumed}, failed, notes)
+    return Reproduction(exp, size, out, path, cells, tables, found, images, wall, failed, ran, resumed)

@@ -1,0 +1,298 @@
+"""An experiment as data: a TOML file in `experiments/catalog/` → frozen dataclasses.
+
+An experiment reproduces a paper's figures. Each figure names a *grid* (a sweep: traces ×
+clusters × contention/calibration (the perf backends) × seeds × policies with parameters), a
+metric of the run summary, which way is better, the axis its table rows follow, and what the
+paper reports: pairwise *claims* ("tiresias beats fifo, by up to 5.5×") and, where the paper
+prints numbers, `values` per row and policy (turned into claims between every pair). Grids
+take per-size overrides (`[grids.<g>.small]`, `[grids.<g>.full]`): `small` runs in CI, `full`
+is the paper's size.
+
+Traces are sweep trace specs (a synth spec or a file), or tables naming a file under
+../shared/data (`shared`) with a `fallback` synth spec that runs, labelled as such, when the
+shared data is absent. Shape::
+
+    name = "tiresias-vs-fifo"   title = "…"   paper = "…"   url = "…"   notes = "…"
+    [sizes]                      small = "what small runs"   full = "what full runs"
+    [grids.g]                    clusters = […]  policies = […]  seeds = […]  contention = […]
+    [grids.g.small]              traces = [{ shared = "traces/…csv", name = "philly-1", group = "philly",
+                                             fallback = "synth:philly-sia:160:8h" }]
+    [[figures]]                  name  title  grid  metric  better = "lower"|"higher"  rows  source
+                                 claims = [{ better = "a", worse = "b", factor = 5.5, qualifier = "up to", note }]
+                                 values = { philly = { a = 1.0, b = 2.0 } }
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any, Mapping
+
+from cosim.errors import InputError, UnknownNameError
+
+SIZES = ("small", "full")
+EXPERIMENT_KEYS = ("name", "title", "paper", "url", "notes", "sizes", "grids", "figures")
+FIGURE_KEYS = ("name", "title", "grid", "metric", "better", "rows", "source", "claims", "values")
+CLAIM_KEYS = ("better", "worse", "factor", "qualifier", "note")
+TRACE_KEYS = ("shared", "synth", "path", "name", "group", "fallback")
+#: coordinates a figure's rows may follow (`group`: the trace's group, else its label)
+ROW_AXES = ("group", "trace", "cluster", "contention", "calibration")
+#: where the shared data lives unless COSIM_SHARED_DATA says otherwise (the checkout's sibling)
+REPO = Path(__file__).resolve().parents[1]
+DEFAULT_SHARED = REPO.parent / "shared" / "data"
+
+
+@dataclass(frozen=True)
+class Claim:
+    """The paper says `better` beats `worse` on the figure's metric (by `factor`, when it says how much)."""
+
+    better: str
+    worse: str
+    factor: float | None = None  # the paper's ratio, worse/better for lower-is-better metrics
+    qualifier: str = ""  # "up to", "about", "" …
+    note: str = ""
+    row: str | None = None  # None: the claim holds on every row
+
+    def paper_text(self) -> str:
+        txt = f"{self.better} better than {self.worse}"
+        if self.factor is not None:
+            txt += f" ({(self.qualifier + ' ') if self.qualifier else ''}{self.factor:g}×)"
+        else:
+            txt += " (direction only)"
+        return txt
+
+
+@dataclass(frozen=True)
+class Figure:
+    name: str
+    title: str
+    grid: str
+    metric: str
+    better: str  # "lower" or "higher"
+    rows: str
+    source: str
+    claims: tuple[Claim, ...] = ()
+    values: Mapping[str, Mapping[str, float]] = field(default_factory=dict)  # row → policy → paper number
+
+    def all_claims(self) -> tuple[Claim, ...]:
+        """The stated claims plus one per ordered pair of the paper's numbers on each row."""
+        out = list(self.claims)
+        lower = self.better == "lower"
+        for row, vals in self.values.items():
+            items = sorted(vals.items(), key=lambda kv: kv[1] if lower else -kv[1])
+            for i, (a, va) in enumerate(items):
+                for b, vb in items[i + 1:]:
+                    if va != vb:
+                        f = (vb / va if lower else va / vb) if va and vb else None
+                        out.append(Claim(a, b, f, "", "from the paper's numbers", row))
+        return tuple(out)
+
+
+@dataclass(frozen=True)
+class TraceEntry:
+    """One trace of a grid: `spec` (synth spec or file path) as the runner gets it."""
+
+    name: str
+    group: str
+    spec: str
+    path: Path | None = None
+    fallback: bool = False  # the shared file was absent: `spec` is the synthetic stand-in
+
+
+@dataclass(frozen=True)
+class Experiment:
+    name: str
+    title: str
+    paper: str
+    url: str
+    notes: str
+    sizes: Mapping[str, str]
+    grids: Mapping[str, Mapping[str, Any]]  # raw grid tables (sweep keys + per-size overrides)
+    figures: tuple[Figure, ...]
+    source: Path | None = None
+
+    def figure(self, name: str) -> Figure:
+        for f in self.figures:
+            if f.name == name:
+                return f
+        raise UnknownNameError("figure", name, [f.name for f in self.figures])
+
+    def grid(self, name: str, size: str) -> dict[str, Any]:
+        """The grid's sweep table at `size` (the size's overrides applied)."""
+        if size not in SIZES:
+            raise UnknownNameError("size", size, SIZES)
+        raw = self.grids[name]
+        out = {k: v for k, v in raw.items() if k not in SIZES}
+        out.update(raw.get(size, {}))
+        return out
+
+
+def shared_data_dir() -> Path:
+    return Path(os.environ.get("COSIM_SHARED_DATA", DEFAULT_SHARED))
+
+
+def resolve_traces(experiment: Experiment, grid: str, size: str, shared: Path | None = None) -> list[TraceEntry]:
+    """The grid's traces at `size`; shared files fall back to their synth spec when absent."""
+    shared = shared_data_dir() if shared is None else Path(shared)
+    src = experiment.source
+    values = experiment.grid(grid, size).get("traces")
+    if not isinstance(values, list) or not values:
+        raise InputError.at(src, field=f"grids.{grid}.traces ({size})", expected="a non-empty list of traces",
+                            got=values)
+    out: list[TraceEntry] = []
+    for i, v in enumerate(values):
+        where = f"grids.{grid}.traces[{i}] ({size})"
+        if isinstance(v, str):
+            v = {"synth": v} if v.startswith("synth:") else {"path": v}
+        if not isinstance(v, dict):
+            raise InputError.at(src, field=where, expected="a synth spec, a file or a table", got=v)
+        unknown = sorted(set(v) - set(TRACE_KEYS))
+        if unknown:
+            raise InputError.at(src, field=f"{where}.{unknown[0]}", expected=f"one of {', '.join(TRACE_KEYS)}",
+                                got=unknown[0])
+        kinds = [k for k in ("shared", "synth", "path") if k in v]
+        if len(kinds) != 1:
+            raise InputError.at(src, field=where, expected="exactly one of shared, synth, path", got=kinds)
+        kind, spec = kinds[0], v[kinds[0]]
+        if not isinstance(spec, str) or not spec:
+            raise InputError.at(src, field=f"{where}.{kind}", expected="a non-empty string", got=spec)
+        name = v.get("name", Path(spec).stem if kind != "synth" else spec)
+        group = v.get("group", name)
+        if kind == "synth":
+            out.append(TraceEntry(name, group, spec))
+            continue
+        path = (shared / spec) if kind == "shared" else Path(spec)
+        if path.is_file():
+            out.append(TraceEntry(name, group, str(path), path))
+        elif kind == "shared" and isinstance(v.get("fallback"), str):
+            fb = v["fallback"]
+            out.append(TraceEntry(f"{name} [synthetic fallback {fb}]", f"{group} [synthetic]", fb, None, True))
+        else:
+            raise InputError.at(src, field=where, expected=f"an existing file ({path})" +
+                                (" or a fallback synth spec" if kind == "shared" else ""), got=spec)
+    labels = [t.name for t in out]
+    if len(set(labels)) != len(labels):
+        raise InputError.at(src, field=f"grids.{grid}.traces ({size})", expected="distinct trace names", got=labels)
+    return out
+
+
+# ---- parsing -------------------------------------------------------------------------------
+
+def _str(d: Mapping[str, Any], key: str, src: Path | None, where: str, default: str | None = None) -> str:
+    v = d.get(key, default)
+    if not isinstance(v, str) or (default is None and not v):
+        raise InputError.at(src, field=f"{where}{key}", expected="a non-empty string", got=v)
+    return v
+
+
+def _unknown(d: Mapping[str, Any], keys: tuple[str, ...], src: Path | None, where: str) -> None:
+    bad = sorted(set(d) - set(keys))
+    if bad:
+        raise InputError.at(src, field=f"{where}{bad[0]}", expected=f"one of {', '.join(keys)}", got=bad[0])
+
+
+def _claim(c: Any, src: Path | None, where: str) -> Claim:
+    if not isinstance(c, dict):
+        raise InputError.at(src, field=where, expected="a table {better, worse, factor, qualifier, note}", got=c)
+    _unknown(c, CLAIM_KEYS, src, f"{where}.")
+    factor = c.get("factor")
+    if factor is not None and (isinstance(factor, bool) or not isinstance(factor, (int, float)) or factor <= 0):
+        raise InputError.at(src, field=f"{where}.factor", expected="a positive number", got=factor)
+    return Claim(_str(c, "better", src, f"{where}."), _str(c, "worse", src, f"{where}."),
+                 None if factor is None else float(factor), _str(c, "qualifier", src, f"{where}.", ""),
+                 _str(c, "note", src, f"{where}.", ""))
+
+
+def _figure(f: Any, i: int, grids: Mapping[str, Any], src: Path | None) -> Figure:
+    where = f"figures[{i}]."
+    if not isinstance(f, dict):
+        raise InputError.at(src, field=f"figures[{i}]", expected="a [[figures]] table", got=f)
+    _unknown(f, FIGURE_KEYS, src, where)
+    grid = _str(f, "grid", src, where)
+    if grid not in grids:
+        raise InputError.at(src, field=f"{where}grid", expected=f"one of {', '.join(grids)}", got=grid)
+    better = _str(f, "better", src, where, "lower")
+    if better not in ("lower", "higher"):
+        raise InputError.at(src, field=f"{where}better", expected="lower or higher", got=better)
+    rows = _str(f, "rows", src, where, "group")
+    if rows not in ROW_AXES:
+        raise InputError.at(src, field=f"{where}rows", expected=f"one of {', '.join(ROW_AXES)}", got=rows)
+    claims = f.get("claims", [])
+    if not isinstance(claims, list):
+        raise InputError.at(src, field=f"{where}claims", expected="a list of tables", got=claims)
+    values = f.get("values", {})
+    if not isinstance(values, dict) or not all(
+            isinstance(v, dict) and all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in v.values())
+            for v in values.values()):
+        raise InputError.at(src, field=f"{where}values", expected="{row = {policy = number}}", got=values)
+    name = _str(f, "name", src, where)
+    return Figure(name, _str(f, "title", src, where, name), grid, _str(f, "metric", src, where), better, rows,
+                  _str(f, "source", src, where, ""),
+                  tuple(_claim(c, src, f"{where}claims[{j}]") for j, c in enumerate(claims)),
+                  {str(r): {str(p): float(x) for p, x in v.items()} for r, v in values.items()})
+
+
+def parse_experiment(data: Mapping[str, Any], source: Path | None = None) -> Experiment:
+    """Validate a parsed experiment TOML; errors name the file and the field."""
+    src = source
+    _unknown(data, EXPERIMENT_KEYS, src, "")
+    grids = data.get("grids")
+    if not isinstance(grids, dict) or not grids:
+        raise InputError.at(src, field="grids", expected="at least one [grids.<name>] table", got=grids)
+    for g, table in grids.items():
+        if not isinstance(table, dict):
+            raise InputError.at(src, field=f"grids.{g}", expected="a table", got=table)
+        for size in SIZES:
+            if size in table and not isinstance(table[size], dict):
+                raise InputError.at(src, field=f"grids.{g}.{size}", expected="a table of overrides", got=table[size])
+    sizes = data.get("sizes", {})
+    if not isinstance(sizes, dict) or set(sizes) - set(SIZES):
+        raise InputError.at(src, field="sizes", expected="a table with keys small and full", got=sizes)
+    figures = data.get("figures")
+    if not isinstance(figures, list) or not figures:
+        raise InputError.at(src, field="figures", expected="at least one [[figures]] table", got=figures)
+    figs = tuple(_figure(f, i, grids, src) for i, f in enumerate(figures))
+    names = [f.name for f in figs]
+    if len(set(names)) != len(names):
+        raise InputError.at(src, field="figures", expected="distinct figure names", got=names)
+    name = _str(data, "name", src, "")
+    return Experiment(name, _str(data, "title", src, "", name), _str(data, "paper", src, ""),
+                      _str(data, "url", src, "", ""), _str(data, "notes", src, "", "").strip(),
+                      {s: str(sizes.get(s, "")) for s in SIZES}, grids, figs, src)
+
+
+def load_file(path: str | Path) -> Experiment:
+    path = Path(path)
+    try:
+        data = tomllib.loads(path.read_text())
+    except OSError as exc:
+        raise InputError.at(path, detail=f"cannot read experiment file ({exc.strerror or exc})") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise InputError.at(path, expected="valid TOML", detail=str(exc)) from None
+    return parse_experiment(data, path)
+
+
+# ---- the registry --------------------------------------------------------------------------
+
+def _catalog() -> dict[str, Path]:
+    root = resources.files("experiments") / "catalog"
+    return {Path(str(p)).stem: Path(str(p)) for p in root.iterdir() if str(p).endswith(".toml")}
+
+
+def names() -> list[str]:
+    """Registered experiments (the catalog's TOML files), sorted."""
+    return sorted(_catalog())
+
+
+def load_experiment(name: str) -> Experiment:
+    """A registered experiment by name; an unknown name lists the valid ones."""
+    files = _catalog()
+    if name not in files:
+        raise UnknownNameError("experiment", name, sorted(files))
+    exp = load_file(files[name])
+    if exp.name != name:
+        raise InputError.at(files[name], field="name", expected=f"the file's stem {name!r}", got=exp.name)
+    return exp

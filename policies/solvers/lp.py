@@ -1,0 +1,317 @@
+"""Linear and mixed-integer programs over named variable blocks, solved by HiGHS (scipy).
+
+The scheduling papers write their programs over matrices of variables — Gavel's time
+shares X[job, type], FFT's binary x[job, type] — with row constraints that sum a block
+along one axis (Σ_types x ≤ 1 per job, Σ_jobs d_j·x ≤ Y_type per type). `Model` keeps
+those shapes: a block is declared once with its bounds and integrality, `block.sum(axis,
+coef)` is one *row group* (one row per remaining index), and row groups combine with
+`+`, `-` and scalars (a one-row group such as a scalar variable broadcasts over the rows
+of the other). Everything is built as coordinate triplets with numpy and assembled into
+one scipy.sparse matrix at solve time, so a 4,000 × 8 model builds in milliseconds.
+
+Continuous models go to `scipy.optimize.linprog(method="highs")`, models with an integer
+block to `scipy.optimize.milp` (HiGHS branch-and-cut). Example (FFT's per-round ILP)::
+
+    m = Model()
+    x = m.binary("x", (J, T), ub=mem_ok)            # x[j, i] = 0 where the memory does not fit
+    m.add(x.sum(axis=1) <= 1)                        # at most one type per job
+    m.add(x.sum(axis=0, coef=d[:, None]) <= Y)      # per-type capacity
+    m.minimize(x.sum(coef=cost))
+    sol = m.solve()
+    chosen = sol["x"].round().astype(bool)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+from scipy.optimize import Bounds, LinearConstraint, linprog, milp
+
+#: scipy/HiGHS status code → our status (the same codes for linprog and milp)
+_STATUS = {0: "optimal", 1: "limit", 2: "infeasible", 3: "unbounded", 4: "error"}
+
+
+class SolveError(RuntimeError):
+    """The program has no optimal solution: `status` is infeasible, unbounded, "infeasible or
+    unbounded" (HiGHS' presolve cannot tell), limit (no incumbent) or error."""
+
+    def __init__(self, status: str, message: str) -> None:
+        super().__init__(f"{status}: {message}")
+        self.status = status
+
+
+class Expr:
+    """A group of `n_rows` linear rows Σ vals·x[cols] + const (coordinate triplets)."""
+
+    __array_ufunc__ = None  # `array <= expr` and `array * expr` defer to Expr
+    __hash__ = None  # type: ignore[assignment]  # == builds a constraint
+
+    def __init__(self, n_rows: int, rows: np.ndarray, cols: np.ndarray, vals: np.ndarray,
+                 const: np.ndarray | float = 0.0) -> None:
+        self.n_rows = int(n_rows)
+        self.rows = np.asarray(rows, np.int64)
+        self.cols = np.asarray(cols, np.int64)
+        self.vals = np.asarray(vals, float)
+        self.const = np.broadcast_to(np.asarray(const, float), (self.n_rows,)).copy()
+
+    def _rows_as(self, n: int) -> "Expr":
+        """This group with `n` rows: a one-row group is repeated."""
+        if self.n_rows == n:
+            return self
+        if self.n_rows != 1:
+            raise ValueError(f"cannot combine a group of {self.n_rows} rows with one of {n} rows")
+        k = self.cols.size
+        rows = np.repeat(np.arange(n, dtype=np.int64), k)
+        return Expr(n, rows, np.tile(self.cols, n), np.tile(self.vals, n), np.repeat(self.const, n))
+
+    def __add__(self, other: Any) -> "Expr":
+        if isinstance(other, Expr):
+            n = max(self.n_rows, other.n_rows)
+            a, b = self._rows_as(n), other._rows_as(n)
+            return Expr(n, np.concatenate([a.rows, b.rows]), np.concatenate([a.cols, b.cols]),
+                        np.concatenate([a.vals, b.vals]), a.const + b.const)
+        c = np.asarray(other, float)
+        n = max(self.n_rows, c.size if c.ndim else 1)
+        a = self._rows_as(n)
+        return Expr(n, a.rows, a.cols, a.vals, a.const + c.ravel() if c.ndim else a.const + c)
+
+    __radd__ = __add__
+
+    def __neg__(self) -> "Expr":
+        return Expr(self.n_rows, self.rows, self.cols, -self.vals, -self.const)
+
+    def __sub__(self, other: Any) -> "Expr":
+        return self + (-other)
+
+    def __rsub__(self, other: Any) -> "Expr":
+        return (-self) + other
+
+    def __mul__(self, scale: Any) -> "Expr":
+        s = np.asarray(scale, float)
+        if s.ndim == 0:
+            return Expr(self.n_rows, self.rows, self.cols, self.vals * s, self.const * s)
+        s = s.ravel()
+        n = max(self.n_rows, s.size)
+        a = self._rows_as(n)
+        s = np.broadcast_to(s, (n,))
+        return Expr(n, a.rows, a.cols, a.vals * s[a.rows], a.const * s)
+
+    __rmul__ = __mul__
+
+    def total(self) -> "Expr":
+        """The sum of all rows, as one row (e.g. an objective from a row group)."""
+        return Expr(1, np.zeros_like(self.rows), self.cols, self.vals, self.const.sum())
+
+    def _bound(self, rhs: Any, lower: bool, upper: bool) -> "Constraint":
+        e = self - rhs if isinstance(rhs, Expr) else self._rows_as(max(self.n_rows, np.size(rhs)))
+        r = 0.0 if isinstance(rhs, Expr) else np.broadcast_to(np.asarray(rhs, float).ravel(), (e.n_rows,))
+        bound = r - e.const  # move the constant to the right-hand side
+        lb = bound if lower else np.full(e.n_rows, -np.inf)
+        ub = bound if upper else np.full(e.n_rows, np.inf)
+        return Constraint(Expr(e.n_rows, e.rows, e.cols, e.vals), np.asarray(lb, float), np.asarray(ub, float))
+
+    def __le__(self, rhs: Any) -> "Constraint":  # type: ignore[override]
+        return self._bound(rhs, lower=False, upper=True)
+
+    def __ge__(self, rhs: Any) -> "Constraint":  # type: ignore[override]
+        return self._bound(rhs, lower=True, upper=False)
+
+    def __eq__(self, rhs: Any) -> "Constraint":  # type: ignore[override]
+        return self._bound(rhs, lower=True, upper=True)
+
+
+@dataclass(frozen=True)
+class Constraint:
+    """lb ≤ expr ≤ ub, row by row (infinite sides are absent)."""
+
+    expr: Expr
+    lb: np.ndarray
+    ub: np.ndarray
+
+
+@dataclass(frozen=True)
+class Block:
+    """A named array of variables occupying columns start … start + size − 1 (C order)."""
+
+    name: str
+    shape: tuple[int, ...]
+    start: int
+
+    @property
+    def size(self) -> int:
+        return int(np.prod(self.shape, dtype=np.int64))
+
+    @property
+    def cols(self) -> np.ndarray:
+        """Column index of every variable, shaped like the block."""
+        return np.arange(self.start, self.start + self.size, dtype=np.int64).reshape(self.shape)
+
+    def _terms(self, rows: np.ndarray, n_rows: int, coef: Any) -> Expr:
+        c = np.broadcast_to(np.asarray(1.0 if coef is None else coef, float), self.shape)
+        keep = c != 0  # zero coefficients (masked pairs) add no entry
+        return Expr(n_rows, np.broadcast_to(rows, self.shape)[keep], self.cols[keep], c[keep])
+
+    def sum(self, axis: int | tuple[int, ...] | None = None, coef: Any = None) -> Expr:
+        """Σ coef·x over `axis`: one row per index of the remaining axes (None: one row).
+
+        `coef` broadcasts to the block's shape (`d[:, None]` weighs x[j, t] by d_j).
+        """
+        if axis is None:
+            return self._terms(np.zeros(self.shape, np.int64), 1, coef)
+        axes = tuple(a % len(self.shape) for a in ((axis,) if isinstance(axis, int) else axis))
+        out_shape = tuple(n for i, n in enumerate(self.shape) if i not in axes)
+        n_rows = int(np.prod(out_shape, dtype=np.int64))
+        rows = np.expand_dims(np.arange(n_rows, dtype=np.int64).reshape(out_shape), axes)
+        return self._terms(rows, n_rows, coef)
+
+    def each(self, coef: Any = None) -> Expr:
+        """One row per variable, coef·x (C order of the block)."""
+        return self._terms(np.arange(self.size, dtype=np.int64).reshape(self.shape), self.size, coef)
+
+
+@dataclass
+class Solution:
+    """Status, objective value and the variables' values by block name."""
+
+    status: str
+    objective: float
+    values: dict[str, np.ndarray] = field(default_factory=dict)
+    message: str = ""
+
+    @property
+    def ok(self) -> bool:
+        """An optimal solution, or the best one found within the limits."""
+        return self.status == "optimal" or (self.status == "limit" and bool(self.values))
+
+    def __getitem__(self, block: str | Block) -> np.ndarray:
+        return self.values[block.name if isinstance(block, Block) else block]
+
+
+class Model:
+    """A linear program, mixed-integer when a block is integer; see the module docstring."""
+
+    def __init__(self) -> None:
+        self.blocks: dict[str, Block] = {}
+        self._lb: list[np.ndarray] = []
+        self._ub: list[np.ndarray] = []
+        self._int: list[np.ndarray] = []
+        self._groups: list[Constraint] = []
+        self.num_vars = 0
+        self.num_rows = 0
+        self._objective: Expr | None = None
+        self._maximize = False
+
+    def var(self, name: str, shape: int | tuple[int, ...] = (), lb: Any = 0.0, ub: Any = np.inf,
+            integer: bool = False) -> Block:
+        """A block of variables; `lb`/`ub` broadcast to its shape (ub = 0 forbids a pair)."""
+        if name in self.blocks:
+            raise ValueError(f"variable block '{name}' declared twice")
+        shape = (shape,) if isinstance(shape, int) else tuple(int(n) for n in shape)
+        b = Block(name, shape, self.num_vars)
+        self._lb.append(np.broadcast_to(np.asarray(lb, float), shape).ravel())
+        self._ub.append(np.broadcast_to(np.asarray(ub, float), shape).ravel())
+        self._int.append(np.full(b.size, 1 if integer else 0, np.uint8))
+        self.blocks[name] = b
+        self.num_vars += b.size
+        return b
+
+    def binary(self, name: str, shape: int | tuple[int, ...] = (), ub: Any = 1.0) -> Block:
+        """A block of 0/1 variables (`ub` = 0 or False fixes a variable at 0)."""
+        return self.var(name, shape, 0.0, np.asarray(ub, float), integer=True)
+
+    def add(self, constraint: Constraint) -> slice:
+        """Add a row group; returns its rows (a slice of the constraint matrix)."""
+        if not isinstance(constraint, Constraint):
+            raise TypeError("add() takes a comparison of row groups, e.g. x.sum(axis=1) <= 1")
+        first = self.num_rows
+        self._groups.append(constraint)
+        self.num_rows += constraint.expr.n_rows
+        return slice(first, self.num_rows)
+
+    def minimize(self, expr: Expr) -> None:
+        self._objective, self._maximize = (expr if expr.n_rows == 1 else expr.total()), False
+
+    def maximize(self, expr: Expr) -> None:
+        self._objective, self._maximize = (expr if expr.n_rows == 1 else expr.total()), True
+
+    def matrix(self) -> tuple[sp.csr_matrix, np.ndarray, np.ndarray]:
+        """(A, row_lb, row_ub) with row_lb ≤ A·x ≤ row_ub; duplicate entries are summed."""
+        if not self._groups:
+            return sp.csr_matrix((0, self.num_vars)), np.zeros(0), np.zeros(0)
+        offs = np.cumsum([0] + [g.expr.n_rows for g in self._groups])
+        rows = np.concatenate([g.expr.rows + o for g, o in zip(self._groups, offs)])
+        cols = np.concatenate([g.expr.cols for g in self._groups])
+        vals = np.concatenate([g.expr.vals for g in self._groups])
+        a = sp.csr_matrix((vals, (rows, cols)), shape=(self.num_rows, self.num_vars))
+        return a, np.concatenate([g.lb for g in self._groups]), np.concatenate([g.ub for g in self._groups])
+
+    def _cost(self) -> tuple[np.ndarray, float]:
+        c = np.zeros(self.num_vars)
+        if self._objective is None:
+            return c, 0.0
+        np.add.at(c, self._objective.cols, self._objective.vals)
+        return (-c if self._maximize else c), float(self._objective.const[0])
+
+    def solve(self, *, time_limit_s: float | None = None, mip_rel_gap: float | None = None,
+              check: bool = True) -> Solution:
+        """Solve with HiGHS. `check`: raise `SolveError` unless a solution is returned.
+
+        `mip_rel_gap` stops branch-and-bound at that relative gap (HiGHS' default 1e-4);
+        a run stopped by `time_limit_s` with an incumbent has status "limit" and its values.
+        """
+        c, offset = self._cost()
+        lb, ub = np.concatenate(self._lb or [np.zeros(0)]), np.concatenate(self._ub or [np.zeros(0)])
+        integrality = np.concatenate(self._int or [np.zeros(0, np.uint8)])
+        bad = np.flatnonzero(lb > ub)
+        if bad.size:  # HiGHS would report this as a generic error
+            sol = Solution("infeasible", float("nan"), message=f"variable {self._name_of(int(bad[0]))}: lb > ub")
+        else:
+            a, rlb, rub = self.matrix()
+            options: dict[str, Any] = {"disp": False}
+            if time_limit_s is not None:
+                options["time_limit"] = float(time_limit_s)
+            if integrality.any():
+                if mip_rel_gap is not None:
+                    options["mip_rel_gap"] = float(mip_rel_gap)
+                cons = [LinearConstraint(a, rlb, rub)] if self.num_rows else []
+                res = milp(c, integrality=integrality, bounds=Bounds(lb, ub), constraints=cons, options=options)
+            else:
+                res = _linprog(c, a, rlb, rub, lb, ub, options)
+            status = _STATUS.get(int(res.status), "error")
+            if status == "error" and "unbounded or infeasible" in str(res.message):
+                status = "infeasible or unbounded"  # HiGHS' presolve cannot tell which
+            if res.x is None:
+                sol = Solution(status, float("nan"), message=str(res.message))
+            else:
+                x = np.asarray(res.x, float)
+                obj = float(c @ x)
+                values = {n: x[b.start:b.start + b.size].reshape(b.shape) for n, b in self.blocks.items()}
+                sol = Solution(status, (-obj if self._maximize else obj) + offset, values, str(res.message))
+        if check and not sol.ok:
+            raise SolveError(sol.status, sol.message or "no solution")
+        return sol
+
+    def _name_of(self, col: int) -> str:
+        for b in self.blocks.values():
+            if b.start <= col < b.start + b.size:
+                idx = [int(i) for i in np.unravel_index(col - b.start, b.shape)] if b.shape else ""
+                return f"{b.name}{idx}"
+        return str(col)
+
+
+def _linprog(c, a: sp.csr_matrix, rlb, rub, lb, ub, options):
+    """linprog's form: equality rows, ≤ rows, and ≥ rows negated into ≤ rows."""
+    eq = np.isfinite(rlb) & (rlb == rub)
+    up = np.isfinite(rub) & ~eq
+    lo = np.isfinite(rlb) & ~eq
+    a_ub = sp.vstack([a[up], -a[lo]], format="csr")
+    b_ub = np.concatenate([rub[up], -rlb[lo]])
+    kw: dict[str, Any] = {}
+    if a_ub.shape[0]:
+        kw.update(A_ub=a_ub, b_ub=b_ub)
+    if eq.any():
+        kw.update(A_eq=a[eq], b_eq=rlb[eq])
+    return linprog(c, bounds=np.column_stack([lb, ub]), method="highs", options=options, **kw)

@@ -1,0 +1,132 @@
+"""Progress marks: the points below completion at which a job's state must be looked at.
+
+A job stops (in the same numba step that finds completions, `simcore.kernels.step`) at the
+next of:
+
+- the end of an epoch, for jobs whose statistical efficiency depends on the epoch (Pollux
+  goodput, `simcore.goodput`: the gradient statistics change, so its gain and rate are
+  refreshed there) and, when the policy declares `wants_epoch_events`, for every job with
+  known epochs (`JobTable.num_epochs`: epoch k ends at k / epochs of its work);
+- a fraction of its work the policy declared in `milestones`.
+
+`JobTable.mark[j]` holds that next point (1 = completion only), so jobs without marks cost
+nothing per event. Reaching a mark is exact — the instant is computed from the job's rate,
+never stepped — and the events the policy asked for are handed to its next call
+(`ClusterView.progress_events`), which happens at that instant.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from cosim.errors import PolicyError
+from simcore.api import JobState, ProgressEvent
+from simcore.work import WorkMode, work_gain
+
+_UNSCHEDULABLE = int(JobState.UNSCHEDULABLE)
+
+
+class ProgressMarks:
+    """Per-run mark bookkeeping for the engine (see module doc)."""
+
+    def __init__(self, jobs: Any, policy: Any, name: str, goodput: Any, eff: Any) -> None:
+        self.jobs, self.eff = jobs, eff
+        self.wants_epochs = bool(getattr(policy, "wants_epoch_events", False))
+        ms = tuple(getattr(policy, "milestones", ()) or ())
+        for m in ms:
+            if isinstance(m, bool) or not (isinstance(m, (int, float)) and 0.0 < float(m) < 1.0):
+                raise PolicyError(f"policy '{name}' declares milestone {m!r}: expected fractions in (0, 1)")
+        self.milestones = np.unique(np.asarray(ms, np.float64))
+        self.ms_next = np.zeros(jobs.num_jobs, np.int32) if self.milestones.size else None
+        self.bounds: dict[int, np.ndarray] = {}  # job → fractions at which its epochs end (last: 1)
+        self.refresh: set[int] = set()  # jobs whose gain changes at epoch ends
+        self.events: list[ProgressEvent] = []
+        if goodput is not None:
+            modes = (int(WorkMode.EPOCHS), int(WorkMode.CONVERGENCE))
+            for j in np.flatnonzero(np.asarray(goodput.app_of) >= 0).tolist():
+                if int(jobs.work_mode[j]) in modes and jobs.state[j] != _UNSCHEDULABLE:
+                    self.bounds[j] = goodput.epoch_bounds(j)
+                    self.refresh.add(j)
+        if self.wants_epochs:
+            per: dict[float, np.ndarray] = {}
+            ne = jobs.num_epochs
+            for j in np.flatnonzero(np.isfinite(ne) & (ne >= 1)).tolist():
+                if j not in self.bounds:
+                    e = float(ne[j])
+                    if e not in per:  # epoch k ends at k / e of the work (a partial last epoch ends at 1)
+                        per[e] = np.minimum(np.arange(1, math.ceil(e) + 1, dtype=np.float64) / e, 1.0)
+                    self.bounds[j] = per[e]
+        if self.milestones.size:
+            jobs.mark[:] = self.milestones[0]
+        for j in self.bounds:
+            jobs.mark[j] = self.next_mark(j)
+
+    def next_mark(self, j: int) -> float:
+        """The first epoch end or milestone above job j's progress (1 if none)."""
+        p = self.jobs.progress.item(j)
+        m = 1.0
+        b = self.bounds.get(j)
+        if b is not None:
+            k = int(np.searchsorted(b, p, side="right"))
+            if k < b.shape[0]:
+                m = min(m, float(b[k]))
+        if self.ms_next is not None:
+            k = int(self.ms_next[j])
+            if k < self.milestones.shape[0]:
+                m = min(m, float(self.milestones[k]))
+        return m
+
+    def reached(self, hit: np.ndarray) -> bool:
+        """Jobs at a mark (ascending): count epochs (refreshing the gain of goodput jobs),
+        note milestones, set each next mark. True if the policy asked for one of these."""
+        jobs = self.jobs
+        want = False
+        for j in hit.tolist():
+            p = jobs.progress.item(j)
+            b = self.bounds.get(j)
+            if b is not None:
+                k = int(np.searchsorted(b, p, side="right"))
+                done0 = jobs.epochs_done.item(j)
+                if k > done0:
+                    jobs.epochs_done[j] = k
+                    if self.wants_epochs:
+                        self.events.extend(ProgressEvent(j, "epoch", float(e)) for e in range(done0 + 1, k + 1))
+                        want = True
+                    if j in self.refresh:
+                        self._refresh_gain(j, p)
+            if self.ms_next is not None:
+                k = int(np.searchsorted(self.milestones, p, side="right"))
+                k0 = int(self.ms_next[j])
+                if k > k0:
+                    self.ms_next[j] = k
+                    self.events.extend(ProgressEvent(j, "milestone", float(m)) for m in self.milestones[k0:k])
+                    want = True
+            jobs.mark[j] = self.next_mark(j)
+        return want
+
+    def _refresh_gain(self, j: int, p: float) -> None:
+        """New epoch, new gradient statistics: the gain of the current batch, and the rate
+        scaled by it (rate = gain / (W × iteration time), the iteration time unchanged)."""
+        jobs = self.jobs
+        b, ref = jobs.batch_size.item(j), jobs.global_batch.item(j)
+        old = jobs.gain.item(j)
+        new = work_gain(jobs.work_mode.item(j), b, ref, self.eff, j, p)
+        jobs.gain[j] = new
+        jobs.stat_eff[j] = new * ref / b
+        if old > 0 and jobs.rate.item(j) > 0:
+            jobs.rate[j] = jobs.rate.item(j) * (new / old)
+
+    def completed(self, j: int) -> None:
+        b = self.bounds.get(j)
+        if b is not None:
+            self.jobs.epochs_done[j] = b.shape[0]
+
+    def take_events(self) -> tuple[ProgressEvent, ...]:
+        """The events gathered since the last policy call (then cleared)."""
+        if not self.events:
+            return ()
+        out, self.events = tuple(self.events), []
+        return out

@@ -1,0 +1,143 @@
+"""`cosim reproduce tiresias-vs-fifo --size small` end to end (what CI runs), its REPORT.md rows
+checked against the cells it ran; resume; the synthetic fallback; the CLI's bad names; the
+policy registry reaching sweep workers although simcore imports no policy."""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from typer.testing import CliRunner
+
+from cli.app import app
+from tests.conftest import SHARED_DATA as _CHECKOUT_SHARED
+
+PAPER = "tiresias-vs-fifo"
+#: the shared workloads: ../shared/data beside the checkout, or where COSIM_SHARED_DATA points
+SHARED_DATA = Path(os.environ.get("COSIM_SHARED_DATA", _CHECKOUT_SHARED))
+
+
+def _table(report: str, section: str, header: str) -> list[list[str]]:
+    """The rows of the markdown table starting with `header` inside `## section…`."""
+    body = report.split(f"## {section}:", 1)[1].split("\n## ", 1)[0]
+    lines = body.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith(header))
+    rows = []
+    for line in lines[start + 2:]:
+        if not line.startswith("|"):
+            break
+        rows.append([c.strip() for c in line.strip("|").split(" | ")])
+    return rows
+
+
+def _hours(text: str) -> float:
+    return float(re.search(r"([0-9.]+) h", text).group(1))
+
+
+@pytest.fixture(scope="module")
+def small(tmp_path_factory):
+    """The small size through the CLI, on the shared workloads when ../shared is present."""
+    out = tmp_path_factory.mktemp("repro") / "small"
+    mp = pytest.MonkeyPatch()
+    if SHARED_DATA.is_dir():
+        mp.setenv("COSIM_SHARED_DATA", str(SHARED_DATA))
+    try:
+        res = CliRunner().invoke(app, ["reproduce", PAPER, "--size", "small", "--out", str(out), "--workers", "1"])
+    finally:
+        mp.undo()
+    assert res.exit_code == 0, res.output
+    return out, res.output
+
+
+def test_report_rows_match_the_cells(small):
+    out, output = small
+    report = (out / "REPORT.md").read_text()
+    cells = pd.read_parquet(out / "cells.parquet")
+    assert len(cells) == 6 and (cells["status"] == "ok").all()
+    assert set(cells["policy"]) == {"fifo", "sjf", "tiresias"} and cells["group"].nunique() == 2
+    means = cells.groupby(["group", "policy"])["avg_jct_s"].mean() / 3600
+    claims = _table(report, "avg-jct", "| row | paper | cosim | same ordering? |")
+    assert len(claims) == 4  # 2 trace sets x 2 claims
+    for row, paper, cosim, verdict in claims:
+        better, worse = re.match(r"(\w+) better than (\w+)", paper).groups()
+        vb, vw = means[(row, better)], means[(row, worse)]
+        # the cosim column shows the cells' means and the verdict follows the 2 % rule
+        nums = [float(x) for x in re.findall(r" ([0-9.]+) h", cosim)]
+        assert nums == pytest.approx([vb, vw], rel=5e-3)
+        rel = (vw - vb) / max(vb, vw)
+        assert verdict == ("yes" if rel > 0.02 else "no" if rel < -0.02 else "tie")
+        if better == "tiresias":
+            assert "up to 5.5×" in paper
+            assert verdict == "yes"  # the literature's direction: Tiresias lowers average JCT vs FIFO
+    values = _table(report, "avg-jct", "| row | fifo | sjf | tiresias |")
+    assert [r[0] for r in values] == list(dict.fromkeys(cells["group"]))
+    for row, fifo, sjf, tiresias, n, order, _ in values:
+        got = {"fifo": _hours(fifo), "sjf": _hours(sjf), "tiresias": _hours(tiresias)}
+        assert got == pytest.approx({p: means[(row, p)] for p in got}, rel=5e-3)
+        assert n == "1" and order.split()[0] == min(got, key=got.get)
+    fig = pd.read_parquet(out / "avg-jct.parquet")
+    assert list(fig.columns) == ["row", "policy", "value", "std", "n", "paper"] and len(fig) == 6
+    assert f"cosim reproduce {PAPER} --size small" in report and "commit " in report and "wall time:" in report
+    assert "avg-jct: same ordering yes" in output
+    if SHARED_DATA.is_dir():
+        assert "[synthetic" not in report and "workload-1.csv" in report
+    if _has_matplotlib():
+        assert (out / "avg-jct.png").stat().st_size > 1000 and "![avg-jct](avg-jct.png)" in report
+
+
+def _has_matplotlib() -> bool:
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def test_rerun_into_the_same_folder_reuses_every_cell(small):
+    from experiments import reproduce
+
+    out, _ = small
+    before = pd.read_parquet(out / "avg-jct.parquet")
+    res = reproduce(PAPER, "small", out, shared_data=SHARED_DATA if SHARED_DATA.is_dir() else None,
+                    figures=["avg-jct"])
+    assert (res.ran, res.resumed) == (0, 6)
+    pd.testing.assert_frame_equal(res.tables["avg-jct"], before)
+    assert "## p99-jct" not in res.report.read_text()  # --figure: only the chosen figure is reported
+
+
+def test_synthetic_fallback_is_labelled_and_figures_skip_without_matplotlib(tmp_path, monkeypatch):
+    from experiments import reproduce
+
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # import matplotlib → ImportError
+    res = reproduce(PAPER, "small", tmp_path / "fb", shared_data=tmp_path / "no-shared", figures=["avg-jct"])
+    text = res.report.read_text()
+    assert "**Synthetic fallback:**" in text and "2 trace(s)" in text
+    rows = _table(text, "avg-jct", "| row | paper | cosim | same ordering? |")
+    assert {r[0] for r in rows} == {"philly [synthetic]", "helios-saturn [synthetic]"}
+    assert res.cells["fallback"].all() and res.cells["trace"].str.contains("synthetic fallback").all()
+    assert "figure skipped: matplotlib is not installed" in text and not (tmp_path / "fb" / "avg-jct.png").exists()
+
+
+@pytest.mark.parametrize("args, needle", [
+    (["reproduce", "no-such-paper"], "unknown experiment 'no-such-paper'; valid: tiresias-vs-fifo"),
+    (["reproduce", PAPER, "--figure", "fig-9"], "unknown figure 'fig-9'; valid: avg-jct, p99-jct"),
+    (["reproduce", PAPER, "--size", "huge"], "unknown size 'huge'; valid: full, small"),
+    (["reproduce", PAPER, "--backend", "slurm"], "unknown backend 'slurm'; valid: local, ray"),
+])
+def test_bad_names_are_one_line_with_the_valid_ones(args, needle, tmp_path):
+    res = CliRunner().invoke(app, args + ["--out", str(tmp_path / "o")])
+    assert res.exit_code == 2
+    lines = [line for line in res.output.splitlines() if line.strip()]
+    assert lines == [f"error: {needle}"]
+    assert not (tmp_path / "o").exists()  # nothing ran
+
+
+def test_list_shows_the_registry():
+    res = CliRunner().invoke(app, ["reproduce", "--list"])
+    assert res.exit_code == 0
+    assert f"{PAPER}: Gu et al., Tiresias" in res.output
+    assert "figures: avg-jct, p99-jct" in res.output and "small:" in res.output and "full:" in res.output

@@ -1,0 +1,106 @@
+"""Experiments as data and the "same ordering?" rule, on constructed inputs (no simulation)."""
+
+from __future__ import annotations
+
+import math
+import re
+
+import pandas as pd
+import pytest
+
+from cosim.errors import InputError, UnknownNameError
+from experiments.compare import TIE_TOL, check_claim, figure_table, rank_order, row_verdict, verdicts
+from experiments.spec import Claim, load_experiment, names, parse_experiment, resolve_traces
+
+
+def _fmt(v):
+    return f"{v:g}"
+
+
+def _exp(**figure):
+    fig = {"name": "f", "grid": "g", "metric": "avg_jct_s"} | figure
+    return {"name": "x", "paper": "P", "grids": {"g": {"policies": ["fifo", "sjf"], "small": {"traces": ["synth:philly:4"]}}},
+            "figures": [fig]}
+
+
+def test_catalog_lists_the_worked_example_and_rejects_unknown_names():
+    assert "tiresias-vs-fifo" in names()
+    exp = load_experiment("tiresias-vs-fifo")
+    assert [f.name for f in exp.figures] == ["avg-jct", "p99-jct"]
+    assert set(exp.sizes) == {"small", "full"} and all(exp.sizes.values())
+    claim = exp.figure("avg-jct").claims[0]
+    assert (claim.better, claim.worse, claim.factor) == ("tiresias", "fifo", 5.5)
+    with pytest.raises(UnknownNameError, match="valid: tiresias-vs-fifo"):
+        load_experiment("no-such-paper")
+    with pytest.raises(UnknownNameError, match="valid: avg-jct, p99-jct"):
+        exp.figure("fig-99")
+    with pytest.raises(UnknownNameError, match="valid: full, small"):
+        exp.grid("workloads", "medium")
+
+
+@pytest.mark.parametrize("figure, field", [
+    ({"colour": "red"}, "figures[0].colour"),
+    ({"grid": "nope"}, "figures[0].grid"),
+    ({"better": "smaller"}, "figures[0].better"),
+    ({"rows": "policy"}, "figures[0].rows"),
+    ({"claims": [{"better": "sjf", "worse": "fifo", "factor": -2}]}, "figures[0].claims[0].factor"),
+    ({"claims": [{"better": "sjf"}]}, "figures[0].claims[0].worse"),
+    ({"values": {"row": {"fifo": "fast"}}}, "figures[0].values"),
+])
+def test_bad_experiment_files_name_the_field(figure, field):
+    with pytest.raises(InputError, match=re.escape(f"field '{field}'")):
+        parse_experiment(_exp(**figure), source="x.toml")
+
+
+def test_shared_traces_fall_back_to_labelled_synthetic_specs(tmp_path):
+    data = _exp()
+    data["grids"]["g"]["small"]["traces"] = [
+        {"shared": "t/w.csv", "name": "w1", "group": "philly", "fallback": "synth:philly-sia:40:2h"}]
+    exp = parse_experiment(data)
+    (fb,) = resolve_traces(exp, "g", "small", shared=tmp_path / "absent")
+    assert fb.fallback and fb.spec == "synth:philly-sia:40:2h" and "synthetic fallback" in fb.name
+    assert fb.group == "philly [synthetic]"
+    (tmp_path / "t").mkdir()
+    (tmp_path / "t" / "w.csv").write_text("name,time\n")
+    (real,) = resolve_traces(exp, "g", "small", shared=tmp_path)
+    assert not real.fallback and real.path == tmp_path / "t" / "w.csv" and real.name == "w1"
+    data["grids"]["g"]["small"]["traces"] = [{"shared": "t/missing.csv"}]
+    with pytest.raises(InputError, match="existing file"):
+        resolve_traces(parse_experiment(data), "g", "small", shared=tmp_path)
+
+
+def test_claim_rule_yes_tie_no_at_the_tolerance():
+    c = Claim("tiresias", "fifo")
+    just_over = 1 / (1 - 1.5 * TIE_TOL)  # fifo worse by 1.5 tol (relative to the larger value)
+    assert check_claim("r", {"tiresias": 1.0, "fifo": just_over}, c, True, _fmt).result == "yes"
+    assert check_claim("r", {"tiresias": 1.0, "fifo": 1.0 + TIE_TOL / 2}, c, True, _fmt).result == "tie"
+    assert check_claim("r", {"tiresias": 1.0, "fifo": 0.9}, c, True, _fmt).result == "no"
+    assert check_claim("r", {"tiresias": 1.0, "fifo": 0.9}, c, False, _fmt).result == "yes"  # higher is better
+    assert check_claim("r", {"fifo": 1.0}, c, True, _fmt).result == "n/a"
+    v = check_claim("r", {"tiresias": 2.0, "fifo": 5.0}, c, True, _fmt)
+    assert v.cosim == "tiresias 2 better than fifo 5 (2.50×)"
+    assert row_verdict(["yes", "tie"]) == "tie" and row_verdict(["yes", "no"]) == "no"
+    assert row_verdict(["yes", "n/a"]) == "yes" and row_verdict(["n/a"]) == "n/a"
+
+
+def test_rank_order_marks_ties():
+    assert rank_order({"fifo": 3.0, "sjf": 1.0, "tiresias": 1.01}, lower=True) == "sjf ≈ tiresias < fifo"
+    assert rank_order({"fifo": 3.0, "sjf": 1.0}, lower=False) == "fifo < sjf"
+    assert rank_order({"fifo": math.nan}, lower=True) == "n/a"
+
+
+def test_paper_numbers_become_pairwise_claims_and_table_means_over_seeds():
+    exp = parse_experiment(_exp(rows="trace", values={"synth:philly:4": {"fifo": 2.0, "sjf": 1.0}}))
+    fig = exp.figures[0]
+    (c,) = fig.all_claims()
+    assert (c.better, c.worse, c.factor, c.row) == ("sjf", "fifo", 2.0, "synth:philly:4")
+    cells = pd.DataFrame({
+        "grid": "g", "status": ["ok", "ok", "ok", "ok", "error"], "trace": "synth:philly:4", "group": "synth:philly:4",
+        "policy": ["fifo", "fifo", "sjf", "sjf", "sjf"], "policy_label": ["fifo", "fifo", "sjf", "sjf", "sjf"],
+        "seed": [0, 1, 0, 1, 2], "avg_jct_s": [3.0, 5.0, 2.0, 2.0, 0.0]})
+    table = figure_table(cells, fig)
+    assert table.set_index("policy")["value"].to_dict() == {"fifo": 4.0, "sjf": 2.0}  # the failed cell is left out
+    assert table.set_index("policy")["n"].to_dict() == {"fifo": 2, "sjf": 2}
+    assert table.set_index("policy")["paper"].to_dict() == {"fifo": 2.0, "sjf": 1.0}
+    (v,) = verdicts(table, fig, _fmt)
+    assert v.result == "yes" and "(2.00×)" in v.cosim

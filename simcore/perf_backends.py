@@ -68,14 +68,14 @@ def make_perf(name: str, topology: Any, zoo: Any, comm: Any, solve: Any = None, 
     """The perf model of backend `name` (`trace` runs the network model: the trace's time
     enters through the work, see the module docstring)."""
     check_perf(name)
-    kw = dict(contention=contention, allow_accumulation=allow_accumulation, step=step)  # step: simcore.stepform
+    kw = dict(contention=contention, allow_accumulation=allow_accumulation)
     if name == "linear":
-        return LinearPerf(topology, zoo, comm, solve, **kw)
+        return LinearPerf(topology, zoo, comm, solve, **kw)  # ideal scaling: no fitted form
     if name == "measured":
         from simcore.perf_measured import MeasuredPerf
 
         return MeasuredPerf(topology, zoo, comm, solve, tables=tables, **kw)
-    return PerfModel(topology, zoo, comm, solve, **kw)
+    return PerfModel(topology, zoo, comm, solve, step=step, **kw)  # step: the profile's form (simcore.stepform)
 
 
 class LinearPerf(PerfModel):

@@ -37,7 +37,7 @@ demands. The measured step already contains the job's network, so contention doe
 apply and exposed communication is the measured `sync_time`.
 
 Which table a run reads: each GPU type of the cluster maps to the Pollux/Sia platform of
-`calibration.importers.PLATFORMS` (T4 → `aws`, A100 → `dgx`, RTX 2080 Ti → `rtx`); the
+the shipped platforms file (`calibration.importers.read_platforms`; T4 → `aws`, A100 → `dgx`, RTX 2080 Ti → `rtx`); the
 files are read with `calibration.importers.read_pollux_placements`. A placement over several
 GPU types waits for the slowest (the largest of each type's table). Tables live under
 `$COSIM_PROFILES` or, by default, `../shared/data/profiles` beside the repository.
@@ -78,11 +78,11 @@ def default_profiles() -> Path:
 
 def gpu_platforms() -> dict[str, str]:
     """Zoo GPU type → the Pollux/Sia platform whose tables a run on that GPU reads (the first
-    platform of `calibration.importers.PLATFORMS` with that GPU: A100 → `dgx`, not `dgx-ext`)."""
-    from calibration.importers import PLATFORMS
+    platform of the shipped platforms file with that GPU: A100 → `dgx`, not `dgx-ext`)."""
+    from calibration.importers import read_platforms
 
     out: dict[str, str] = {}
-    for platform, (_preset, gpu) in PLATFORMS.items():
+    for platform, (_preset, gpu) in read_platforms().items():  # the shipped platforms file
         out.setdefault(gpu, platform)
     return out
 

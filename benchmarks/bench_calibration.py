@@ -47,8 +47,10 @@ def bench_import_profiles() -> dict:
 def bench_validate_through_engine() -> dict:
     """`cosim validate` on aws, ResNet-50 + YOLOv3 (1,391 rows): 5-fold CV, every row predicted
     by the engine's PerfModel (`calibration.fit.Platform.predict`)."""
-    from calibration import validate
+    from calibration import fit, validate
+    from simcore.runner import engine_for
 
+    fit.set_engine(engine_for)
     if not SHARED.is_dir():
         return dict(name="validate (engine)", value=float("nan"), unit="s", target="< 30 s", detail="no ../shared/data")
     t0 = time.perf_counter()

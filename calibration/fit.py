@@ -1,7 +1,7 @@
 """Fit the engine's iteration form to measured step/sync times; score it through the engine.
 
 What is fitted is what `cosim simulate` runs: the `network` model's fitted form
-(`simcore.stepform`: step = κ·C·(1 + h·(g_max − 1)) + c₀ + S, S the exposed all-reduce from
+(`calibration.stepform`: step = κ·C·(1 + h·(g_max − 1)) + c₀ + S, S the exposed all-reduce from
 log-features of the placement, the CommModel all-reduce M and the compute C, times DDP's
 exposed fraction). The inputs C and M of every measured row come from the engine itself
 (`simcore.perf.PerfModel.step_inputs`, built by `simcore.runner.build_perf` on the platform's
@@ -81,17 +81,14 @@ class Platform:
 
     def engine(self, profile_data: dict):
         """The engine's PerfModel on this platform's preset with `profile_data` (a profile as
-        `write_profile` writes it), built exactly as `cosim simulate` builds it."""
-        from simcore.runner import RunConfig, build_perf, perf_backends
-        from simcore.stepform import profile_from_data
+        `write_profile` writes it), built exactly as `cosim simulate` builds it: through the
+        engine factory installed with `set_engine` (`simcore.runner.engine_for`; calibration
+        sits below simcore, so the layer above — the CLI, tests — installs it)."""
+        if _ENGINE is None:
+            from cosim.errors import CosimError
 
-        cfg = RunConfig(cluster=self.preset, calibration="none", contention=False)
-        if not hasattr(self, "_be"):
-            import netmodel
-
-            self._be = perf_backends(cfg)
-            self._topo = netmodel.build_topology(netmodel.load_cluster(self.preset))
-        return build_perf(self._topo, self._be, cfg, profile=profile_from_data(profile_data, f"{self.name} profile"))
+            raise CosimError("no engine installed: call calibration.fit.set_engine(simcore.runner.engine_for)")
+        return _ENGINE(self.preset, profile_data, f"{self.name} profile")
 
     def frame(self) -> pd.DataFrame:
         """Multi-GPU rows with the engine's `compute_s` (C) and `comm_model_s` (M)."""
@@ -109,6 +106,16 @@ class Platform:
             step.append(ph.solo_s)
             sync.append(ph.solo_s - ph.compute_s)
         return np.array(step), np.array(sync)
+
+
+_ENGINE = None
+
+
+def set_engine(factory) -> None:
+    """Install the engine factory `(preset, profile document, source) -> PerfModel` that
+    every prediction goes through (`simcore.runner.engine_for`)."""
+    global _ENGINE
+    _ENGINE = factory
 
 
 def _preset_key(preset: str) -> str:
@@ -409,7 +416,7 @@ def fit_files(paths, preset: str | None = None, folds: int = 5, platforms=None) 
 
 
 def build_profile(rep: FitReport) -> dict:
-    """The profile document (what `write_profile` writes and `simcore.stepform` reads)."""
+    """The profile document (what `write_profile` writes and `calibration.stepform` reads)."""
     doc: dict = {}
     if rep.comm:
         doc["comm"] = dict(rep.comm)
@@ -483,6 +490,6 @@ def write_profile(rep: FitReport, out) -> None:
 
 def read_profile(path):
     """A profile written by `write_profile`, validated the way the engine reads it."""
-    from simcore.stepform import read_profile as _read
+    from calibration.stepform import read_profile as _read
 
     return _read(path)

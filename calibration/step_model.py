@@ -59,9 +59,9 @@ import numpy as np
 import pandas as pd
 
 from cosim.errors import InputError
-from simcore import stepform
+from calibration import stepform
 
-#: names of the exposed-all-reduce regression terms, in weight order (the engine's, `simcore.stepform`)
+#: names of the exposed-all-reduce regression terms, in weight order (the engine's, `calibration.stepform`)
 SYNC_FEATURES = stepform.SYNC_FEATURES
 #: terms used when transferring to unseen hardware (leave-one-platform-out): without
 #: `log_compute_s`, whose coefficient is tied to one GPU's compute speed (pooled over other
@@ -98,7 +98,7 @@ def placement_features(placements: pd.Series) -> pd.DataFrame:
 
 
 def sync_design(feat: pd.DataFrame, comm_model_s: np.ndarray, compute_s: np.ndarray) -> np.ndarray:
-    """φ per row (the engine's `simcore.stepform.sync_design`) from `placement_features`."""
+    """φ per row (the engine's `calibration.stepform.sync_design`) from `placement_features`."""
     return stepform.sync_design(feat["gpus"].to_numpy(), feat["gmax"].to_numpy(), feat["nodes"].to_numpy(),
                                 comm_model_s, compute_s)
 
@@ -267,7 +267,7 @@ class ModelFit:
     compute_range_s: tuple[float, float] = (0.0, float("inf"))
 
     def form(self) -> stepform.StepForm:
-        """The engine's parameters (`simcore.stepform.StepForm`)."""
+        """The engine's parameters (`calibration.stepform.StepForm`)."""
         ov = None if self.sync.overlap is None else tuple(map(float, self.sync.overlap))
         return stepform.StepForm(self.step.kappa, self.step.host_slope, self.step.overhead_s,
                                  sync=tuple(map(float, self.sync.weights)), overlap=ov,
@@ -300,7 +300,7 @@ def fit_default(d: pd.DataFrame) -> stepform.StepForm:
 
 
 def form_table(form: stepform.StepForm) -> dict:
-    """A `StepForm` as the profile's TOML table (`simcore.stepform.profile_from_data` reads it)."""
+    """A `StepForm` as the profile's TOML table (`calibration.stepform.profile_from_data` reads it)."""
     out: dict = {k: float(getattr(form, k)) for k in STEP_PARAMS}
     if np.isfinite(form.compute_range_s[1]):
         out["compute_range_s"] = [float(x) for x in form.compute_range_s]
@@ -313,7 +313,7 @@ def form_table(form: stepform.StepForm) -> dict:
 def fit_predict(train: pd.DataFrame, test: pd.DataFrame, features: tuple[str, ...] = SYNC_FEATURES
                 ) -> tuple[np.ndarray, np.ndarray]:
     """Fit per model on `train`, predict `test` (models missing in `train`: all models pooled).
-    A diagnostic of the regression alone (the same `simcore.stepform` evaluation, outside the
+    A diagnostic of the regression alone (the same `calibration.stepform` evaluation, outside the
     engine); `cosim validate` scores the engine's predictions (`calibration.fit`)."""
     step = np.full(len(test), np.nan)
     sync = np.full(len(test), np.nan)

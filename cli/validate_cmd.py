@@ -32,8 +32,12 @@ def validate(
 ) -> None:
     """Predict step and exposed all-reduce time for every measured row through the engine's
     iteration model (what `cosim simulate` runs); report median/p90 errors vs noise."""
+    from calibration import fit
     from calibration import validate as v
     from cosim.errors import InputError
+    from simcore.runner import engine_for
+
+    fit.set_engine(engine_for)  # every row is predicted by the PerfModel simulate builds
 
     plats = [platform] if platform else None
     if platform and leave_one_platform_out:

@@ -178,7 +178,7 @@ class ClusterSpec:
     core: Tier
     rail_optimized: bool = False
     comm: Mapping[str, Any] = field(default_factory=dict)
-    profile: str | None = None        # calibration profile: shipped name or file (simcore.stepform)
+    profile: str | None = None        # calibration profile: shipped name or file (calibration.stepform)
 
     @property
     def num_nodes(self) -> int:

@@ -110,7 +110,7 @@ class PerfModel:
         self._solve = solve
         self.contention = bool(contention and solve is not None)
         self.allow_accumulation = allow_accumulation
-        #: the fitted iteration form's parameters (`simcore.stepform.StepParams`, from the
+        #: the fitted iteration form's parameters (`calibration.stepform.StepParams`, from the
         #: preset's calibration profile); None: the generic form, comm starts at s·C
         self.step = step
         self.type_names = tuple(topology.gpu_type_names)
@@ -232,7 +232,7 @@ class PerfModel:
             return Phases(c, start, 0.0, _NO_IDS, _NO_BYTES, steps)
         cost = self._allreduce(model, gpus, self.facts(model))
         m, link_bytes = float(cost.seconds), np.asarray(cost.link_bytes, dtype=np.float64)
-        if self.step is not None:  # the fitted form (simcore.stepform): solo = C' + S exactly
+        if self.step is not None:  # the fitted form (calibration.stepform): solo = C' + S exactly
             gmax, nodes = self._node_counts(gpus)
             c, start, m, scale = self.step.form(model).phases(c, m, n, gmax, nodes)
             if scale != 1.0:

@@ -75,7 +75,7 @@ def make_perf(name: str, topology: Any, zoo: Any, comm: Any, solve: Any = None, 
         from simcore.perf_measured import MeasuredPerf
 
         return MeasuredPerf(topology, zoo, comm, solve, tables=tables, **kw)
-    return PerfModel(topology, zoo, comm, solve, step=step, **kw)  # step: the profile's form (simcore.stepform)
+    return PerfModel(topology, zoo, comm, solve, step=step, **kw)  # step: the profile's form (calibration.stepform)
 
 
 class LinearPerf(PerfModel):

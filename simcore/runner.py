@@ -401,11 +401,29 @@ def perf_backends(config: RunConfig) -> Backends:
     return Backends(load_trace, lambda cfg: None, zoo, comm, solve, no_policy, lambda: [], source)
 
 
+def engine_for(preset: str, profile_data: Mapping[str, Any], source: str = "profile") -> PerfModel:
+    """The PerfModel `cosim simulate` builds on `preset` (solo, network backend) with a
+    profile given as its parsed document: what `cosim validate` and `calibrate fit` predict
+    through (`calibration.fit.set_engine(engine_for)`)."""
+    import netmodel
+    from calibration.stepform import profile_from_data
+
+    cfg = RunConfig(cluster=preset, calibration="none", contention=False)
+    hit = _ENGINES.get(preset)
+    if hit is None:
+        hit = _ENGINES[preset] = (netmodel.build_topology(netmodel.load_cluster(preset)), perf_backends(cfg))
+    topo, be = hit
+    return build_perf(topo, be, cfg, profile=profile_from_data(profile_data, source))
+
+
+_ENGINES: dict[str, tuple[Any, Backends]] = {}
+
+
 def profile_for(config: RunConfig, topo: Any) -> Any:
-    """The calibration profile of a run (`simcore.stepform.Profile`): `--calibration FILE`,
+    """The calibration profile of a run (`calibration.stepform.Profile`): `--calibration FILE`,
     else the preset's `profile` key (the shipped fitted profile of its GPU class); None with
     `--calibration none` or when neither names one."""
-    from simcore.stepform import profile_path, read_profile
+    from calibration.stepform import profile_path, read_profile
 
     spec = getattr(topo, "spec", None)
     if config.calibration is not None:
@@ -430,7 +448,7 @@ def build_perf(topo: Any, be: Backends, config: RunConfig, profile: Any = None) 
     """The engine's PerfModel for `topo` with the run's calibration profile (`profile_for`):
     its `[comm]` overlays the preset's (in `be.comm`), its `[compute]` curves replace the
     zoo's for their (model, GPU type), its `[step]` section for the preset gives the fitted
-    iteration form (`simcore.stepform`). `cosim validate` predicts through this function,
+    iteration form (`calibration.stepform`). `cosim validate` predicts through this function,
     passing the `profile` it fitted (a `stepform.Profile`) instead of a file."""
     prof = profile if profile is not None else profile_for(config, topo) if be.perf_source == "real" else None
     zoo = be.zoo if prof is None or not prof.compute else _ProfileZoo(be.zoo, prof.compute)

@@ -13,7 +13,7 @@ from cli.app import app
 PLACEMENTS = ["2", "3", "4", "11", "12", "13", "22", "44", "111", "1111", "24", "33"]
 
 
-#: the engine form the synthetic rows come from (simcore.stepform): κ, h, c₀ and an exposed
+#: the engine form the synthetic rows come from (calibration.stepform): κ, h, c₀ and an exposed
 #: all-reduce S = e^0.3 · M^0.9 · G^0.1 · C^0.2 (no overlap factor)
 KNOWN = dict(kappa=0.9, host_slope=0.05, overhead_s=0.004,
              sync=(0.3, 0.9, 0.1, 0.0, 0.0, 0.0, 0.0, 0.2))
@@ -22,7 +22,7 @@ KNOWN = dict(kappa=0.9, host_slope=0.05, overhead_s=0.004,
 def _synthetic_rows(model="resnet50", platform="aws") -> pd.DataFrame:
     """Pollux-like rows whose step and sync times come from the engine's form with `KNOWN`
     parameters, on the engine's own C and M (a Platform built once with placeholder times)."""
-    from simcore.stepform import StepForm
+    from calibration.stepform import StepForm
 
     rows = []
     for pl in ["1"] + PLACEMENTS:

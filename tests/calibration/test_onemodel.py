@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 from calibration import collectives_fit, fit
 from cli.app import app
 from cosim.errors import InputError
-from simcore import stepform
+from calibration import stepform
 from tests.calibration.test_fit_validate import _synthetic_rows
 
 

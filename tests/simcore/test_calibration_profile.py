@@ -1,4 +1,4 @@
-"""The calibration profile's fitted iteration form runs in the engine (`simcore.stepform`):
+"""The calibration profile's fitted iteration form runs in the engine (`calibration.stepform`):
 presets with measured data use their shipped profile by default, `--calibration FILE`
 replaces it, `--calibration none` gives the generic form."""
 
@@ -10,7 +10,7 @@ import pytest
 
 from cosim.errors import InputError
 from experiments.runner import RunConfig, run
-from simcore.stepform import SYNC_FEATURES
+from calibration.stepform import SYNC_FEATURES
 
 
 def _jobs(cluster, calibration, contention=True, nodes=None, trace="synth:philly-sia:40:2h"):

@@ -34,7 +34,8 @@ the collective takes S and starts at the end of compute (link demand bytes / S);
 exceeds the whole step C' + S (a preset slower than the measured stack), the transfer is
 shortened to fit the step at the preset's link rates.
 
-Parameters arrive as plain data (`StepParams`, from a profile TOML read by
+This module holds no fitting code (that is `calibration.step_model`); simcore runs it
+(`simcore.perf.PerfModel(step=…)`, `simcore.runner.build_perf`). Parameters arrive as plain data (`StepParams`, from a profile TOML read by
 `read_profile`): one `StepForm` per model fitted on the preset, a `default` form for models
 without measurements there (κ = 1, h = 0, c₀ = 0 and the exposed all-reduce of the preset's
 pooled fit over all its measured models). A preset without a profile uses no `StepParams`
@@ -258,7 +259,7 @@ def read_profile(path: str | Path) -> Profile:
 
 
 #: shipped profiles (named by a preset's `profile` key)
-PROFILES_DIR = Path(__file__).resolve().parents[1] / "calibration" / "data" / "profiles"
+PROFILES_DIR = Path(__file__).resolve().parent / "data" / "profiles"
 
 
 def profile_path(name_or_path: str, relative_to: str | None = None) -> Path:

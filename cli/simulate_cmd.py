@@ -28,7 +28,7 @@ def simulate(
     nodes: Optional[int] = typer.Option(None, "--nodes", help="Resize the cluster to N nodes."),
     policy: Optional[str] = typer.Option(None, "--policy", help="Policy name(s), comma-separated (default: baselines)."),
     contention: bool = typer.Option(True, "--contention/--no-contention", help="Cross-job network contention."),
-    calibration: Optional[Path] = typer.Option(None, "--calibration", help="Calibration parameter file."),
+    calibration: Optional[Path] = typer.Option(None, "--calibration", help="Calibration profile (TOML from calibrate fit); default: the preset's shipped profile, if any; none: no profile."),
     seed: int = typer.Option(0, "--seed", help="Seed for synthesis, workload assembly and random policies."),
     out: Optional[Path] = typer.Option(None, "--out", help="Write Parquet outputs to this folder."),
     decisions: bool = typer.Option(False, "--decisions", help="Also write decisions.parquet (every allocation change)."),

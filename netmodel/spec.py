@@ -182,6 +182,7 @@ class ClusterSpec:
     core: Tier
     rail_optimized: bool = False
     comm: Mapping[str, Any] = field(default_factory=dict)
+    profile: str | None = None        # calibration profile: shipped name or file (calibration.stepform)
 
     @property
     def num_nodes(self) -> int:
@@ -366,7 +367,8 @@ def spec_from_dict(data: Mapping[str, Any], source: str, **overrides: Any) -> Cl
         nodes_per_leaf=top.get("nodes_per_leaf", int, positive=True),
         leaves_per_pod=top.get("leaves_per_pod", int, positive=True),
         node_types=node_types, groups=tuple(groups), leaf=tiers["leaf"], spine=tiers["spine"],
-        core=tiers["core"], rail_optimized=top.get("rail_optimized", bool, False), comm=dict(comm))
+        core=tiers["core"], rail_optimized=top.get("rail_optimized", bool, False), comm=dict(comm),
+        profile=top.get("profile", str, None))
     return _check_size(apply_overrides(spec, **overrides))
 
 

@@ -170,8 +170,7 @@ def run(config: RunConfig, out_dir: Path | None, progress: bool = False, backend
     if out is not None:
         (out / "summary.parquet").unlink(missing_ok=True)  # a stale summary must not mark this run complete
     topo = be.topology(config)
-    perf = make_perf(config.perf, topo, be.zoo, be.comm(topo), be.solve, contention=config.contention,
-                     allow_accumulation=config.allow_accumulation)
+    perf = build_perf(topo, be, config)
     df = be.load_trace(config)
     base, invalid = build_jobs(df, perf, be.zoo, fixed_epochs=config.fixed_epochs)
     invalid = _backend_gaps(config.perf, table_gaps(perf, base), base, invalid)
@@ -418,40 +417,111 @@ def real_backends(config: RunConfig) -> Backends:
     return Backends(load_trace, topology, zoo, comm, solve, make_policy, policy_names, source)
 
 
+def perf_backends(config: RunConfig) -> Backends:
+    """The project's perf packages (zoo, comm, contention) without a policy registry: what
+    `build_perf` needs (`cosim validate` and `calibrate fit` build PerfModels only)."""
+    zoo, comm, solve, source = _perf_packages(config)
+
+    def no_policy(name: str, params: Mapping[str, Any]) -> Any:
+        from cosim.errors import CosimError
+
+        raise CosimError("perf_backends has no policy registry")
+
+    return Backends(load_trace, lambda cfg: None, zoo, comm, solve, no_policy, lambda: [], source)
+
+
+def engine_for(preset: str, profile_data: Mapping[str, Any], source: str = "profile") -> PerfModel:
+    """The PerfModel `cosim simulate` builds on `preset` (solo, network backend) with a
+    profile given as its parsed document: what `cosim validate` and `calibrate fit` predict
+    through (`calibration.fit.set_engine(engine_for)`)."""
+    import netmodel
+    from calibration.stepform import profile_from_data
+
+    cfg = RunConfig(cluster=preset, calibration="none", contention=False)
+    hit = _ENGINES.get(preset)
+    if hit is None:
+        hit = _ENGINES[preset] = (netmodel.build_topology(netmodel.load_cluster(preset)), perf_backends(cfg))
+    topo, be = hit
+    return build_perf(topo, be, cfg, profile=profile_from_data(profile_data, source))
+
+
+_ENGINES: dict[str, tuple[Any, Backends]] = {}
+
+
+def profile_for(config: RunConfig, topo: Any) -> Any:
+    """The calibration profile of a run (`calibration.stepform.Profile`): `--calibration FILE`,
+    else the preset's `profile` key (the shipped fitted profile of its GPU class); None with
+    `--calibration none` or when neither names one."""
+    from calibration.stepform import profile_path, read_profile
+
+    spec = getattr(topo, "spec", None)
+    if config.calibration is not None:
+        if str(config.calibration).lower() == "none":
+            return None
+        path = Path(config.calibration)
+    elif getattr(spec, "profile", None):
+        path = profile_path(spec.profile, spec.source if str(spec.source).endswith(".toml") else None)
+    else:
+        return None
+    key = (str(path), path.stat().st_mtime_ns if path.exists() else 0)
+    prof = _PROFILES.get(key)
+    if prof is None:
+        prof = _PROFILES[key] = read_profile(path)
+    return prof
+
+
+_PROFILES: dict[tuple[str, int], Any] = {}
+
+
+def build_perf(topo: Any, be: Backends, config: RunConfig, profile: Any = None) -> PerfModel:
+    """The engine's PerfModel for `topo` with the run's calibration profile (`profile_for`):
+    its `[comm]` overlays the preset's (in `be.comm`), its `[compute]` curves replace the
+    zoo's for their (model, GPU type), its `[step]` section for the preset gives the fitted
+    iteration form (`calibration.stepform`). `cosim validate` predicts through this function,
+    passing the `profile` it fitted (a `stepform.Profile`) instead of a file."""
+    prof = profile if profile is not None else profile_for(config, topo) if be.perf_source == "real" else None
+    zoo = be.zoo if prof is None or not prof.compute else _ProfileZoo(be.zoo, prof.compute)
+    spec = getattr(topo, "spec", None)
+    step = None if prof is None else prof.step_for(getattr(spec, "name", ""))
+    comm = be.comm(topo, prof.comm, prof.source) if prof is not None and prof.comm else be.comm(topo)
+    return make_perf(config.perf, topo, zoo, comm, be.solve, contention=config.contention,
+                     allow_accumulation=config.allow_accumulation, step=step)
+
+
 def _perf_packages(config: RunConfig) -> tuple[Any, Callable[[Any], Any], Any, str]:
     """The zoo, comm-model factory and contention solver of the project's packages."""
     from calibration import zoo
     from collectives import CommModel, CommParams
     from collectives.contention import solve
 
-    def comm(topo: Any) -> Any:
-        """The comm model with the preset's [comm] table, overlaid by the calibration
-        profile's [comm] section when `--calibration` is given."""
-        params = CommParams.for_cluster(getattr(topo, "spec", None), calibration=config.calibration)
-        return CommModel(topo, params)
+    def comm(topo: Any, overlay: Mapping[str, Any] | None = None, source: str = "profile") -> Any:
+        """The comm model with the preset's [comm] table, overlaid by a calibration
+        profile's [comm] table (`build_perf` passes it)."""
+        params = CommParams.for_cluster(getattr(topo, "spec", None))
+        return CommModel(topo, params.with_mapping(overlay, source=source) if overlay else params)
 
-    models: Any = zoo
-    if config.calibration is not None:
-        from calibration.fit import read_profile
-
-        overlap = read_profile(config.calibration)["overlap_start_frac"]
-        if overlap is not None:
-            models = _OverlapZoo(zoo, overlap)
-    return models, comm, solve, "real"
+    return zoo, comm, solve, "real"
 
 
-class _OverlapZoo:
-    """The zoo with every model's `overlap_start_frac` replaced by a calibration profile's
-    fitted value (the profile's `[overlap]` table), so `--calibration` sets compute/comm
-    overlap as well as the collective parameters."""
+class _ProfileZoo:
+    """The zoo with a profile's `[compute]` curves (`cosim calibrate compute` measurements
+    fitted by `calibrate fit`) in place of its own for those (model, GPU type) pairs."""
 
-    def __init__(self, zoo: Any, overlap_start_frac: float) -> None:
-        self._zoo, self._overlap = zoo, float(overlap_start_frac)
+    def __init__(self, zoo: Any, compute: Mapping[str, Mapping[str, Mapping[str, Any]]]) -> None:
+        self._zoo = zoo
+        self._curves = {(zoo.resolve(m), zoo.resolve_gpu(g)): zoo._curve_from(c)
+                        for m, per in compute.items() for g, c in per.items()}
 
-    def get(self, name: str) -> Any:
-        import dataclasses
+    def compute_time_s(self, model: str, gpu_type: str, local_batch: int) -> float:
+        c = self._curves.get((self._zoo.resolve(model), self._zoo.resolve_gpu(gpu_type)))
+        if c is None or local_batch <= 0:
+            return self._zoo.compute_time_s(model, gpu_type, local_batch)
+        return float(c(local_batch))
 
-        return dataclasses.replace(self._zoo.get(name), overlap_start_frac=self._overlap)
+    def measured_max_batch(self, model: str, gpu_type: str) -> int:
+        """Largest local batch the profile's curve was measured at (0: none): it fits memory."""
+        c = self._curves.get((self._zoo.resolve(model), self._zoo.resolve_gpu(gpu_type)))
+        return 0 if c is None else int(c.batch_max)
 
-    def __getattr__(self, attr: str) -> Any:  # resolve, compute_time_s, … unchanged
+    def __getattr__(self, attr: str) -> Any:  # resolve, get, … unchanged
         return getattr(self._zoo, attr)

@@ -190,7 +190,10 @@ def test_policies_declare_what_they_read():
     import policies
 
     want = {"sjf": {NEED_DURATION_ORACLE}, "srtf": {NEED_DURATION_ORACLE},
-            "fifo-backfill": {NEED_DURATION_ORACLE}}  # EASY reservations: the estimated end of running jobs
+            "fifo-backfill": {NEED_DURATION_ORACLE},  # EASY reservations: the estimated end of running jobs
+            # remaining work: Optimus (as the Pollux simulator's Optimus+Oracle), SRJF (Ares' Lucid
+            # stand-in), AFS with its default gain=job_fraction (aryl.md §6)
+            "optimus": {NEED_DURATION_ORACLE}, "srjf": {NEED_DURATION_ORACLE}, "afs": {NEED_DURATION_ORACLE}}
     for name in policies.POLICIES:
         p = policies.make(name)
         assert set(p.needs) == want.get(name, set()), name

@@ -99,7 +99,7 @@ def summary_row(policy: str, jobs: pd.DataFrame, res: EngineResult, progress: st
         "events": int(res.num_events),
         "policy_calls": int(res.num_policy_calls),
         "end_time_s": float(res.end_time),
-        "progress": progress,
+        "progress_model": progress,
         "ftf_reference": ftf_reference,
     }
 

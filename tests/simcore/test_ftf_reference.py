@@ -88,7 +88,7 @@ def test_cli_options_recorded_in_outputs(monkeypatch, tmp_path):
     meta = read_metadata(tmp_path / "fifo-test" / "jobs.parquet")
     assert meta["config"]["ftf_reference"] == "gps-capped" and meta["config"]["progress"] == "plain"
     s = pd.read_parquet(tmp_path / "summary.parquet")
-    assert s["ftf_reference"].tolist() == ["gps-capped"] and s["progress"].tolist() == ["plain"]
+    assert s["ftf_reference"].tolist() == ["gps-capped"] and s["progress_model"].tolist() == ["plain"]
     bad = cli.invoke(app, ["simulate", "--policy", "fifo-test", "--ftf-reference", "themis"])
     assert bad.exit_code == 2 and "ftf_reference" in bad.output
     bad = cli.invoke(app, ["simulate", "--policy", "fifo-test", "--progress", "fast"])

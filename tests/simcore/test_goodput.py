@@ -248,7 +248,7 @@ def test_goodput_run_records_progress_option(shared_data):
 
     res = run(RunConfig(trace="g", policies=("fifo-test",), progress="goodput"), None,
               backends=fake_backends(golden_trace()))
-    assert res.summary["progress"].tolist() == ["goodput"]
+    assert res.summary["progress_model"].tolist() == ["goodput"]
     assert res.jobs["fifo-test"]["work_mode"].isin(["replay", "samples", "iterations"]).all()  # no profiled models
     with pytest.raises(InputError, match="progress"):
         run(RunConfig(trace="g", policies=("fifo-test",), progress="nope"), None,

@@ -35,6 +35,9 @@ def simulate(
     skip_invalid: bool = typer.Option(False, "--skip-invalid", help="Run without jobs that can never run (reported)."),
     costs: str = typer.Option("flat30", "--costs", help="Change costs: flat30, aryl, ares-paper, inplace, free, or seconds."),
     capacity: Optional[Path] = typer.Option(None, "--capacity", help="CSV time_s,node,online: nodes leaving/joining."),
+    load_series: Optional[str] = typer.Option(None, "--load-series", help="Inference load lending/reclaiming pool nodes: "
+                                              "CSV time_s,pool,nodes_needed, or diurnal:H (seeded daily load, headroom H); "
+                                              "writes reclaims.parquet."),
     set_: Optional[list[str]] = typer.Option(None, "--set", help="Policy parameter POLICY.KEY=VALUE, e.g. "
                                              "tiresias.promote_knob=4 (repeatable; see `cosim policies show`)."),
     progress: str = typer.Option("plain", "--progress", help="Progress model: plain, or goodput (Pollux statistical efficiency, epochs of each pollux-sia application)."),
@@ -52,13 +55,22 @@ def simulate(
                     calibration=None if calibration is None else str(calibration), seed=seed,
                     write_decisions=decisions, skip_invalid=skip_invalid, costs=costs,
                     capacity_changes=load_capacity(capacity) if capacity is not None else (), policy_params=params,
-                    progress=progress, ftf_reference=ftf_reference)
+                    progress=progress, ftf_reference=ftf_reference, load_series=_load_series(load_series))
     result = run(cfg, out, progress=True)
     _print_table(result, cfg)
     if result.invalid:
         typer.echo(f"skipped {len(result.invalid)} job(s) that can never run (see config.json)", err=True)
     if out is not None:
         typer.echo(f"wrote {out}/summary.parquet and one folder per policy")
+
+
+def _load_series(spec: Optional[str]) -> Optional[str]:
+    """`--load-series`: `diurnal:H` as given, else an existing CSV file (checked here, one line)."""
+    if spec is None or spec.startswith("diurnal:"):
+        return spec
+    if not Path(spec).is_file():
+        raise InputError.at(spec, field="--load-series", expected="a CSV file time_s,pool,nodes_needed or diurnal:H")
+    return str(Path(spec))
 
 
 def policy_overrides(items) -> dict[str, dict]:

@@ -6,6 +6,11 @@ completion is computed, never stepped (one numba call, `kernels.step`, finds the
 instant and advances every job to it). Events (arrivals, restart ends, capacity changes,
 policy wake-ups and rounds) live in one `EventQueue`.
 
+Capacity (`simcore.capacity`): besides node changes from a CSV (a node leaving evicts its
+jobs), a load series issues join and reclaim demands per pool; a reclaim is answered by the
+policy (`answers_reclaims`) or by the default answer, checked, and its nodes leave at the
+answer's time, their elastic jobs scaled in where they can run on what they keep.
+
 Progress marks: a job may have to stop at a progress below 1 — the end of an epoch, where
 the Pollux efficiency of its batch changes (`simcore.goodput`, `--progress goodput`), or a
 point the policy asked to hear about (`Policy.wants_epoch_events`, `Policy.milestones`).
@@ -424,6 +429,9 @@ class Engine:
         cands.flags.writeable = False
         demand = ReclaimDemand(d.pool, min(d.count, int(cands.shape[0])), d.deadline_s, cands)
         row = self.reclaims.open(t, d, int(cands.shape[0]), self.name if self._answers_reclaims else "default")
+        if demand.count == 0:  # nothing of the pool is on loan (a node failure took it): nothing to return
+            self.reclaims.close(row, t, (), [], [])
+            return
         if self._answers_reclaims:
             w0 = _time.perf_counter()
             try:

@@ -171,3 +171,18 @@ def test_sharding_job_columns_and_bad_values():
         zoo.resolve("opt_2.7b#zero4")
     assert zoo.with_precision("gpt2#zero1", "amp") == "gpt2@amp#zero1"
     assert zoo.compute_time_s("opt_2.7b#zero2.tp2", "t4", 2) == zoo.compute_time_s("opt_2.7b", "t4", 2)
+
+
+def test_llm_jobs_pass_the_pre_run_check_only_with_sharding(fft_perf):
+    """An FFT LLM job (4 T4 workers) through `build_jobs`: valid with its default FSDP, invalid
+    (memory) when its trace row asks for plain DDP."""
+    from simcore.prepare import build_jobs
+
+    df = pd.DataFrame({"job_id": ["llm", "ddp"], "submit_time": [0.0, 0.0], "num_gpus": [4, 4],
+                       "model": ["gpt_neo_2_7b", "gpt_neo_2_7b"], "gpu_type": ["T4", "T4"],
+                       "global_batch": [8, 8], "total_iterations": [100.0, 100.0], "sharding": [None, "none"]})
+    jobs, bad = build_jobs(df, fft_perf, zoo)
+    assert [b.job_id for b in bad] == ["ddp"] and "does not fit GPU memory" in bad[0].reason
+    i = list(jobs.job_id).index("llm")
+    assert jobs.model[i] == "gpt_neo_2.7b" and np.isfinite(jobs.ref_iter_s[i])
+    assert jobs.model[1 - i] == "gpt_neo_2.7b#none"

@@ -86,6 +86,8 @@ class ModelFacts:
     grad_bytes: float
     bucket_bytes: np.ndarray | None
     overlap_start_frac: float
+    model_parallel: int = 1  # tensor-parallel degree (`calibration.sharding`)
+    sharded: bool = False  # memory per GPU depends on the GPU count (ZeRO/FSDP, tensor parallel)
 
 
 def _memory_gb(spec: Any, local_batch: int) -> float:
@@ -146,6 +148,8 @@ class PerfModel:
                 grad_bytes=float(spec.grad_bytes) * mult,
                 bucket_bytes=None if buckets is None else np.asarray(buckets, dtype=np.float64) * mult,
                 overlap_start_frac=float(getattr(spec, "overlap_start_frac", 0.0)),
+                model_parallel=int(getattr(spec, "model_parallel", 1)),
+                sharded=bool(getattr(spec, "sharded", False)),
             )
             self._facts[model] = f
         return f
@@ -153,11 +157,11 @@ class PerfModel:
     def max_local_batch(self, model: str, type_idx: int, n_gpus: int = 1) -> int:
         """Largest local batch whose memory footprint fits one GPU of this type (0: none), the
         job running on `n_gpus` (only sharded models' memory depends on it)."""
-        spec = self.zoo.get(model)
-        n = int(n_gpus) if getattr(spec, "sharded", False) else 1
+        n = int(n_gpus) if self.facts(model).sharded else 1
         key = (model, int(type_idx), n)
         v = self._max_local.get(key)
         if v is None:
+            spec = self.zoo.get(model)
             cap = float(self.type_mem_gb[type_idx])
             own = getattr(spec, "max_local_batch", None)
             if callable(own):  # the zoo's own rule (usable-memory fraction included)
@@ -221,7 +225,7 @@ class PerfModel:
         """`phases` without its caches (n = len(gpus) > 0). The compute part depends on the
         model, the GPU type, the batch and n alone, so it is kept per such key: a placement
         met for the first time costs its all-reduce, not the memory and compute lookups."""
-        tp = int(getattr(self.zoo.get(model), "model_parallel", 1))
+        tp = self.facts(model).model_parallel
         if n % tp or batch < n // tp:  # whole tensor-parallel groups, a sample per data-parallel rank
             return None
         tys = self.gpu_type[gpus]
@@ -247,7 +251,7 @@ class PerfModel:
     def _part(self, model: str, types: np.ndarray, batch: int, n: int) -> tuple[float, float, int] | None:
         """(compute s, communication start s, accumulation steps) of `batch` over n GPUs of
         `types`; None if the local batch does not fit."""
-        tp = int(getattr(self.zoo.get(model), "model_parallel", 1))
+        tp = self.facts(model).model_parallel
         mb = self.micro_batching(model, types, math.ceil(batch / (n // tp)), n)
         if mb is None:
             return None

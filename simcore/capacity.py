@@ -99,6 +99,25 @@ class CapacityPlan:
     offline_at_start: np.ndarray  # int32 node ids
     demands: tuple[CapacityDemand, ...]
 
+    def node_changes(self) -> list[tuple[float, int, bool]]:
+        """The plan as `(time_s, node, online)` changes with the counts the engine produces when
+        demands are answered at once (joins: lowest offline ids; reclaims: highest on-loan ids):
+        what a capacity-aware FTF reference (`simcore.gps`) needs, which counts GPUs, not nodes."""
+        out = [(0.0, int(n), False) for n in self.offline_at_start.tolist()]
+        loaned: dict[str, list[int]] = {}
+        for d in self.demands:
+            held = loaned.setdefault(d.pool, [])
+            if d.kind == "join":
+                free = [int(n) for n in self.pools.nodes(d.pool).tolist() if n not in set(held)][:d.count]
+                held.extend(free)
+                held.sort()
+                out.extend((d.time_s, n, True) for n in free)
+            else:
+                back = held[len(held) - d.count:] if d.count else []
+                del held[len(held) - len(back):]
+                out.extend((d.time_s, n, False) for n in back)
+        return out
+
     def take_offline(self, gpu_online: np.ndarray, node_first_gpu: np.ndarray, node_num_gpus: np.ndarray) -> None:
         """Mark the nodes inference holds at the start offline (before the engine counts them)."""
         for n in self.offline_at_start.tolist():

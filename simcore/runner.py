@@ -170,15 +170,18 @@ def run(config: RunConfig, out_dir: Path | None, progress: bool = False, backend
         if not 0 <= c.node < node_gpus.shape[0]:
             raise InputError.at(field="capacity_changes", expected=f"node indices below {node_gpus.shape[0]}",
                                 got=c.node)
-    costs = resolve_costs(config.costs)
-    gps = ftf_reference_jct(config.ftf_reference, base.submit_time, base.num_gpus, base.max_gpus, solo, node_gpus,
-                            _node_types(topo), _type_speed(base, perf, topo) if config.ftf_reference ==
-                            "hetero-1-over-n" else None, [(c.time_s, c.node, c.online) for c in caps])
     cap_plan = None
     if config.load_series:  # horizon: every job alone, one after another, after the last arrival
+        if not config.reclaim_grace_s >= 0:
+            raise InputError.at(field="reclaim_grace_s", expected="seconds >= 0", got=config.reclaim_grace_s)
         busy = np.isfinite(solo) & (base.state != JobState.UNSCHEDULABLE)
         horizon = float(base.submit_time.max(initial=0.0)) + float(solo[busy].sum())
         cap_plan = load_series_plan(config.load_series, topo, horizon, config.seed, config.reclaim_grace_s)
+    ref_changes = [(c.time_s, c.node, c.online) for c in caps] + (cap_plan.node_changes() if cap_plan else [])
+    costs = resolve_costs(config.costs)
+    gps = ftf_reference_jct(config.ftf_reference, base.submit_time, base.num_gpus, base.max_gpus, solo, node_gpus,
+                            _node_types(topo), _type_speed(base, perf, topo) if config.ftf_reference ==
+                            "hetero-1-over-n" else None, ref_changes)
     meta = {"config": config.to_dict(), "seed": config.seed, "version": __version__, "perf_source": be.perf_source}
     rows, jobs_out, tls, decs, walls, pwalls, recl = [], {}, {}, {}, {}, {}, {}
     bar = _Progress(progress, len(config.policies), base.num_jobs)

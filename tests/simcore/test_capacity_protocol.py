@@ -166,6 +166,21 @@ def test_aryl_figure_5_default_answer():
     assert cap.default_answer(one, first, num, owner, alloc, elastic, 0.0).nodes == (3,)
 
 
+def test_node_changes_follow_the_engine_online_counts():
+    """The FTF reference's view of a load series (`node_changes`) has the engine's online GPUs."""
+    from simcore.gps import capacity_steps
+
+    plan = series([(0, "inference", 2), (50, "inference", 0), (100, "inference", 1), (200, "inference", 2),
+                   (300, "inference", 0)])
+    rows = [dict(submit_time=0.0, num_gpus=4, duration=400.0)]
+    res = engine(rows, PlaceOnce({0: [0, 1, 2, 3]}), plan).run()
+    tl = pd.DataFrame(res.timeline)
+    times, gpus = capacity_steps(plan.node_changes(), np.full(4, 4))
+    assert gpus.tolist() == [8, 16, 12, 8, 16]
+    for t, g in zip(times, gpus):
+        assert int(tl[tl.time_s <= t].online_gpus.iloc[-1]) == g
+
+
 def test_csv_series_by_hand_and_bad_rows(tmp_path):
     p = tmp_path / "load.csv"
     p.write_text("time_s,pool,nodes_needed\n0,inference,2\n300,inference,0\n600,inference,1\n900,inference,1\n")

@@ -435,7 +435,7 @@ class Engine:
         if self._answers_reclaims:
             w0 = _time.perf_counter()
             try:
-                answer = self.policy.answer_reclaim(self._view(t), demand)
+                answer = self.policy.answer_reclaim(self._view(t, events=False), demand)
             except CosimError:
                 raise
             except Exception as exc:
@@ -515,13 +515,14 @@ class Engine:
             self.policy_wall_s += _time.perf_counter() - w0
         return decision
 
-    def _view(self, t: float) -> ClusterView:
-        """The policy's view at `t` (for `decide` and for reclaim answers)."""
+    def _view(self, t: float, events: bool = True) -> ClusterView:
+        """The policy's view at `t` (for `decide`, and for reclaim answers with `events=False`:
+        progress events wait for the next `decide`)."""
         active, running = self._view_sets()
         if self._needs_oracle:
             j = self.jobs
             j.remaining_s[active] = (1.0 - j.progress[active]) * j.work_iters[active] * j.ref_iter_s[active]
-        events = self.marks.take_events()
+        events = self.marks.take_events() if events else ()
         view = ClusterView(now=t, jobs=self._jobs_view, cluster=self._cluster_view,
                            iteration_time=self._what_if, allocation_of=self._allocation_of,
                            active_jobs=active, current=self._current_ro,

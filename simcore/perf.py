@@ -194,7 +194,10 @@ class PerfModel:
     def micro_batching(self, model: str, types: np.ndarray, local_batch: int, n_gpus: int = 1) -> tuple[int, int] | None:
         """(accumulation steps, micro-batch) for `local_batch` on GPU types `types` (the job on
         `n_gpus`), or None."""
-        limit = min(self.max_local_batch(model, int(t), n_gpus) for t in types)
+        if self.facts(model).sharded:  # memory per GPU depends on the GPU count
+            limit = min(self.max_local_batch(model, int(t), n_gpus) for t in types)
+        else:  # (backends overriding `max_local_batch(model, type)` keep working)
+            limit = min(self.max_local_batch(model, int(t)) for t in types)
         if limit <= 0:
             return None
         if local_batch <= limit:

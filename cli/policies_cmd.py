@@ -46,7 +46,8 @@ def register(app: typer.Typer) -> None:
         typer.echo(f"{name}: {policies.describe(name)}")
         if cfg_cls.reference:
             typer.echo(textwrap.fill(f"reference: {cfg_cls.reference}", 100, subsequent_indent="  "))
-        runs = "on events" + (f" and every {_fmt(pol.interval_s)} s" if pol.interval_s else "")
+        every = f"every {_fmt(pol.interval_s)} s" if pol.interval_s else ""
+        runs = ("on events" + (f" and {every}" if every else "")) if pol.event_driven else f"{every} only"
         reads = "the duration oracle (clairvoyant: true job durations)" if pol.needs else \
             "no oracle (non-clairvoyant)"
         typer.echo(f"runs: {runs}; reads: {reads}")

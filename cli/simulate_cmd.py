@@ -28,35 +28,57 @@ def simulate(
     nodes: Optional[int] = typer.Option(None, "--nodes", help="Resize the cluster to N nodes."),
     policy: Optional[str] = typer.Option(None, "--policy", help="Policy name(s), comma-separated (default: baselines)."),
     contention: bool = typer.Option(True, "--contention/--no-contention", help="Cross-job network contention."),
-    calibration: Optional[Path] = typer.Option(None, "--calibration", help="Calibration parameter file."),
+    calibration: Optional[Path] = typer.Option(None, "--calibration", help="Calibration profile (TOML from calibrate fit); default: the preset's shipped profile, if any; none: no profile."),
     seed: int = typer.Option(0, "--seed", help="Seed for synthesis, workload assembly and random policies."),
     out: Optional[Path] = typer.Option(None, "--out", help="Write Parquet outputs to this folder."),
     decisions: bool = typer.Option(False, "--decisions", help="Also write decisions.parquet (every allocation change)."),
     skip_invalid: bool = typer.Option(False, "--skip-invalid", help="Run without jobs that can never run (reported)."),
-    costs: str = typer.Option("flat30", "--costs", help="Change costs: flat30, aryl, ares-paper, inplace, free, or seconds."),
+    costs: Optional[list[str]] = typer.Option(None, "--costs", help="Change costs: flat30, aryl, ares-paper, inplace, free, migrate-state, or seconds; POLICY=PRESET sets one policy's (repeatable), e.g. --costs flat30 --costs ones=inplace."),
     capacity: Optional[Path] = typer.Option(None, "--capacity", help="CSV time_s,node,online: nodes leaving/joining."),
     load_series: Optional[str] = typer.Option(None, "--load-series", help="Inference load lending/reclaiming pool nodes: "
                                               "CSV time_s,pool,nodes_needed, or diurnal:H (seeded daily load, headroom H); "
                                               "writes reclaims.parquet."),
+    perf: str = typer.Option("network", "--perf", help="Iteration-time backend: network, linear, measured or trace."),
     set_: Optional[list[str]] = typer.Option(None, "--set", help="Policy parameter POLICY.KEY=VALUE, e.g. "
                                              "tiresias.promote_knob=4 (repeatable; see `cosim policies show`)."),
     progress: str = typer.Option("plain", "--progress", help="Progress model: plain, or goodput (Pollux statistical efficiency, epochs of each pollux-sia application)."),
+    overwrite: bool = typer.Option(False, "--overwrite", help="Clear a non-empty --out folder of an earlier run first."),
     ftf_reference: str = typer.Option("gps", "--ftf-reference", help="FTF reference: gps, gps-capped (each job up to its max GPUs) or hetero-1-over-n (1/N of every GPU type)."),
 ) -> None:
     """Simulate policies on a trace and print a comparison table."""
-    from experiments.runner import DEFAULT_TRACE, RunConfig, load_capacity, run
+    from cosim.outdir import claim_out_dir
+    from cosim.progress import phase
+    from cosim.validate import check_costs, check_seed
 
     if trace is not None and synth is not None:
         raise InputError.at(field="--trace/--synth", expected="at most one of --trace and --synth")
+    check_seed(seed)
+    for item in costs or ():  # seconds must be finite and ≥ 0, globally or per policy
+        check_costs(item.partition("=")[2].strip() if "=" in item else item.strip())
+    from simcore.perf_backends import check_perf
+
+    check_perf(perf)  # what can be checked now fails before anything loads
+    params = policy_overrides(set_ or ())
+    global_costs, per_policy_costs = parse_costs(costs or ())
+    phase("loading the simulator (numba kernels compile on the first run, then load from the cache)")
+    from experiments.runner import DEFAULT_TRACE, RunConfig, load_capacity, run
+
     spec = str(trace) if trace is not None else (f"synth:{synth}" if synth else DEFAULT_TRACE)
     pols = tuple(p.strip() for p in policy.split(",") if p.strip()) if policy else ()
-    params = policy_overrides(set_ or ())
     cfg = RunConfig(trace=spec, cluster=cluster, cluster_nodes=nodes, policies=pols, contention=contention,
                     calibration=None if calibration is None else str(calibration), seed=seed,
-                    write_decisions=decisions, skip_invalid=skip_invalid, costs=costs,
+                    write_decisions=decisions, skip_invalid=skip_invalid, costs=global_costs,
+                    policy_costs=per_policy_costs,
                     capacity_changes=load_capacity(capacity) if capacity is not None else (), policy_params=params,
-                    progress=progress, ftf_reference=ftf_reference, load_series=_load_series(load_series))
-    result = run(cfg, out, progress=True)
+                    perf=perf, progress=progress, ftf_reference=ftf_reference, load_series=_load_series(load_series))
+    # before the run: --out naming a file, a folder another run holds, or a non-empty one fails in one line
+    lock = claim_out_dir(out, overwrite=overwrite) if out is not None else None
+    phase(f"simulating {', '.join(pols) or 'the default policies'} on {spec}")
+    try:
+        result = run(cfg, out, progress=True)
+    finally:
+        if lock is not None:
+            lock.release()
     _print_table(result, cfg)
     if result.invalid:
         typer.echo(f"skipped {len(result.invalid)} job(s) that can never run (see config.json)", err=True)
@@ -71,6 +93,27 @@ def _load_series(spec: Optional[str]) -> Optional[str]:
     if not Path(spec).is_file():
         raise InputError.at(spec, field="--load-series", expected="a CSV file time_s,pool,nodes_needed or diurnal:H")
     return str(Path(spec))
+
+
+def parse_costs(items) -> tuple[str, dict[str, str]]:
+    """`--costs` texts → (the run's setting, {policy: setting}): `PRESET` (or seconds) sets the
+    run's, `POLICY=PRESET` one policy's; a later one of the same target wins. Names are checked
+    by the runner before anything runs."""
+    from simcore.costs import resolve_costs
+
+    run_costs, per = "flat30", {}
+    for item in items:
+        lhs, eq, value = item.partition("=")
+        if eq:
+            name, value = lhs.strip(), value.strip()
+            if not name or not value:
+                raise InputError.at(field="--costs", expected="PRESET or POLICY=PRESET, e.g. ones=inplace", got=item)
+            resolve_costs(value, f"--costs {name}")
+            per[name] = value
+        else:
+            resolve_costs(item.strip(), "--costs")
+            run_costs = item.strip()
+    return run_costs, per
 
 
 def policy_overrides(items) -> dict[str, dict]:
@@ -99,7 +142,8 @@ def _print_table(result, cfg) -> None:
 
     s = result.summary
     t = Table(title=f"{cfg.trace} on {cfg.cluster}" + (f" ({cfg.cluster_nodes} nodes)" if cfg.cluster_nodes else "")
-              + (", contention" if cfg.contention else ", no contention"))
+              + (", contention" if cfg.contention else ", no contention")
+              + (f", perf {cfg.perf}" if cfg.perf != "network" else ""))
     cols = [("policy", "policy", "{}"), ("done", "finished", "{}"), ("avg JCT h", "avg_jct_s", "h"),
             ("p99 JCT h", "p99_jct_s", "h"), ("makespan h", "makespan_s", "h"), ("avg queue h", "avg_queueing_s", "h"),
             ("util", "gpu_utilization", "{:.2f}"), ("unfair", "unfair_fraction", "{:.2f}"),

@@ -5,9 +5,11 @@ for a fresh, validated instance and `policies.POLICIES` to list them; shared pla
 helpers live in `policies.placement`.
 """
 
+import cosim  # noqa: F401  first: points numba's kernel cache outside the package (cosim.numba_cache)
+
 from policies.registry import POLICIES, describe, make, make_config, params_of
 
 # built-in policies register themselves on import (one decorator line beside each class)
-from policies import fifo, gandiva, sjf, tiresias  # noqa: E402,F401  isort: skip
+from policies import afs, fifo, gandiva, optimus, sjf, srjf, tiresias  # noqa: E402,F401  isort: skip
 
 __all__ = ["POLICIES", "describe", "make", "make_config", "params_of"]

@@ -6,6 +6,7 @@ Non-clairvoyant: it reads only attained service and executed time, never the ora
 
 from __future__ import annotations
 
+import dataclasses
 import fnmatch
 import math
 from dataclasses import dataclass
@@ -287,6 +288,51 @@ class Tiresias(BasePolicy):
                          float(self.config.promote_knob), jobs.executed_s, self.exec_base, self.pend_base, waited,
                          self._placed)
         return float(t) if np.isfinite(t) and t > now else None
+
+
+@dataclass(frozen=True)
+class TiresiasPolluxConfig(TiresiasConfig):
+    """Tiresias with the parameters of the Pollux OSDI'21 simulator (also the Ares artifact's):
+    two queues split at 16 GPU-hours of attained service, no starvation promotion, no
+    skew-aware consolidation, and decisions only at 60-s rounds (arrivals, completions and
+    demotions wait for the next round)."""
+
+    reference: ClassVar[str] = ("Gu et al., \"Tiresias\", NSDI'19, as run by the Pollux OSDI'21 simulator "
+                                "(petuum/adaptdl osdi21-artifact, simulator/tiresias.py)")
+
+    thresholds_gpu_s: tuple[float, ...] = param(
+        (57600.0,), "attained-service thresholds between queues (ascending); K = len + 1 queues",
+        source="Pollux simulator: _queue_threshold = 3600 * 16 (tiresias.py:8)")
+    promote_knob: float = param(
+        0.0, "starvation guard (0 disables)", unit="× executed time",
+        source="Pollux simulator: _solve_starvation = 0 (tiresias.py:9)")
+    skew_models: tuple[str, ...] = param(
+        (), "model-name patterns whose jobs need consolidated placement",
+        source="the Pollux simulator has no skew-aware placement")
+    interval_s: float | None = param(
+        60.0, "time between rounds, the only decision points", source="Pollux simulator --interval default 60")
+
+
+@POLICIES.register("tiresias-pollux")
+class TiresiasPollux(Tiresias):
+    """Tiresias as the Pollux OSDI'21 simulator runs it: 2 queues, 16 GPU-h threshold, no promotion, 60-s rounds only.
+
+    A preset of `tiresias` (same mechanism, different defaults): thresholds (57600 GPU-s),
+    `promote_knob=0`, no skewed models, and decisions only at the 60-s rounds — arrivals,
+    completions and demotions wait for the next round as in the peer, so the exact demotion
+    wake-ups are dropped.
+    """
+
+    name = "tiresias-pollux"
+    Config = TiresiasPolluxConfig
+
+    def __init__(self, config: TiresiasPolluxConfig) -> None:
+        super().__init__(config)
+        self.event_driven = False
+
+    def decide(self, view: ClusterView, now: float) -> Decision:
+        d = super().decide(view, now)
+        return dataclasses.replace(d, wake_at=None) if d.wake_at is not None else d
 
 
 def _aligned(shape: tuple[int, int], dtype) -> np.ndarray:

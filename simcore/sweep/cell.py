@@ -16,6 +16,7 @@ bad cell (an unknown model in a trace, a policy that raises) never stops a sweep
 from __future__ import annotations
 
 import importlib
+import json
 import logging
 import math
 import shutil
@@ -46,9 +47,12 @@ def coordinate_row(cell: Cell) -> dict[str, Any]:
         "contention": cell.contention,
         "calibration": cell.calibration,
         "seed": cell.seed,
+        "perf": cell.perf,
     }
     for k, v in cell.policy.params:
         row[f"param_{k}"] = v
+    if cell.costs is not None:  # only when set: rows of sweeps without costs stay as they were
+        row["costs"] = cell.costs
     return row
 
 
@@ -84,7 +88,12 @@ def metrics_row(summary: Any, policy: str) -> dict[str, Any]:
 
 def run_config_for(module: Any, cell: Cell, trace_spec: str, write_decisions: bool) -> Any:
     params = {cell.policy.name: dict(cell.policy.params)} if cell.policy.params else {}
-    extra = {"skip_invalid": True} if cell.skip_invalid else {}  # an additive RunConfig field
+    extra = {"skip_invalid": True} if cell.skip_invalid else {}  # additive RunConfig fields, passed only when
+    if cell.perf != "network":  # set, so stand-in runners without them keep working
+        extra["perf"] = cell.perf
+    if cell.costs is not None:  # a table travels as JSON text (cells are hashable)
+        c = cell.costs
+        extra["costs"] = json.loads(c) if isinstance(c, str) and c.startswith("{") else c
     return module.RunConfig(
         trace=trace_spec,
         cluster=cell.cluster.preset,

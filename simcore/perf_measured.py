@@ -1,0 +1,275 @@
+"""The `measured` perf backend ("table mode"): Pollux/Sia measured step times as the iteration.
+
+The Pollux (OSDI'21) and Sia (SOSP'23) artifacts ship, per application and platform, the
+step time of data-parallel training measured on many placements and local batch sizes:
+`pollux-sia/<app>/placements-<platform>.csv` (`placement` = GPUs per node as a digit
+string, `local_bsz`, `step_time`, `sync_time`) and `scalability-<platform>.csv` (the same
+with `num_nodes`, `num_replicas` instead of a placement). Their simulators
+(petuum/adaptdl branch `osdi21-artifact`, `simulator/applications.py`,
+`Application.get_throughput`; siasosp23/artifacts `sia-simulator/applications.py`, the same
+method) turn the tables into a step time for any placement and local batch like this, and
+so do we (our own code, same method):
+
+1. **Placement key.** Drop empty nodes, rotate the per-node GPU counts to their
+   lexicographically smallest rotation (`(4, 1, 4)` → `(1, 4, 4)` → `"144"`).
+2. **Measured placement:** linear interpolation of (`step_time`, `sync_time`) over that
+   placement's measured `local_bsz` (their `interp1d`).
+3. **Unmeasured placement:** linear interpolation over (num_nodes, num_replicas,
+   local_bsz) — Delaunay/barycentric, their `LinearNDInterpolator` — through the placement
+   rows averaged per (nodes, replicas, local_bsz) plus the scalability rows, with the node
+   count capped at 16.
+4. **Gradient accumulation** past the largest local batch measured for the application
+   (Pollux's `max_local_bsz`): `a = ceil(l / l_max)` micro-steps of `ceil(l / a)` samples,
+   iteration `step + (a - 1) * (step - sync)` (the synchronisation happens once).
+
+Where their code fails (outside the measured ranges: `interp1d` raises, the 3-D interpolant
+gives NaN, and Pollux asserts), ours clamps instead, documented here and in
+`docs/architecture.md`: a local batch outside a placement's measured range takes the
+nearest measured end; an unmeasured placement's node and GPU counts are capped at the
+largest the set measured (the same reasoning as Pollux's 16-node cap: past the largest
+measured scale the step time is taken as flat) and its local batch clipped to the set's
+range; a point still outside the interpolant's hull takes the nearest measured point.
+So the iteration time equals the table at every measured (placement, local batch) and is
+continuous (piecewise linear) in the local batch between measured points.
+
+Phases: compute `C = a * (step - sync)`, communication `sync` starting at `C`, no link
+demands. The measured step already contains the job's network, so contention does not
+apply and exposed communication is the measured `sync_time`.
+
+Which table a run reads: each GPU type of the cluster maps to the Pollux/Sia platform of
+the shipped platforms file (`calibration.importers.read_platforms`; T4 → `aws`, A100 → `dgx`, RTX 2080 Ti → `rtx`); the
+files are read with `calibration.importers.read_pollux_placements`. A placement over several
+GPU types waits for the slowest (the largest of each type's table). Tables live under
+`profiles/` of `$COSIM_SHARED_DATA` or, by default, `../shared/data/profiles` beside the checkout.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from cosim.errors import InputError
+from simcore.perf import Phases, PerfModel
+
+#: Pollux caps the node count of the 3-D interpolation at 16 (`min(num_nodes, 16)`)
+MAX_NODES = 16
+_NO_IDS = np.zeros(0, np.int32)
+_NO_IDS.flags.writeable = False
+_NO_BYTES = np.zeros(0, np.float64)
+_NO_BYTES.flags.writeable = False
+_MISSING = object()
+
+
+def default_profiles() -> Path:
+    """`profiles/` of the shared data (`cosim.paths.shared_data_dir`: `$COSIM_SHARED_DATA`, else
+    `../shared/data` beside the checkout); one-line error saying how to set it when absent."""
+    from cosim.paths import shared_data_dir
+
+    return shared_data_dir("profiles")
+
+
+def gpu_platforms() -> dict[str, str]:
+    """Zoo GPU type → the Pollux/Sia platform whose tables a run on that GPU reads (the first
+    platform of the shipped platforms file with that GPU: A100 → `dgx`, not `dgx-ext`)."""
+    from calibration.importers import read_platforms
+
+    out: dict[str, str] = {}
+    for platform, (_preset, gpu) in read_platforms().items():  # the shipped platforms file
+        out.setdefault(gpu, platform)
+    return out
+
+
+def placement_key(counts: np.ndarray) -> str:
+    """Pollux/Sia placement id: non-zero GPUs per node, smallest rotation, as digits ('' when a
+    node holds 10 or more GPUs, which no table can name)."""
+    c = tuple(int(x) for x in counts if x > 0)
+    if not c or max(c) > 9:
+        return ""
+    best = min(c[i:] + c[:i] for i in range(len(c)))
+    return "".join(map(str, best))
+
+
+@dataclass
+class MeasuredTable:
+    """One application's measured set on one platform, ready for lookups."""
+
+    model: str
+    platform: str
+    by_key: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]]  # key → (local_bsz, step_s, sync_s) sorted
+    points: np.ndarray  # float64[k, 3]: num_nodes, num_replicas, local_bsz (3-D interpolation)
+    values: np.ndarray  # float64[k, 2]: step_s, sync_s
+    max_local_bsz: int  # Pollux: largest local batch of the placements file (accumulation beyond)
+
+    def __post_init__(self) -> None:
+        self._lin = self._near = None
+        self._max_nodes = int(min(self.points[:, 0].max(), MAX_NODES))
+        self._max_reps = int(self.points[:, 1].max())
+        self._lbs = (float(self.points[:, 2].min()), float(self.points[:, 2].max()))
+        self._cache: dict[tuple[str, int, int], tuple[float, float]] = {}
+
+    @classmethod
+    def from_frames(cls, model: str, platform: str, placements: pd.DataFrame,
+                    scalability: pd.DataFrame | None) -> "MeasuredTable":
+        """From `calibration.importers.read_pollux_placements` frames (STEP_COLUMNS)."""
+        by_key = {}
+        for key, g in placements.groupby("placement", sort=True):
+            g = g.groupby("local_bsz", sort=True)[["step_time_s", "sync_time_s"]].mean()
+            by_key[str(key)] = (g.index.to_numpy(np.float64), g["step_time_s"].to_numpy(np.float64),
+                                g["sync_time_s"].to_numpy(np.float64))
+        xs, ys = ["num_nodes", "num_gpus", "local_bsz"], ["step_time_s", "sync_time_s"]
+        frames = [placements[xs + ys]] + ([scalability[xs + ys]] if scalability is not None else [])
+        pts = pd.concat(frames, ignore_index=True).groupby(xs, sort=True)[ys].mean().reset_index()
+        return cls(model, platform, by_key, pts[xs].to_numpy(np.float64), pts[ys].to_numpy(np.float64),
+                   int(placements["local_bsz"].max()))
+
+    def step_sync(self, counts: np.ndarray, local_bsz: int) -> tuple[float, float]:
+        """(step s, sync s) of one step with `counts` GPUs per node at `local_bsz` per GPU."""
+        key = placement_key(counts)
+        ck = (key or str(tuple(int(x) for x in counts if x > 0)), int(np.count_nonzero(counts)), int(local_bsz))
+        hit = self._cache.get(ck)
+        if hit is not None:
+            return hit
+        row = self.by_key.get(key) if key else None
+        if row is not None:  # measured placement: 1-D in the local batch (clamped at the ends)
+            lbs, step, sync = row
+            res = (float(np.interp(local_bsz, lbs, step)), float(np.interp(local_bsz, lbs, sync)))
+        else:
+            res = self._interpolate(int(np.count_nonzero(counts)), int(np.sum(counts)), float(local_bsz))
+        self._cache[ck] = res
+        return res
+
+    def _interpolate(self, nodes: int, replicas: int, local_bsz: float) -> tuple[float, float]:
+        from scipy.interpolate import LinearNDInterpolator, NearestNDInterpolator
+
+        if self._lin is None:
+            self._lin = LinearNDInterpolator(self.points, self.values)
+            self._near = NearestNDInterpolator(self.points, self.values)
+        n = min(nodes, self._max_nodes)
+        q = np.array([[n, max(n, min(replicas, self._max_reps)), min(max(local_bsz, self._lbs[0]), self._lbs[1])]])
+        v = self._lin(q)[0]
+        if not np.all(np.isfinite(v)):  # outside the hull of the measured points
+            v = self._near(q)[0]
+        return float(v[0]), float(v[1])
+
+
+class MeasuredTables:
+    """The measured sets under a profiles folder, loaded lazily per (model, platform)."""
+
+    def __init__(self, profiles: str | Path | None = None) -> None:
+        root = Path(profiles) if profiles is not None else default_profiles()
+        self.root = root / "pollux-sia" if (root / "pollux-sia").is_dir() else root
+        self._apps: dict[str, Path] | None = None
+        self._tables: dict[tuple[str, str], MeasuredTable | None] = {}
+
+    def apps(self) -> dict[str, Path]:
+        """Canonical zoo model → its application folder (the GPT pipeline set is not data-parallel)."""
+        if self._apps is None:
+            from calibration import zoo
+            from cosim.errors import UnknownNameError
+
+            if not self.root.is_dir():
+                raise InputError.at(self.root, expected="a folder of Pollux/Sia measured sets (set $COSIM_SHARED_DATA)",
+                                    detail="needed by --perf measured")
+            apps = {}
+            for d in sorted(p for p in self.root.iterdir() if p.is_dir() and p.name != "gpt_pmp"):
+                try:
+                    apps.setdefault(zoo.resolve(d.name), d)
+                except UnknownNameError:
+                    continue
+            self._apps = apps
+        return self._apps
+
+    def get(self, model: str, platform: str) -> MeasuredTable | None:
+        """The table of `model` (canonical zoo name) on `platform`, or None when not measured."""
+        k = (model, platform)
+        t = self._tables.get(k, _MISSING)
+        if t is _MISSING:
+            from calibration.importers import read_pollux_placements
+
+            t = None
+            app = self.apps().get(model)
+            f = app / f"placements-{platform}.csv" if app is not None else None
+            if f is not None and f.is_file():
+                s = app / f"scalability-{platform}.csv"
+                t = MeasuredTable.from_frames(model, platform, read_pollux_placements(f),
+                                              read_pollux_placements(s) if s.is_file() else None)
+            self._tables[k] = t
+        return t
+
+    def available(self, platform: str) -> list[str]:
+        return sorted(m for m, d in self.apps().items() if (d / f"placements-{platform}.csv").is_file())
+
+
+class MeasuredPerf(PerfModel):
+    """`PerfModel` whose iteration is the measured table's (see the module docstring)."""
+
+    def __init__(self, topology: Any, zoo: Any, comm: Any, solve: Any = None, contention: bool = True,
+                 allow_accumulation: bool = True, tables: MeasuredTables | None = None) -> None:
+        super().__init__(topology, zoo, comm, solve, contention=contention, allow_accumulation=allow_accumulation)
+        from calibration import zoo as zoo_mod
+
+        self.tables = tables if tables is not None else MeasuredTables()
+        plat = gpu_platforms()
+        self.type_platform: tuple[str | None, ...] = tuple(plat.get(_gpu(zoo_mod, n)) for n in self.type_names)
+        self.gpu_node = np.asarray(topology.gpu_node)
+        self._mphases: dict[tuple[str, bytes, int], Phases | None] = {}
+
+    def table(self, model: str, type_idx: int) -> MeasuredTable | None:
+        p = self.type_platform[type_idx]
+        return None if p is None else self.tables.get(model, p)
+
+    def missing(self, model: str, type_idx: int) -> str | None:
+        """Why `model` cannot run on GPU type `type_idx` in table mode (None: it can)."""
+        name, p = self.type_names[type_idx], self.type_platform[type_idx]
+        if p is None:
+            return f"no measured table for GPU type {name} (table mode knows T4, A100, RTX 2080 Ti)"
+        if self.tables.get(model, p) is None:
+            return (f"no measured table for model {model} on platform {p} ({name}); measured: "
+                    f"{', '.join(self.tables.available(p)) or 'none'} under {self.tables.root}")
+        return None
+
+    def max_local_batch(self, model: str, type_idx: int, n_gpus: int = 1) -> int:
+        t = self.table(model, int(type_idx))  # the measured runs' limit, whatever the GPU count
+        return 0 if t is None else t.max_local_bsz
+
+    def phases(self, model: str, gpus: np.ndarray, batch: int) -> Phases | None:
+        gpus = np.asarray(gpus, dtype=np.int32)
+        key = (model, gpus.tobytes(), int(batch))
+        res = self._mphases.get(key, _MISSING)
+        if res is _MISSING:
+            res = self._measured(model, gpus, int(batch))
+            if len(self._mphases) > 200_000:
+                self._mphases.clear()
+            self._mphases[key] = res
+        return res
+
+    def _measured(self, model: str, gpus: np.ndarray, batch: int) -> Phases | None:
+        n = int(gpus.shape[0])
+        if n == 0 or batch < n:
+            return None
+        types = np.unique(self.gpu_type[gpus])
+        mb = self.micro_batching(model, types, math.ceil(batch / n))
+        if mb is None:
+            return None
+        steps, micro = mb
+        counts = np.bincount(self.gpu_node[gpus])
+        worst = None
+        for t in types:
+            step, sync = self.table(model, int(t)).step_sync(counts, micro)
+            if worst is None or step + (steps - 1) * (step - sync) > worst[0] + (steps - 1) * (worst[0] - worst[1]):
+                worst = (step, sync)
+        step, sync = worst
+        c = steps * (step - sync)
+        return Phases(c, c, sync, _NO_IDS, _NO_BYTES, steps)
+
+
+def _gpu(zoo_mod: Any, name: str) -> str:
+    try:
+        return zoo_mod.resolve_gpu(name)
+    except Exception:  # a GPU type the zoo does not know has no table either
+        return name.lower()

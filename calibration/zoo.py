@@ -44,6 +44,7 @@ from pathlib import Path
 
 import numpy as np
 
+from calibration import sharding as _sh
 from cosim.errors import UnknownNameError
 
 DATA = Path(__file__).resolve().parent / "data"
@@ -189,34 +190,82 @@ class ModelSpec:
     precision: str = "fp32"  # "fp32" or "mixed" (fp16/bf16 compute, fp32 master weights)
     aliases: tuple[str, ...] = ()
     autocast: str = ""  # "" (fp32) | "amp" | "bf16": the job's `precision` attribute (`with_precision`)
+    #: data-parallel sharding (`calibration.sharding`): none | zero1 | zero2 | zero3 (= FSDP)
+    sharding: str = "none"
+    model_parallel: int = 1  # tensor-parallel degree (GPUs of one node sharing each layer)
+    #: transformer shape (0 when not a transformer): what tensor-parallel traffic is made of
+    layers: int = 0
+    hidden: int = 0
+    seq_len: int = 0
+    checkpointing: bool = False
 
     @property
     def state_bytes_per_param(self) -> float:
         """Weights + gradients + optimizer state per parameter. fp32: 4 bytes per word;
         mixed precision with Adam: fp16 weights and grads, fp32 master, m and v = 16 bytes."""
+        return sum(self.state_split)
+
+    @property
+    def state_split(self) -> tuple[float, float, float]:
+        """(weight, gradient, optimizer) bytes per parameter: ZeRO's 2 + 2 + K with K = 4 + 4·words
+        in mixed precision (fp32 master copy + state), 4 + 4 + 4·words in fp32."""
         words = OPTIMIZER_STATE_WORDS[self.optimizer]
         if self.precision == "mixed":
-            return 2.0 + 2.0 + 4.0 + 4.0 * words
-        return 4.0 * (2 + words)
+            return 2.0, 2.0, 4.0 + 4.0 * words
+        return 4.0, 4.0, 4.0 * words
+
+    @property
+    def sharded(self) -> bool:
+        """Memory depends on the GPU count (ZeRO/FSDP or tensor parallelism)."""
+        return self.sharding != "none" or self.model_parallel > 1
+
+    @property
+    def dp_comm_multiplier(self) -> float:
+        """Data-parallel traffic relative to an all-reduce of the gradients (ZeRO-3: 1.5)."""
+        return _sh.DP_COMM_MULTIPLIER[self.sharding]
+
+    def static_memory_gb_at(self, n_gpus: int = 1) -> float:
+        """Batch-independent memory per GPU (GB) when the job runs on `n_gpus`: its share of
+        weights, gradients and optimizer state (`calibration.sharding`), ZeRO-3's gathered
+        buffers, and the framework overhead."""
+        w, g, k = self.state_split
+        t = self.model_parallel
+        b = _sh.state_bytes_per_gpu(self.params, w, g, k, self.sharding, max(1, int(n_gpus)) // t, t)
+        if self.sharding == "zero3":
+            block = 12.0 * self.hidden ** 2 if self.hidden else float(self.tensor_bytes.max(initial=0.0)) / g
+            b += _sh.zero3_working_bytes(block, w, t)
+        return b / 1e9 + FRAMEWORK_OVERHEAD_GB
 
     @property
     def static_memory_gb(self) -> float:
-        """Weights + gradients + optimizer state + framework overhead (batch-independent)."""
-        return self.params * self.state_bytes_per_param / 1e9 + FRAMEWORK_OVERHEAD_GB
+        """Weights + gradients + optimizer state + framework overhead (batch-independent), on one GPU."""
+        return self.static_memory_gb_at(1)
 
-    def memory_gb(self, local_batch: int) -> float:
-        """Training memory footprint of one replica at `local_batch` (GB)."""
-        return self.static_memory_gb + self.activation_bytes_per_sample * float(local_batch) / 1e9
+    def memory_gb(self, local_batch: int, n_gpus: int = 1) -> float:
+        """Training memory footprint per GPU at `local_batch` samples per data-parallel rank (GB)."""
+        return self.static_memory_gb_at(n_gpus) + self.activation_bytes_per_sample * float(local_batch) / 1e9
 
-    def max_local_batch(self, gpu_type: str | float) -> int:
-        """Largest local batch that fits one GPU (`gpu_type` name or memory in GB); 0 if none."""
+    def max_local_batch(self, gpu_type: str | float, n_gpus: int = 1) -> int:
+        """Largest local batch that fits one GPU (`gpu_type` name or memory in GB) when the job
+        runs on `n_gpus` (sharded state shrinks with it); 0 if none."""
         mem = float(gpu_type) if isinstance(gpu_type, (int, float)) else get_gpu(gpu_type).mem_gb
-        free = mem * USABLE_MEMORY_FRAC - self.static_memory_gb
+        free = mem * USABLE_MEMORY_FRAC - self.static_memory_gb_at(n_gpus)
         if free <= 0:
             return 0
         if self.activation_bytes_per_sample <= 0:
             return 1 << 16
         return int(max(0, math.floor(free * 1e9 / self.activation_bytes_per_sample)))
+
+    def tp_allreduces(self) -> int:
+        """Tensor-parallel all-reduces per micro-batch (0 without tensor parallelism)."""
+        if self.model_parallel <= 1:
+            return 0
+        return _sh.tp_allreduces_per_micro_batch(self.layers, self.checkpointing)
+
+    def tp_message_bytes(self, micro_batch: int) -> float:
+        """Bytes of one tensor-parallel all-reduce at `micro_batch` samples."""
+        bpv = 2.0 if self.precision == "mixed" or self.autocast else 4.0
+        return micro_batch * _sh.tp_message_bytes_per_sample(self.seq_len, self.hidden, bpv)
 
     def buckets(self, cap_bytes: float = DDP_BUCKET_CAP_BYTES) -> np.ndarray:
         return ddp_buckets(self.tensor_bytes, cap_bytes)
@@ -275,18 +324,52 @@ PRECISIONS = {"fp32": "", "float32": "", "tf32": "", "amp": "amp", "fp16": "amp"
 
 def with_precision(model: str, precision: str | None) -> str:
     """The zoo name of `model` trained at `precision` (None/"" = fp32): ``resnet50@amp``."""
-    canon = resolve(model).split("@")[0]
+    canon, _, par = resolve(model).partition("#")
+    canon = canon.split("@")[0]
     p = "" if precision is None else str(precision).strip().lower()
-    if p == "":
-        return canon
-    if p not in PRECISIONS:
+    if p not in PRECISIONS and p != "":
         raise UnknownNameError("precision", str(precision), sorted(PRECISIONS))
-    return f"{canon}@{PRECISIONS[p]}" if PRECISIONS[p] else canon
+    out = f"{canon}@{PRECISIONS[p]}" if p and PRECISIONS[p] else canon
+    return f"{out}#{par}" if par else out
+
+
+def with_parallelism(model: str, sharding: str | None = None, model_parallel: int | None = None) -> str:
+    """The zoo name of `model` run with `sharding` (none | zero1 | zero2 | zero3 | fsdp; None/"":
+    the model's default, zoo.json `sharding`) and tensor-parallel degree `model_parallel`
+    (None/1: none): ``opt_6.7b#zero2.tp2``. The model's own default is the untagged name."""
+    base = resolve(model).partition("#")[0]
+    default = _meta()["models"][base.split("@")[0]].get("sharding", "none")
+    try:
+        sh = default if sharding is None or not str(sharding).strip() else _sh.canonical_sharding(sharding)
+    except ValueError:
+        raise UnknownNameError("sharding", str(sharding), sorted(_sh.SHARDING_ALIASES)) from None
+    try:
+        tp = 1 if model_parallel is None else int(model_parallel)
+    except (TypeError, ValueError):
+        tp = 0
+    if tp < 1:
+        raise UnknownNameError("model_parallel", str(model_parallel), ["an integer >= 1"])
+    if sh == default and tp == 1:
+        return base
+    return f"{base}#{sh}" + (f".tp{tp}" if tp > 1 else "")
+
+
+def _parse_parallelism(tag: str) -> tuple[str, int]:
+    sh, _, tp = tag.partition(".tp")
+    return sh, int(tp) if tp else 1
 
 
 def resolve(name: str) -> str:
     """Canonical zoo name for any known spelling (``name@precision`` keeps its precision tag:
-    `with_precision`); `UnknownNameError` otherwise."""
+    `with_precision`; ``name#sharding[.tpN]`` its parallelism: `with_parallelism`);
+    `UnknownNameError` otherwise."""
+    if "#" in str(name):
+        base, tag = str(name).rsplit("#", 1)
+        try:
+            sh, tp = _parse_parallelism(tag)
+        except ValueError:
+            raise UnknownNameError("model_parallel", tag, ["tpN with N an integer"]) from None
+        return with_parallelism(base, sh, tp)
     if "@" in str(name):
         base, prec = str(name).rsplit("@", 1)
         return with_precision(base, prec)
@@ -319,13 +402,14 @@ def get_gpu(name: str) -> GpuType:
                    float(g["speed_fp32"]), float(g.get("amp_speedup", 1.0)))
 
 
-def _transformer_activation_bytes(arch: dict, checkpointing: bool, bytes_per_value: float) -> float:
+def _transformer_activation_bytes(arch: dict, checkpointing: bool, bytes_per_value: float, tp: int = 1) -> float:
     """Activation bytes per sample of a transformer stack (Korthikanti et al. 2022, eq. 1):
     a layer keeps T·(34·h + 5·a·T) half-precision bytes, i.e. T·(17·h + 2.5·a·T) values.
     With per-layer activation checkpointing only each layer's input (T·h values) is kept,
-    plus one layer's full set during its recomputation."""
+    plus one layer's full set during its recomputation. Tensor parallelism of degree `tp`
+    splits the per-layer set over its GPUs; checkpointed inputs stay replicated."""
     h, layers, heads, seq = (float(arch[k]) for k in ("hidden", "layers", "heads", "seq_len"))  # noqa: E501
-    per_layer = seq * (17.0 * h + 2.5 * heads * seq) * bytes_per_value
+    per_layer = seq * (17.0 * h + 2.5 * heads * seq) * bytes_per_value / tp
     if checkpointing:
         return layers * seq * h * bytes_per_value + per_layer
     return layers * per_layer
@@ -337,6 +421,18 @@ def get(name: str) -> ModelSpec:
     whose saved activations are half-precision, gradients and optimizer state as in fp32:
     autocast keeps fp32 weights, so DDP all-reduces fp32 gradients)."""
     canon = resolve(name)
+    if "#" in canon:  # a parallelism variant (`with_parallelism`): memory and traffic per GPU
+        base_name, tag = canon.rsplit("#", 1)
+        base = get(base_name)
+        sh, tp = _parse_parallelism(tag)
+        act = base.activation_bytes_per_sample / tp
+        if base.hidden:  # transformer: only the per-layer working set splits (`_transformer_activation_bytes`)
+            arch = dict(hidden=base.hidden, layers=base.layers, heads=_meta()["models"][base_name.split("@")[0]]
+                        ["arch"]["heads"], seq_len=base.seq_len)
+            act = base.activation_bytes_per_sample * (_transformer_activation_bytes(arch, base.checkpointing, 1.0, tp)
+                                                      / _transformer_activation_bytes(arch, base.checkpointing, 1.0))
+        return replace(base, name=canon, sharding=sh, model_parallel=tp, activation_bytes_per_sample=act,
+                       display=f"{base.display} ({sh}" + (f", TP {tp})" if tp > 1 else ")"))
     if "@" in canon:
         base_name, tag = canon.split("@", 1)
         base = get(base_name)
@@ -366,7 +462,9 @@ def get(name: str) -> ModelSpec:
         flops_per_sample=flops, activation_bytes_per_sample=act,
         default_global_batch=int(m["global_batch"]), precision=precision,
         overlap_start_frac=float(_curves().get("overlap_start_frac", {}).get(canon, DEFAULT_OVERLAP_START_FRAC)),
-        aliases=tuple(m.get("aliases", ())),
+        aliases=tuple(m.get("aliases", ())), sharding=m.get("sharding", "none"),
+        layers=int(arch["layers"]) if arch else 0, hidden=int(arch["hidden"]) if arch else 0,
+        seq_len=int(arch["seq_len"]) if arch else 0, checkpointing=bool(m.get("checkpointing")),
     )
 
 
@@ -432,7 +530,7 @@ def reference_curves(model: str) -> dict[str, dict]:
     harness the ratios are GPU ratios; the other harnesses' rows stay in the file (and in
     `cosim validate`'s data) but the model's other GPU types are moved from this harness by
     the published relative speeds."""
-    own = _curves().get("curves", {}).get(resolve(model).split("@")[0], {})
+    own = _curves().get("curves", {}).get(resolve(model).partition("#")[0].split("@")[0], {})
     groups: dict[str, dict[str, dict]] = {}
     for g, c in own.items():
         groups.setdefault(c.get("source", "measured"), {})[g] = c
@@ -473,7 +571,9 @@ def compute_curve(model: str, gpu_type: str) -> ComputeCurve:
     every measured curve by its GPU's AMP gain (`GpuType.amp_speedup`; bf16 gains on Ampere and
     later only, nothing without tensor cores) keeping each floor, then transfers as above with
     the GPUs' speeds at that precision (source ``…+amp``)."""
-    canon, gpu = resolve(model), resolve_gpu(gpu_type)
+    canon, gpu = resolve(model).partition("#")[0], resolve_gpu(gpu_type)  # per replica: parallelism aside
+    if canon != resolve(model):
+        return compute_curve(canon, gpu)
     base_name, _, tag = canon.partition("@")
     spec = get(base_name)
     prec = "amp" if spec.precision == "mixed" else (tag or "fp32")

@@ -35,6 +35,9 @@ def simulate(
     skip_invalid: bool = typer.Option(False, "--skip-invalid", help="Run without jobs that can never run (reported)."),
     costs: Optional[list[str]] = typer.Option(None, "--costs", help="Change costs: flat30, aryl, ares-paper, inplace, free, migrate-state, or seconds; POLICY=PRESET sets one policy's (repeatable), e.g. --costs flat30 --costs ones=inplace."),
     capacity: Optional[Path] = typer.Option(None, "--capacity", help="CSV time_s,node,online: nodes leaving/joining."),
+    load_series: Optional[str] = typer.Option(None, "--load-series", help="Inference load lending/reclaiming pool nodes: "
+                                              "CSV time_s,pool,nodes_needed, or diurnal:H (seeded daily load, headroom H); "
+                                              "writes reclaims.parquet."),
     perf: str = typer.Option("network", "--perf", help="Iteration-time backend: network, linear, measured or trace."),
     set_: Optional[list[str]] = typer.Option(None, "--set", help="Policy parameter POLICY.KEY=VALUE, e.g. "
                                              "tiresias.promote_knob=4 (repeatable; see `cosim policies show`)."),
@@ -67,7 +70,7 @@ def simulate(
                     write_decisions=decisions, skip_invalid=skip_invalid, costs=global_costs,
                     policy_costs=per_policy_costs,
                     capacity_changes=load_capacity(capacity) if capacity is not None else (), policy_params=params,
-                    perf=perf, progress=progress, ftf_reference=ftf_reference)
+                    perf=perf, progress=progress, ftf_reference=ftf_reference, load_series=_load_series(load_series))
     # before the run: --out naming a file, a folder another run holds, or a non-empty one fails in one line
     lock = claim_out_dir(out, overwrite=overwrite) if out is not None else None
     phase(f"simulating {', '.join(pols) or 'the default policies'} on {spec}")
@@ -81,6 +84,15 @@ def simulate(
         typer.echo(f"skipped {len(result.invalid)} job(s) that can never run (see config.json)", err=True)
     if out is not None:
         typer.echo(f"wrote {out}/summary.parquet and one folder per policy")
+
+
+def _load_series(spec: Optional[str]) -> Optional[str]:
+    """`--load-series`: `diurnal:H` as given, else an existing CSV file (checked here, one line)."""
+    if spec is None or spec.startswith("diurnal:"):
+        return spec
+    if not Path(spec).is_file():
+        raise InputError.at(spec, field="--load-series", expected="a CSV file time_s,pool,nodes_needed or diurnal:H")
+    return str(Path(spec))
 
 
 def parse_costs(items) -> tuple[str, dict[str, str]]:

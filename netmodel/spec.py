@@ -17,7 +17,7 @@ TOML layout (see ``netmodel/presets/*.toml``; every key is documented there)::
     [node_types.<name>]      gpu_type, gpu_mem_gb, gpus_per_node
     [node_types.<name>.intra]  kind = "nvswitch" | "nvlink-cube-mesh" | "pcie", ...
     [node_types.<name>.nic]    count, gbps, gpudirect, latency_us
-    [[groups]]               name, node_type, nodes, gpus_per_node?, start_new_leaf?, start_new_pod?
+    [[groups]]               name, node_type, nodes, gpus_per_node?, start_new_leaf?, start_new_pod?, pool?
     [[node_types.<name>.intra.dims]]  optional multi-dimensional intra-node layout for the
                              ``multidim`` collective: size, topology, GBps, latency_us, algorithm
     [tiers.leaf] / [tiers.spine] / [tiers.core]   name, kind, port_gbps, latency_us, oversubscription,
@@ -145,6 +145,13 @@ class NodeGroup:
     gpus_per_node: int
     start_new_leaf: bool = False
     start_new_pod: bool = False
+    #: the capacity pool the group's nodes belong to (`training`, `inference`, …): what a reclaim
+    #: demand names (`simcore.capacity`); defaults to the group's name
+    pool: str = ""
+
+    def __post_init__(self) -> None:
+        if not self.pool:
+            object.__setattr__(self, "pool", self.name)
 
 
 @dataclass(frozen=True)
@@ -356,7 +363,8 @@ def spec_from_dict(data: Mapping[str, Any], source: str, **overrides: Any) -> Cl
         groups.append(NodeGroup(name=f.get("name", str, f"group{i}"), node_type=nt,
                                 nodes=f.get("nodes", int, positive=True), gpus_per_node=gpn,
                                 start_new_leaf=f.get("start_new_leaf", bool, False),
-                                start_new_pod=f.get("start_new_pod", bool, False)))
+                                start_new_pod=f.get("start_new_pod", bool, False),
+                                pool=f.get("pool", str, "")))
     tiers_tbl = top.sub("tiers")
     tiers = {t: _tier(tiers_tbl.sub(t), t) for t in TIER_NAMES}
     comm = data.get("comm", {})

@@ -176,6 +176,30 @@ class ProgressEvent:
 
 
 @dataclass(frozen=True)
+class ReclaimDemand:
+    """"Return `count` nodes of pool `pool` by `deadline_s`" (an inference cluster taking back
+    servers it loaned to training: Aryl §4). `candidates` are the pool's nodes the training
+    cluster holds now and has not already promised back, ascending; an answer names `count`
+    of them (`simcore.capacity`)."""
+
+    pool: str
+    count: int
+    deadline_s: float
+    candidates: np.ndarray  # int32 node ids, read-only
+
+
+@dataclass(frozen=True)
+class ReclaimAnswer:
+    """A policy's answer to a `ReclaimDemand`: exactly `count` distinct candidate nodes, and
+    when they go (`at_s`; None = now, at most the demand's deadline). Jobs on them are scaled
+    in to their GPUs elsewhere where they can run there (elastic jobs, `min_gpus`), evicted
+    otherwise; a policy that wants another outcome moves jobs in its next decision before `at_s`."""
+
+    nodes: tuple[int, ...]
+    at_s: float | None = None
+
+
+@dataclass(frozen=True)
 class Decision:
     """The complete desired running set after a policy call.
 
@@ -305,6 +329,13 @@ class Policy(Protocol):
       policy (ONES's deployment gate). Like epoch ends, each is one `ProgressEvent`. They
       reveal progress, so they require `NEED_PROGRESS_ORACLE` in `needs` (PolicyError
       otherwise); epoch ends are the observable alternative.
+    - `answers_reclaims` (default False): the policy chooses which nodes to give back when a
+      pool reclaims capacity, through `answer_reclaim(view, demand: ReclaimDemand) ->
+      ReclaimAnswer` (Aryl's reclaim). The engine checks the answer (exactly `count` distinct
+      nodes, each a candidate of the demand, `at_s` not past the deadline) and stops the run
+      with an error naming the policy, the node and the time otherwise. Without it the engine
+      answers (`simcore.capacity.default_answer`: idle nodes first, then the nodes whose loss
+      preempts fewest jobs, node id breaking ties).
     """
 
     name: ClassVar[str]

@@ -6,6 +6,11 @@ completion is computed, never stepped (one numba call, `kernels.step`, finds the
 instant and advances every job to it). Events (arrivals, restart ends, capacity changes,
 policy wake-ups and rounds) live in one `EventQueue`.
 
+Capacity (`simcore.capacity`): besides node changes from a CSV (a node leaving evicts its
+jobs), a load series issues join and reclaim demands per pool; a reclaim is answered by the
+policy (`answers_reclaims`) or by the default answer, checked, and its nodes leave at the
+answer's time, their elastic jobs scaled in where they can run on what they keep.
+
 Progress marks: a job may have to stop at a progress below 1 — the end of an epoch, where
 the Pollux efficiency of its batch changes (`simcore.goodput`, `--progress goodput`), or a
 point the policy asked to hear about (`Policy.wants_epoch_events`, `Policy.milestones`).
@@ -38,7 +43,8 @@ import numpy as np
 from cosim.errors import CosimError, PolicyError
 from simcore import kernels
 from simcore.api import (NEED_DURATION_ORACLE, NEED_PROGRESS_ORACLE, ORACLE_NEEDS, Allocation, ClusterView, Decision,
-                         JobState)
+                         JobState, ReclaimDemand)
+from simcore.capacity import CapacityPlan, ReclaimLog, check_answer, default_answer
 from simcore.costs import ChangeCosts, CostCharger
 from simcore.events import Event, EventQueue, Priority
 from simcore.marks import ProgressMarks
@@ -111,6 +117,7 @@ class EngineResult:
     policy_wall_s: float
     online_gpu_s: float  # integral of online GPUs over [0, end_time]
     busy_gpu_s: float = field(default=0.0)
+    reclaims: ReclaimLog | None = None  # one row per reclaim demand (`simcore.capacity`)
 
 
 class Engine:
@@ -126,7 +133,11 @@ class Engine:
         options: EngineOptions | None = None,
         on_progress: Callable[[float, int, int], None] | None = None,
         goodput: Any = None,
+        capacity_plan: CapacityPlan | None = None,
     ) -> None:
+        if capacity_plan is not None:  # nodes a load series gives inference first are not ours yet
+            t = cluster.topology
+            capacity_plan.take_offline(cluster.gpu_online, np.asarray(t.node_first_gpu), np.asarray(t.node_num_gpus))
         self.jobs, self.cluster, self.perf, self.policy, self.costs = jobs, cluster, perf, policy, costs
         self.eff = efficiency or goodput or ConstantEfficiency()
         self.goodput = goodput  # simcore.goodput.GoodputModel (epoch ends refresh efficiency) or None
@@ -199,6 +210,15 @@ class Engine:
         self.whatif = WhatIf(jobs, perf, self.name, goodput, self._last_type)
         for ch in sorted(capacity_changes, key=lambda c: (c.time_s, c.node, c.online)):
             self._push(Event(ch.time_s, _CAPACITY, node=ch.node, online=ch.online))
+        # capacity protocol (`simcore.capacity`): demand i is Event(job=i, node=-1, version=0);
+        # the nodes of its answer leaving later, Event(job=i, node=-1, version=1)
+        self._plan = capacity_plan
+        self.reclaims = ReclaimLog() if capacity_plan is not None else None
+        self._answers_reclaims = bool(getattr(policy, "answers_reclaims", False))
+        self._promised: set[int] = set()  # nodes answered but not yet returned
+        self._answered: dict[int, tuple[tuple[int, ...], int]] = {}  # demand → (nodes, log row)
+        for i, d in enumerate(capacity_plan.demands if capacity_plan is not None else ()):
+            self._push(Event(d.time_s, _CAPACITY, job=i, node=-1, version=0))
         self._push_next_arrival()
 
     # ---- the round loop -------------------------------------------------------------
@@ -235,9 +255,10 @@ class Engine:
             self.rates.refresh()
             self._observe(t)  # timeline row when occupancy changed
         self._finish_unfinished()
+        self._close_reclaims()
         res = EngineResult(self.jobs, self.timeline, self.decisions, self.now, self.num_events, self.num_calls,
                            stuck, _time.perf_counter() - t0, self.policy_wall_s, self._online_gpu_s,
-                           self._busy_gpu_s)
+                           self._busy_gpu_s, self.reclaims)
         return res
 
     # ---- time -----------------------------------------------------------------------
@@ -342,7 +363,12 @@ class Engine:
                     self._mark_rates(ev.job)
                     call = call or self._call_on_restart_end
             elif p == _CAPACITY:
-                self._capacity(ev.node, ev.online, t)
+                if ev.node >= 0:
+                    self._capacity(ev.node, ev.online, t)
+                elif ev.version == 0:  # a join or reclaim demand (`simcore.capacity`)
+                    self._capacity_demand(ev.job, t)
+                else:  # the nodes of an answer given earlier leave now
+                    self._reclaim_due(ev.job, t)
                 call = True  # a node leaving or joining always gets a policy call
             elif p == _WAKE:
                 self._wakes.discard(ev.time)
@@ -412,24 +438,97 @@ class Engine:
         self._changed = True
         self._online += int(online) * int((~was).sum()) - int(not online) * int(was.sum())
 
+    def _capacity_demand(self, i: int, t: float) -> None:
+        """Demand i of the capacity plan: nodes of its pool join (lowest ids first), or the
+        policy (or `default_answer`) chooses which to give back, checked by `check_answer`."""
+        d = self._plan.demands[i]
+        c = self.cluster
+        t_ = c.topology
+        first, num = np.asarray(t_.node_first_gpu), np.asarray(t_.node_num_gpus)
+        pool = self._plan.pools.nodes(d.pool)
+        online = c.gpu_online[first[pool]]
+        if d.kind == "join":
+            for n in pool[~online][:d.count].tolist():
+                self._capacity(n, True, t)
+            return
+        cands = np.array([n for n in pool[online].tolist() if n not in self._promised], np.int32)
+        cands.flags.writeable = False
+        demand = ReclaimDemand(d.pool, min(d.count, int(cands.shape[0])), d.deadline_s, cands)
+        row = self.reclaims.open(t, d, int(cands.shape[0]), self.name if self._answers_reclaims else "default")
+        if demand.count == 0:  # nothing of the pool is on loan (a node failure took it): nothing to return
+            self.reclaims.close(row, t, (), [], [])
+            return
+        if self._answers_reclaims:
+            w0 = _time.perf_counter()
+            try:
+                answer = self.policy.answer_reclaim(self._view(t, events=False), demand)
+            except CosimError:
+                raise
+            except Exception as exc:
+                raise PolicyError(f"policy '{self.name}' raised {type(exc).__name__} answering a reclaim at "
+                                  f"t={t:.3f}s: {exc}") from exc
+            finally:
+                self.policy_wall_s += _time.perf_counter() - w0
+        else:
+            answer = default_answer(demand, first, num, c.gpu_owner, self._alloc_t, self.jobs.min_gpus, t)
+        nodes, at = check_answer(answer, demand, self.name, t)
+        if at <= t:
+            self._return_nodes(nodes, t, row)
+        else:
+            self._promised.update(nodes)
+            self._answered[i] = (nodes, row)
+            self._push(Event(at, _CAPACITY, job=i, node=-1, version=1))
+
+    def _reclaim_due(self, i: int, t: float) -> None:
+        nodes, row = self._answered.pop(i)
+        self._promised.difference_update(nodes)
+        self._return_nodes(nodes, t, row)
+
+    def _return_nodes(self, nodes: tuple[int, ...], t: float, row: int) -> None:
+        """Give `nodes` back: each job holding GPUs there scales in to its GPUs elsewhere when
+        it keeps `min_gpus` and fits there (a resize, charged as one), else is evicted; then
+        the nodes go offline."""
+        c = self.cluster
+        gone: set[int] = set()
+        for n in nodes:
+            gone.update(c.node_gpus(n).tolist())
+        owners = sorted({int(c.gpu_owner[g]) for g in gone if c.gpu_owner[g] >= 0})
+        scaled, evicted = [], []
+        for j in owners:
+            keep = tuple(g for g in self._alloc_t[j] if g not in gone)
+            plan = self._scale_in_plan(j, keep)
+            if plan is None:
+                self._preempt(j, t, action="evicted")
+                evicted.append(str(self.jobs.job_id[j]))
+            else:
+                self._release(j)
+                self._place(plan, t)
+                scaled.append(str(self.jobs.job_id[j]))
+        for n in nodes:
+            self._capacity(n, False, t)
+        self.reclaims.close(row, t, nodes, scaled, evicted)
+        if self.opt.check_invariants:
+            self._check_ownership()
+
+    def _close_reclaims(self) -> None:
+        """Answers still pending when the run ends: their nodes go at the end (no job holds
+        GPUs any more), before their deadline."""
+        for i in sorted(self._answered):
+            nodes, row = self._answered.pop(i)
+            self.reclaims.close(row, self.now, nodes, [], [])
+
+    def _scale_in_plan(self, j: int, keep: tuple[int, ...]) -> Plan | None:
+        """Job j on `keep` at its batch, if it may run there (≥ `min_gpus`, memory)."""
+        if len(keep) < max(1, int(self.jobs.min_gpus[j])):
+            return None
+        gpus, _ = self.perf.placed(keep)
+        batch = int(self.jobs.batch_size[j])
+        ph = self.perf.phases_of(self.jobs.model[j], keep, gpus, batch)
+        return None if ph is None else Plan(j, Allocation(keep), gpus, batch, ph)
+
     # ---- decide ---------------------------------------------------------------------
     def _decide(self, t: float) -> Decision:
-        active, running = self._view_sets()
-        if self._needs_oracle:
-            j = self.jobs
-            j.remaining_s[active] = (1.0 - j.progress[active]) * j.work_iters[active] * j.ref_iter_s[active]
-        events = self.marks.take_events()
-        self.whatif.now = t
-        view = ClusterView(now=t, jobs=self._jobs_view, cluster=self._cluster_view,
-                           iteration_time=self.whatif.iteration_time, allocation_of=self._allocation_of,
-                           active_jobs=active, current=self._current_ro,
-                           running_jobs=running, accepts_changes=self.opt.accept_changes,
-                           progress_events=events, whatif=self.whatif)
-        if self.opt.check_invariants:
-            s = self.jobs.state
-            want = np.flatnonzero((s == _RUNNING) | (s == _RESTARTING))
-            if not np.array_equal(view.running_jobs, want):
-                raise AssertionError(f"running_jobs out of sync with job states at t={t}")
+        view = self._view(t)
         self.num_calls += 1
         w0 = _time.perf_counter()
         try:
@@ -441,6 +540,27 @@ class Engine:
         finally:
             self.policy_wall_s += _time.perf_counter() - w0
         return decision
+
+    def _view(self, t: float, events: bool = True) -> ClusterView:
+        """The policy's view at `t` (for `decide`, and for reclaim answers with `events=False`:
+        progress events wait for the next `decide`)."""
+        active, running = self._view_sets()
+        if self._needs_oracle:
+            j = self.jobs
+            j.remaining_s[active] = (1.0 - j.progress[active]) * j.work_iters[active] * j.ref_iter_s[active]
+        events = self.marks.take_events() if events else ()
+        self.whatif.now = t
+        view = ClusterView(now=t, jobs=self._jobs_view, cluster=self._cluster_view,
+                           iteration_time=self.whatif.iteration_time, allocation_of=self._allocation_of,
+                           active_jobs=active, current=self._current_ro,
+                           running_jobs=running, accepts_changes=self.opt.accept_changes,
+                           progress_events=events, whatif=self.whatif)
+        if self.opt.check_invariants:
+            s = self.jobs.state
+            want = np.flatnonzero((s == _RUNNING) | (s == _RESTARTING))
+            if not np.array_equal(view.running_jobs, want):
+                raise AssertionError(f"running_jobs out of sync with job states at t={t}")
+        return view
 
     def _allocation_of(self, j: int) -> np.ndarray:
         return self._alloc.get(int(j), _EMPTY)

@@ -10,6 +10,15 @@ One iteration of job j on GPUs P at global batch b is the phase model of the con
   synchronous data-parallel job waits for its slowest worker);
 - communication `M = CommModel.allreduce(P, grad_bytes, bucket_bytes).seconds`, starting
   `s = overlap_start_frac * C` into the iteration (backward overlap);
+- sharded models (`calibration.sharding`: ZeRO-1/2/3 = FSDP, tensor parallel degree t): memory
+  per GPU depends on |P| (the limit `l_max` is per GPU count), the local batch is per
+  data-parallel rank `ceil(b / (|P|/t))`, compute per GPU is the replica's divided by t plus
+  the tensor-parallel all-reduces of activations among each group of t consecutive GPUs of P
+  (`(4 + 2·ckpt)·L` per micro-batch of `micro·s·h·bytes`, same `CommModel.allreduce`, on the
+  critical path), and the data-parallel collective carries `grad_bytes × 1.5` under ZeRO-3
+  (parameter all-gathers in forward and backward + gradient reduce-scatter) and `× 1.0`
+  otherwise; with t > 1 the whole model's gradients still leave each node once (t rings of
+  1/t each), so the same all-reduce over P is charged; none when |P| = t;
 - alone on the network `t = max(C, s + M)`; exposed communication `t - C`;
 - with contention, every running job's `(C, s, M, link demands)` goes to
   `collectives.contention.solve`, which gives each job's iteration time when jobs whose
@@ -77,6 +86,8 @@ class ModelFacts:
     grad_bytes: float
     bucket_bytes: np.ndarray | None
     overlap_start_frac: float
+    model_parallel: int = 1  # tensor-parallel degree (`calibration.sharding`)
+    sharded: bool = False  # memory per GPU depends on the GPU count (ZeRO/FSDP, tensor parallel)
 
 
 def _memory_gb(spec: Any, local_batch: int) -> float:
@@ -118,7 +129,7 @@ class PerfModel:
         self.gpu_type = np.asarray(topology.gpu_type)
         self.link_capacity_Bps = np.asarray(topology.link_capacity_Bps, dtype=np.float64)
         self._facts: dict[str, ModelFacts] = {}
-        self._max_local: dict[tuple[str, int], int] = {}
+        self._max_local: dict[tuple[str, int, int], int] = {}
         self._compute: dict[tuple[str, int, int], float] = {}
         self._phases: dict[tuple[str, bytes, int], Phases | None] = {}
         self._comm_cache: dict[tuple[str, bytes], Any] = {}
@@ -136,24 +147,29 @@ class PerfModel:
         if f is None:
             spec = self.zoo.get(model)
             buckets = getattr(spec, "bucket_bytes", None)
+            mult = float(getattr(spec, "dp_comm_multiplier", 1.0))  # ZeRO-3/FSDP: 1.5 (calibration.sharding)
             f = ModelFacts(
-                grad_bytes=float(spec.grad_bytes),
-                bucket_bytes=None if buckets is None else np.asarray(buckets, dtype=np.float64),
+                grad_bytes=float(spec.grad_bytes) * mult,
+                bucket_bytes=None if buckets is None else np.asarray(buckets, dtype=np.float64) * mult,
                 overlap_start_frac=float(getattr(spec, "overlap_start_frac", 0.0)),
+                model_parallel=int(getattr(spec, "model_parallel", 1)),
+                sharded=bool(getattr(spec, "sharded", False)),
             )
             self._facts[model] = f
         return f
 
-    def max_local_batch(self, model: str, type_idx: int) -> int:
-        """Largest local batch whose memory footprint fits one GPU of this type (0: none)."""
-        key = (model, int(type_idx))
+    def max_local_batch(self, model: str, type_idx: int, n_gpus: int = 1) -> int:
+        """Largest local batch whose memory footprint fits one GPU of this type (0: none), the
+        job running on `n_gpus` (only sharded models' memory depends on it)."""
+        n = int(n_gpus) if self.facts(model).sharded else 1
+        key = (model, int(type_idx), n)
         v = self._max_local.get(key)
         if v is None:
             spec = self.zoo.get(model)
             cap = float(self.type_mem_gb[type_idx])
             own = getattr(spec, "max_local_batch", None)
             if callable(own):  # the zoo's own rule (usable-memory fraction included)
-                v = int(own(cap))
+                v = int(own(cap, n)) if n > 1 else int(own(cap))
             elif _memory_gb(spec, 1) > cap:
                 v = 0
             else:
@@ -182,9 +198,10 @@ class PerfModel:
             self._compute[key] = v
         return v
 
-    def micro_batching(self, model: str, types: np.ndarray, local_batch: int) -> tuple[int, int] | None:
-        """(accumulation steps, micro-batch) for `local_batch` on GPU types `types`, or None."""
-        limit = min(self.max_local_batch(model, int(t)) for t in types)
+    def micro_batching(self, model: str, types: np.ndarray, local_batch: int, n_gpus: int = 1) -> tuple[int, int] | None:
+        """(accumulation steps, micro-batch) for `local_batch` on GPU types `types` (the job on
+        `n_gpus`), or None."""
+        limit = min(self.max_local_batch(model, int(t), n_gpus) for t in types)
         if limit <= 0:
             return None
         if local_batch <= limit:
@@ -215,7 +232,8 @@ class PerfModel:
         """`phases` without its caches (n = len(gpus) > 0). The compute part depends on the
         model, the GPU type, the batch and n alone, so it is kept per such key: a placement
         met for the first time costs its all-reduce, not the memory and compute lookups."""
-        if batch < n:
+        tp = self.facts(model).model_parallel
+        if n % tp or batch < n // tp:  # whole tensor-parallel groups, a sample per data-parallel rank
             return None
         tys = self.gpu_type[gpus]
         if n == 1 or (tys == tys[0]).all():  # one type: no sort
@@ -228,7 +246,10 @@ class PerfModel:
         if part is None:  # the local batch does not fit memory
             return None
         c, start, steps = part
-        if n == 1:
+        if tp > 1:  # tensor-parallel all-reduces of activations: on the critical path
+            c += steps * self._tp_comm_s(model, gpus, tp, math.ceil(math.ceil(batch / (n // tp)) / steps))
+            start = self.facts(model).overlap_start_frac * c
+        if n == tp:  # one data-parallel rank: no gradient collective
             return Phases(c, start, 0.0, _NO_IDS, _NO_BYTES, steps)
         cost = self._allreduce(model, gpus, self.facts(model))
         m, link_bytes = float(cost.seconds), np.asarray(cost.link_bytes, dtype=np.float64)
@@ -261,12 +282,29 @@ class PerfModel:
     def _part(self, model: str, types: np.ndarray, batch: int, n: int) -> tuple[float, float, int] | None:
         """(compute s, communication start s, accumulation steps) of `batch` over n GPUs of
         `types`; None if the local batch does not fit."""
-        mb = self.micro_batching(model, types, math.ceil(batch / n))
+        tp = self.facts(model).model_parallel
+        mb = self.micro_batching(model, types, math.ceil(batch / (n // tp)), n)
         if mb is None:
             return None
         steps, micro = mb
-        c = steps * max(self.compute_s(model, int(t), micro) for t in types)
+        c = steps * max(self.compute_s(model, int(t), micro) for t in types) / tp
         return c, self.facts(model).overlap_start_frac * c, steps
+
+    def _tp_comm_s(self, model: str, gpus: np.ndarray, tp: int, micro: int) -> float:
+        """Seconds of one micro-batch's tensor-parallel all-reduces: `spec.tp_allreduces()` of
+        `spec.tp_message_bytes(micro)` among each group of `tp` consecutive GPUs of the
+        placement (the slowest group; a group spanning nodes pays the network)."""
+        spec = self.zoo.get(model)
+        nbytes = float(spec.tp_message_bytes(micro))
+        worst = 0.0
+        for i in range(0, gpus.shape[0], tp):
+            g = gpus[i:i + tp]
+            key = ("tp", g.tobytes(), nbytes)
+            cost = self._comm_cache.get(key)
+            if cost is None:
+                cost = self._comm_cache[key] = self.comm.allreduce(g, nbytes)
+            worst = max(worst, float(cost.seconds))
+        return spec.tp_allreduces() * worst
 
     def placed(self, gpus: tuple[int, ...]) -> tuple[np.ndarray, int]:
         """(the GPU ids ascending as a read-only int32 array, their one GPU type or -2 when

@@ -233,8 +233,8 @@ class MeasuredPerf(PerfModel):
                     f"{', '.join(self.tables.available(p)) or 'none'} under {self.tables.root}")
         return None
 
-    def max_local_batch(self, model: str, type_idx: int) -> int:
-        t = self.table(model, int(type_idx))
+    def max_local_batch(self, model: str, type_idx: int, n_gpus: int = 1) -> int:
+        t = self.table(model, int(type_idx))  # the measured runs' limit, whatever the GPU count
         return 0 if t is None else t.max_local_bsz
 
     def phases(self, model: str, gpus: np.ndarray, batch: int) -> Phases | None:

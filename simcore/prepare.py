@@ -29,7 +29,9 @@ Work modes (see `simcore.work`), first match wins:
 `t_ref` is the solo iteration time at the requested count on a consolidated placement, so
 replaying a job alone on that placement reproduces its trace time (`tests/simcore/test_replay.py`
 checks Philly, Helios and SenseTime). A `precision` column (fp32 | amp | bf16) selects the
-model's precision variant in the zoo (`calibration.zoo.with_precision`).
+model's precision variant in the zoo (`calibration.zoo.with_precision`); `sharding` (none |
+zero1 | zero2 | zero3 | fsdp) and `model_parallel` (tensor-parallel degree) its parallelism
+variant (`calibration.zoo.with_parallelism`: memory per GPU and traffic, `calibration.sharding`).
 """
 
 from __future__ import annotations
@@ -69,22 +71,25 @@ def canonical_models(df: pd.DataFrame, zoo) -> tuple[pd.DataFrame, list[InvalidJ
     out = []
     precs = df["precision"].to_numpy(dtype=object) if "precision" in df.columns else np.full(len(df), None)
     with_precision = getattr(zoo, "with_precision", None)
+    pars = _parallelism(df, getattr(zoo, "with_parallelism", None))
     for i, (jid, name, prec) in enumerate(zip(df["job_id"].astype(str), df["model"], precs)):
         if not isinstance(name, str) or not name:
             bad.append(InvalidJob(jid, "no model", i))
             out.append("")
             continue
         prec = None if _nan(prec) or (isinstance(prec, str) and not prec.strip()) else str(prec)
-        key = (name, prec)
+        par = pars[i] if pars is not None else None
+        key = (name, prec, par)
         if key not in cache:
             try:
-                cache[key] = zoo.resolve(name) if prec is None or with_precision is None \
-                    else with_precision(name, prec)
+                c = zoo.resolve(name) if prec is None or with_precision is None else with_precision(name, prec)
+                cache[key] = c if par is None else zoo.with_parallelism(c, *par)
             except CosimError:
                 cache[key] = None
         c = cache[key]
         if c is None:
-            what = f"unknown model '{name}'" + ("" if prec is None else f" or precision '{prec}'")
+            what = f"unknown model '{name}'" + ("" if prec is None else f" or precision '{prec}'") + \
+                ("" if par is None else f" or parallelism sharding={par[0]!r}, model_parallel={par[1]!r}")
             bad.append(InvalidJob(jid, what, i))
             out.append(name)
         else:
@@ -92,6 +97,27 @@ def canonical_models(df: pd.DataFrame, zoo) -> tuple[pd.DataFrame, list[InvalidJ
     df = df.copy()
     df["model"] = out
     return df, bad
+
+
+def _parallelism(df: pd.DataFrame, with_parallelism) -> list | None:
+    """Per row (sharding or None, model_parallel or None), or None per row when the row sets
+    neither; None when the table has neither column (or the zoo has no parallelism variants)."""
+    if with_parallelism is None or not ({"sharding", "model_parallel"} & set(df.columns)):
+        return None
+    n = len(df)
+    sh = df["sharding"].to_numpy(dtype=object) if "sharding" in df.columns else np.full(n, None)
+    mp = df["model_parallel"].to_numpy(dtype=object) if "model_parallel" in df.columns else np.full(n, None)
+    out: list = []
+    for s, m in zip(sh, mp):
+        s = None if _nan(s) or (isinstance(s, str) and not s.strip()) else str(s)
+        m = None if _nan(m) else m
+        if m is not None:
+            try:
+                m = int(m) if float(m) == int(float(m)) else str(m)
+            except (TypeError, ValueError):
+                m = str(m)
+        out.append(None if s is None and m is None else (s, m))
+    return out
 
 
 def build_jobs(df: pd.DataFrame, perf: PerfModel, zoo, fixed_epochs: bool = True) -> tuple[JobTable, list[InvalidJob]]:

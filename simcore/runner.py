@@ -6,7 +6,7 @@ anything runs, computes the fluid-GPS reference once, runs each policy on a fres
 the jobs and cluster, and writes (atomically, with config, seed and version in the Parquet
 metadata):
 
-    DIR/<policy>/jobs.parquet, timeline.parquet[, decisions.parquet]
+    DIR/<policy>/jobs.parquet, timeline.parquet[, decisions.parquet][, reclaims.parquet]
     DIR/summary.parquet   (one row per policy; written last — its presence marks a
                            complete run)
     DIR/config.json
@@ -33,12 +33,14 @@ import pyarrow as pa
 from cosim import __version__
 from cosim.atomic import write_parquet, write_text
 from cosim.errors import InputError
+from simcore.capacity import load_series_plan
 from simcore.costs import resolve_costs
 from simcore.engine import CapacityChange, Engine, EngineOptions
 from simcore.goodput import PROGRESS_OPTIONS, assign_goodput, fill_run_epochs
 from simcore.gps import FTF_REFERENCES, ftf_reference_jct
 from simcore.metrics import decisions_frame, jobs_frame, summary_row, timeline_frame
 from simcore.perf import PerfModel
+from simcore.api import JobState
 from simcore.perf_backends import check_perf, make_perf, table_gaps
 from simcore.prepare import InvalidJob, build_jobs, describe_invalid
 from simcore.state import ClusterState, JobTable
@@ -84,6 +86,10 @@ class RunConfig:
     progress: str = "plain"
     #: the FTF reference (`simcore.gps.FTF_REFERENCES`): "gps", "gps-capped", "hetero-1-over-n"
     ftf_reference: str = "gps"
+    #: inference load driving join/reclaim demands (`simcore.capacity`): a CSV
+    #: `time_s,pool,nodes_needed` or `diurnal:H` (seeded diurnal load, headroom H); None: none
+    load_series: str | None = None
+    reclaim_grace_s: float = 0.0  # seconds between a reclaim demand and its deadline
 
     def to_dict(self) -> dict:
         d = asdict(self)
@@ -95,6 +101,9 @@ class RunConfig:
         else:
             d.pop("policy_costs")
         d["costs"] = _plain(self.costs)
+        if self.load_series is None:  # only when set: configs of runs without one stay identical
+            d.pop("load_series")
+            d.pop("reclaim_grace_s")
         return d
 
 
@@ -119,6 +128,7 @@ class RunResult:
     policy_wall_s: dict[str, float] = field(default_factory=dict)  # of which inside policy.decide
     invalid: list = field(default_factory=list)  # InvalidJob skipped (skip_invalid)
     config: RunConfig | None = None
+    reclaims: dict[str, pd.DataFrame] = field(default_factory=dict)  # per policy, with a load series
 
 
 @dataclass
@@ -191,12 +201,20 @@ def run(config: RunConfig, out_dir: Path | None, progress: bool = False, backend
         if not 0 <= c.node < node_gpus.shape[0]:
             raise InputError.at(field="capacity_changes", expected=f"node indices below {node_gpus.shape[0]}",
                                 got=c.node)
+    cap_plan = None
+    if config.load_series:  # horizon: every job alone, one after another, after the last arrival
+        if not config.reclaim_grace_s >= 0:
+            raise InputError.at(field="reclaim_grace_s", expected="seconds >= 0", got=config.reclaim_grace_s)
+        busy = np.isfinite(solo) & (base.state != JobState.UNSCHEDULABLE)
+        horizon = float(base.submit_time.max(initial=0.0)) + float(solo[busy].sum())
+        cap_plan = load_series_plan(config.load_series, topo, horizon, config.seed, config.reclaim_grace_s)
+    ref_changes = [(c.time_s, c.node, c.online) for c in caps] + (cap_plan.node_changes() if cap_plan else [])
     gps = ftf_reference_jct(config.ftf_reference, base.submit_time, base.num_gpus, base.max_gpus, solo, node_gpus,
                             _node_types(topo), _type_speed(base, perf, topo) if config.ftf_reference ==
-                            "hetero-1-over-n" else None, [(c.time_s, c.node, c.online) for c in caps])
+                            "hetero-1-over-n" else None, ref_changes)
     meta = {"config": config.to_dict(), "seed": config.seed, "version": __version__, "perf_source": be.perf_source,
             "perf": config.perf}
-    rows, jobs_out, tls, decs, walls, pwalls = [], {}, {}, {}, {}, {}
+    rows, jobs_out, tls, decs, walls, pwalls, recl = [], {}, {}, {}, {}, {}, {}
     bar = _Progress(progress, len(config.policies), base.num_jobs)
     try:
         for name in config.policies:
@@ -205,7 +223,7 @@ def run(config: RunConfig, out_dir: Path | None, progress: bool = False, backend
             cluster = ClusterState.from_topology(topo)
             engine = Engine(jobs, cluster, perf, policy, costs_of[name], caps,
                             options=EngineOptions(record_decisions=config.write_decisions),
-                            on_progress=bar.callback(name), goodput=gp)
+                            on_progress=bar.callback(name), goodput=gp, capacity_plan=cap_plan)
             t0 = time.perf_counter()
             res = engine.run()
             walls[name] = time.perf_counter() - t0
@@ -215,6 +233,8 @@ def run(config: RunConfig, out_dir: Path | None, progress: bool = False, backend
             dec = decisions_frame(res)
             if dec is not None:
                 decs[name] = dec
+            if res.reclaims is not None:
+                recl[name] = res.reclaims.frame()
             rows.append({"policy": name, "perf": config.perf,
                          **summary_row(name, jf, res, config.progress, config.ftf_reference)})
             bar.done(name)
@@ -225,6 +245,8 @@ def run(config: RunConfig, out_dir: Path | None, progress: bool = False, backend
                 _write(tls[name], out / name / "timeline.parquet", m)
                 if dec is not None:
                     _write(dec, out / name / "decisions.parquet", m)
+                if res.reclaims is not None:
+                    _write(recl[name], out / name / "reclaims.parquet", m)
     finally:
         bar.close()
     summary = pd.DataFrame(rows)
@@ -232,7 +254,7 @@ def run(config: RunConfig, out_dir: Path | None, progress: bool = False, backend
         write_text(json.dumps(dict(meta, invalid=[asdict(b) for b in invalid]), indent=2, sort_keys=True,
                               default=str) + "\n", out / "config.json")
         _write(summary, out / "summary.parquet", meta)
-    return RunResult(summary, jobs_out, tls, decs, walls, pwalls, invalid, config)
+    return RunResult(summary, jobs_out, tls, decs, walls, pwalls, invalid, config, recl)
 
 
 def load_capacity(path: str | Path) -> tuple[tuple[float, int, bool], ...]:

@@ -56,6 +56,9 @@ EXTRA_COLUMNS = pa.schema(
         pa.field("epoch_size", pa.float64()),  # ONES: samples per epoch
         pa.field("size_class", pa.string()),  # Ares S/M/L/XL by GPU-time
         pa.field("precision", pa.string()),  # fp32 (default, null) | amp | bf16: the job's training precision
+        #: none | zero1 | zero2 | zero3 | fsdp (null: the model's default, calibration.sharding)
+        pa.field("sharding", pa.string()),
+        pa.field("model_parallel", pa.int32()),  # tensor-parallel degree within a node (null: 1)
     ]
 )
 

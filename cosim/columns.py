@@ -44,6 +44,17 @@ COLUMNS: dict[str, tuple[str, str]] = {
     "restarting": ("count", "jobs paying a change cost"),
     "queued": ("count", "jobs waiting for GPUs"),
     "utilization": ("1", "busy_gpus / online_gpus"),
+    # reclaims.parquet (one row per reclaim demand of a load series)
+    "pool": ("name", "node pool the demand reclaims (the preset's group pool, e.g. inference)"),
+    "demanded": ("count", "nodes the demand asks back"),
+    "available": ("count", "nodes of the pool the training cluster held when the demand came"),
+    "deadline_s": ("s", "time by which the nodes must be returned"),
+    "returned_at_s": ("s", "time the nodes were returned (NaN while pending)"),
+    "returned_nodes": ("id", "comma-separated node ids returned"),
+    "jobs_scaled_in": ("id", "comma-separated job ids scaled in to free the nodes"),
+    "jobs_evicted": ("id", "comma-separated job ids evicted from the nodes"),
+    "deadline_met": ("bool", "returned_at_s <= deadline_s"),
+    "answered_by": ("name", "who chose the nodes: the policy, or the default answer"),
     # decisions.parquet
     "batch_size": ("count", "global batch size chosen"),
     "cost_s": ("s", "change cost charged for the decision"),

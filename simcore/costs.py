@@ -75,6 +75,9 @@ COST_PRESETS: dict[str, ChangeCosts] = {
     "ares-paper": ChangeCosts(restart_s=30.0, per_model_restart_s=dict(ARES_PER_MODEL_RESTART_S)),
     "inplace": ChangeCosts(restart_s=30.0, resize_s=1.0),  # in-place elastic resize ~1 s
     "free": ChangeCosts(restart_s=0.0),  # idealised (Ares delay-bound property mode)
+    # Pollux OSDI'21 simulator: rescale_time = 30 s on every new placement, the first start included
+    # (simulator.py:159-168, docs/peers.md)
+    "pollux-sim": ChangeCosts(restart_s=30.0, start_s=30.0),
 }
 
 

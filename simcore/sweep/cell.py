@@ -47,6 +47,8 @@ def coordinate_row(cell: Cell) -> dict[str, Any]:
         "calibration": cell.calibration,
         "seed": cell.seed,
         "perf": cell.perf,
+        "progress": cell.progress,
+        "costs": cell.costs,
     }
     for k, v in cell.policy.params:
         row[f"param_{k}"] = v
@@ -88,6 +90,10 @@ def run_config_for(module: Any, cell: Cell, trace_spec: str, write_decisions: bo
     extra = {"skip_invalid": True} if cell.skip_invalid else {}  # additive RunConfig fields, passed only when
     if cell.perf != "network":  # set, so stand-in runners without them keep working
         extra["perf"] = cell.perf
+    if cell.progress != "plain":
+        extra["progress"] = cell.progress
+    if cell.costs != "flat30":
+        extra["costs"] = cell.costs
     return module.RunConfig(
         trace=trace_spec,
         cluster=cell.cluster.preset,

@@ -16,6 +16,8 @@ TOML shape (every key but `traces` and `policies` optional)::
     contention = [true, false]
     calibration = ["default"]                                    # profile names or files
     perf = ["network", "measured"]                               # iteration-time backends (default network)
+    progress = ["plain", "goodput"]                              # progress models (default plain)
+    costs = ["flat30", "pollux-sim"]                             # change-cost presets or seconds (default flat30)
     seeds = [0, 1]
     write_decisions = false                                      # also keep decisions.parquet per cell
     skip_invalid = false                                         # run without jobs that can never run
@@ -45,7 +47,7 @@ from cosim.errors import InputError
 
 #: top-level keys a sweep file may have
 KNOWN_KEYS = ("name", "traces", "clusters", "policies", "contention", "calibration", "seeds", "write_decisions",
-              "skip_invalid", "perf")
+              "skip_invalid", "perf", "progress", "costs")
 #: keys of a trace table (a sampled file)
 TRACE_KEYS = ("path", "jobs", "window", "seed", "name")
 #: keys of a cluster table
@@ -109,6 +111,8 @@ class Cell:
     seed: int
     skip_invalid: bool = False  # run without jobs that can never run (changes results: part of the id)
     perf: str = "network"  # iteration-time backend (simcore.perf_backends)
+    progress: str = "plain"  # progress model (simcore.runner.RunConfig.progress)
+    costs: str = "flat30"  # change-cost preset or flat seconds (simcore.costs)
 
     def coordinates(self) -> dict[str, Any]:
         """The grid coordinates as plain JSON-able values (the identity of the cell)."""
@@ -126,6 +130,10 @@ class Cell:
             coords["skip_invalid"] = True
         if self.perf != "network":  # likewise: ids of sweeps on the default backend are unchanged
             coords["perf"] = self.perf
+        if self.progress != "plain":  # likewise for the progress model and the change costs
+            coords["progress"] = self.progress
+        if self.costs != "flat30":
+            coords["costs"] = self.costs
         return coords
 
     @property
@@ -150,12 +158,14 @@ class SweepConfig:
     skip_invalid: bool = False
     raw: Mapping[str, Any] = field(default_factory=dict, compare=False, hash=False)
     perf: tuple[str, ...] = ("network",)
+    progress: tuple[str, ...] = ("plain",)
+    costs: tuple[str, ...] = ("flat30",)
 
     def cells(self) -> list[Cell]:
         grid = itertools.product(self.traces, self.clusters, self.contention, self.calibration, self.perf,
-                                 self.seeds, self.policies)
-        cells = [Cell(i, t, c, p, cont, cal, s, self.skip_invalid, pf)
-                 for i, (t, c, cont, cal, pf, s, p) in enumerate(grid)]
+                                 self.progress, self.costs, self.seeds, self.policies)
+        cells = [Cell(i, t, c, p, cont, cal, s, self.skip_invalid, pf, pg, co)
+                 for i, (t, c, cont, cal, pf, pg, co, s, p) in enumerate(grid)]
         ids = [c.cell_id for c in cells]
         if len(set(ids)) != len(ids):
             raise InputError.at(self.source, detail="the grid lists the same cell twice (duplicate axis values)")
@@ -165,7 +175,8 @@ class SweepConfig:
         """Names of the coordinates that take more than one value (report x-axes)."""
         axes = []
         for name, values in (("trace", self.traces), ("cluster", self.clusters), ("contention", self.contention),
-                             ("calibration", self.calibration), ("perf", self.perf), ("seed", self.seeds)):
+                             ("calibration", self.calibration), ("perf", self.perf), ("progress", self.progress),
+                             ("costs", self.costs), ("seed", self.seeds)):
             if len(values) > 1:
                 axes.append(name)
         return axes
@@ -221,18 +232,22 @@ def parse_sweep(data: Mapping[str, Any], source: Path | str | None = None, base_
                         for i, v in enumerate(_list(data.get("calibration", [None]), "calibration", src)))
     seeds = tuple(_seed(v, f"seeds[{i}]", src) for i, v in enumerate(_list(data.get("seeds", [0]), "seeds", src)))
     perf = tuple(_perf(v, i, src) for i, v in enumerate(_list(data.get("perf", ["network"]), "perf", src)))
+    progress = tuple(_progress(v, i, src)
+                     for i, v in enumerate(_list(data.get("progress", ["plain"]), "progress", src)))
+    costs = tuple(_costs(v, i, src) for i, v in enumerate(_list(data.get("costs", ["flat30"]), "costs", src)))
     write_decisions = _typed(data.get("write_decisions", False), bool, "write_decisions", "true or false", src)
     skip_invalid = _typed(data.get("skip_invalid", False), bool, "skip_invalid", "true or false", src)
     for axis, values in (("traces", [t.label for t in traces]), ("clusters", [c.label for c in clusters]),
                          ("policies", [p.label for p in policies]), ("contention", contention),
-                         ("calibration", calibration), ("perf", perf), ("seeds", seeds)):
+                         ("calibration", calibration), ("perf", perf), ("progress", progress), ("costs", costs),
+                         ("seeds", seeds)):
         if not values:
             raise InputError.at(src, field=axis, expected="at least one value", got=[])
         dup = [v for v in values if list(values).count(v) > 1]
         if dup:
             raise InputError.at(src, field=axis, expected="distinct values", got=dup[0])
     return SweepConfig(name, src, traces, clusters, policies, contention, calibration, seeds, write_decisions,
-                       skip_invalid, raw=dict(data), perf=perf)
+                       skip_invalid, raw=dict(data), perf=perf, progress=progress, costs=costs)
 
 
 def _list(value: Any, field_name: str, src: Path | None) -> list[Any]:
@@ -345,6 +360,32 @@ def _perf(value: Any, i: int, src: Path | None) -> str:
 
     if value not in PERF_BACKENDS:
         raise InputError.at(src, field=f"perf[{i}]", expected=f"one of {', '.join(PERF_BACKENDS)}", got=value)
+    return value
+
+
+def _progress(value: Any, i: int, src: Path | None) -> str:
+    from simcore.goodput import PROGRESS_OPTIONS
+
+    if value not in PROGRESS_OPTIONS:
+        raise InputError.at(src, field=f"progress[{i}]", expected=f"one of {', '.join(PROGRESS_OPTIONS)}", got=value)
+    return value
+
+
+def _costs(value: Any, i: int, src: Path | None) -> str:
+    """A `simcore.costs` preset name or flat restart seconds (a number, kept as its string)."""
+    from cosim.errors import UnknownNameError
+    from simcore.costs import COST_PRESETS, resolve_costs
+
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        value = f"{value:g}"
+    try:
+        if not isinstance(value, str):
+            raise UnknownNameError("cost preset", str(value), list(COST_PRESETS))
+        resolve_costs(value)
+    except UnknownNameError:
+        raise InputError.at(src, field=f"costs[{i}]",
+                            expected=f"a cost preset ({', '.join(COST_PRESETS)}) or restart seconds",
+                            got=value) from None
     return value
 
 

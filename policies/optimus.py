@@ -274,7 +274,7 @@ class Optimus(BasePolicy):
             if ev.kind == "epoch":
                 self._rem_iters[ev.job] = remaining_iterations(view, self.step, ev.job)
         iv = float(self.config.interval_s)
-        if self.wants_epoch_events and abs(now / iv - round(now / iv)) > 1e-9:
+        if self.wants_epoch_events and view.progress_events and abs(now / iv - round(now / iv)) > 1e-9:
             r = Round(view)  # an epoch-end call between rounds: nothing moves (rounds are the only decisions)
             r.keep_all_undecided()
             return r.decision()

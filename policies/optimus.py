@@ -200,7 +200,9 @@ class OptimusConfig(PlacedConfig):
         "epoch",
         "remaining iterations in the marginal gain: 'epoch' = measured at the job's latest epoch end (or its "
         "first round) and held until the next, as the Pollux simulator does; 'continuous' = re-read every round "
-        "(two equal jobs then trade the odd GPUs every round, each trade a restart)",
+        "(two equal jobs then trade the odd GPUs every round, each trade a restart). 'epoch' needs the jobs' "
+        "epochs (trace epochs, a training run, or --progress goodput): a job without any (a duration-only "
+        "replay trace) keeps its first reading, so use 'continuous' there",
         choices=("epoch", "continuous"),
         source="Pollux simulator: remaining = iterations from the current whole epoch to completion "
                "(optimus.py:12-19)")

@@ -44,7 +44,23 @@ def bench_import_profiles() -> dict:
                 detail=f"{len(df)} rows")
 
 
+def bench_validate_through_engine() -> dict:
+    """`cosim validate` on aws, ResNet-50 + YOLOv3 (1,391 rows): 5-fold CV, every row predicted
+    by the engine's PerfModel (`calibration.fit.Platform.predict`)."""
+    from calibration import fit, validate
+    from simcore.runner import engine_for
+
+    fit.set_engine(engine_for)
+    if not SHARED.is_dir():
+        return dict(name="validate (engine)", value=float("nan"), unit="s", target="< 30 s", detail="no ../shared/data")
+    t0 = time.perf_counter()
+    _, t = validate.run(SHARED, ["aws"], 5, models=["resnet50", "yolov3"])
+    allr = t[t["model"] == "ALL"].iloc[0]
+    return dict(name="validate (engine)", value=time.perf_counter() - t0, unit="s", target="< 30 s",
+                detail=f"{int(allr['rows'])} rows, step CV median {allr['step_med']:.1%}")
+
+
 if __name__ == "__main__":
-    for fn in (bench_zoo_compute_time, bench_import_profiles):
+    for fn in (bench_zoo_compute_time, bench_import_profiles, bench_validate_through_engine):
         r = fn()
         print(f"{r['name']:<24} {r['value']:>10.3f} {r['unit']:<8} target {r['target']:<14} {r['detail']}")

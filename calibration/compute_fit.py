@@ -11,8 +11,11 @@ measured range. Inside the range the curve interpolates the points linearly, bec
 measured step times are not linear in batch (kernel selection, data loading) and the
 line alone misses them by up to 25 % (YOLOv3 on T4).
 
-Times are made non-decreasing in batch (running maximum): a larger batch does not take less
-time, and noisy sets (Gavel K80 ResNet-18) otherwise make the curve dip.
+Times are made non-decreasing in batch by isotonic regression (pool adjacent violators,
+weighted by the number of measurements per batch): a larger batch does not take less time,
+and noisy sets (Gavel K80 ResNet-18, YOLOv3 on aws: 0.45 s at batch 6, 0.33 s at 8) otherwise
+make the curve dip. Pooling the violators averages the noise; a running maximum would keep
+the high outlier (+38 % at YOLOv3 batch 8).
 
 Per GPU type the fit also reports a calibrated effective FLOP/s (median over its measured
 models of `flops_per_sample / k`) and floor `t0` (median intercept), which the zoo uses to
@@ -46,6 +49,23 @@ def fit_line(b: np.ndarray, t: np.ndarray) -> tuple[float, float]:
     return float(res.x[0]), float(res.x[1])
 
 
+def isotonic(t: np.ndarray, w: np.ndarray | None = None) -> np.ndarray:
+    """Non-decreasing least-squares fit to `t` (weights `w`): pool adjacent violators."""
+    t = np.asarray(t, float)
+    w = np.ones_like(t) if w is None else np.asarray(w, float)
+    vals, wts, sizes = [], [], []
+    for x, wx in zip(t, w):
+        vals.append(x)
+        wts.append(wx)
+        sizes.append(1)
+        while len(vals) > 1 and vals[-2] > vals[-1]:
+            v2, w2, n2 = vals.pop(), wts.pop(), sizes.pop()
+            vals[-1] = (vals[-1] * wts[-1] + v2 * w2) / (wts[-1] + w2)
+            wts[-1] += w2
+            sizes[-1] += n2
+    return np.repeat(vals, sizes)
+
+
 def curve_points(df: pd.DataFrame) -> dict[tuple[str, str], pd.Series]:
     """Median single-GPU step time per local batch, per (model, gpu_type)."""
     one = df[df["num_gpus"] == 1] if "num_gpus" in df.columns else df
@@ -54,7 +74,9 @@ def curve_points(df: pd.DataFrame) -> dict[tuple[str, str], pd.Series]:
     one = one[np.isfinite(one["step_time_s"].astype(float)) & (one["step_time_s"].astype(float) > 0)]
     out = {}
     for (m, g), d in one.groupby(["model", "gpu_type"]):
-        out[(m, g)] = d.groupby("local_bsz")["step_time_s"].median().sort_index()
+        grp = d.groupby("local_bsz")["step_time_s"]
+        out[(m, g)] = grp.median().sort_index()
+        out[(m, g)].attrs["counts"] = grp.size().sort_index().to_numpy(float)
     return out
 
 
@@ -67,7 +89,7 @@ def fit_curves(df: pd.DataFrame) -> dict:
     eff: dict[str, list[tuple[float, float]]] = {}
     for (m, g), s in sorted(pts.items()):
         b, t = s.index.to_numpy(float), s.to_numpy(float)
-        t = np.maximum.accumulate(t)  # a larger batch never takes less time (noise otherwise)
+        t = isotonic(t, s.attrs.get("counts"))  # a larger batch never takes less time (noise otherwise)
         t0, k = fit_line(b, t)
         src = sorted(set(df.loc[(df["model"] == m) & (df["gpu_type"] == g), "source"]))
         curves.setdefault(m, {})[g] = dict(
@@ -84,29 +106,32 @@ def fit_curves(df: pd.DataFrame) -> dict:
             "curves": curves, "gpu_efficiency": gpu_eff}
 
 
-def write_curves(doc: dict, path=None, keep_overlap: bool = True) -> None:
-    path = path or (zoo.DATA / "compute_curves.json")
-    if keep_overlap and path.exists():
-        old = json.loads(path.read_text())
-        if "overlap_start_frac" in old and "overlap_start_frac" not in doc:
-            doc["overlap_start_frac"] = old["overlap_start_frac"]
+def write_curves(doc: dict, path) -> None:
+    """Write a curves document to `path` (never the installed package's data by default:
+    `cosim calibrate fit` puts curves into a profile's [compute] table instead)."""
     write_text(json.dumps(doc, indent=1, sort_keys=True) + "\n", path)
-    zoo.reload()
 
 
-def main() -> None:
-    """python -m calibration.compute_fit ../shared/data/profiles calibration/measurements/h100_compute.parquet"""
-    import sys
+def main(argv: list[str] | None = None) -> None:
+    """python -m calibration.compute_fit -o curves.json ../shared/data/profiles my_compute.parquet"""
+    import argparse
 
     from calibration import importers
 
+    ap = argparse.ArgumentParser(prog="python -m calibration.compute_fit", description=__doc__.splitlines()[0])
+    ap.add_argument("inputs", nargs="+", help="measured sets (profiles folder, Pollux CSV, compute Parquet)")
+    ap.add_argument("-o", "--out", required=True, help="output JSON (the compute_curves.json format)")
+    args = ap.parse_args(argv)
     frames = []
-    for a in sys.argv[1:]:
+    for a in args.inputs:
         d = pd.read_parquet(a) if a.endswith(".parquet") else importers.read_any(a)
+        missing = [c for c in ("model", "gpu_type", "local_bsz", "step_time_s") if c not in d.columns]
+        if missing:
+            raise InputError.at(a, field=missing[0], expected="a compute table (model, gpu_type, local_bsz, step_time_s)")
         if "source" not in d.columns:
             d["source"] = "cosim-compute"
         frames.append(d)
-    write_curves(fit_curves(pd.concat(frames, ignore_index=True)))
+    write_curves(fit_curves(pd.concat(frames, ignore_index=True)), args.out)
 
 
 if __name__ == "__main__":

@@ -1,189 +1,151 @@
-"""Fit communication, overlap and step-model parameters to measured step/sync times; cross-validate.
+"""Fit the engine's iteration form to measured step/sync times; score it through the engine.
 
-Two fits per Pollux/Sia platform:
-- **Predictions** (what `cosim validate` scores): `calibration.step_model` — per model, the
-  exposed all-reduce as a log-linear function of `collectives.CommModel`'s all-reduce M₀ on the
-  placement (preset parameters) and placement/compute terms, and the step as
-  κ·C(b)·(1 + h·(g_max − 1)) + c₀ + S. Cross-validation: K folds over placement *shapes*
-  (`12` ≡ `21`); leave-one-platform-out: fitted only on the rows of platforms on other
-  hardware (`dgx` and `dgx-ext` are one DGX-A100 and are held out together).
-- **Engine profile** (`[comm]`, `overlap_start_frac`; the engine's phase model
-  `t = max(C, s·C + M)`): the CommParams efficiencies `beta_efficiency_intra`,
-  `beta_efficiency_net` and `base_latency_s` with one gradient-bytes multiplier per model by
-  least squares on log(M_pred / sync), then `s` on the step residuals (`fit_comm`).
+What is fitted is what `cosim simulate` runs: the `network` model's fitted form
+(`calibration.stepform`: step = κ·C·(1 + h·(g_max − 1)) + c₀ + S, S the exposed all-reduce from
+log-features of the placement, the CommModel all-reduce M and the compute C, times DDP's
+exposed fraction). The inputs C and M of every measured row come from the engine itself
+(`simcore.perf.PerfModel.step_inputs`, built by `simcore.runner.build_perf` on the platform's
+preset with the profile's compute curves), the parameters are fitted by
+`calibration.step_model` and go into a profile (`build_profile` → `write_profile`), and every
+prediction is the engine's solo iteration time for the row's placement and batch with that
+profile (`Platform.predict`: `PerfModel.phases(...).solo_s`, exposed = solo − compute).
+
+Cross-validation: K folds over placement *shapes* (`12` ≡ `21`): each fold's profile is fitted
+on the other folds' rows and the held-out rows are predicted through the engine.
+Leave-one-hardware-out: the forms are fitted only on the platforms of other hardware
+(`step_model.TRANSFER_FEATURES`), the held-out platform contributes its preset and its
+single-GPU compute curves.
 """
 
 from __future__ import annotations
 
 import logging
+import math
 from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
 
-from calibration import step_model, zoo
+from calibration import step_model
 from calibration.importers import placement_counts
 from cosim.errors import InputError
 
 log = logging.getLogger(__name__)
 
-#: the `collectives.CommParams` fields fitted, in θ order: two bandwidth efficiencies, then
-#: latencies (fitted in log space). Adding `alpha_intra_s`, `alpha_net_s` made the
-#: cross-validated errors worse on the Pollux/Sia sets (aws 9.8 % vs 8.3 %), so they stay at
-#: the preset's values.
-COMM_FIELDS = ("beta_efficiency_intra", "beta_efficiency_net", "base_latency_s")
-N_THETA = len(COMM_FIELDS)
-#: weight of the all-reduce residuals next to the step-time ones in the joint fit
-SYNC_WEIGHT = 0.5
 MIN_ROWS = 8
+#: fewest multi-GPU training rows of a model for its own form (else the preset's default)
+MIN_MODEL_ROWS = 8
 
 
 class Platform:
-    """Everything fixed about one platform's rows: topology, GPU lists, compute curves."""
+    """One measured platform: its rows, preset, compute curves and the engine's inputs per row."""
 
-    def __init__(self, rows: pd.DataFrame, preset: str):
-        import netmodel
+    def __init__(self, rows: pd.DataFrame, preset: str, name: str = "", gpu_type: str | None = None):
+        from calibration import compute_fit
 
+        self.name = name or str(rows["platform"].iloc[0])
         self.preset = preset
-        self.topo = netmodel.build_topology(netmodel.load_cluster(preset))
         self.rows = rows.reset_index(drop=True)
-        single = rows[rows["num_gpus"] == 1]
-        self.curves: dict[str, pd.Series] = {
-            m: d.groupby("local_bsz")["step_time_s"].median().sort_index() for m, d in single.groupby("model")}
+        self.gpu_type = gpu_type or str(rows["gpu_type"].iloc[0])
+        single = self.rows[self.rows["num_gpus"] == 1]
         multi = self.rows[self.rows["num_gpus"] > 1]
-        missing = sorted(set(multi["model"]) - set(self.curves))
+        missing = sorted(set(multi["model"]) - set(single["model"]))
         if missing:
-            raise InputError.at(preset, expected="single-GPU rows for every model with multi-GPU rows",
+            raise InputError.at(self.name, expected="single-GPU rows for every model with multi-GPU rows",
                                 detail=f"missing for {', '.join(missing)}")
+        #: the single-GPU curves of this platform's GPU, as the profile's [compute] tables
+        self.compute = {m: {self.gpu_type: c} for m, per in
+                        compute_fit.fit_curves(single.assign(gpu_type=self.gpu_type))["curves"].items()
+                        for c in per.values()}
         self.multi = multi.reset_index(drop=True)
-        fg = self.topo.node_first_gpu
-        # all-reduce time depends on (model, placement shape) only: evaluate each pair once
-        # (nodes of a platform are identical, so `12` and `21` cost the same)
-        keys = [(m, "".join(sorted(str(pl), reverse=True))) for m, pl in zip(self.multi["model"], self.multi["placement"])]
-        self.pairs = sorted(set(keys))
-        index = {k: i for i, k in enumerate(self.pairs)}
-        self.pair_of_row = np.array([index[k] for k in keys], dtype=np.int64)
-        self.gpus = [np.concatenate([fg[i] + np.arange(c) for i, c in enumerate(placement_counts(pl))]).astype(np.int64)
-                     for _, pl in self.pairs]
-        self.compute_s = np.array([self._compute(m, b) for m, b in zip(self.multi["model"], self.multi["local_bsz"])])
+        self._base = self.engine({"compute": self.compute})
+        topo = self._base.topo
+        fg = topo.node_first_gpu
+        per_node = np.asarray(topo.node_num_gpus)
+        self.gpus = []
+        for pl in self.multi["placement"]:
+            c = placement_counts(pl)
+            if len(c) > len(fg) or (c > per_node[:len(c)]).any():
+                raise InputError.at(self.name, field="placement", expected=f"a placement that fits preset {preset}",
+                                    got=pl)
+            self.gpus.append(np.concatenate([fg[i] + np.arange(k) for i, k in enumerate(c)]).astype(np.int32))
+        self.batch = (self.multi["local_bsz"].to_numpy(int) * self.multi["num_gpus"].to_numpy(int)).tolist()
+        feats = [self._base.step_inputs(m, g, b) for m, g, b in zip(self.multi["model"], self.gpus, self.batch)]
+        bad = [i for i, f in enumerate(feats) if f is None]
+        if bad:
+            r = self.multi.iloc[bad[0]]
+            raise InputError.at(r["file"], row=r["row"], field="local_bsz",
+                                expected=f"a batch that fits {self.gpu_type} memory in the zoo", got=r["local_bsz"])
+        f = np.array(feats, dtype=float)
+        self.compute_s, self.comm_model_s = f[:, 0], f[:, 1]
+
+    def engine(self, profile_data: dict):
+        """The engine's PerfModel on this platform's preset with `profile_data` (a profile as
+        `write_profile` writes it), built exactly as `cosim simulate` builds it: through the
+        engine factory installed with `set_engine` (`simcore.runner.engine_for`; calibration
+        sits below simcore, so the layer above — the CLI, tests — installs it)."""
+        if _ENGINE is None:
+            from cosim.errors import CosimError
+
+            raise CosimError("no engine installed: call calibration.fit.set_engine(simcore.runner.engine_for)")
+        return _ENGINE(self.preset, profile_data, f"{self.name} profile")
 
     def frame(self) -> pd.DataFrame:
-        """Multi-GPU rows with `compute_s` (single-GPU curve) and `comm_model_s` (CommModel
-        all-reduce with the preset's parameters, the physics feature of the sync model)."""
+        """Multi-GPU rows with the engine's `compute_s` (C) and `comm_model_s` (M)."""
         d = self.multi.copy()
-        d["compute_s"] = self.compute_s
-        if not hasattr(self, "_comm0"):
-            self._comm0 = self.comm_s(base_params(self))
-        d["comm_model_s"] = self._comm0
+        d["compute_s"], d["comm_model_s"] = self.compute_s, self.comm_model_s
         return d
 
-    def _compute(self, model: str, b: int) -> float:
-        s = self.curves[model]
-        return float(np.interp(b, s.index.to_numpy(float), s.to_numpy(float)))
-
-    def comm_s(self, params, byte_scale: dict[str, float] | None = None) -> np.ndarray:
-        """Predicted all-reduce seconds per multi-GPU row; `byte_scale[model]` multiplies the
-        model's gradient bytes (its buckets keep their proportions)."""
-        from collectives import CommModel
-
-        cm = CommModel(self.topo, params)
-        per_pair = np.empty(len(self.pairs))
-        specs = {m: zoo.get(m) for m in self.multi["model"].unique()}
-        byte_scale = byte_scale or {}
-        for i, ((m, _), g) in enumerate(zip(self.pairs, self.gpus)):
-            s = specs[m]
-            per_pair[i] = cm.allreduce(g, s.grad_bytes * byte_scale.get(m, 1.0), s.bucket_bytes).seconds
-        return per_pair[self.pair_of_row]
+    def predict(self, section: dict, mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(step, exposed all-reduce) of the rows in `mask`, through the engine with the step
+        `section` (`build_section`) for this preset."""
+        perf = self.engine({"compute": self.compute, "step": {_preset_key(self.preset): section}})
+        step, sync = [], []
+        for i in np.flatnonzero(mask):
+            ph = perf.phases(self.multi["model"].iloc[i], self.gpus[i], self.batch[i])
+            step.append(ph.solo_s)
+            sync.append(ph.solo_s - ph.compute_s)
+        return np.array(step), np.array(sync)
 
 
-def base_params(platform: Platform):
-    from collectives import CommParams
-
-    return CommParams.for_cluster(platform.topo.spec)
+_ENGINE = None
 
 
-def with_theta(params, theta: np.ndarray, base_latency_s: float | None = None):
-    """CommParams with θ = (β_intra, β_net, base latency, α_intra, α_net) (absolute values)."""
-    return params.replace(**{f: float(v) for f, v in zip(COMM_FIELDS, theta)})
+def set_engine(factory) -> None:
+    """Install the engine factory `(preset, profile document, source) -> PerfModel` that
+    every prediction goes through (`simcore.runner.engine_for`)."""
+    global _ENGINE
+    _ENGINE = factory
 
 
-def theta_of(params) -> np.ndarray:
-    return np.array([float(getattr(params, f)) for f in COMM_FIELDS])
+def _preset_key(preset: str) -> str:
+    """The name a run sees for `preset` (a shipped name, or the `name` in a preset file)."""
+    import netmodel
+
+    return netmodel.load_cluster(preset).name
 
 
-def fit_comm(platforms: list[tuple[Platform, np.ndarray]], per_model: bool = True, joint: bool = False,
-             sync_weight: float = SYNC_WEIGHT) -> tuple[np.ndarray, dict[str, float], float]:
-    """Joint least squares for θ = (β_eff_intra, β_eff_net, base_latency_s, alpha_intra_s,
-    alpha_net_s), the overlap start fraction s and, with `per_model`, one effective
-    gradient-bytes multiplier per model (what the framework really moves: Pollux's sync times
-    for YOLOv3 and BERT imply ~2x the bytes of their fp32 parameters relative to ResNets).
-
-    Default (`joint=False`): θ and the byte multipliers minimise Σ log²(M_pred / sync) (relative
-    errors, so small and large messages weigh alike), then s minimises the step residuals
-    (`fit_overlap`). `joint=True` fits everything at once on log(t_pred / t) plus
-    `sync_weight`·log(M_pred / sync); on the Pollux/Sia sets it was no better (aws 8.6 % vs
-    8.3 %, dgx 10.8 % vs 8.0 % CV step error) and twice as slow, so it is an option."""
-    from scipy.optimize import least_squares
-
-    models = sorted({m for p, mask in platforms for m in p.multi["model"][mask]}) if per_model else []
-    x0_theta = theta_of(base_params(platforms[0][0]))
-
-    def unpack(x):
-        theta = np.r_[x[:2], np.exp(x[2:N_THETA])]
-        return theta, {m: float(np.exp(v)) for m, v in zip(models, x[N_THETA + 1:])}, float(x[N_THETA])
-
-    def resid(x):
-        theta, scale, s = unpack(x)
-        out = []
-        for p, mask in platforms:
-            M = p.comm_s(with_theta(base_params(p), theta), scale)[mask]
-            sync_r = np.log(np.maximum(M, 1e-9) / p.multi["sync_time_s"].to_numpy()[mask])
-            if joint:
-                t = predict_step(p.compute_s[mask], M, s)
-                out += [np.log(t / p.multi["step_time_s"].to_numpy()[mask]), sync_weight * sync_r]
-            else:
-                out.append(sync_r)
-        return np.concatenate(out)
-
-    k = len(models)
-    lat0 = np.log(np.clip(x0_theta[2:], 1e-7, 1e-2))
-    lo = np.r_[0.005, 0.005, np.full(N_THETA - 2, np.log(1e-7)), 0.0, np.full(k, -3.0)]
-    hi = np.r_[1.0, 1.0, np.full(N_THETA - 2, np.log(0.1)), 1.0, np.full(k, 3.0)]
-    x0 = np.clip(np.r_[0.8, 0.8, lat0, 0.5, np.zeros(k)], lo + 1e-9, hi - 1e-9)
-    if not joint:  # s is not in the residuals: pin it
-        lo[N_THETA], hi[N_THETA], x0[N_THETA] = 0.5 - 1e-9, 0.5 + 1e-9, 0.5
-    res = least_squares(resid, x0=x0, bounds=(lo, hi), diff_step=0.05, max_nfev=40 + 5 * k)
-    theta, scale, s = unpack(res.x)
-    if not joint:
-        Ms, Cs, ts = [], [], []
-        for p, mask in platforms:
-            Ms.append(p.comm_s(with_theta(base_params(p), theta), scale)[mask])
-            Cs.append(p.compute_s[mask])
-            ts.append(p.multi["step_time_s"].to_numpy()[mask])
-        s = fit_overlap(np.concatenate(Cs), np.concatenate(Ms), np.concatenate(ts))
-    return theta, scale, s
-
-
-def fit_overlap(compute_s: np.ndarray, comm_s: np.ndarray, step_s: np.ndarray) -> float:
-    """s in [0, 1] minimising Σ(max(C, s·C + M)/t − 1)² (grid, then refine)."""
-    grid = np.linspace(0.0, 1.0, 101)
-    err = [np.sum((np.maximum(compute_s, s * compute_s + comm_s) / step_s - 1.0) ** 2) for s in grid]
-    return float(grid[int(np.argmin(err))])
-
-
-def predict_step(compute_s, comm_s, s):
-    return np.maximum(compute_s, s * compute_s + comm_s)
+def build_section(d: pd.DataFrame, features: tuple[str, ...] = step_model.SYNC_FEATURES) -> dict:
+    """The profile's `[step.<preset>]` table fitted on rows `d` (`Platform.frame` columns):
+    one form per model with at least `MIN_MODEL_ROWS` rows, and the default form for the
+    rest (`step_model.fit_default`: κ = 1, h = 0, c₀ = 0, S = the preset's pooled factor on
+    M times the pooled exposed fraction)."""
+    sec: dict = {"default": step_model.form_table(step_model.fit_default(d)), "model": {}}
+    for m, g in d.groupby("model"):
+        if len(g) >= MIN_MODEL_ROWS:
+            sec["model"][m] = step_model.form_table(step_model.ModelFit.fit(g, features).form())
+    return sec
 
 
 @dataclass
 class PlatformResult:
     platform: str
-    theta: np.ndarray
-    overlap_start_frac: float
     table: pd.DataFrame  # per row: model, placement, local_bsz, step, sync, pred_step, pred_sync (CV)
     loo: pd.DataFrame | None = None
-    byte_scale: dict[str, float] = field(default_factory=dict)
-    step_models: dict[str, dict] = field(default_factory=dict)  # model → ModelFit.as_dict()
+    section: dict = field(default_factory=dict)  # the [step.<preset>] table fitted on all rows
+    preset: str = ""
+    gpu_type: str = ""
+    compute: dict = field(default_factory=dict)
 
 
 @dataclass
@@ -191,6 +153,11 @@ class FitReport:
     results: dict[str, PlatformResult] = field(default_factory=dict)
     noise: pd.DataFrame | None = None
     collectives: pd.DataFrame | None = None  # α–β per (source, op, group size), see fit_collectives
+    collective_model: pd.DataFrame | None = None  # α–β across group sizes (calibration.collectives_fit)
+    comm: dict = field(default_factory=dict)  # CommParams fitted to a collectives sweep (--preset)
+    sections: dict[str, dict] = field(default_factory=dict)  # preset → [step] table (pooled platforms)
+    preset_compute: dict[str, dict] = field(default_factory=dict)  # preset → its [compute] curves
+    compute: dict = field(default_factory=dict)  # [compute] curves from compute tables
 
     @property
     def cv_median_abs_err(self) -> float:
@@ -205,15 +172,17 @@ class FitReport:
             t = r.table
             e_step = np.abs(t["pred_step"] / t["step_time_s"] - 1)
             e_sync = np.abs(t["pred_sync"] / t["sync_time_s"] - 1)
-            params = " ".join(f"{f}={v * 1e6:.1f}us" if f.endswith("_s") else f"{f}={v:.3f}"
-                              for f, v in zip(COMM_FIELDS, r.theta))
-            lines.append(f"{name}: {params} "
-                         f"overlap_start_frac={r.overlap_start_frac:.2f}  CV step median {np.median(e_step):.1%} "
-                         f"p90 {np.quantile(e_step, 0.9):.1%}; sync median {np.median(e_sync):.1%}")
-        if self.collectives is not None and len(self.collectives):
-            for _, c in self.collectives.iterrows():
-                lines.append(f"{c['source']} {c['op']} n={int(c['group_size'])}: alpha={c['alpha_s'] * 1e6:.1f}us "
-                             f"bus bandwidth={c['busbw_GBps']:.2f} GB/s  CV median abs err {c['cv_median_abs_err']:.1%}")
+            lines.append(f"{name} ({r.preset}, {r.gpu_type}): through the engine, cross-validated over placements: "
+                         f"step median {np.median(e_step):.1%} p90 {np.quantile(e_step, 0.9):.1%}; "
+                         f"exposed all-reduce median {np.median(e_sync):.1%}")
+        if self.collective_model is not None and len(self.collective_model):
+            for _, c in self.collective_model.iterrows():
+                lines.append(f"{c['source']} {c['op']} over group sizes {c['group_sizes']}: alpha per step "
+                             f"{c['alpha_step_s'] * 1e6:.2f}us, bus bandwidth {c['busbw_GBps']:.2f} GB/s, "
+                             f"leave-one-size-out median abs err {c['loso_median_abs_err']:.1%}")
+        if self.comm:
+            lines.append("[comm] fitted to the collectives sweep: " + " ".join(
+                f"{k}={v:.4g}" for k, v in self.comm.items()))
         lines.append(f"overall CV median abs error {self.cv_median_abs_err:.1%}")
         return "\n".join(lines)
 
@@ -259,16 +228,13 @@ def _shape(placement: pd.Series) -> pd.Series:
     return placement.astype(str).map(lambda p: "".join(sorted(p, reverse=True)))
 
 
-def fit_platform(name: str, p: Platform, folds: int = 5, comm: bool = True) -> PlatformResult:
-    """Cross-validated predictions for one platform.
+def fit_platform(name: str, p: Platform, folds: int = 5) -> PlatformResult:
+    """Cross-validated predictions for one platform, through the engine.
 
     Held out per fold: whole placement *shapes* (`12` and `21` together, every batch size and
-    model of them); the exposed-sync and step models (`calibration.step_model`) are fitted per
-    model on the other folds' rows. The final per-model parameters are then fitted on all rows.
-    With `comm`, the `[comm]` CommParams (β efficiencies, base latency), per-model gradient-byte
-    multipliers and the phase-model overlap start are also fitted on all rows for the engine's
-    profile (`fit_comm`); without it they stay at the preset's values (faster; validation does
-    not use them)."""
+    model of them); the fold's profile section (`build_section`) is fitted on the other folds'
+    rows and the held-out rows are the engine's solo iteration times with it. The final
+    section is then fitted on all rows."""
     if len(p.multi) < MIN_ROWS:
         raise InputError.at(name, expected=f"at least {MIN_ROWS} multi-GPU rows to fit", got=len(p.multi))
     d = p.frame()
@@ -279,67 +245,74 @@ def fit_platform(name: str, p: Platform, folds: int = 5, comm: bool = True) -> P
         train, test = fold != f, fold == f
         if not test.any() or not train.any():
             continue
-        pred_step[test], pred_sync[test] = step_model.fit_predict(d[train], d[test])
-    per_model = {m: step_model.ModelFit.fit(g).as_dict() for m, g in d.groupby("model")}
-    base = base_params(p)
-    if comm:
-        theta, scale, s = fit_comm([(p, np.ones(len(p.multi), bool))])
-    else:
-        theta, scale = theta_of(base), {}
-        s = fit_overlap(p.compute_s, d["comm_model_s"].to_numpy(), d["step_time_s"].to_numpy())
+        pred_step[test], pred_sync[test] = p.predict(build_section(d[train]), test)
     table = d[["model", "platform", "placement", "num_gpus", "local_bsz", "step_time_s", "sync_time_s"]].copy()
     table["pred_step"], table["pred_sync"], table["compute_s"] = pred_step, pred_sync, p.compute_s
-    return PlatformResult(name, theta, s, table, byte_scale=scale, step_models=per_model)
+    table["comm_model_s"] = p.comm_model_s
+    return PlatformResult(name, table, section=build_section(d), preset=p.preset, gpu_type=p.gpu_type,
+                          compute=p.compute)
 
 
 #: how `leave_one_platform_out` groups platforms: ``hardware`` (default) holds out every
 #: platform on the same netmodel preset together — `dgx` and `dgx-ext` are the same DGX-A100
 #: nodes measured twice (their `neumf` files are identical), so predicting one from the other
-#: is not a prediction for unseen hardware; ``platform`` holds out one data set at a time (the
-#: earlier behaviour, kept to compare).
+#: is not a prediction for unseen hardware; ``platform`` holds out one data set at a time.
 LOO_GROUPS = ("hardware", "platform")
 
 
 def leave_one_platform_out(plats: dict[str, Platform], res: dict[str, PlatformResult], by: str = "hardware") -> None:
-    """Predict each platform's multi-GPU rows with step/sync models fitted per model on the
-    *other* platforms' multi-GPU rows pooled — with `by="hardware"`, only platforms on another
-    preset (see `LOO_GROUPS`). The held-out platform contributes only its single-GPU compute
-    curve C(b) (`Platform.curves`, from its `num_gpus == 1` rows: the compute profile a user
-    measures on one GPU) and its preset (network physics in the CommModel feature M₀); the sync
-    regression uses `step_model.TRANSFER_FEATURES`.
+    """Predict each platform's multi-GPU rows through the engine with a profile section fitted
+    on the *other* platforms' rows pooled (`step_model.TRANSFER_FEATURES`) — with
+    `by="hardware"`, only platforms on another preset. The held-out platform contributes its
+    single-GPU compute curves and its preset (the network physics in M).
 
-    Besides `pred_step` / `pred_sync`, the LOPO table has `pred_step_msync` = the predicted
+    Besides `pred_step` / `pred_sync`, the table has `pred_step_msync` = the predicted
     non-communicating part plus the *measured* sync: a diagnostic that splits the held-out
     error into its compute/host part and its all-reduce part (never a prediction)."""
     if by not in LOO_GROUPS:
         raise InputError.at(field="leave-one-out grouping", expected=" | ".join(LOO_GROUPS), got=by)
     frames = {n: q.frame() for n, q in plats.items()}
     group = {n: (q.preset if by == "hardware" else n) for n, q in plats.items()}
-    for name in plats:
+    for name, q in plats.items():
         others = [f for n, f in frames.items() if group[n] != group[name]]
         if not others:
             continue
         t = res[name].table.copy()
-        t["pred_step"], t["pred_sync"] = step_model.fit_predict(pd.concat(others, ignore_index=True), frames[name],
-                                                                  step_model.TRANSFER_FEATURES)
+        sec = build_section(pd.concat(others, ignore_index=True), step_model.TRANSFER_FEATURES)
+        t["pred_step"], t["pred_sync"] = q.predict(sec, np.ones(len(q.multi), bool))
         t["pred_step_msync"] = t["pred_step"] - t["pred_sync"] + t["sync_time_s"]
         res[name].loo = t
 
 
+def platform_rows(rows: pd.DataFrame) -> dict[str, pd.DataFrame]:
+    return {n: d for n, d in rows.groupby("platform")}
+
+
 def fit_rows(rows: pd.DataFrame, folds: int = 5, platforms: list[str] | None = None,
-             loo: bool = False, comm: bool = True, loo_by: str = "hardware") -> FitReport:
-    """Fit every Pollux/Sia platform in `rows` (importer table); with `loo`, also the
-    leave-one-out predictions grouped by `loo_by` (`LOO_GROUPS`)."""
+             loo: bool = False, loo_by: str = "hardware") -> FitReport:
+    """Fit every Pollux/Sia platform in `rows` (importer table, `preset` and `gpu_type` set
+    from the platforms file); with `loo`, also the leave-one-out predictions grouped by
+    `loo_by` (`LOO_GROUPS`). `FitReport.sections` holds one profile section per preset,
+    fitted on the rows of all its platforms pooled."""
     rows = rows[rows["source"].astype(str).str.startswith("pollux")]
     if platforms:
         rows = rows[rows["platform"].isin(platforms)]
     if rows.empty:
         raise InputError.at("measurements", expected="Pollux/Sia placement rows (step and sync times)", got="none")
-    plats = {n: Platform(d, d["preset"].iloc[0]) for n, d in rows.groupby("platform")}
+    plats = {n: Platform(d, d["preset"].iloc[0], n) for n, d in platform_rows(rows).items()}
     rep = FitReport(noise=noise_floor(rows))
     for n, p in plats.items():
         log.info("fitting %s (%d multi-GPU rows)", n, len(p.multi))
-        rep.results[n] = fit_platform(n, p, folds, comm=comm)
+        rep.results[n] = fit_platform(n, p, folds)
+    by_preset: dict[str, list[str]] = {}
+    for n, p in plats.items():
+        by_preset.setdefault(p.preset, []).append(n)
+    for preset, names in by_preset.items():
+        if len(names) == 1:
+            rep.sections[preset], rep.preset_compute[preset] = rep.results[names[0]].section, plats[names[0]].compute
+        else:  # platforms on one preset (dgx, dgx-ext): pooled rows, pooled single-GPU curves
+            pooled = Platform(pd.concat([plats[n].rows for n in names], ignore_index=True), preset, "+".join(names))
+            rep.sections[preset], rep.preset_compute[preset] = build_section(pooled.frame()), pooled.compute
     if loo:
         leave_one_platform_out(plats, rep.results, loo_by)
     return rep
@@ -378,72 +351,145 @@ def fit_collectives(df: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def fit_files(paths, preset: str | None = None, folds: int = 5) -> FitReport:
-    """Fit whatever the files hold: step tables (Pollux CSVs/folders, import-profiles Parquet)
-    and/or collective sweeps (`calibrate collectives` / `import-nccl-tests` Parquet)."""
+STEP_TABLE_COLUMNS = ("placement", "step_time_s", "sync_time_s")
+COMPUTE_TABLE_COLUMNS = ("model", "gpu_type", "local_bsz", "step_time_s")
+COLLECTIVE_COLUMNS = ("op", "group_size", "nbytes", "time_s")
+
+
+def _read_measurements(p: str, platforms) -> pd.DataFrame:
     from calibration import importers
 
-    steps, colls = [], []
-    for p in paths:
-        p = str(p)
-        d = pd.read_parquet(p) if p.endswith(".parquet") else importers.read_any(p)
-        if "busbw_GBps" in d.columns:
-            colls.append(d)
-        elif {"placement", "step_time_s", "sync_time_s"} <= set(d.columns):
+    if p.endswith(".parquet"):
+        try:
+            return pd.read_parquet(p)
+        except FileNotFoundError:
+            raise InputError.at(p, detail="file not found") from None
+        except Exception as exc:  # pyarrow raises several types for empty / corrupt files
+            raise InputError.at(p, expected="a Parquet file", detail=str(exc).splitlines()[0] if str(exc) else
+                                type(exc).__name__) from None
+    return importers.read_any(p, platform_map=platforms)
+
+
+def fit_files(paths, preset: str | None = None, folds: int = 5, platforms=None) -> FitReport:
+    """Fit whatever the files hold: step tables (Pollux CSVs/folders, import-profiles Parquet),
+    single-GPU compute tables (`cosim calibrate compute` Parquet → the profile's [compute])
+    and/or collective sweeps (`calibrate collectives` / `import-nccl-tests` Parquet → α–β
+    across group sizes; with `preset`, the [comm] CommParams that make the engine's
+    CommModel reproduce the sweep on that preset). `platforms`: a platforms file
+    (`calibration.importers.read_platforms` of it) for the Pollux/Sia platform names."""
+    from calibration import collectives_fit, compute_fit
+
+    steps, colls, comps = [], [], []
+    for p in map(str, paths):
+        d = _read_measurements(p, platforms)
+        cols = set(d.columns)
+        if "busbw_GBps" in cols or set(COLLECTIVE_COLUMNS) <= cols:
+            missing = [c for c in COLLECTIVE_COLUMNS if c not in cols]
+            if missing:
+                raise InputError.at(p, field=missing[0], expected=f"a collectives sweep with columns "
+                                    f"{', '.join(COLLECTIVE_COLUMNS)}")
+            colls.append(d.assign(source=d["source"] if "source" in cols else p))
+        elif set(STEP_TABLE_COLUMNS) <= cols:
             steps.append(d)
+        elif "step_time_s" in cols and "sync_time_s" not in cols:
+            missing = [c for c in COMPUTE_TABLE_COLUMNS if c not in cols]
+            if missing:
+                raise InputError.at(p, field=missing[0], expected=f"a compute table with columns "
+                                    f"{', '.join(COMPUTE_TABLE_COLUMNS)}")
+            comps.append(d.assign(source=d["source"] if "source" in cols else "cosim-compute"))
         else:
-            raise InputError.at(p, expected="a step-time table (placement, step_time_s, sync_time_s) or a "
-                                "collectives sweep (op, group_size, nbytes, time_s)")
+            missing = [c for c in STEP_TABLE_COLUMNS if c not in cols]
+            raise InputError.at(p, field=missing[0] if missing else None,
+                                expected="a step-time table (placement, step_time_s, sync_time_s), a compute table "
+                                "(model, gpu_type, local_bsz, step_time_s) or a collectives sweep "
+                                "(op, group_size, nbytes, time_s)")
     rep = fit_rows(pd.concat(steps, ignore_index=True), folds) if steps else FitReport()
+    if comps:
+        rep.compute = compute_fit.fit_curves(pd.concat(comps, ignore_index=True))["curves"]
     if colls:
-        rep.collectives = fit_collectives(pd.concat(colls, ignore_index=True))
+        sweep = pd.concat(colls, ignore_index=True)
+        rep.collectives = fit_collectives(sweep)
+        rep.collective_model = collectives_fit.fit_across_sizes(sweep)
+        if preset is not None:
+            rep.comm = collectives_fit.fit_comm_params(sweep, preset)
     return rep
 
 
+def build_profile(rep: FitReport) -> dict:
+    """The profile document (what `write_profile` writes and `calibration.stepform` reads)."""
+    doc: dict = {}
+    if rep.comm:
+        doc["comm"] = dict(rep.comm)
+    if rep.sections:
+        doc["step"] = {}
+        for preset, sec in rep.sections.items():
+            key = _preset_key(preset)
+            names = [n for n, r in rep.results.items() if r.preset == preset]
+            errs = np.concatenate([np.abs(rep.results[n].table["pred_step"] / rep.results[n].table["step_time_s"] - 1)
+                                   for n in names])
+            doc["step"][key] = {"gpu_type": rep.results[names[0]].gpu_type, "platforms": names,
+                                "cv_median_step_error": float(np.median(errs)), **sec}
+    compute: dict = {}
+    for src in [rep.preset_compute.get(p, {}) for p in rep.sections] + [getattr(rep, "compute", {}) or {}]:
+        for m, per in src.items():
+            for g, c in per.items():
+                compute.setdefault(m, {}).setdefault(g, {k: c[k] for k in
+                                                         ("t0_s", "per_sample_s", "batch_min", "batch_max",
+                                                          "batches", "times_s", "source") if k in c})
+    if compute:
+        doc["compute"] = compute
+    return doc
+
+
+def _toml_value(v) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, (int, np.integer)):
+        return str(int(v))
+    if isinstance(v, (float, np.floating)):
+        return repr(float(v))
+    if isinstance(v, str):
+        return '"' + v.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    if isinstance(v, (list, tuple)):
+        return "[" + ", ".join(_toml_value(x) for x in v) + "]"
+    raise TypeError(f"no TOML form for {v!r}")
+
+
+def _toml_lines(table: dict, path: tuple[str, ...]) -> list[str]:
+    scalars = [(k, v) for k, v in table.items() if not isinstance(v, dict)]
+    subs = [(k, v) for k, v in table.items() if isinstance(v, dict)]
+    out = []
+    if path and (scalars or not subs):
+        out.append("[" + ".".join(f'"{p}"' for p in path) + "]")
+    out += [f'"{k}" = {_toml_value(v)}' for k, v in scalars]
+    if scalars or (path and not subs):
+        out.append("")
+    for k, v in subs:
+        out += _toml_lines(v, path + (str(k),))
+    return out
+
+
 def write_profile(rep: FitReport, out) -> None:
-    """TOML profile: one `[platform.<name>.comm]` table per platform (CommParams field names)
-    and its `overlap_start_frac`; `[comm]` holds the median over platforms."""
+    """Write `build_profile(rep)` as TOML, with the α–β diagnostics as comments. Refuses a
+    report whose cross-validated error is not finite (nothing written)."""
     from cosim.atomic import write_text
 
-    lines = ["# cosim calibration profile (cosim calibrate fit)",
-             f"# cross-validated median abs step error: {rep.cv_median_abs_err:.4f}", ""]
-    if rep.results:
-        thetas = np.array([r.theta for r in rep.results.values()])
-        med = np.exp(np.median(np.log(thetas), axis=0))
-        lines += ["# median over the fitted platforms (geometric); per-platform values below", "[comm]"]
-        lines += [f"{f} = {v:.6g}" for f, v in zip(COMM_FIELDS, med)] + [""]
-        lines += ["[overlap]",
-                  f"overlap_start_frac = {np.median([r.overlap_start_frac for r in rep.results.values()]):.4g}", ""]
-    for n, r in rep.results.items():
-        lines += [f'[platform."{n}"]', f"overlap_start_frac = {r.overlap_start_frac:.4g}", f'[platform."{n}".comm]']
-        lines += [f"{f} = {v:.6g}" for f, v in zip(COMM_FIELDS, r.theta)] + [""]
-        if r.byte_scale:
-            lines += [f'[platform."{n}".grad_bytes_scale]'] + [f'"{m}" = {v:.4g}' for m, v in sorted(r.byte_scale.items())] + [""]
-        for m, parts in sorted(r.step_models.items()):  # calibration.step_model, named terms
-            for part, vals in parts.items():
-                lines += [f'[platform."{n}".step_model."{m}".{part}]'] + [f"{k} = {v:.6g}" for k, v in vals.items()] + [""]
-    if rep.collectives is not None and len(rep.collectives):
-        lines.append("# measured collectives: alpha (s) and bus bandwidth (GB/s) per group size")
-        for _, c in rep.collectives.iterrows():
-            lines += [f'[collectives."{c["source"]}".{c["op"]}."{int(c["group_size"])}"]',
-                      f"alpha_s = {c['alpha_s']:.6g}", f"busbw_GBps = {c['busbw_GBps']:.6g}",
-                      f"cv_median_abs_err = {c['cv_median_abs_err']:.4g}", ""]
-    write_text("\n".join(lines) + "\n", out)
+    err = rep.cv_median_abs_err
+    if rep.results and not math.isfinite(err):
+        raise InputError.at(out, field="cross-validated error", expected="a finite error", got=err)
+    lines = ["# cosim calibration profile (cosim calibrate fit); read by cosim simulate --calibration",
+             f"# cross-validated median abs step error (through the engine): {err:.4f}"]
+    if rep.collective_model is not None and len(rep.collective_model):
+        lines.append("# collectives, alpha-beta over group sizes (diagnostic; [comm] is what the engine reads):")
+        for _, c in rep.collective_model.iterrows():
+            lines.append(f"#   {c['source']} {c['op']}: alpha_step_s={c['alpha_step_s']:.4g} "
+                         f"busbw_GBps={c['busbw_GBps']:.4g} sizes={c['group_sizes']}")
+    lines.append("")
+    write_text("\n".join(lines + _toml_lines(build_profile(rep), ())) + "\n", out)
 
 
+def read_profile(path):
+    """A profile written by `write_profile`, validated the way the engine reads it."""
+    from calibration.stepform import read_profile as _read
 
-def read_profile(path) -> dict:
-    """A profile written by `write_profile`, for the engine: `{"comm": {CommParams fields},
-    "overlap_start_frac": float | None, "platforms": {...}}`. (`collectives.CommParams.from_toml`
-    reads the `[comm]` table directly.)"""
-    from pathlib import Path
-
-    from cosim.tomlfile import read_toml
-
-    p = Path(path)
-    data = read_toml(p, "calibration profile (cosim calibrate fit)")
-    ov = data.get("overlap", {}).get("overlap_start_frac")
-    if ov is not None and not (isinstance(ov, (int, float)) and 0.0 <= ov <= 1.0):
-        raise InputError.at(p, field="overlap.overlap_start_frac", expected="a number in [0, 1]", got=ov)
-    return {"comm": dict(data.get("comm", {})), "overlap_start_frac": None if ov is None else float(ov),
-            "platforms": dict(data.get("platform", {}))}
+    return _read(path)

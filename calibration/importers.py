@@ -25,16 +25,57 @@ import numpy as np
 import pandas as pd
 
 from calibration import zoo
-from cosim.errors import InputError, UnknownNameError
+from cosim.errors import CosimError, InputError, UnknownNameError
 
-#: Pollux/Sia platform → (netmodel preset, zoo GPU type). dgx-ext = the same DGX-A100 nodes
-#: measured over a wider batch range (Sia artifact).
-PLATFORMS = {
-    "aws": ("t4-pcie", "t4"),
-    "dgx": ("dgx-a100", "a100"),
-    "dgx-ext": ("dgx-a100", "a100"),
-    "rtx": ("rtx2080ti-pcie", "rtx2080ti"),
-}
+#: the shipped platforms file: Pollux/Sia platform → netmodel preset and zoo GPU type
+#: (`read_platforms`); `--platforms FILE` replaces it.
+DEFAULT_PLATFORMS_FILE = Path(__file__).resolve().parent / "data" / "platforms.toml"
+PLATFORM_KEYS = ("preset", "gpu_type", "notes")
+
+
+def read_platforms(path: str | Path | None = None) -> dict[str, tuple[str, str]]:
+    """A platforms file (TOML: `[<platform>] preset = …, gpu_type = …, notes = …`) →
+    {platform: (preset, GPU type)}. `preset` is a shipped netmodel preset name or a preset
+    file (relative paths from the platforms file's folder); `gpu_type` a GPU type the zoo
+    knows. Anything else is an `InputError` naming the file and field."""
+    import netmodel
+    from cosim.tomlfile import read_toml
+
+    p = Path(path) if path is not None else DEFAULT_PLATFORMS_FILE
+    data = read_toml(p, "platforms file")
+    if not data:
+        raise InputError.at(p, expected="at least one [<platform>] table")
+    out = {}
+    for name, t in data.items():
+        if not isinstance(t, dict):
+            raise InputError.at(p, field=name, expected="a table with preset, gpu_type", got=t)
+        for k in t:
+            if k not in PLATFORM_KEYS:
+                raise InputError.at(p, field=f"{name}.{k}", expected=f"one of {', '.join(PLATFORM_KEYS)}")
+        for k in ("preset", "gpu_type"):
+            if not isinstance(t.get(k), str) or not t[k]:
+                raise InputError.at(p, field=f"{name}.{k}", expected="a non-empty string", got=t.get(k))
+        preset = t["preset"]
+        if preset not in netmodel.preset_names():
+            f = Path(preset) if Path(preset).is_absolute() else p.parent / preset
+            if not f.is_file():
+                raise InputError.at(p, field=f"{name}.preset", expected="a shipped preset "
+                                    f"({', '.join(netmodel.preset_names())}) or a preset file", got=preset)
+            try:
+                netmodel.load_cluster(str(f))
+            except CosimError as exc:
+                raise InputError.at(p, field=f"{name}.preset", expected="a valid preset file",
+                                    detail=exc.format_message()) from None
+            preset = str(f)
+        try:
+            gpu = zoo.resolve_gpu(t["gpu_type"])
+        except (UnknownNameError, KeyError):
+            raise InputError.at(p, field=f"{name}.gpu_type", expected=f"a GPU type the zoo knows "
+                                f"({', '.join(zoo.gpu_types())})", got=t["gpu_type"]) from None
+        out[str(name)] = (preset, gpu)
+    return out
+
+
 GAVEL_GPUS = {"k80": "k80", "p100": "p100", "v100": "v100"}
 
 STEP_COLUMNS = ["source", "file", "row", "model", "app", "platform", "preset", "gpu_type", "placement",
@@ -46,10 +87,12 @@ def placement_counts(placement: str) -> np.ndarray:
     return np.array([int(c) for c in str(placement)], dtype=np.int64)
 
 
-def _platform(file: Path, name: str) -> tuple[str, str]:
-    if name not in PLATFORMS:
-        raise InputError.at(file, field="platform", expected=f"one of {', '.join(sorted(PLATFORMS))}", got=name)
-    return PLATFORMS[name]
+def _platform(file: Path, name: str, platform_map: dict[str, tuple[str, str]] | None) -> tuple[str, str]:
+    table = read_platforms() if platform_map is None else platform_map
+    if name not in table:
+        raise InputError.at(file, field="platform", expected=f"a platform of the platforms file "
+                            f"({', '.join(sorted(table))}; add it with --platforms FILE)", got=name)
+    return table[name]
 
 
 def _model(file: Path, app: str) -> str:
@@ -92,12 +135,13 @@ def _parse_name(file: Path) -> tuple[str, str]:
     return m.group(1), m.group(2)
 
 
-def read_pollux_placements(file: str | Path, app: str | None = None) -> pd.DataFrame:
+def read_pollux_placements(file: str | Path, app: str | None = None,
+                           platform_map: dict[str, tuple[str, str]] | None = None) -> pd.DataFrame:
     """One Pollux/Sia `placements-<platform>.csv` (app = its folder name unless given)."""
     file = Path(file)
     kind, platform = _parse_name(file)
     app = app or file.parent.name
-    preset, gpu = _platform(file, platform)
+    preset, gpu = _platform(file, platform, platform_map)
     model = _model(file, app)
     if kind == "placements":
         df = _read_csv(file, ["placement", "local_bsz", "step_time", "sync_time"])
@@ -128,16 +172,18 @@ def read_pollux_placements(file: str | Path, app: str | None = None) -> pd.DataF
     return out[STEP_COLUMNS]
 
 
-def read_pollux_dir(root: str | Path, kinds: tuple[str, ...] = ("placements",), platforms=None) -> pd.DataFrame:
+def read_pollux_dir(root: str | Path, kinds: tuple[str, ...] = ("placements",), platforms=None,
+                    platform_map: dict[str, tuple[str, str]] | None = None) -> pd.DataFrame:
     """All Pollux/Sia files under `root` (= .../profiles/pollux-sia or .../profiles).
 
     Skips `gpt_pmp` (pipeline/model-parallel GPT: its times are not data-parallel steps)."""
     root = Path(root)
+    platform_map = read_platforms() if platform_map is None else platform_map
     if (root / "pollux-sia").is_dir():
         root = root / "pollux-sia"
     if not root.is_dir():
         raise InputError.at(root, detail="profiles folder not found")
-    frames = []
+    frames, skipped = [], set()
     for app_dir in sorted(p for p in root.iterdir() if p.is_dir()):
         if app_dir.name == "gpt_pmp":
             continue
@@ -146,9 +192,20 @@ def read_pollux_dir(root: str | Path, kinds: tuple[str, ...] = ("placements",), 
                 plat = _parse_name(f)[1]
                 if platforms and plat not in platforms:
                     continue
-                frames.append(read_pollux_placements(f))
+                if plat not in platform_map:  # a folder holds other sets: only the file's platforms
+                    skipped.add(plat)
+                    continue
+                frames.append(read_pollux_placements(f, platform_map=platform_map))
+    if skipped:
+        import logging
+
+        logging.getLogger(__name__).warning("%s: skipped platforms not in the platforms file: %s", root,
+                                            ", ".join(sorted(skipped)))
     if not frames:
-        raise InputError.at(root, expected="placements-<platform>.csv files in per-model folders", got="none")
+        raise InputError.at(root, expected="placements-<platform>.csv files in per-model folders of the platforms "
+                            f"{', '.join(sorted(platform_map))}" + (" (name the others in a platforms file: "
+                                                                    "--platforms FILE)" if skipped else ""),
+                            got=", ".join(sorted(skipped)) if skipped else "none")
     return pd.concat(frames, ignore_index=True)
 
 
@@ -188,13 +245,13 @@ def read_gavel(file: str | Path) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=STEP_COLUMNS)
 
 
-def read_any(path: str | Path) -> pd.DataFrame:
+def read_any(path: str | Path, platform_map: dict[str, tuple[str, str]] | None = None) -> pd.DataFrame:
     """Dispatch on the path: a pollux-sia folder / file, a Gavel JSON, or a profiles folder (both)."""
     p = Path(path)
     if p.is_dir():
         frames = []
         if (p / "pollux-sia").is_dir() or any(p.glob("*/placements-*.csv")):
-            frames.append(read_pollux_dir(p))
+            frames.append(read_pollux_dir(p, platform_map=platform_map))
         g = p / "gavel" / "simulation_throughputs.json"
         if g.exists():
             frames.append(read_gavel(g))
@@ -204,5 +261,5 @@ def read_any(path: str | Path) -> pd.DataFrame:
     if p.suffix == ".json":
         return read_gavel(p)
     if p.suffix == ".csv":
-        return read_pollux_placements(p)
+        return read_pollux_placements(p, platform_map=platform_map)
     raise InputError.at(p, expected="a .csv, .json or a profiles folder")

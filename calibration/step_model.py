@@ -59,10 +59,10 @@ import numpy as np
 import pandas as pd
 
 from cosim.errors import InputError
+from calibration import stepform
 
-#: names of the exposed-all-reduce regression terms, in weight order
-SYNC_FEATURES = ("intercept", "log_comm_model_s", "log_gpus", "single_node", "two_nodes",
-                 "log_max_gpus_per_node", "log_nodes", "log_compute_s")
+#: names of the exposed-all-reduce regression terms, in weight order (the engine's, `calibration.stepform`)
+SYNC_FEATURES = stepform.SYNC_FEATURES
 #: terms used when transferring to unseen hardware (leave-one-platform-out): without
 #: `log_compute_s`, whose coefficient is tied to one GPU's compute speed (pooled over other
 #: hardware it mis-transfers: LOPO step error aws 33 % vs 15 %, dgx 34 % vs 31 %, rtx 43 % vs 30 %)
@@ -71,7 +71,7 @@ TRANSFER_FEATURES = SYNC_FEATURES[:-1]
 SYNC_F_SCALE = 0.1
 #: soft-L1 scale of the step log residuals (≈ step noise, a few %)
 STEP_F_SCALE = 0.03
-STEP_PARAMS = ("kappa", "host_slope", "overhead_s")
+STEP_PARAMS = stepform.STEP_PARAMS
 STEP_LO = np.array([0.3, 0.0, -1.0])
 STEP_HI = np.array([3.0, 1.0, 10.0])
 #: ridge weight pulling the sync regression towards (log M₀ + intercept) when data are few
@@ -82,7 +82,7 @@ SYNC_RIDGE = 1e-3
 SYNC_FORMS = ("loglinear", "overlap")
 SYNC_FORM = "overlap"
 #: the factor's parameters: exposed floor f = σ(tail_logit), sharpness e^log_sharpness, midpoint
-OVERLAP_PARAMS = ("tail_logit", "log_sharpness", "midpoint")
+OVERLAP_PARAMS = stepform.OVERLAP_PARAMS
 OVERLAP_START = np.array([3.0, 0.0, 0.0])
 #: |log_sharpness| bound: a transition no sharper than b = e^3 ≈ 20 per unit of log(C / e^g).
 #: Unbounded, 28 of the 144 cross-validation fits drifted towards a step (b ≈ e^5) and ran to
@@ -98,19 +98,12 @@ def placement_features(placements: pd.Series) -> pd.DataFrame:
 
 
 def sync_design(feat: pd.DataFrame, comm_model_s: np.ndarray, compute_s: np.ndarray) -> np.ndarray:
-    n = feat["nodes"].to_numpy(float)
-    cols = [np.ones(len(feat)), np.log(np.maximum(comm_model_s, 1e-9)), np.log(feat["gpus"].to_numpy(float)),
-            (n == 1).astype(float), (n == 2).astype(float), np.log(feat["gmax"].to_numpy(float)),
-            (n > 1) * np.log(n), np.log(np.maximum(compute_s, 1e-9))]
-    return np.column_stack(cols)
+    """φ per row (the engine's `calibration.stepform.sync_design`) from `placement_features`."""
+    return stepform.sync_design(feat["gpus"].to_numpy(), feat["gmax"].to_numpy(), feat["nodes"].to_numpy(),
+                                comm_model_s, compute_s)
 
 
-def _hidden_factor_log(g: np.ndarray, log_c: np.ndarray, overlap: np.ndarray) -> np.ndarray:
-    """log of f + (1 − f) / (1 + exp(b · (log C − g − c))): the exposed fraction of an
-    all-reduce of log-time g overlapped with a backward of log-time log C (see `SyncModel`)."""
-    f = 1.0 / (1.0 + np.exp(-overlap[0]))
-    z = np.clip(np.exp(overlap[1]) * (log_c - g - overlap[2]), -50.0, 50.0)
-    return np.log(f + (1.0 - f) / (1.0 + np.exp(z)))
+_hidden_factor_log = stepform.hidden_factor_log
 
 
 def _overlap_residuals(t: np.ndarray, X: np.ndarray, log_c: np.ndarray, y: np.ndarray, lam: float,
@@ -187,10 +180,7 @@ class SyncModel:
 
     def predict(self, X: np.ndarray) -> np.ndarray:
         """`X`: the full `sync_design` (all SYNC_FEATURES columns)."""
-        g = X @ self.weights
-        if self.overlap is not None:
-            g = g + _hidden_factor_log(g, X[:, SYNC_FEATURES.index("log_compute_s")], self.overlap)
-        return np.exp(g)
+        return stepform.exposed_s(self.weights, self.overlap, X)
 
     def as_dict(self) -> dict[str, float]:
         out = {f: float(v) for f, v in zip(SYNC_FEATURES, self.weights)}
@@ -207,7 +197,7 @@ class StepModel:
 
     @staticmethod
     def _pred(x, compute_s, gmax, sync_s):
-        return x[0] * compute_s * (1.0 + x[1] * (gmax - 1.0)) + x[2] + sync_s
+        return stepform.noncomm_s(np.asarray(x), compute_s, gmax) + sync_s
 
     @classmethod
     def fit(cls, compute_s: np.ndarray, gmax: np.ndarray, sync_s: np.ndarray, step_s: np.ndarray) -> "StepModel":
@@ -261,7 +251,8 @@ class ModelFit:
         sync = SyncModel(w, sync.overlap)
         step = StepModel.fit(d["compute_s"].to_numpy(float), feat["gmax"].to_numpy(float),
                              d["sync_time_s"].to_numpy(float), d["step_time_s"].to_numpy(float))
-        return cls(sync, step)
+        c = d["compute_s"].to_numpy(float)
+        return cls(sync, step, (float(c.min()), float(c.max())))
 
     def predict(self, d: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
         """(predicted step, predicted exposed all-reduce) per row of `d`."""
@@ -272,10 +263,58 @@ class ModelFit:
     def as_dict(self) -> dict:
         return {"sync": self.sync.as_dict(), "step": self.step.as_dict()}
 
+    #: the compute times the fit saw (`StepForm.compute_range_s`), set by `fit`
+    compute_range_s: tuple[float, float] = (0.0, float("inf"))
+
+    def form(self) -> stepform.StepForm:
+        """The engine's parameters (`calibration.stepform.StepForm`)."""
+        ov = None if self.sync.overlap is None else tuple(map(float, self.sync.overlap))
+        return stepform.StepForm(self.step.kappa, self.step.host_slope, self.step.overhead_s,
+                                 sync=tuple(map(float, self.sync.weights)), overlap=ov,
+                                 compute_range_s=self.compute_range_s)
+
+
+def fit_default(d: pd.DataFrame) -> stepform.StepForm:
+    """The form for models without measurements on a preset: κ = 1, h = 0, c₀ = 0 and
+    S = e^b · M · D(log C − b − log M − c), i.e. the physics all-reduce M scaled by one
+    platform factor e^b (the real stack's effective bandwidth against the preset's) times
+    DDP's exposed fraction D, with b and D's parameters fitted on all the preset's measured
+    rows pooled (soft-L1 on log residuals). Its dependence on the model is through M (the
+    model's gradient bytes on the placement) and C alone, so it carries to any model."""
+    from scipy.optimize import least_squares
+
+    y = np.log(d["sync_time_s"].to_numpy(float))
+    log_m = np.log(np.maximum(d["comm_model_s"].to_numpy(float), 1e-9))
+    log_c = np.log(np.maximum(d["compute_s"].to_numpy(float), 1e-9))
+
+    def resid(x):
+        g = x[0] + log_m
+        return g + stepform.hidden_factor_log(g, log_c, x[1:]) - y
+
+    hi = np.array([np.inf, np.inf, OVERLAP_MAX_LOG_SHARPNESS, np.inf])
+    x0 = np.r_[float(np.median(y - log_m)), OVERLAP_START]
+    x = least_squares(resid, x0, loss="soft_l1", f_scale=SYNC_F_SCALE, bounds=(-hi, hi)).x
+    w = np.zeros(len(SYNC_FEATURES))
+    w[0], w[1] = x[0], 1.0
+    return stepform.StepForm(1.0, 0.0, 0.0, sync=tuple(map(float, w)), overlap=tuple(map(float, x[1:])))
+
+
+def form_table(form: stepform.StepForm) -> dict:
+    """A `StepForm` as the profile's TOML table (`calibration.stepform.profile_from_data` reads it)."""
+    out: dict = {k: float(getattr(form, k)) for k in STEP_PARAMS}
+    if np.isfinite(form.compute_range_s[1]):
+        out["compute_range_s"] = [float(x) for x in form.compute_range_s]
+    out["sync"] = dict(zip(SYNC_FEATURES, map(float, form.sync)))
+    if form.overlap is not None:
+        out["overlap"] = dict(zip(OVERLAP_PARAMS, map(float, form.overlap)))
+    return out
+
 
 def fit_predict(train: pd.DataFrame, test: pd.DataFrame, features: tuple[str, ...] = SYNC_FEATURES
                 ) -> tuple[np.ndarray, np.ndarray]:
-    """Fit per model on `train`, predict `test` (models missing in `train`: all models pooled)."""
+    """Fit per model on `train`, predict `test` (models missing in `train`: all models pooled).
+    A diagnostic of the regression alone (the same `calibration.stepform` evaluation, outside the
+    engine); `cosim validate` scores the engine's predictions (`calibration.fit`)."""
     step = np.full(len(test), np.nan)
     sync = np.full(len(test), np.nan)
     pooled = None

@@ -8,6 +8,7 @@ print one line and exit with code 2.
 
 from __future__ import annotations
 
+import errno
 import functools
 import importlib
 import logging
@@ -56,8 +57,15 @@ def _root(
     logging.basicConfig(level=logging.INFO if verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
 
 
+#: OS errors that are about the user's files or disk, not a bug: one line, exit 2, no traceback
+USER_OS_ERRORS = {errno.ENOSPC, errno.EDQUOT, errno.EACCES, errno.EPERM, errno.EROFS, errno.ENOTDIR, errno.EISDIR,
+                  errno.ENAMETOOLONG, errno.EFBIG, errno.EMFILE}
+
+_USER_OS_TEXT = ("No space left on device", "Permission denied", "Read-only file system", "Disk quota exceeded")
+
+
 def _guarded(callback):
-    """Turn a CosimError raised by a command into one line on stderr and exit code 2."""
+    """Turn a CosimError (or a disk-full/permission OSError) raised by a command into one line on stderr, exit 2."""
 
     @functools.wraps(callback)
     def run(*args, **kwargs):
@@ -66,6 +74,13 @@ def _guarded(callback):
         except CosimError as exc:
             typer.echo(f"error: {exc.format_message()}", err=True)
             raise typer.Exit(exc.exit_code) from None
+        except OSError as exc:
+            text = str(exc)
+            if exc.errno not in USER_OS_ERRORS and not any(m in text for m in _USER_OS_TEXT):
+                raise  # pyarrow's IO errors carry no errno, only the OS message
+            where = exc.filename if exc.filename is not None else "output"
+            typer.echo(f"error: {where}: {exc.strerror or text.splitlines()[0]}", err=True)
+            raise typer.Exit(2) from None
 
     return run
 

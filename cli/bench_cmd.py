@@ -8,8 +8,10 @@ from pathlib import Path
 
 import typer
 
-#: the source checkout's benchmarks folder (benchmarks are not part of the installed wheel)
-REPO = Path(__file__).resolve().parents[1]
+from cosim.paths import source_checkout
+
+#: the source checkout (benchmarks/ is not part of the installed wheel); None after a plain install
+REPO = source_checkout() or Path(__file__).resolve().parents[1]
 
 
 def register(app: typer.Typer) -> None:
@@ -23,8 +25,8 @@ def bench(
 ) -> None:
     """Measure speed and scale (trace conversion, simulations, collectives, contention, policies, sweeps)."""
     if not (REPO / "benchmarks" / "run.py").is_file():
-        typer.echo(f"error: benchmarks not found at {REPO / 'benchmarks'} (cosim bench runs from a source checkout)",
-                   err=True)
+        typer.echo("error: cosim bench needs the source checkout's benchmarks/ folder, which pip does not install: "
+                   "clone the repository and run `pip install -e .` (or `python -m cli.app bench`) there", err=True)
         raise typer.Exit(2)
     if str(REPO) not in sys.path:
         sys.path.insert(0, str(REPO))

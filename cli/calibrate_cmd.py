@@ -89,23 +89,44 @@ def import_profiles(
 
 @calibrate_app.command("fit")
 def fit(
-    measurements: List[Path] = typer.Argument(..., help="Measurement files: step tables (Parquet from import-profiles "
-                                              "or compute), collectives Parquet, Pollux CSVs or a profiles folder."),
-    out: Path = typer.Option(..., "-o", "--out", help="Output profile (TOML)."),
-    preset: Optional[str] = typer.Option(None, help="netmodel preset of the collectives measurements."),
+    measurements: List[Path] = typer.Argument(..., help="Measurement files: step tables (Parquet from import-profiles), "
+                                              "compute tables (Parquet from calibrate compute), collectives Parquet, "
+                                              "Pollux CSVs or a profiles folder."),
+    out: Path = typer.Option(..., "-o", "--out", help="Output profile (TOML), read by simulate --calibration."),
+    preset: Optional[str] = typer.Option(None, help="netmodel preset (name or file) the collectives sweep ran on: "
+                                         "fits the [comm] CommParams on it."),
+    platforms_file: Optional[Path] = typer.Option(None, "--platforms", help="Platforms file (TOML: platform → preset, "
+                                                  "gpu_type, notes) for the measured step tables."),
     max_error: float = typer.Option(0.10, help="Refuse to write if the cross-validated median abs error exceeds this."),
     force: bool = typer.Option(False, "--force", help="Write the profile even if the error bound is exceeded."),
     folds: int = typer.Option(5, help="Cross-validation folds."),
 ) -> None:
-    """Fit compute curves, comm α/β efficiencies and overlap; write a calibration profile."""
+    """Fit the engine's iteration model (step form, compute curves, [comm]); write a calibration profile."""
+    import math
+
     from calibration import fit as fitmod
+    from calibration import importers
+    from cosim.errors import CosimError, InputError
+    from simcore.runner import engine_for
 
-    report = fitmod.fit_files(measurements, preset=preset, folds=folds)
+    fitmod.set_engine(engine_for)  # fitted on and scored by the PerfModel simulate builds
+
+    if preset is not None:
+        import netmodel
+
+        try:
+            netmodel.load_cluster(preset)
+        except CosimError as exc:
+            raise InputError.at(field="--preset", expected="a netmodel preset name or file",
+                                detail=exc.format_message()) from None
+    pmap = importers.read_platforms(platforms_file)
+    report = fitmod.fit_files(measurements, preset=preset, folds=folds, platforms=pmap)
     typer.echo(report.summary())
-    if report.cv_median_abs_err > max_error and not force:
-        from cosim.errors import CosimError
-
-        raise CosimError(f"cross-validated median abs error {report.cv_median_abs_err:.1%} exceeds the bound "
+    err = report.cv_median_abs_err
+    if report.results and not math.isfinite(err):
+        raise CosimError(f"cross-validated median abs error is {err}; not writing {out}")
+    if not (err <= max_error) and math.isfinite(err) and not force:
+        raise CosimError(f"cross-validated median abs error {err:.1%} exceeds the bound "
                          f"{max_error:.1%}; not writing {out} (use --force to write anyway)")
     fitmod.write_profile(report, out)
     typer.echo(f"wrote {out}")

@@ -15,10 +15,17 @@ def report(
     run_dir: Path = typer.Argument(..., help="A `cosim simulate --out` or `cosim sweep --out` folder."),
     out: Path = typer.Option(None, "--out", "-o", help="Where to write report.html and the PNGs (default DIR/report)."),
 ) -> None:
-    """Plot JCT / queueing / fairness CDFs, utilisation, per-policy bars and (sweeps) metric-vs-parameter."""
+    """Plot JCT / queueing / fairness CDFs, utilisation, per-policy bars and (sweeps) metric-vs-parameter.
+
+    Exit code 1 when the sweep is incomplete (cells not run or failed; the report covers the
+    rest), 2 when nothing can be reported (no summary, every cell failed).
+    """
     from simcore.report import make_report
 
     rep = make_report(run_dir, out)
     typer.echo(f"{rep.html} ({len(rep.figures)} figures: {', '.join(p.name for p in rep.figures)})")
     for note in rep.notes:
         typer.echo(f"  note: {note}", err=True)
+    if rep.incomplete:
+        typer.echo(f"incomplete sweep: {'; '.join(rep.incomplete)}", err=True)
+        raise typer.Exit(1)

@@ -28,38 +28,80 @@ def simulate(
     nodes: Optional[int] = typer.Option(None, "--nodes", help="Resize the cluster to N nodes."),
     policy: Optional[str] = typer.Option(None, "--policy", help="Policy name(s), comma-separated (default: baselines)."),
     contention: bool = typer.Option(True, "--contention/--no-contention", help="Cross-job network contention."),
-    calibration: Optional[Path] = typer.Option(None, "--calibration", help="Calibration parameter file."),
+    calibration: Optional[Path] = typer.Option(None, "--calibration", help="Calibration profile (TOML from calibrate fit); default: the preset's shipped profile, if any; none: no profile."),
     seed: int = typer.Option(0, "--seed", help="Seed for synthesis, workload assembly and random policies."),
     out: Optional[Path] = typer.Option(None, "--out", help="Write Parquet outputs to this folder."),
     decisions: bool = typer.Option(False, "--decisions", help="Also write decisions.parquet (every allocation change)."),
     skip_invalid: bool = typer.Option(False, "--skip-invalid", help="Run without jobs that can never run (reported)."),
-    costs: str = typer.Option("flat30", "--costs", help="Change costs: flat30, aryl, ares-paper, inplace, free, or seconds."),
+    costs: Optional[list[str]] = typer.Option(None, "--costs", help="Change costs: flat30, aryl, ares-paper, inplace, free, migrate-state, or seconds; POLICY=PRESET sets one policy's (repeatable), e.g. --costs flat30 --costs ones=inplace."),
     capacity: Optional[Path] = typer.Option(None, "--capacity", help="CSV time_s,node,online: nodes leaving/joining."),
     perf: str = typer.Option("network", "--perf", help="Iteration-time backend: network, linear, measured or trace."),
     set_: Optional[list[str]] = typer.Option(None, "--set", help="Policy parameter POLICY.KEY=VALUE, e.g. "
                                              "tiresias.promote_knob=4 (repeatable; see `cosim policies show`)."),
     progress: str = typer.Option("plain", "--progress", help="Progress model: plain, or goodput (Pollux statistical efficiency, epochs of each pollux-sia application)."),
+    overwrite: bool = typer.Option(False, "--overwrite", help="Clear a non-empty --out folder of an earlier run first."),
     ftf_reference: str = typer.Option("gps", "--ftf-reference", help="FTF reference: gps, gps-capped (each job up to its max GPUs) or hetero-1-over-n (1/N of every GPU type)."),
 ) -> None:
     """Simulate policies on a trace and print a comparison table."""
-    from experiments.runner import DEFAULT_TRACE, RunConfig, load_capacity, run
+    from cosim.outdir import claim_out_dir
+    from cosim.progress import phase
+    from cosim.validate import check_costs, check_seed
 
     if trace is not None and synth is not None:
         raise InputError.at(field="--trace/--synth", expected="at most one of --trace and --synth")
+    check_seed(seed)
+    for item in costs or ():  # seconds must be finite and ≥ 0, globally or per policy
+        check_costs(item.partition("=")[2].strip() if "=" in item else item.strip())
+    from simcore.perf_backends import check_perf
+
+    check_perf(perf)  # what can be checked now fails before anything loads
+    params = policy_overrides(set_ or ())
+    global_costs, per_policy_costs = parse_costs(costs or ())
+    phase("loading the simulator (numba kernels compile on the first run, then load from the cache)")
+    from experiments.runner import DEFAULT_TRACE, RunConfig, load_capacity, run
+
     spec = str(trace) if trace is not None else (f"synth:{synth}" if synth else DEFAULT_TRACE)
     pols = tuple(p.strip() for p in policy.split(",") if p.strip()) if policy else ()
-    params = policy_overrides(set_ or ())
     cfg = RunConfig(trace=spec, cluster=cluster, cluster_nodes=nodes, policies=pols, contention=contention,
                     calibration=None if calibration is None else str(calibration), seed=seed,
-                    write_decisions=decisions, skip_invalid=skip_invalid, costs=costs,
+                    write_decisions=decisions, skip_invalid=skip_invalid, costs=global_costs,
+                    policy_costs=per_policy_costs,
                     capacity_changes=load_capacity(capacity) if capacity is not None else (), policy_params=params,
                     perf=perf, progress=progress, ftf_reference=ftf_reference)
-    result = run(cfg, out, progress=True)
+    # before the run: --out naming a file, a folder another run holds, or a non-empty one fails in one line
+    lock = claim_out_dir(out, overwrite=overwrite) if out is not None else None
+    phase(f"simulating {', '.join(pols) or 'the default policies'} on {spec}")
+    try:
+        result = run(cfg, out, progress=True)
+    finally:
+        if lock is not None:
+            lock.release()
     _print_table(result, cfg)
     if result.invalid:
         typer.echo(f"skipped {len(result.invalid)} job(s) that can never run (see config.json)", err=True)
     if out is not None:
         typer.echo(f"wrote {out}/summary.parquet and one folder per policy")
+
+
+def parse_costs(items) -> tuple[str, dict[str, str]]:
+    """`--costs` texts → (the run's setting, {policy: setting}): `PRESET` (or seconds) sets the
+    run's, `POLICY=PRESET` one policy's; a later one of the same target wins. Names are checked
+    by the runner before anything runs."""
+    from simcore.costs import resolve_costs
+
+    run_costs, per = "flat30", {}
+    for item in items:
+        lhs, eq, value = item.partition("=")
+        if eq:
+            name, value = lhs.strip(), value.strip()
+            if not name or not value:
+                raise InputError.at(field="--costs", expected="PRESET or POLICY=PRESET, e.g. ones=inplace", got=item)
+            resolve_costs(value, f"--costs {name}")
+            per[name] = value
+        else:
+            resolve_costs(item.strip(), "--costs")
+            run_costs = item.strip()
+    return run_costs, per
 
 
 def policy_overrides(items) -> dict[str, dict]:

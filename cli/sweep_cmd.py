@@ -19,6 +19,7 @@ def sweep(
     backend: str = typer.Option("local", "--backend", help="local (process pool) or ray."),
     address: str = typer.Option(None, "--address", help="Ray cluster address (default: a local Ray instance)."),
     resume: bool = typer.Option(False, "--resume", help="Skip finished cells of an interrupted sweep; retry failed ones."),
+    overwrite: bool = typer.Option(False, "--overwrite", help="Clear an earlier sweep in OUT first (not with --resume)."),
     runner: str = typer.Option("experiments.runner", "--runner", hidden=True, help="Module with RunConfig and run."),
 ) -> None:
     """Run every (trace, cluster, policy+params, contention, calibration, seed) cell of a sweep.
@@ -27,16 +28,26 @@ def sweep(
     one row per cell (coordinates, every summary metric, status, error, wall_s). A failing cell
     is recorded and the sweep goes on; the exit code is 1 when any cell failed.
     """
-    _sweep(config, out, workers, backend, address, resume, runner)
+    _sweep(config, out, workers, backend, address, resume, runner, overwrite)
 
 
-def _sweep(config: Path, out: Path, workers: int, backend: str, address: str | None, resume: bool, runner: str) -> None:
+def _sweep(config: Path, out: Path, workers: int, backend: str, address: str | None, resume: bool, runner: str,
+           overwrite: bool = False) -> None:
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
+    from cosim.errors import InputError
+    from cosim.progress import phase
+    from cosim.tomlfile import check_utf8
+
+    if resume and overwrite:
+        raise InputError.at(field="--overwrite", expected="either --resume or --overwrite, not both")
+    check_utf8(config, "sweep TOML file")
+    phase("loading the sweep and the simulator")
     from simcore.sweep import load_sweep, run_sweep
 
     cfg = load_sweep(config)
+    phase(f"sweep {cfg.name}: {len(cfg.cells())} cells into {out}")
     n_workers = workers or (os.cpu_count() or 1)
     console = Console(stderr=True)
     columns = (TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TextColumn("cells"),
@@ -53,7 +64,7 @@ def _sweep(config: Path, out: Path, workers: int, backend: str, address: str | N
             bar.update(task, completed=done, failed=failed)
 
         result = run_sweep(cfg, out, workers=n_workers, backend=backend, address=address, resume=resume,
-                           runner=runner, on_cell=on_cell)
+                           runner=runner, on_cell=on_cell, overwrite=overwrite)
     n = len(result.summary)
     typer.echo(f"{cfg.name}: {n} cells in {out / 'summary.parquet'} ({result.ran} run, {result.skipped} resumed, "
                f"{result.failed} failed)")

@@ -80,7 +80,15 @@ def sample(
 ) -> None:
     """Sample N jobs within a time window (e.g. 160 jobs over 8 h, as Pollux/Sia/Ares do)."""
     from cosim.units import parse_seconds
+    from cosim.validate import check_count, check_seed
     from traces.sample import filter_jobs, rescale_gpus, sample_window
+
+    check_seed(seed)
+    check_count(jobs, "--jobs")
+    check_count(min_gpus, "--min-gpus", 0)
+    check_count(max_gpus, "--max-gpus", 1)
+    check_count(cluster_gpus, "--cluster-gpus")
+    check_count(source_gpus, "--source-gpus")
 
     window_s = parse_seconds(window, field="--window") if window is not None else None
     df, report = _load(file, format)
@@ -105,7 +113,11 @@ def synth(
     assemble: bool = typer.Option(False, "--assemble", help="Fill model/batch by Ares size class."),
 ) -> None:
     """Synthesise a trace statistically like Philly, Helios-Saturn or SenseTime."""
+    from cosim.validate import MAX_SYNTH_JOBS, check_count, check_seed
     from traces.synth import synthesize
+
+    check_count(jobs, "--jobs", 1, MAX_SYNTH_JOBS)
+    check_seed(seed)
 
     df = synthesize(like, jobs, seed)
     if assemble:

@@ -8,12 +8,12 @@ from typing import Optional
 
 import typer
 
-DEFAULT_PROFILES = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "profiles"
-
 
 def validate(
-    profiles: Path = typer.Option(DEFAULT_PROFILES, "--profiles", help="Measured sets (pollux-sia/ inside)."),
+    profiles: Optional[Path] = typer.Option(None, "--profiles", help="Measured sets (pollux-sia/ inside); default: $COSIM_SHARED_DATA/profiles or the checkout's ../shared/data/profiles."),
     platform: Optional[str] = typer.Option(None, "--platform", help="Only this platform (aws, dgx, dgx-ext, rtx)."),
+    platforms_file: Optional[Path] = typer.Option(None, "--platforms", help="Platforms file (TOML: platform → preset, "
+                                                  "gpu_type, notes); default: the shipped one (aws, dgx, dgx-ext, rtx)."),
     as_json: bool = typer.Option(False, "--json", help="Print the error table as JSON."),
     plot: Optional[Path] = typer.Option(None, "--plot", help="Write predicted-vs-measured scatter plots (PNG)."),
     leave_one_platform_out: bool = typer.Option(False, "--leave-one-platform-out",
@@ -28,20 +28,28 @@ def validate(
     layers: Optional[Path] = typer.Option(None, "--layers", help="Dally per-layer workload files "
                                           "(default: models/layers next to --profiles)."),
 ) -> None:
-    """Predict step and all-reduce time for every measured row; report median/p90 errors vs noise."""
+    """Predict step and exposed all-reduce time for every measured row through the engine's
+    iteration model (what `cosim simulate` runs); report median/p90 errors vs noise."""
+    from calibration import fit
     from calibration import validate as v
     from cosim.errors import InputError
+    from cosim.paths import shared_data_dir
+    from simcore.runner import engine_for
+
+    profiles = profiles or shared_data_dir("profiles", option="--profiles")
+    fit.set_engine(engine_for)  # every row is predicted by the PerfModel simulate builds
 
     plats = [platform] if platform else None
     if platform and leave_one_platform_out:
         raise InputError.at(field="--platform", expected="no --platform with --leave-one-platform-out "
                             "(the other platforms are needed to fit)")
     rep, table = v.run(profiles, plats, folds, leave_one_platform_out,
-                       models=[m.strip() for m in models.split(",") if m.strip()] if models else None, loo_by=loo_by)
+                       models=[m.strip() for m in models.split(",") if m.strip()] if models else None, loo_by=loo_by,
+                       platforms_file=platforms_file)
     layers_dir = layers or profiles.parent / "models" / "layers"
     if as_json:
         out = {"errors": json.loads(table.to_json(orient="records")),
-               "params": {n: dict(overlap_start_frac=r.overlap_start_frac, models=r.step_models)
+               "params": {n: dict(preset=r.preset, gpu_type=r.gpu_type, step=r.section)
                           for n, r in rep.results.items()}}
         if dally:
             t = v.dally_table_layers(layers_dir)

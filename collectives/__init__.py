@@ -6,6 +6,8 @@
 The contention kernel lives in `collectives.contention` (imported on its own).
 """
 
+import cosim  # noqa: F401  first: points numba's kernel cache outside the package (cosim.numba_cache)
+
 from collectives.model import CollectiveCost, CommModel
 from collectives.params import ALGORITHMS, CommParams
 

@@ -39,6 +39,7 @@ algorithm                  "auto" | "ring" | "tree" | "hierarchical" | "multidim
 from __future__ import annotations
 
 import dataclasses
+import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
@@ -78,8 +79,8 @@ class CommParams:
                 if v not in ("auto",) + ALGORITHMS:
                     raise InputError.at(field="comm.algorithm", expected="auto | " + " | ".join(ALGORITHMS),
                                         got=v)
-            elif not (isinstance(v, (int, float)) and v >= 0):
-                raise InputError.at(field=f"comm.{f.name}", expected="a non-negative number", got=v)
+            elif not (isinstance(v, (int, float)) and math.isfinite(v) and v >= 0):  # inf latencies too
+                raise InputError.at(field=f"comm.{f.name}", expected="a finite non-negative number", got=v)
         for name in ("beta_efficiency_intra", "beta_efficiency_net", "ring_efficiency", "tree_efficiency",
                      "hierarchical_efficiency", "ll_bw_factor", "ll128_bw_factor", "bucket_bytes"):
             if not getattr(self, name) > 0:

@@ -45,8 +45,10 @@ def write_parquet(table: pa.Table, path: str | os.PathLike, metadata: Mapping[st
     """Write `table` atomically, deterministically (no timestamps), with JSON-able metadata.
 
     Metadata values are stored as JSON strings under `cosim.<key>` in the schema metadata,
-    merged with what the table already carries.
+    merged with what the table already carries; every column listed in `cosim.columns` gets
+    its `unit` and `description` as field metadata.
     """
+    table = _with_column_docs(table)
     if metadata:
         meta = dict(table.schema.metadata or {})
         for k, v in metadata.items():
@@ -55,6 +57,23 @@ def write_parquet(table: pa.Table, path: str | os.PathLike, metadata: Mapping[st
     with atomic_path(path) as tmp:
         pq.write_table(table, tmp, compression="zstd", write_statistics=True)
     return Path(path)
+
+
+def _with_column_docs(table: pa.Table) -> pa.Table:
+    """Attach each known column's unit and description (`cosim.columns`) as Parquet field metadata."""
+    from cosim.columns import field_metadata
+
+    fields = []
+    changed = False
+    for f in table.schema:
+        doc = field_metadata(f.name)
+        if doc is not None:
+            f = f.with_metadata({**(f.metadata or {}), **doc})
+            changed = True
+        fields.append(f)
+    if not changed:
+        return table
+    return table.cast(pa.schema(fields, metadata=table.schema.metadata))
 
 
 def read_metadata(path: str | os.PathLike) -> dict[str, object]:

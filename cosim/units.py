@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 
 from cosim.errors import InputError
@@ -26,8 +27,8 @@ def parse_bytes(text: str | int | float, field: str = "size") -> float:
         if not m or unit not in _SIZE_UNITS:
             raise InputError.at(field=field, expected="a size like 4096, 100MB or 1GiB", got=text)
         value = float(m.group(1)) * _SIZE_UNITS[unit]
-    if value < 0:
-        raise InputError.at(field=field, expected="a non-negative size", got=text)
+    if not math.isfinite(value) or value < 0:  # "1e400MB" overflows to inf
+        raise InputError.at(field=field, expected="a finite non-negative size", got=text)
     return value
 
 
@@ -41,6 +42,6 @@ def parse_seconds(text: str | int | float, field: str = "duration") -> float:
         if not m or unit not in _TIME_UNITS:
             raise InputError.at(field=field, expected="a duration like 45, 30m, 8h or 2d", got=text)
         value = float(m.group(1)) * _TIME_UNITS[unit]
-    if value < 0:
-        raise InputError.at(field=field, expected="a non-negative duration", got=text)
+    if not math.isfinite(value) or value < 0:  # "1e400h" overflows to inf
+        raise InputError.at(field=field, expected="a finite non-negative duration", got=text)
     return value

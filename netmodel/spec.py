@@ -32,6 +32,7 @@ Validation happens here, at load, and names the preset (or file) and the field.
 from __future__ import annotations
 
 import dataclasses
+import math
 import tomllib
 from dataclasses import dataclass, field
 from importlib import resources
@@ -45,6 +46,9 @@ INTRA_KINDS = ("nvswitch", "nvlink-cube-mesh", "pcie")
 DIM_TOPOLOGIES = ("ring", "fully-connected", "switch")
 #: collective implementation inside one dimension
 DIM_ALGORITHMS = ("ring", "direct")
+#: the largest cluster cosim builds (2**17 GPUs, beyond today's largest training clusters): a typo such as
+#: `--nodes 100000000` is a one-line error naming this bound instead of a topology that exhausts memory
+MAX_CLUSTER_GPUS = 131072
 
 
 @dataclass(frozen=True)
@@ -178,6 +182,7 @@ class ClusterSpec:
     core: Tier
     rail_optimized: bool = False
     comm: Mapping[str, Any] = field(default_factory=dict)
+    profile: str | None = None        # calibration profile: shipped name or file (calibration.stepform)
 
     @property
     def num_nodes(self) -> int:
@@ -204,7 +209,13 @@ def _read_toml(name_or_path: str) -> tuple[dict, str]:
     if name_or_path.endswith(".toml") or path.exists():
         if not path.is_file():
             raise InputError.at(name_or_path, expected="an existing cluster TOML file")
-        text, source = path.read_text(), str(path)
+        source = str(path)
+        try:
+            text = path.read_bytes().decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise InputError.at(source, expected="UTF-8 text", detail=f"undecodable byte at offset {exc.start}") from None
+        except OSError as exc:
+            raise InputError.at(source, expected="a readable cluster TOML file", detail=exc.strerror) from None
     else:
         if name_or_path not in preset_names():
             raise UnknownNameError("cluster preset", name_or_path, preset_names())
@@ -238,6 +249,8 @@ class _Fields:
             v = float(v)
         if kind is int and isinstance(v, bool) or not isinstance(v, kind):
             raise InputError.at(self.source, field=self._name(key), expected=kind.__name__, got=v)
+        if kind is float and not math.isfinite(v):
+            raise InputError.at(self.source, field=self._name(key), expected="a finite number", got=v)
         if positive and not v > 0:
             raise InputError.at(self.source, field=self._name(key), expected="a positive number", got=v)
         if minimum is not None and v < minimum:
@@ -354,8 +367,17 @@ def spec_from_dict(data: Mapping[str, Any], source: str, **overrides: Any) -> Cl
         nodes_per_leaf=top.get("nodes_per_leaf", int, positive=True),
         leaves_per_pod=top.get("leaves_per_pod", int, positive=True),
         node_types=node_types, groups=tuple(groups), leaf=tiers["leaf"], spine=tiers["spine"],
-        core=tiers["core"], rail_optimized=top.get("rail_optimized", bool, False), comm=dict(comm))
-    return apply_overrides(spec, **overrides)
+        core=tiers["core"], rail_optimized=top.get("rail_optimized", bool, False), comm=dict(comm),
+        profile=top.get("profile", str, None))
+    return _check_size(apply_overrides(spec, **overrides))
+
+
+def _check_size(spec: ClusterSpec) -> ClusterSpec:
+    gpus = sum(g.nodes * g.gpus_per_node for g in spec.groups)
+    if gpus > MAX_CLUSTER_GPUS:
+        raise InputError.at(spec.source, field="nodes", expected=f"at most MAX_CLUSTER_GPUS = {MAX_CLUSTER_GPUS} GPUs "
+                            "in the cluster", got=f"{gpus} GPUs")
+    return spec
 
 
 def apply_overrides(spec: ClusterSpec, *, num_nodes: int | None = None, num_leaves: int | None = None,

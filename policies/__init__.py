@@ -5,6 +5,8 @@ for a fresh, validated instance and `policies.POLICIES` to list them; shared pla
 helpers live in `policies.placement`.
 """
 
+import cosim  # noqa: F401  first: points numba's kernel cache outside the package (cosim.numba_cache)
+
 from policies.registry import POLICIES, describe, make, make_config, params_of
 
 # built-in policies register themselves on import (one decorator line beside each class)

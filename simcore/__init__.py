@@ -3,3 +3,5 @@
 `simcore.api` is the contract with policies (ClusterView in, Decision out); it imports
 nothing heavy so policies can depend on it without pulling in the engine.
 """
+
+import cosim  # noqa: F401  first: points numba's kernel cache outside the package (cosim.numba_cache)

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field
-from typing import Callable, ClassVar, Mapping, Protocol, runtime_checkable
+from typing import Any, Callable, ClassVar, Mapping, Protocol, runtime_checkable
 
 import numpy as np
 
@@ -36,6 +36,12 @@ _QUEUED, _RUNNING, _RESTARTING = int(JobState.QUEUED), int(JobState.RUNNING), in
 #: Names a policy may put in `Policy.needs` to be shown oracle information. Without the
 #: declaration those arrays are NaN in the view, so a non-clairvoyant policy cannot cheat.
 NEED_DURATION_ORACLE = "duration_oracle"  # JobsView.duration and .remaining_s
+#: JobsView.progress (true fraction of the job's work done) and the right to declare
+#: `Policy.milestones` (fractions of that work): a non-clairvoyant policy sees epochs and
+#: samples done, never how much is left.
+NEED_PROGRESS_ORACLE = "progress_oracle"
+#: every oracle name the engine knows (an unknown name in `needs` is a policy error)
+ORACLE_NEEDS = frozenset({NEED_DURATION_ORACLE, NEED_PROGRESS_ORACLE})
 
 
 @dataclass(frozen=True)
@@ -56,6 +62,10 @@ class ClusterArrays:
     gpu_type_mem_gb: np.ndarray  # float64[T]
     gpu_online: np.ndarray  # bool[G]; False while a node is out of the cluster (capacity change)
     gpu_owner: np.ndarray  # int32[G]; job index holding the GPU, -1 if free
+    #: (additive) node pool of each node: the preset's `[[groups]]` index (int16[N]), whose
+    #: names are `node_group_names` (e.g. Aryl's training vs loaned inference servers)
+    node_group: np.ndarray | None = None
+    node_group_names: tuple[str, ...] = ()
 
     @property
     def num_gpus(self) -> int:
@@ -70,8 +80,13 @@ class ClusterArrays:
 class JobsView:
     """All jobs of the run as read-only arrays indexed by job index 0..J-1.
 
-    Work is counted in iterations at the job's *reference* global batch; `progress` is the
-    fraction done. Service counters let LAS-style policies (Tiresias) rank jobs.
+    Observable counters — what a job's own logs would tell a real scheduler — are always
+    present in engine views: service (`attained_gpu_s`, `executed_s`), `epochs_done`,
+    `samples_done`, `iters_per_s` now, `waiting_s` so far, `exposed_comm_s`, `num_restarts`,
+    `last_gpu_type`, `vc`, `user`. Oracle facts are NaN unless the policy declares the need:
+    `progress` (NEED_PROGRESS_ORACLE), `duration` and `remaining_s` (NEED_DURATION_ORACLE).
+    Counters marked "(lazy)" are brought up to date on first read in each policy call
+    (policies that never read them pay nothing); hand-built views may leave them None.
     """
 
     job_id: np.ndarray  # object[J] (str)
@@ -83,7 +98,7 @@ class JobsView:
     global_batch: np.ndarray  # int32[J], reference global batch from the trace
     gpu_type_req: np.ndarray  # int16[J], required GPU type index, -1 = any
     state: np.ndarray  # int8[J], JobState
-    progress: np.ndarray  # float64[J] in [0, 1]
+    progress: np.ndarray  # float64[J] in [0, 1]; oracle (NaN unless NEED_PROGRESS_ORACLE)
     alloc_count: np.ndarray  # int32[J], GPUs held now
     batch_size: np.ndarray  # int32[J], global batch now (reference batch while queued)
     attained_gpu_s: np.ndarray  # float64[J], GPU-seconds of service received (incl. restarts)
@@ -93,10 +108,46 @@ class JobsView:
     num_restarts: np.ndarray  # int32[J]
     duration: np.ndarray  # float64[J], trace duration (NaN unless the policy needs the oracle)
     remaining_s: np.ndarray  # float64[J], est. remaining s at requested size, consolidated (oracle)
+    # ---- observable counters (additive; always set by the engine) ----
+    exposed_comm_s: np.ndarray | None = None  # float64[J], communication s not hidden by compute
+    last_gpu_type: np.ndarray | None = None  # int16[J], type of the latest allocation; -1 never ran, -2 mixed
+    vc: np.ndarray | None = None  # object[J] (str), the trace's virtual cluster ("" if none)
+    user: np.ndarray | None = None  # object[J] (str), the trace's user ("" if none)
+    _samples_done: np.ndarray | None = field(default=None, repr=False)
+    _iters_per_s: np.ndarray | None = field(default=None, repr=False)
+    _waiting_s: np.ndarray | None = field(default=None, repr=False)
+    _epochs_done: np.ndarray | None = field(default=None, repr=False)
+    #: the engine's refresh of the lazy counters (no-op when already current for this call)
+    _sync: Callable[[], None] | None = field(default=None, repr=False, compare=False)
 
     @property
     def num_jobs(self) -> int:
         return int(self.submit_time.shape[0])
+
+    def _lazy(self, a: np.ndarray | None) -> np.ndarray | None:
+        if self._sync is not None:
+            self._sync()
+        return a
+
+    @property
+    def samples_done(self) -> np.ndarray | None:
+        """float64[J], training samples processed so far (iterations × global batch; lazy)."""
+        return self._lazy(self._samples_done)
+
+    @property
+    def iters_per_s(self) -> np.ndarray | None:
+        """float64[J], iterations per second now (0 unless RUNNING; contention included; lazy)."""
+        return self._lazy(self._iters_per_s)
+
+    @property
+    def epochs_done(self) -> np.ndarray | None:
+        """int32[J], epochs finished (jobs whose epochs are known, else 0; lazy)."""
+        return self._lazy(self._epochs_done)
+
+    @property
+    def waiting_s(self) -> np.ndarray | None:
+        """float64[J], seconds spent queued so far (since submission, all queue stays; lazy)."""
+        return self._lazy(self._waiting_s)
 
 
 @dataclass(frozen=True)
@@ -151,9 +202,10 @@ class ClusterView:
     now: float
     jobs: JobsView
     cluster: ClusterArrays
-    #: what-if: seconds per iteration of job j on these GPUs at this global batch, alone on
-    #: the network (no contention). Returns inf if the job cannot run there (memory).
-    iteration_time: Callable[[int, np.ndarray, int | None], float]
+    #: what-if: seconds per iteration of job j on these GPUs (ids, or a GPU count with an
+    #: optional 4th argument `gpu_type`) at this global batch (None: current), alone on the
+    #: network (no contention). Returns inf if the job cannot run there (memory, type).
+    iteration_time: Callable[..., float]
     #: current allocation of job j (GPU ids, ascending; empty if not holding GPUs)
     allocation_of: Callable[[int], np.ndarray]
     #: (additive, optional) indices of active jobs, ascending, maintained by the engine so
@@ -171,6 +223,24 @@ class ClusterView:
     #: (additive) the epoch ends and milestones reached at this instant, in job order, when
     #: the policy declared `wants_epoch_events` / `milestones`; empty otherwise
     progress_events: tuple[ProgressEvent, ...] = ()
+    #: (additive) the engine's what-if queries (`simcore.whatif.WhatIf`); the methods below
+    #: delegate to it
+    whatif: Any = None
+
+    def throughput(self, j: int, placement: Any, batch: int | None = None, gpu_type: Any = None) -> float:
+        """Samples/s of job j on `placement` (a GPU count, consolidated on `gpu_type`, or GPU
+        ids) at global `batch` (None: current), alone on the network; 0 if it cannot run."""
+        return self.whatif.throughput(j, placement, batch, gpu_type)
+
+    def goodput(self, j: int, placement: Any, batch: int | None = None, gpu_type: Any = None) -> float:
+        """Throughput × statistical efficiency of the batch (Pollux; efficiency 1 unless the
+        run's progress is goodput and the job has a profiled application)."""
+        return self.whatif.goodput(j, placement, batch, gpu_type)
+
+    def throughput_matrix(self, jobs: Any, batch: Any = None) -> np.ndarray:
+        """float64[len(jobs), T]: samples/s of each job at its requested GPU count consolidated
+        on each GPU type (NaN where it cannot run); cached per (model, count, type, batch)."""
+        return self.whatif.throughput_matrix(jobs, batch)
 
     def active(self) -> np.ndarray:
         """Indices of submitted, unfinished jobs (queued, running or restarting), ascending."""
@@ -209,7 +279,8 @@ class Policy(Protocol):
     - `name`: registry name.
     - `interval_s`: seconds between scheduling rounds, or None for event-driven only.
     - `event_driven`: also call on arrivals, completions, capacity changes, restart ends.
-    - `needs`: oracle information the policy uses (e.g. `NEED_DURATION_ORACLE`).
+    - `needs`: oracle information the policy uses (`NEED_DURATION_ORACLE`,
+      `NEED_PROGRESS_ORACLE`); anything it reads that is not declared is NaN.
 
     Optional (read with getattr, default False):
     - `rounds_need_queue`: the policy declares that a periodic round can change nothing
@@ -231,7 +302,9 @@ class Policy(Protocol):
       a pollux-sia application under `--progress goodput`) — Pollux's agents re-fit at epoch
       ends. The instant is computed exactly from the job's rate, never stepped.
     - `milestones` (default empty): fractions in (0, 1) of a job's work at which to call the
-      policy (ONES's deployment gate). Like epoch ends, each is one `ProgressEvent`.
+      policy (ONES's deployment gate). Like epoch ends, each is one `ProgressEvent`. They
+      reveal progress, so they require `NEED_PROGRESS_ORACLE` in `needs` (PolicyError
+      otherwise); epoch ends are the observable alternative.
     """
 
     name: ClassVar[str]

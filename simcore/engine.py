@@ -37,14 +37,16 @@ import numpy as np
 
 from cosim.errors import CosimError, PolicyError
 from simcore import kernels
-from simcore.api import Allocation, ClusterView, Decision, JobState, NEED_DURATION_ORACLE
-from simcore.costs import ChangeCosts
+from simcore.api import (NEED_DURATION_ORACLE, NEED_PROGRESS_ORACLE, ORACLE_NEEDS, Allocation, ClusterView, Decision,
+                         JobState)
+from simcore.costs import ChangeCosts, CostCharger
 from simcore.events import Event, EventQueue, Priority
 from simcore.marks import ProgressMarks
 from simcore.perf import Phases, PerfModel
 from simcore.rates import RateBook
 from simcore.state import ClusterState, JobTable
 from simcore.validate import Checked, Plan, validate_decision
+from simcore.whatif import WhatIf
 from simcore.work import ConstantEfficiency, StatEfficiency, WorkMode, work_gain
 
 log = logging.getLogger(__name__)
@@ -61,6 +63,12 @@ assert (int(_RESTART_END), int(_ARRIVAL), int(_CAPACITY)) == (1, 2, 3)
 _UNIT_GAIN = frozenset((int(WorkMode.REPLAY), int(WorkMode.ITERATIONS)))  # modes whose `work_gain` is 1
 _EMPTY = np.zeros(0, np.int32)
 _EMPTY.flags.writeable = False
+
+
+def _ro(a: np.ndarray) -> np.ndarray:
+    v = a.view()
+    v.flags.writeable = False
+    return v
 
 
 @dataclass(frozen=True)
@@ -168,9 +176,15 @@ class Engine:
         self._next_progress = 0
         self.num_calls = 0
         self.policy_wall_s = 0.0
-        self._needs_oracle = NEED_DURATION_ORACLE in set(getattr(policy, "needs", ()) or ())
-        self._jobs_view = jobs.views(oracle=self._needs_oracle)
-        self._cluster_view = cluster.arrays()
+        needs = set(getattr(policy, "needs", ()) or ())
+        if needs - ORACLE_NEEDS:
+            raise PolicyError(f"policy '{self.name}' declares unknown needs {sorted(needs - ORACLE_NEEDS)} "
+                              f"(known: {', '.join(sorted(ORACLE_NEEDS))})")
+        if getattr(policy, "milestones", ()) and NEED_PROGRESS_ORACLE not in needs:
+            raise PolicyError(f"policy '{self.name}' declares milestones (fractions of a job's work) without "
+                              f"needs {NEED_PROGRESS_ORACLE!r}: milestones reveal progress, an oracle fact")
+        self._needs_oracle = NEED_DURATION_ORACLE in needs
+        self.charger = CostCharger(costs, getattr(perf, "topo", None), getattr(perf, "zoo", None))
         self.timeline: dict[str, list] = {k: [] for k in ("time_s", "busy_gpus", "online_gpus", "running",
                                                           "restarting", "queued")}
         self.decisions: dict[str, list] | None = (
@@ -178,6 +192,11 @@ class Engine:
             if self.opt.record_decisions else None)
         self._last_obs: tuple | None = None
         self.marks = ProgressMarks(jobs, policy, self.name, goodput, self.eff)  # epoch ends, milestones
+        self._init_counters(jobs, goodput)
+        self._jobs_view = jobs.views(oracle=self._needs_oracle, progress_oracle=NEED_PROGRESS_ORACLE in needs,
+                                     **self._counter_views())
+        self._cluster_view = cluster.arrays()
+        self.whatif = WhatIf(jobs, perf, self.name, goodput, self._last_type)
         for ch in sorted(capacity_changes, key=lambda c: (c.time_s, c.node, c.online)):
             self._push(Event(ch.time_s, _CAPACITY, node=ch.node, online=ch.online))
         self._push_next_arrival()
@@ -193,7 +212,13 @@ class Engine:
                 break
             call = self._accept(t, done)  # completions, restart ends, arrivals, capacity, wakes, rounds
             if hit.shape[0]:
+                if self.marks.refresh:  # the gain may change at an epoch end: close the samples segment
+                    for k in hit.tolist():
+                        self._fold(k)
                 call = self.marks.reached(hit) or call  # epoch ends, milestones
+                if self.marks.refresh:
+                    for k in hit.tolist():
+                        self._segment(k)
             if call:
                 decision = self._decide(t)  # the policy, with its name and the time on failure
                 checked = validate_decision(decision, self.jobs, self.cluster, self.perf, self._alloc_t,
@@ -362,6 +387,7 @@ class Engine:
         self._release(j)
         jobs.state[j] = _FINISHED
         jobs.progress[j] = 1.0
+        self._finish_counters(j)
         jobs.end_time[j] = t
         jobs.rate[j] = 0.0
         jobs.version[j] += 1
@@ -393,11 +419,12 @@ class Engine:
             j = self.jobs
             j.remaining_s[active] = (1.0 - j.progress[active]) * j.work_iters[active] * j.ref_iter_s[active]
         events = self.marks.take_events()
+        self.whatif.now = t
         view = ClusterView(now=t, jobs=self._jobs_view, cluster=self._cluster_view,
-                           iteration_time=self._what_if, allocation_of=self._allocation_of,
+                           iteration_time=self.whatif.iteration_time, allocation_of=self._allocation_of,
                            active_jobs=active, current=self._current_ro,
                            running_jobs=running, accepts_changes=self.opt.accept_changes,
-                           progress_events=events)
+                           progress_events=events, whatif=self.whatif)
         if self.opt.check_invariants:
             s = self.jobs.state
             want = np.flatnonzero((s == _RUNNING) | (s == _RESTARTING))
@@ -414,10 +441,6 @@ class Engine:
         finally:
             self.policy_wall_s += _time.perf_counter() - w0
         return decision
-
-    def _what_if(self, j: int, gpus: np.ndarray, batch: int | None = None) -> float:
-        b = int(self.jobs.batch_size[j] if batch is None else batch)
-        return self.perf.solo_iter_s(self.jobs.model[j], np.sort(np.asarray(gpus, np.int32)), b)
 
     def _allocation_of(self, j: int) -> np.ndarray:
         return self._alloc.get(int(j), _EMPTY)
@@ -452,22 +475,13 @@ class Engine:
                 action, cost = "start", costs.start_s
                 jobs.first_start[j] = t
             else:
-                action, cost = "resume", costs.restart_for(model)
+                action, cost = "resume", costs.restart_for(model, gpus.shape[0])
                 jobs.num_restarts[j] += 1
-        else:
-            prev_gpus = self._last_alloc.get(j)
-            old_set = set(prev_gpus) if prev_gpus is not None else set()
-            new_set = set(gpus.tolist())
-            if old_set == new_set:
-                action, cost = "rebatch", costs.batch_change_for(model)
-            elif len(old_set) == len(new_set):
-                action, cost = "migrate", costs.migrate_for(model)
-            elif old_set <= new_set or new_set <= old_set:
-                action, cost = "resize", costs.resize_for(model)
-            else:
-                action, cost = "migrate", costs.migrate_for(model)
+        else:  # rebatch, resize or migrate (`simcore.costs.CostCharger`)
+            action, cost = self.charger.change(model, self._last_alloc.get(j, ()), tuple(gpus.tolist()))
             if cost > 0 or action != "rebatch":
                 jobs.num_restarts[j] += 1
+        self._fold(j)  # the samples counter's segment ends where batch and gain may change
         if batch != jobs.batch_size.item(j):
             jobs.batch_size[j] = batch
         mode = jobs.work_mode.item(j)
@@ -478,6 +492,8 @@ class Engine:
             g = work_gain(mode, batch, ref, self.eff, j, jobs.progress.item(j))
             jobs.gain[j] = g
             jobs.stat_eff[j] = g * ref / batch
+        self._segment(j)
+        self._last_type[j] = self.perf.placed(tuple(gpus.tolist()))[1]  # a cached lookup
         self._hold(j, gpus, plan.alloc)
         jobs.last_start[j] = t
         version = jobs.version.item(j) + 1
@@ -562,6 +578,75 @@ class Engine:
         self._idle_calls += 1
         limit = self.opt.stuck_after_calls if not self._wakes else 1000
         return self._idle_calls >= limit
+
+    # ---- observable counters (the policy view) ---------------------------------------
+    def _init_counters(self, jobs: JobTable, goodput: Any) -> None:
+        """The view's counters that the step kernel does not integrate: samples done (kept
+        per segment of constant batch and gain: samples = base + Δprogress × W × batch / gain),
+        iterations/s, waiting so far, epochs done, last GPU type. The lazy ones are refreshed
+        over the active set on the first read in a policy call (`_sync_counters`)."""
+        n = jobs.num_jobs
+        self._s_base = np.zeros(n)  # samples done up to the start of the current segment
+        self._p_base = np.zeros(n)  # progress at the start of the current segment
+        w = np.nan_to_num(jobs.work_iters, nan=0.0, posinf=0.0)
+        self._spp = w * jobs.batch_size  # samples per unit of progress in the current segment (gain 1)
+        self._v_samples = np.zeros(n)
+        self._v_ips = np.zeros(n)
+        self._v_wait = np.zeros(n)
+        self._v_epochs = np.zeros(n, np.int32)
+        self._last_type = np.full(n, -1, np.int16)
+        ne = jobs.num_epochs
+        est = np.isfinite(ne) & (ne >= 1)  # epochs from the progress fraction, where no mark counts them
+        for j in self.marks.bounds:
+            est[j] = False
+        self._ep_est = est
+        self._ep_max = np.where(est, np.ceil(np.nan_to_num(ne, nan=0.0)), 0.0)
+        self._synced = -1
+
+    def _counter_views(self) -> dict:
+        ro = _ro
+        return dict(_samples_done=ro(self._v_samples), _iters_per_s=ro(self._v_ips), _waiting_s=ro(self._v_wait),
+                    _epochs_done=ro(self._v_epochs), last_gpu_type=ro(self._last_type),
+                    exposed_comm_s=ro(self.jobs.exposed_comm_s), _sync=self._sync_counters)
+
+    def _fold(self, j: int) -> None:
+        p = self.jobs.progress.item(j)
+        self._s_base[j] += (p - self._p_base.item(j)) * self._spp.item(j)
+        self._p_base[j] = p
+
+    def _segment(self, j: int) -> None:
+        jobs = self.jobs
+        g = jobs.gain.item(j)
+        self._spp[j] = jobs.work_iters.item(j) * jobs.batch_size.item(j) / g if g > 0 else 0.0
+
+    def _finish_counters(self, j: int) -> None:
+        self._fold(j)
+        self._v_samples[j] = self._s_base[j]
+        self._v_ips[j] = 0.0
+        self._v_wait[j] = self.jobs.waiting_s[j]
+        self._v_epochs[j] = self._ep_max[j] if self._ep_est[j] else self.jobs.epochs_done[j]
+
+    def _sync_counters(self) -> None:
+        """Bring the lazy counters of the active jobs up to `now` (once per policy call)."""
+        if self._synced == self.num_calls:
+            return
+        self._synced = self.num_calls
+        a = self._active_arr
+        if a.shape[0] == 0:
+            return
+        j = self.jobs
+        p = j.progress[a]
+        self._v_samples[a] = self._s_base[a] + (p - self._p_base[a]) * self._spp[a]
+        g = j.gain[a]
+        run = (j.state[a] == _RUNNING) & (g > 0)
+        self._v_ips[a] = np.where(run, j.rate[a] * j.work_iters[a] / np.where(run, g, 1.0), 0.0)
+        qs = self._queued_since[a]
+        self._v_wait[a] = j.waiting_s[a] + np.where(np.isnan(qs), 0.0, self.now - np.nan_to_num(qs))
+        est = self._ep_est[a]
+        ep = j.epochs_done[a].copy()
+        if est.any():
+            ep[est] = np.minimum(np.floor(p[est] * j.num_epochs[a][est] + 1e-9), self._ep_max[a][est])
+        self._v_epochs[a] = ep
 
     # ---- rates ----------------------------------------------------------------------
     def _mark_rates(self, j: int) -> None:

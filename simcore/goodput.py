@@ -39,9 +39,6 @@ import pandas as pd
 
 from cosim.errors import InputError
 
-#: The profile root, relative to the repository's data checkout.
-DEFAULT_PROFILES = Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "profiles" / "pollux-sia"
-
 _COLUMNS = ("progress", "grad_sqr", "grad_var")
 _FILE = re.compile(r"validation-(\d+)\.csv$")
 
@@ -240,7 +237,11 @@ def assign_goodput(jobs, progress: str, profiles: str | Path | None = None,
         raise InputError.at(field="progress", expected=" or ".join(PROGRESS_OPTIONS), got=progress)
     if progress == "plain":
         return None
-    root = Path(profiles) if profiles is not None else DEFAULT_PROFILES.resolve()
+    if profiles is None:
+        from cosim.paths import shared_data_dir
+
+        profiles = shared_data_dir("profiles") / "pollux-sia"
+    root = Path(profiles)
     if not root.is_dir():
         raise InputError.at(root, expected="the pollux-sia profile folder (needed by --progress goodput)")
     runs = training_runs() if runs is None else runs

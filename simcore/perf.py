@@ -102,6 +102,7 @@ class PerfModel:
         solve: SolveFn | None = None,
         contention: bool = True,
         allow_accumulation: bool = True,
+        step: Any = None,
     ) -> None:
         self.topo = topology
         self.zoo = zoo
@@ -109,6 +110,9 @@ class PerfModel:
         self._solve = solve
         self.contention = bool(contention and solve is not None)
         self.allow_accumulation = allow_accumulation
+        #: the fitted iteration form's parameters (`calibration.stepform.StepParams`, from the
+        #: preset's calibration profile); None: the generic form, comm starts at s·C
+        self.step = step
         self.type_names = tuple(topology.gpu_type_names)
         self.type_mem_gb = np.asarray(topology.gpu_type_mem_gb, dtype=np.float64)
         self.gpu_type = np.asarray(topology.gpu_type)
@@ -164,6 +168,9 @@ class PerfModel:
                     else:
                         hi = mid
                 v = lo
+            measured = getattr(self.zoo, "measured_max_batch", None)  # a profile's measured curve
+            if callable(measured):  # ran at that batch on this GPU type: it fits, whatever the estimate
+                v = max(v, int(measured(model, self.type_names[type_idx])))
             self._max_local[key] = v
         return v
 
@@ -224,8 +231,32 @@ class PerfModel:
         if n == 1:
             return Phases(c, start, 0.0, _NO_IDS, _NO_BYTES, steps)
         cost = self._allreduce(model, gpus, self.facts(model))
-        return Phases(c, start, float(cost.seconds), np.asarray(cost.link_ids, dtype=np.int32),
-                      np.asarray(cost.link_bytes, dtype=np.float64), steps)
+        m, link_bytes = float(cost.seconds), np.asarray(cost.link_bytes, dtype=np.float64)
+        if self.step is not None:  # the fitted form (calibration.stepform): solo = C' + S exactly
+            gmax, nodes = self._node_counts(gpus)
+            c, start, m, scale = self.step.form(model).phases(c, m, n, gmax, nodes)
+            if scale != 1.0:
+                link_bytes = link_bytes * scale
+        return Phases(c, start, m, np.asarray(cost.link_ids, dtype=np.int32), link_bytes, steps)
+
+    def _node_counts(self, gpus: np.ndarray) -> tuple[int, int]:
+        """(most GPUs on one node, nodes) of a placement."""
+        per_node = np.unique(self.topo.gpu_node[gpus], return_counts=True)[1]
+        return int(per_node.max()), int(per_node.shape[0])
+
+    def step_inputs(self, model: str, gpus: np.ndarray, batch: int) -> tuple[float, float, int, int, int] | None:
+        """(C, M, G, g_max, nodes): the inputs of the fitted form for one placement, as the
+        engine computes them (`calibration.fit` fits on exactly these); None if it cannot run."""
+        gpus = np.asarray(gpus, dtype=np.int32)
+        n = int(gpus.shape[0])
+        if n == 0 or batch < n:
+            return None
+        part = self._part(model, np.unique(self.gpu_type[gpus]), batch, n)
+        if part is None:
+            return None
+        m = float(self._allreduce(model, gpus, self.facts(model)).seconds) if n > 1 else 0.0
+        gmax, nodes = self._node_counts(gpus)
+        return part[0], m, n, gmax, nodes
 
     def _part(self, model: str, types: np.ndarray, batch: int, n: int) -> tuple[float, float, int] | None:
         """(compute s, communication start s, accumulation steps) of `batch` over n GPUs of

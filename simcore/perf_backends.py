@@ -64,18 +64,18 @@ def check_perf(name: str) -> str:
 
 
 def make_perf(name: str, topology: Any, zoo: Any, comm: Any, solve: Any = None, contention: bool = True,
-              allow_accumulation: bool = True, tables: Any = None) -> PerfModel:
+              allow_accumulation: bool = True, tables: Any = None, step: Any = None) -> PerfModel:
     """The perf model of backend `name` (`trace` runs the network model: the trace's time
     enters through the work, see the module docstring)."""
     check_perf(name)
     kw = dict(contention=contention, allow_accumulation=allow_accumulation)
     if name == "linear":
-        return LinearPerf(topology, zoo, comm, solve, **kw)
+        return LinearPerf(topology, zoo, comm, solve, **kw)  # ideal scaling: no fitted form
     if name == "measured":
         from simcore.perf_measured import MeasuredPerf
 
         return MeasuredPerf(topology, zoo, comm, solve, tables=tables, **kw)
-    return PerfModel(topology, zoo, comm, solve, **kw)
+    return PerfModel(topology, zoo, comm, solve, step=step, **kw)  # step: the profile's form (calibration.stepform)
 
 
 class LinearPerf(PerfModel):

@@ -37,16 +37,15 @@ demands. The measured step already contains the job's network, so contention doe
 apply and exposed communication is the measured `sync_time`.
 
 Which table a run reads: each GPU type of the cluster maps to the Pollux/Sia platform of
-`calibration.importers.PLATFORMS` (T4 → `aws`, A100 → `dgx`, RTX 2080 Ti → `rtx`); the
+the shipped platforms file (`calibration.importers.read_platforms`; T4 → `aws`, A100 → `dgx`, RTX 2080 Ti → `rtx`); the
 files are read with `calibration.importers.read_pollux_placements`. A placement over several
 GPU types waits for the slowest (the largest of each type's table). Tables live under
-`$COSIM_PROFILES` or, by default, `../shared/data/profiles` beside the repository.
+`profiles/` of `$COSIM_SHARED_DATA` or, by default, `../shared/data/profiles` beside the checkout.
 """
 
 from __future__ import annotations
 
 import math
-import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -57,8 +56,6 @@ import pandas as pd
 from cosim.errors import InputError
 from simcore.perf import Phases, PerfModel
 
-#: environment variable naming the profiles folder (holding `pollux-sia/`)
-PROFILES_ENV = "COSIM_PROFILES"
 #: Pollux caps the node count of the 3-D interpolation at 16 (`min(num_nodes, 16)`)
 MAX_NODES = 16
 _NO_IDS = np.zeros(0, np.int32)
@@ -69,20 +66,20 @@ _MISSING = object()
 
 
 def default_profiles() -> Path:
-    """`$COSIM_PROFILES`, else `../shared/data/profiles` beside the repository."""
-    env = os.environ.get(PROFILES_ENV)
-    if env:
-        return Path(env)
-    return Path(__file__).resolve().parents[2] / "shared" / "data" / "profiles"
+    """`profiles/` of the shared data (`cosim.paths.shared_data_dir`: `$COSIM_SHARED_DATA`, else
+    `../shared/data` beside the checkout); one-line error saying how to set it when absent."""
+    from cosim.paths import shared_data_dir
+
+    return shared_data_dir("profiles")
 
 
 def gpu_platforms() -> dict[str, str]:
     """Zoo GPU type → the Pollux/Sia platform whose tables a run on that GPU reads (the first
-    platform of `calibration.importers.PLATFORMS` with that GPU: A100 → `dgx`, not `dgx-ext`)."""
-    from calibration.importers import PLATFORMS
+    platform of the shipped platforms file with that GPU: A100 → `dgx`, not `dgx-ext`)."""
+    from calibration.importers import read_platforms
 
     out: dict[str, str] = {}
-    for platform, (_preset, gpu) in PLATFORMS.items():
+    for platform, (_preset, gpu) in read_platforms().items():  # the shipped platforms file
         out.setdefault(gpu, platform)
     return out
 
@@ -176,7 +173,7 @@ class MeasuredTables:
             from cosim.errors import UnknownNameError
 
             if not self.root.is_dir():
-                raise InputError.at(self.root, expected=f"a folder of Pollux/Sia measured sets (set ${PROFILES_ENV})",
+                raise InputError.at(self.root, expected="a folder of Pollux/Sia measured sets (set $COSIM_SHARED_DATA)",
                                     detail="needed by --perf measured")
             apps = {}
             for d in sorted(p for p in self.root.iterdir() if p.is_dir() and p.name != "gpt_pmp"):

@@ -71,7 +71,10 @@ class RunConfig:
     write_decisions: bool = False
     # additive options (not in the original contract)
     skip_invalid: bool = False
-    costs: str = "flat30"  # simcore.costs preset name or a flat restart seconds value
+    costs: Any = "flat30"  # simcore.costs preset name, flat restart seconds, or a table (`resolve_costs`)
+    #: costs of change per policy (same forms), overriding `costs` for that policy, so policies
+    #: with different mechanisms (ONES in-place, Optimus checkpoint-restart) compare in one run
+    policy_costs: Mapping[str, Any] = field(default_factory=dict)
     capacity_changes: tuple[tuple[float, int, bool], ...] = ()  # (time_s, node, online)
     allow_accumulation: bool = True
     fixed_epochs: bool = True  # jobs without work info train their model's fixed epochs (Pollux/Sia sets)
@@ -87,7 +90,23 @@ class RunConfig:
         d["policies"] = list(self.policies)
         d["policy_params"] = {k: dict(v) for k, v in sorted(self.policy_params.items())}
         d["capacity_changes"] = [list(c) for c in self.capacity_changes]
+        if self.policy_costs:  # only when set: configs of runs without it stay identical
+            d["policy_costs"] = {k: _plain(v) for k, v in sorted(self.policy_costs.items())}
+        else:
+            d.pop("policy_costs")
+        d["costs"] = _plain(self.costs)
         return d
+
+
+def _plain(v: Any) -> Any:
+    """A cost setting as JSON-able data."""
+    from simcore.costs import ChangeCosts
+
+    if isinstance(v, ChangeCosts):
+        return v.to_dict()
+    if isinstance(v, Mapping):
+        return {str(k): _plain(x) for k, x in v.items()}
+    return v
 
 
 @dataclass
@@ -134,6 +153,12 @@ def run(config: RunConfig, out_dir: Path | None, progress: bool = False, backend
     if extra:
         raise InputError.at(detail=f"parameters given for policy '{extra[0]}', which this run does not simulate "
                                    f"(policies: {', '.join(config.policies)})")
+    extra = sorted(set(config.policy_costs) - set(config.policies))
+    if extra:
+        raise InputError.at(field="policy_costs", detail=f"costs given for policy '{extra[0]}', which this run does "
+                                                         f"not simulate (policies: {', '.join(config.policies)})")
+    costs_of = {name: resolve_costs(config.policy_costs[name], f"policy_costs.{name}") if name in config.policy_costs
+                else resolve_costs(config.costs) for name in config.policies}  # bad settings fail before any work
     for name in config.policies:  # bad parameters fail before any work too (a policy is cheap to build)
         be.make_policy(name, dict(config.policy_params.get(name, {})))
     if config.progress not in PROGRESS_OPTIONS:
@@ -145,8 +170,7 @@ def run(config: RunConfig, out_dir: Path | None, progress: bool = False, backend
     if out is not None:
         (out / "summary.parquet").unlink(missing_ok=True)  # a stale summary must not mark this run complete
     topo = be.topology(config)
-    perf = make_perf(config.perf, topo, be.zoo, be.comm(topo), be.solve, contention=config.contention,
-                     allow_accumulation=config.allow_accumulation)
+    perf = build_perf(topo, be, config)
     df = be.load_trace(config)
     base, invalid = build_jobs(df, perf, be.zoo, fixed_epochs=config.fixed_epochs)
     invalid = _backend_gaps(config.perf, table_gaps(perf, base), base, invalid)
@@ -167,7 +191,6 @@ def run(config: RunConfig, out_dir: Path | None, progress: bool = False, backend
         if not 0 <= c.node < node_gpus.shape[0]:
             raise InputError.at(field="capacity_changes", expected=f"node indices below {node_gpus.shape[0]}",
                                 got=c.node)
-    costs = resolve_costs(config.costs)
     gps = ftf_reference_jct(config.ftf_reference, base.submit_time, base.num_gpus, base.max_gpus, solo, node_gpus,
                             _node_types(topo), _type_speed(base, perf, topo) if config.ftf_reference ==
                             "hetero-1-over-n" else None, [(c.time_s, c.node, c.online) for c in caps])
@@ -180,7 +203,7 @@ def run(config: RunConfig, out_dir: Path | None, progress: bool = False, backend
             policy = be.make_policy(name, dict(config.policy_params.get(name, {})))
             jobs = _fresh(base)
             cluster = ClusterState.from_topology(topo)
-            engine = Engine(jobs, cluster, perf, policy, costs, caps,
+            engine = Engine(jobs, cluster, perf, policy, costs_of[name], caps,
                             options=EngineOptions(record_decisions=config.write_decisions),
                             on_progress=bar.callback(name), goodput=gp)
             t0 = time.perf_counter()
@@ -220,6 +243,9 @@ def load_capacity(path: str | Path) -> tuple[tuple[float, int, bool], ...]:
         df = pd.read_csv(p)
     except FileNotFoundError:
         raise InputError.at(p, expected="an existing CSV file") from None
+    except (pd.errors.EmptyDataError, pd.errors.ParserError, UnicodeDecodeError, ValueError, OSError) as exc:
+        raise InputError.at(p, expected="a UTF-8 CSV with columns time_s,node,online",
+                            detail=(str(exc).strip().splitlines() or [type(exc).__name__])[0][:200]) from None
     for col in ("time_s", "node", "online"):
         if col not in df.columns:
             raise InputError.at(p, field=col, expected="columns time_s,node,online")
@@ -227,7 +253,9 @@ def load_capacity(path: str | Path) -> tuple[tuple[float, int, bool], ...]:
     for i, (t, n, o) in enumerate(zip(df["time_s"], df["node"], df["online"])):
         try:
             t, n = float(t), int(n)
-        except (TypeError, ValueError):
+            if not np.isfinite(t):  # an empty cell reads as NaN
+                raise ValueError(t)
+        except (TypeError, ValueError, OverflowError):
             raise InputError.at(p, row=i + 1, field="time_s/node", expected="a number and a node index",
                                 got=(t, n)) from None
         ov = str(o).strip().lower()
@@ -389,40 +417,111 @@ def real_backends(config: RunConfig) -> Backends:
     return Backends(load_trace, topology, zoo, comm, solve, make_policy, policy_names, source)
 
 
+def perf_backends(config: RunConfig) -> Backends:
+    """The project's perf packages (zoo, comm, contention) without a policy registry: what
+    `build_perf` needs (`cosim validate` and `calibrate fit` build PerfModels only)."""
+    zoo, comm, solve, source = _perf_packages(config)
+
+    def no_policy(name: str, params: Mapping[str, Any]) -> Any:
+        from cosim.errors import CosimError
+
+        raise CosimError("perf_backends has no policy registry")
+
+    return Backends(load_trace, lambda cfg: None, zoo, comm, solve, no_policy, lambda: [], source)
+
+
+def engine_for(preset: str, profile_data: Mapping[str, Any], source: str = "profile") -> PerfModel:
+    """The PerfModel `cosim simulate` builds on `preset` (solo, network backend) with a
+    profile given as its parsed document: what `cosim validate` and `calibrate fit` predict
+    through (`calibration.fit.set_engine(engine_for)`)."""
+    import netmodel
+    from calibration.stepform import profile_from_data
+
+    cfg = RunConfig(cluster=preset, calibration="none", contention=False)
+    hit = _ENGINES.get(preset)
+    if hit is None:
+        hit = _ENGINES[preset] = (netmodel.build_topology(netmodel.load_cluster(preset)), perf_backends(cfg))
+    topo, be = hit
+    return build_perf(topo, be, cfg, profile=profile_from_data(profile_data, source))
+
+
+_ENGINES: dict[str, tuple[Any, Backends]] = {}
+
+
+def profile_for(config: RunConfig, topo: Any) -> Any:
+    """The calibration profile of a run (`calibration.stepform.Profile`): `--calibration FILE`,
+    else the preset's `profile` key (the shipped fitted profile of its GPU class); None with
+    `--calibration none` or when neither names one."""
+    from calibration.stepform import profile_path, read_profile
+
+    spec = getattr(topo, "spec", None)
+    if config.calibration is not None:
+        if str(config.calibration).lower() == "none":
+            return None
+        path = Path(config.calibration)
+    elif getattr(spec, "profile", None):
+        path = profile_path(spec.profile, spec.source if str(spec.source).endswith(".toml") else None)
+    else:
+        return None
+    key = (str(path), path.stat().st_mtime_ns if path.exists() else 0)
+    prof = _PROFILES.get(key)
+    if prof is None:
+        prof = _PROFILES[key] = read_profile(path)
+    return prof
+
+
+_PROFILES: dict[tuple[str, int], Any] = {}
+
+
+def build_perf(topo: Any, be: Backends, config: RunConfig, profile: Any = None) -> PerfModel:
+    """The engine's PerfModel for `topo` with the run's calibration profile (`profile_for`):
+    its `[comm]` overlays the preset's (in `be.comm`), its `[compute]` curves replace the
+    zoo's for their (model, GPU type), its `[step]` section for the preset gives the fitted
+    iteration form (`calibration.stepform`). `cosim validate` predicts through this function,
+    passing the `profile` it fitted (a `stepform.Profile`) instead of a file."""
+    prof = profile if profile is not None else profile_for(config, topo) if be.perf_source == "real" else None
+    zoo = be.zoo if prof is None or not prof.compute else _ProfileZoo(be.zoo, prof.compute)
+    spec = getattr(topo, "spec", None)
+    step = None if prof is None else prof.step_for(getattr(spec, "name", ""))
+    comm = be.comm(topo, prof.comm, prof.source) if prof is not None and prof.comm else be.comm(topo)
+    return make_perf(config.perf, topo, zoo, comm, be.solve, contention=config.contention,
+                     allow_accumulation=config.allow_accumulation, step=step)
+
+
 def _perf_packages(config: RunConfig) -> tuple[Any, Callable[[Any], Any], Any, str]:
     """The zoo, comm-model factory and contention solver of the project's packages."""
     from calibration import zoo
     from collectives import CommModel, CommParams
     from collectives.contention import solve
 
-    def comm(topo: Any) -> Any:
-        """The comm model with the preset's [comm] table, overlaid by the calibration
-        profile's [comm] section when `--calibration` is given."""
-        params = CommParams.for_cluster(getattr(topo, "spec", None), calibration=config.calibration)
-        return CommModel(topo, params)
+    def comm(topo: Any, overlay: Mapping[str, Any] | None = None, source: str = "profile") -> Any:
+        """The comm model with the preset's [comm] table, overlaid by a calibration
+        profile's [comm] table (`build_perf` passes it)."""
+        params = CommParams.for_cluster(getattr(topo, "spec", None))
+        return CommModel(topo, params.with_mapping(overlay, source=source) if overlay else params)
 
-    models: Any = zoo
-    if config.calibration is not None:
-        from calibration.fit import read_profile
-
-        overlap = read_profile(config.calibration)["overlap_start_frac"]
-        if overlap is not None:
-            models = _OverlapZoo(zoo, overlap)
-    return models, comm, solve, "real"
+    return zoo, comm, solve, "real"
 
 
-class _OverlapZoo:
-    """The zoo with every model's `overlap_start_frac` replaced by a calibration profile's
-    fitted value (the profile's `[overlap]` table), so `--calibration` sets compute/comm
-    overlap as well as the collective parameters."""
+class _ProfileZoo:
+    """The zoo with a profile's `[compute]` curves (`cosim calibrate compute` measurements
+    fitted by `calibrate fit`) in place of its own for those (model, GPU type) pairs."""
 
-    def __init__(self, zoo: Any, overlap_start_frac: float) -> None:
-        self._zoo, self._overlap = zoo, float(overlap_start_frac)
+    def __init__(self, zoo: Any, compute: Mapping[str, Mapping[str, Mapping[str, Any]]]) -> None:
+        self._zoo = zoo
+        self._curves = {(zoo.resolve(m), zoo.resolve_gpu(g)): zoo._curve_from(c)
+                        for m, per in compute.items() for g, c in per.items()}
 
-    def get(self, name: str) -> Any:
-        import dataclasses
+    def compute_time_s(self, model: str, gpu_type: str, local_batch: int) -> float:
+        c = self._curves.get((self._zoo.resolve(model), self._zoo.resolve_gpu(gpu_type)))
+        if c is None or local_batch <= 0:
+            return self._zoo.compute_time_s(model, gpu_type, local_batch)
+        return float(c(local_batch))
 
-        return dataclasses.replace(self._zoo.get(name), overlap_start_frac=self._overlap)
+    def measured_max_batch(self, model: str, gpu_type: str) -> int:
+        """Largest local batch the profile's curve was measured at (0: none): it fits memory."""
+        c = self._curves.get((self._zoo.resolve(model), self._zoo.resolve_gpu(gpu_type)))
+        return 0 if c is None else int(c.batch_max)
 
-    def __getattr__(self, attr: str) -> Any:  # resolve, compute_time_s, … unchanged
+    def __getattr__(self, attr: str) -> Any:  # resolve, get, … unchanged
         return getattr(self._zoo, attr)

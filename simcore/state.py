@@ -42,6 +42,8 @@ class JobTable:
     trace_iter_s: np.ndarray  # float64, the trace's own s per iteration at its placement (NaN: none)
     num_epochs: np.ndarray  # float64, epochs of the job's training run (NaN: unknown)
     app_id: np.ndarray  # int16, pollux-sia application (`simcore.goodput.GoodputModel`), -1 none
+    vc: np.ndarray  # object, the trace's virtual cluster ("" none)
+    user: np.ndarray  # object, the trace's user ("" none)
     # dynamic
     state: np.ndarray  # int8, JobState
     progress: np.ndarray  # float64 in [0, 1]
@@ -98,14 +100,19 @@ class JobTable:
             stat_eff=f8(1.0),
         )
 
-    def views(self, oracle: bool) -> JobsView:
-        """Read-only views for policies; oracle arrays are NaN unless `oracle`."""
+    def views(self, oracle: bool, progress_oracle: bool = False, **extra: Any) -> JobsView:
+        """Read-only views for policies; oracle arrays are NaN unless declared: `oracle` →
+        `duration`, `remaining_s`; `progress_oracle` → `progress`. `extra`: the engine's own
+        view arrays (lazy counters, last GPU type)."""
         nan = np.full(self.num_jobs, np.nan)
         nan.flags.writeable = False
-        names = {f.name for f in fields(JobsView)}
-        kw = {k: _ro(getattr(self, k)) for k in names if k not in ("duration", "remaining_s")}
+        hidden = ("duration", "remaining_s", "progress")
+        names = {f.name for f in fields(JobsView)} & set(vars(self))
+        kw = {k: _ro(getattr(self, k)) for k in names if k not in hidden}
         kw["duration"] = _ro(self.duration) if oracle else nan
         kw["remaining_s"] = _ro(self.remaining_s) if oracle else nan
+        kw["progress"] = _ro(self.progress) if progress_oracle else nan
+        kw.update(extra)
         return JobsView(**kw)
 
 
@@ -144,7 +151,19 @@ class ClusterState:
             gpu_type_mem_gb=_ro(np.asarray(t.gpu_type_mem_gb, np.float64)),
             gpu_online=_ro(self.gpu_online),
             gpu_owner=_ro(self.gpu_owner),
+            **_node_groups(t),
         )
+
+
+def _node_groups(t: Any) -> dict:
+    """Each node's pool (the preset's `[[groups]]` index) and the pools' names; a topology
+    without groups is one pool."""
+    n = int(np.asarray(t.node_num_gpus).shape[0])
+    g = getattr(t, "node_group", None)
+    groups = getattr(getattr(t, "spec", None), "groups", None)
+    names = tuple(str(getattr(x, "name", i)) for i, x in enumerate(groups)) if groups else ("all",)
+    arr = np.zeros(n, np.int16) if g is None else np.asarray(g, np.int16)
+    return dict(node_group=_ro(arr), node_group_names=names)
 
 
 def static_columns(df: pd.DataFrame, type_names: tuple[str, ...]) -> dict[str, np.ndarray]:
@@ -188,6 +207,8 @@ def static_columns(df: pd.DataFrame, type_names: tuple[str, ...]) -> dict[str, n
         trace_iter_s=col("time_per_iteration", np.nan, np.float64),
         num_epochs=np.array(col("epochs", np.nan, np.float64), np.float64),  # own copy: goodput writes it
         app_id=np.full(n, -1, np.int16),
+        vc=col("vc", "", object),
+        user=col("user", "", object),
     )
 
 

@@ -16,6 +16,7 @@ class Report:
     figures: tuple[Path, ...]
     kind: str
     notes: tuple[str, ...]
+    incomplete: tuple[str, ...] = ()  # why a sweep's results are partial (missing or failed cells)
 
 
 def make_report(run_dir: str | Path, out_dir: str | Path | None = None) -> Report:
@@ -28,4 +29,4 @@ def make_report(run_dir: str | Path, out_dir: str | Path | None = None) -> Repor
     out = Path(out_dir) if out_dir is not None else Path(run_dir) / "report"
     figures = all_figures(data, out)
     page = write_html(data, figures, out / "report.html")
-    return Report(page, tuple(p for _, p in figures), data.kind, tuple(data.notes))
+    return Report(page, tuple(p for _, p in figures), data.kind, tuple(data.notes), tuple(data.incomplete))

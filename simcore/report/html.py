@@ -56,6 +56,7 @@ def write_html(data: ReportData, figures: Sequence[tuple[str, Path]], path: Path
     parts = [f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(data.title)}</title>",
              f"<style>{STYLE}</style></head><body><h1>{html.escape(data.title)}</h1>",
              f"<p class='notes'>source: {html.escape(str(data.root))} · cosim {__version__}</p>",
+             *(f"<p><strong>Incomplete sweep: {html.escape(why)}</strong></p>" for why in data.incomplete),
              "<h2>Per-policy summary</h2>", table_html(key_columns(data.policy_summary))]
     if data.kind == "sweep":
         parts.append("<p class='notes'>means over each policy's successful cells; every cell is a row of "

@@ -67,6 +67,8 @@ class ReportData:
     cells: pd.DataFrame | None = None  # sweep: summary.parquet, one row per cell
     swept: list[str] = field(default_factory=list)  # sweep: x-axes (columns of `cells`)
     notes: list[str] = field(default_factory=list)
+    #: why the results are partial (sweep cells missing or failed); empty when complete
+    incomplete: list[str] = field(default_factory=list)
 
 
 def load(root: str | Path) -> ReportData:
@@ -112,15 +114,27 @@ def _load_simulate(root: Path, summary: pd.DataFrame) -> ReportData:
 
 def _load_sweep(root: Path, cells: pd.DataFrame) -> ReportData:
     name = root.name
+    grid: int | None = None
     sweep_json = root / "sweep.json"
     if sweep_json.is_file():
         try:
-            name = json.loads(sweep_json.read_text()).get("name", name)
-        except (OSError, json.JSONDecodeError):
+            doc = json.loads(sweep_json.read_text())
+            name = doc.get("name", name)
+            grid = len(doc.get("cells") or {}) or None
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError, AttributeError):
             pass
     ok = cells[cells["status"] == "ok"] if "status" in cells.columns else cells
+    if not len(ok):
+        raise InputError.at(root, expected="a sweep with at least one successful cell",
+                            detail=f"all {len(cells)} cells failed (see the error column of summary.parquet)")
+    incomplete = []
+    if grid is not None and len(cells) < grid:
+        incomplete.append(f"{grid - len(cells)} of {grid} cells have not run (interrupted? cosim sweep --resume)")
+    if len(ok) < len(cells):
+        incomplete.append(f"{len(cells) - len(ok)} of {grid or len(cells)} cells failed")
     label = "policy_label" if "policy_label" in cells.columns else "policy"
-    data = ReportData("sweep", root, f"cosim sweep: {name}", _policy_means(ok, label), cells=cells)
+    data = ReportData("sweep", root, f"cosim sweep: {name}", _policy_means(ok, label), cells=cells,
+                      incomplete=incomplete)
     failed = len(cells) - len(ok)
     if failed:
         data.notes.append(f"{failed} of {len(cells)} cells failed; they are left out of every figure")

@@ -9,6 +9,10 @@ Choices, and why:
   are reduced to time-weighted means over ≤ 2,000 bins so the PNG stays readable.
 - Finish-time fairness marks FTF = 1 (as fast as a fair share would have been); the legend
   carries each policy's unfair fraction (share of jobs with FTF > 1).
+- Every curve has its own line style (and marker in sweep plots), so identical curves that lie
+  on top of each other stay visible in the legend and at their ends; long labels wrap.
+- Sweep metric-vs-axis plots draw one row per combination of the other swept axes (trace,
+  cluster, contention …): error bars are the spread over seeds only.
 """
 
 from __future__ import annotations
@@ -68,12 +72,12 @@ def _cdf_figure(data: ReportData, metric: str, path: Path, xlabel: str, scale: s
         return None
     plt = _plt()
     fig, ax = plt.subplots(figsize=(7, 4.2))
-    for label, values in series.items():
+    for k, (label, values) in enumerate(series.items()):
         x, y = _ecdf(values)
         if scale == "log":
             keep = x > 0
             x, y = x[keep], y[keep]
-        ax.step(x, y, where="post", label=f"{label} (n={np.isfinite(values).sum()})")
+        ax.step(x, y, where="post", label=f"{label} (n={np.isfinite(values).sum()})", ls=LINESTYLES[k % len(LINESTYLES)])
     if scale == "log":
         ax.set_xscale("log")
     elif scale == "symlog":
@@ -110,10 +114,10 @@ def ftf_cdf(data: ReportData, out: Path) -> Path | None:
     plt = _plt()
     fig, ax = plt.subplots(figsize=(7, 4.2))
     lo, hi = 0.9, 1.1
-    for label, v in series.items():
+    for k, (label, v) in enumerate(series.items()):
         x, y = _ecdf(v)
         unfair = float((v > 1.0).mean()) if v.size else float("nan")
-        ax.step(x, y, where="post", label=f"{label}: unfair {unfair:.1%}")
+        ax.step(x, y, where="post", label=f"{label}: unfair {unfair:.1%}", ls=LINESTYLES[k % len(LINESTYLES)])
         if v.size:
             lo = min(lo, 0.95 * float(np.quantile(v, 0.01)))
             hi = max(hi, 1.05 * float(np.quantile(v, 0.99)))
@@ -173,8 +177,8 @@ def utilization(data: ReportData, out: Path) -> Path | None:
     fig, ax = plt.subplots(figsize=(8, 4.2))
     span = max(c[0][-1] for c in curves.values())
     unit, div = ("h", 3600.0) if span > 3 * 3600 else ("min", 60.0) if span > 180 else ("s", 1.0)
-    for label, (t, u) in curves.items():
-        ax.step(t / div, 100 * u, where="post", lw=1, alpha=0.85, label=label)
+    for k, (label, (t, u)) in enumerate(curves.items()):
+        ax.step(t / div, 100 * u, where="post", lw=1, alpha=0.85, label=label, ls=LINESTYLES[k % len(LINESTYLES)])
     ax.set_xlabel(f"simulated time ({unit})")
     ax.set_ylabel("GPUs allocated (%)")
     ax.set_ylim(0, 105)
@@ -198,7 +202,7 @@ def summary_bars(data: ReportData, out: Path) -> Path | None:
         return None
     plt = _plt()
     labels = s["policy"].astype(str).tolist()
-    fig, axes = plt.subplots(1, len(metrics), figsize=(4.0 * len(metrics), 4.2 + 0.08 * max(map(len, labels))))
+    fig, axes = plt.subplots(1, len(metrics), figsize=(4.0 * len(metrics), 4.2 + 0.08 * min(18, max(map(len, labels)))))
     axes = np.atleast_1d(axes)
     colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
     for ax, (m, title) in zip(axes, metrics):
@@ -206,8 +210,8 @@ def summary_bars(data: ReportData, out: Path) -> Path | None:
         unit, div = _seconds_unit(v)
         bars = ax.bar(range(len(v)), v / div, color=[colors[i % len(colors)] for i in range(len(v))])
         ax.bar_label(bars, fmt="%.3g", fontsize=7)
-        ax.set_xticks(range(len(v)), labels, rotation=30, ha="right", fontsize=8)
-        ax.set_ylabel(unit)
+        ax.set_xticks(range(len(v)), [_wrap(lb) for lb in labels], rotation=30, ha="right", fontsize=8)
+        ax.set_ylabel(f"{title} ({unit})")
         ax.set_title(title + (" (mean over cells)" if data.kind == "sweep" else ""), fontsize=10)
         ax.grid(True, axis="y", alpha=0.3)
     return _save(fig, out / "bars.png")
@@ -224,9 +228,27 @@ def _x_values(col: pd.Series) -> tuple[list, bool]:
     return vals, numeric
 
 
+#: most facet rows a metric-vs-axis figure draws; beyond that the other axes are averaged (and the title says so)
+MAX_FACETS = 6
+MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
+LINESTYLES = ("-", "--", ":", "-.")
+AXIS_UNITS = {"cluster_nodes": "nodes"}
+
+
+def _wrap(label: str, width: int = 18) -> str:
+    import textwrap
+
+    return "\n".join(textwrap.wrap(str(label), width, break_on_hyphens=False)) or str(label)
+
+
 def sweep_axis(data: ReportData, axis: str, out: Path,
                metrics: Sequence[str] = ("avg_jct", "p99_jct", "makespan")) -> Path | None:
-    """Metric vs one swept coordinate: mean over the other axes per seed, then mean ± std over seeds."""
+    """Metric vs one swept coordinate, one row of panels per combination of the other swept axes.
+
+    Within a panel every point is one (policy, x) over the seeds: mean ± std over seeds only,
+    never over traces, clusters or contention (those are the rows). With more than MAX_FACETS
+    combinations the other axes are averaged per seed first, and the title says so.
+    """
     cells = data.cells
     ok = cells[cells["status"] == "ok"] if "status" in cells.columns else cells
     ok = ok[ok[axis].notna()]
@@ -236,32 +258,49 @@ def sweep_axis(data: ReportData, axis: str, out: Path,
         return None
     series_col = "policy" if axis.startswith("param_") else ("policy_label" if "policy_label" in ok else "policy")
     xs, numeric = _x_values(ok[axis])
+    others = [c for c in data.swept if c != axis and c in ok.columns and c != series_col]
+    facet_keys = list(dict.fromkeys(map(tuple, ok[others].astype(str).to_numpy()))) if others else [()]
+    pooled = len(facet_keys) > MAX_FACETS
+    if pooled:
+        facet_keys = [()]
     plt = _plt()
-    fig, axes = plt.subplots(1, len(present), figsize=(4.3 * len(present), 4.0))
-    axes = np.atleast_1d(axes)
+    fig, axes = plt.subplots(len(facet_keys), len(present), figsize=(4.3 * len(present), 3.6 * len(facet_keys)),
+                             squeeze=False)
     groups = list(dict.fromkeys(ok[series_col].astype(str)))
-    for ax, (m, col) in zip(axes, present):
-        per_seed = ok.groupby([series_col, axis, "seed"], sort=False)[col].mean().reset_index()
-        unit, div = _seconds_unit(per_seed[col].to_numpy(dtype=float))
-        for k, g in enumerate(groups):
-            sub = per_seed[per_seed[series_col].astype(str) == g]
-            stats = sub.groupby(axis)[col].agg(["mean", "std", "count"]).reindex(xs).dropna(subset=["mean"])
-            if stats.empty:
-                continue
-            if numeric:
-                x = stats.index.to_numpy(dtype=float)
-            else:  # categories side by side, a small offset per series so error bars do not overlap
-                x = np.array([xs.index(v) for v in stats.index], dtype=float) + (k - (len(groups) - 1) / 2) * 0.08
-            ax.errorbar(x, stats["mean"] / div, yerr=stats["std"].fillna(0) / div, marker="o", capsize=3,
-                        label=g, lw=1.2, ls="-" if numeric else "none")
-        if not numeric:
-            ax.set_xticks(range(len(xs)), [str(v) for v in xs], rotation=20, ha="right", fontsize=8)
-        ax.set_xlabel(axis.removeprefix("param_"))
-        ax.set_ylabel(f"{METRIC_TITLES.get(m, col)} ({unit})" if col.endswith("_s") else METRIC_TITLES.get(m, col))
-        ax.grid(True, alpha=0.3)
+    for r, key in enumerate(facet_keys):
+        sub_ok = ok
+        for c, v in zip(others if not pooled else [], key):
+            sub_ok = sub_ok[sub_ok[c].astype(str) == v]
+        for ax, (m, col) in zip(axes[r], present):
+            per_seed = sub_ok.groupby([series_col, axis, "seed"], sort=False)[col].mean().reset_index()
+            unit, div = _seconds_unit(ok[col].to_numpy(dtype=float))
+            for k, g in enumerate(groups):
+                sub = per_seed[per_seed[series_col].astype(str) == g]
+                stats = sub.groupby(axis)[col].agg(["mean", "std", "count"]).reindex(xs).dropna(subset=["mean"])
+                if stats.empty:
+                    continue
+                if numeric:
+                    x = stats.index.to_numpy(dtype=float)
+                else:  # categories side by side, a small offset per series so error bars do not overlap
+                    x = np.array([xs.index(v) for v in stats.index], dtype=float) + (k - (len(groups) - 1) / 2) * 0.08
+                # marker and line style per series: identical curves stay distinguishable
+                ax.errorbar(x, stats["mean"] / div, yerr=stats["std"].fillna(0) / div, capsize=3, label=g, lw=1.2,
+                            marker=MARKERS[k % len(MARKERS)], ls=LINESTYLES[k % len(LINESTYLES)] if numeric else "none",
+                            alpha=0.85)
+            if not numeric:
+                ax.set_xticks(range(len(xs)), [_wrap(v) for v in xs], rotation=20, ha="right", fontsize=8)
+            name = axis.removeprefix("param_")
+            ax.set_xlabel(f"{name} ({AXIS_UNITS[axis]})" if axis in AXIS_UNITS else name)
+            title = METRIC_TITLES.get(m, col)
+            ax.set_ylabel(f"{title} ({unit})" if col.endswith("_s") else f"{title} (fraction)")
+            if key:
+                ax.set_title(", ".join(f"{c}={v}" for c, v in zip(others, key)), fontsize=8)
+            ax.grid(True, alpha=0.3)
     n_seeds = ok["seed"].nunique() if "seed" in ok else 1
-    fig.suptitle(f"metrics vs {axis.removeprefix('param_')} (mean ± std over {n_seeds} seed(s))", fontsize=11)
-    axes[-1].legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0)
+    how = (f"averaged over {', '.join(others)}, then " if pooled and others else "") + \
+        f"mean ± std over {n_seeds} seed(s) only"
+    fig.suptitle(f"metrics vs {axis.removeprefix('param_')} ({how})", fontsize=11)
+    axes[0][-1].legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0)
     return _save(fig, out / f"sweep_{axis}.png")
 
 

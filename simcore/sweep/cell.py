@@ -16,6 +16,7 @@ bad cell (an unknown model in a trace, a policy that raises) never stops a sweep
 from __future__ import annotations
 
 import importlib
+import json
 import logging
 import math
 import shutil
@@ -48,10 +49,11 @@ def coordinate_row(cell: Cell) -> dict[str, Any]:
         "seed": cell.seed,
         "perf": cell.perf,
         "progress": cell.progress,
-        "costs": cell.costs,
     }
     for k, v in cell.policy.params:
         row[f"param_{k}"] = v
+    if cell.costs is not None:  # only when set: rows of sweeps without costs stay as they were
+        row["costs"] = cell.costs
     return row
 
 
@@ -92,8 +94,9 @@ def run_config_for(module: Any, cell: Cell, trace_spec: str, write_decisions: bo
         extra["perf"] = cell.perf
     if cell.progress != "plain":
         extra["progress"] = cell.progress
-    if cell.costs != "flat30":
-        extra["costs"] = cell.costs
+    if cell.costs is not None:  # a table travels as JSON text (cells are hashable)
+        c = cell.costs
+        extra["costs"] = json.loads(c) if isinstance(c, str) and c.startswith("{") else c
     return module.RunConfig(
         trace=trace_spec,
         cluster=cell.cluster.preset,

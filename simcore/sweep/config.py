@@ -17,10 +17,14 @@ TOML shape (every key but `traces` and `policies` optional)::
     calibration = ["default"]                                    # profile names or files
     perf = ["network", "measured"]                               # iteration-time backends (default network)
     progress = ["plain", "goodput"]                              # progress models (default plain)
-    costs = ["flat30", "pollux-sim"]                             # change-cost presets or seconds (default flat30)
     seeds = [0, 1]
     write_decisions = false                                      # also keep decisions.parquet per cell
     skip_invalid = false                                         # run without jobs that can never run
+    costs = ["flat30", "inplace"]                                # costs of change: an axis (presets,
+                                                                 # seconds or tables, `simcore.costs`)
+    [policy_costs]                                               # one policy's costs (not swept)
+    ones = "inplace"
+    optimus = { base = "flat30", migrate_s = "state" }
 
     [policies.fifo]                                              # no parameters
     [policies.ares]
@@ -47,7 +51,7 @@ from cosim.errors import InputError
 
 #: top-level keys a sweep file may have
 KNOWN_KEYS = ("name", "traces", "clusters", "policies", "contention", "calibration", "seeds", "write_decisions",
-              "skip_invalid", "perf", "progress", "costs")
+              "skip_invalid", "perf", "costs", "policy_costs", "progress")
 #: keys of a trace table (a sampled file)
 TRACE_KEYS = ("path", "jobs", "window", "seed", "name")
 #: keys of a cluster table
@@ -111,8 +115,10 @@ class Cell:
     seed: int
     skip_invalid: bool = False  # run without jobs that can never run (changes results: part of the id)
     perf: str = "network"  # iteration-time backend (simcore.perf_backends)
-    progress: str = "plain"  # progress model (simcore.runner.RunConfig.progress)
-    costs: str = "flat30"  # change-cost preset or flat seconds (simcore.costs)
+    #: costs of change (a preset name, seconds, or a table as canonical JSON text); None: the
+    #: runner's default — and no coordinate, so ids of sweeps without costs do not change
+    costs: str | float | None = None
+    progress: str = "plain"  # progress model (simcore.runner.RunConfig.progress, simcore.goodput)
 
     def coordinates(self) -> dict[str, Any]:
         """The grid coordinates as plain JSON-able values (the identity of the cell)."""
@@ -130,10 +136,10 @@ class Cell:
             coords["skip_invalid"] = True
         if self.perf != "network":  # likewise: ids of sweeps on the default backend are unchanged
             coords["perf"] = self.perf
-        if self.progress != "plain":  # likewise for the progress model and the change costs
-            coords["progress"] = self.progress
-        if self.costs != "flat30":
+        if self.costs is not None:
             coords["costs"] = self.costs
+        if self.progress != "plain":  # like perf: ids of sweeps on the default progress model are unchanged
+            coords["progress"] = self.progress
         return coords
 
     @property
@@ -158,14 +164,23 @@ class SweepConfig:
     skip_invalid: bool = False
     raw: Mapping[str, Any] = field(default_factory=dict, compare=False, hash=False)
     perf: tuple[str, ...] = ("network",)
+    costs: tuple[str | float | None, ...] = (None,)  # the costs axis (see `Cell.costs`)
+    policy_costs: tuple[tuple[str, str | float], ...] = ()  # (policy, costs): fixed for that policy
     progress: tuple[str, ...] = ("plain",)
-    costs: tuple[str, ...] = ("flat30",)
 
     def cells(self) -> list[Cell]:
         grid = itertools.product(self.traces, self.clusters, self.contention, self.calibration, self.perf,
-                                 self.progress, self.costs, self.seeds, self.policies)
-        cells = [Cell(i, t, c, p, cont, cal, s, self.skip_invalid, pf, pg, co)
-                 for i, (t, c, cont, cal, pf, pg, co, s, p) in enumerate(grid)]
+                                 self.seeds, self.policies, self.costs, self.progress)
+        fixed = dict(self.policy_costs)
+        cells, seen = [], set()
+        for t, c, cont, cal, pf, s, p, cost, pg in grid:
+            if p.name in fixed:  # the policy's own costs: the costs axis does not apply to it
+                cost = fixed[p.name]
+                key = (t, c, cont, cal, pf, s, p, pg)
+                if key in seen:
+                    continue
+                seen.add(key)
+            cells.append(Cell(len(cells), t, c, p, cont, cal, s, self.skip_invalid, pf, cost, pg))
         ids = [c.cell_id for c in cells]
         if len(set(ids)) != len(ids):
             raise InputError.at(self.source, detail="the grid lists the same cell twice (duplicate axis values)")
@@ -175,8 +190,8 @@ class SweepConfig:
         """Names of the coordinates that take more than one value (report x-axes)."""
         axes = []
         for name, values in (("trace", self.traces), ("cluster", self.clusters), ("contention", self.contention),
-                             ("calibration", self.calibration), ("perf", self.perf), ("progress", self.progress),
-                             ("costs", self.costs), ("seed", self.seeds)):
+                             ("calibration", self.calibration), ("perf", self.perf), ("seed", self.seeds),
+                             ("costs", self.costs), ("progress", self.progress)):
             if len(values) > 1:
                 axes.append(name)
         return axes
@@ -232,22 +247,58 @@ def parse_sweep(data: Mapping[str, Any], source: Path | str | None = None, base_
                         for i, v in enumerate(_list(data.get("calibration", [None]), "calibration", src)))
     seeds = tuple(_seed(v, f"seeds[{i}]", src) for i, v in enumerate(_list(data.get("seeds", [0]), "seeds", src)))
     perf = tuple(_perf(v, i, src) for i, v in enumerate(_list(data.get("perf", ["network"]), "perf", src)))
-    progress = tuple(_progress(v, i, src)
-                     for i, v in enumerate(_list(data.get("progress", ["plain"]), "progress", src)))
-    costs = tuple(_costs(v, i, src) for i, v in enumerate(_list(data.get("costs", ["flat30"]), "costs", src)))
     write_decisions = _typed(data.get("write_decisions", False), bool, "write_decisions", "true or false", src)
     skip_invalid = _typed(data.get("skip_invalid", False), bool, "skip_invalid", "true or false", src)
+    progress = tuple(_progress(v, i, src)
+                     for i, v in enumerate(_list(data.get("progress", ["plain"]), "progress", src)))
+    costs = tuple(_costs(v, f"costs[{i}]", src) for i, v in enumerate(_list(data.get("costs", [None]), "costs", src)))
+    pc = data.get("policy_costs", {})
+    if not isinstance(pc, Mapping):
+        raise InputError.at(src, field="policy_costs", expected="a table policy = costs", got=pc)
+    names = {p.name for p in policies}
+    for k in pc:
+        if k not in names:
+            raise InputError.at(src, field=f"policy_costs.{k}", expected=f"a policy of the sweep ({', '.join(sorted(names))})",
+                                got=k)
+    policy_costs = tuple(sorted((k, _costs(v, f"policy_costs.{k}", src)) for k, v in pc.items()))
     for axis, values in (("traces", [t.label for t in traces]), ("clusters", [c.label for c in clusters]),
                          ("policies", [p.label for p in policies]), ("contention", contention),
-                         ("calibration", calibration), ("perf", perf), ("progress", progress), ("costs", costs),
-                         ("seeds", seeds)):
+                         ("calibration", calibration), ("perf", perf), ("seeds", seeds), ("costs", costs),
+                         ("progress", progress)):
         if not values:
             raise InputError.at(src, field=axis, expected="at least one value", got=[])
         dup = [v for v in values if list(values).count(v) > 1]
         if dup:
             raise InputError.at(src, field=axis, expected="distinct values", got=dup[0])
     return SweepConfig(name, src, traces, clusters, policies, contention, calibration, seeds, write_decisions,
-                       skip_invalid, raw=dict(data), perf=perf, progress=progress, costs=costs)
+                       skip_invalid, raw=dict(data), perf=perf, costs=costs, policy_costs=policy_costs,
+                       progress=progress)
+
+
+def _progress(value: Any, i: int, src: Path | None) -> str:
+    from simcore.goodput import PROGRESS_OPTIONS
+
+    if value not in PROGRESS_OPTIONS:
+        raise InputError.at(src, field=f"progress[{i}]", expected=f"one of {', '.join(PROGRESS_OPTIONS)}", got=value)
+    return value
+
+
+def _costs(value: Any, field_name: str, src: Path | None) -> str | float | None:
+    """A costs value checked now (a bad preset or field fails before any cell runs) and kept
+    hashable: presets and seconds as given, tables as canonical JSON text."""
+    from simcore.costs import resolve_costs
+
+    if value is None:
+        return None
+    try:
+        resolve_costs(value, field_name)
+    except InputError as exc:
+        raise InputError.at(src, field=field_name, detail=str(exc)) from None
+    except Exception as exc:  # an unknown preset name
+        raise InputError.at(src, field=field_name, detail=str(exc)) from None
+    if isinstance(value, Mapping):
+        return json.dumps(value, sort_keys=True, separators=(",", ":"))
+    return value
 
 
 def _list(value: Any, field_name: str, src: Path | None) -> list[Any]:
@@ -360,32 +411,6 @@ def _perf(value: Any, i: int, src: Path | None) -> str:
 
     if value not in PERF_BACKENDS:
         raise InputError.at(src, field=f"perf[{i}]", expected=f"one of {', '.join(PERF_BACKENDS)}", got=value)
-    return value
-
-
-def _progress(value: Any, i: int, src: Path | None) -> str:
-    from simcore.goodput import PROGRESS_OPTIONS
-
-    if value not in PROGRESS_OPTIONS:
-        raise InputError.at(src, field=f"progress[{i}]", expected=f"one of {', '.join(PROGRESS_OPTIONS)}", got=value)
-    return value
-
-
-def _costs(value: Any, i: int, src: Path | None) -> str:
-    """A `simcore.costs` preset name or flat restart seconds (a number, kept as its string)."""
-    from cosim.errors import UnknownNameError
-    from simcore.costs import COST_PRESETS, resolve_costs
-
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        value = f"{value:g}"
-    try:
-        if not isinstance(value, str):
-            raise UnknownNameError("cost preset", str(value), list(COST_PRESETS))
-        resolve_costs(value)
-    except UnknownNameError:
-        raise InputError.at(src, field=f"costs[{i}]",
-                            expected=f"a cost preset ({', '.join(COST_PRESETS)}) or restart seconds",
-                            got=value) from None
     return value
 
 

@@ -21,6 +21,7 @@ import pandas as pd
 
 from cosim import __version__
 from cosim.errors import CosimError, InputError
+from cosim.outdir import claim_out_dir
 from simcore.sweep import store
 from simcore.sweep.backends import run_inprocess, run_local, run_ray
 from simcore.sweep.cell import DEFAULT_RUNNER
@@ -95,11 +96,14 @@ def _ordered_rows(cells: list[Cell], rows: dict[str, dict]) -> list[dict]:
 
 def run_sweep(config: SweepConfig, out_dir: str | Path, *, workers: int = 1, backend: str = "local",
               address: str | None = None, resume: bool = False, runner: str = DEFAULT_RUNNER,
-              on_cell: Callable[[int, int, dict], None] | None = None, check: bool = True) -> SweepResult:
+              on_cell: Callable[[int, int, dict], None] | None = None, check: bool = True,
+              overwrite: bool = False) -> SweepResult:
     """Run every cell of `config` not already finished in `out_dir`.
 
     `on_cell(done, total, row)` is called after each cell (the CLI's progress bar).
     `runner` names the module providing `RunConfig` and `run` (tests inject a stand-in).
+    The folder is locked for the whole call (`cosim.outdir`): a second sweep into it fails at
+    once instead of deleting this one's scratch folders; `overwrite` clears an earlier sweep first.
     """
     if backend not in BACKENDS:
         raise InputError.at(field="backend", expected=" or ".join(BACKENDS), got=backend)
@@ -115,11 +119,18 @@ def run_sweep(config: SweepConfig, out_dir: str | Path, *, workers: int = 1, bac
     if check and hasattr(module, "policy_factory"):  # the real runner: fails here when no registry is installed
         check_names(config, module.policy_factory())
     cells = config.cells()
-    existing = store.load_rows(root)
-    if existing and not resume:
+    existing = store.load_rows(root) if root.is_dir() else {}
+    if existing and not resume and not overwrite:
         raise CosimError(f"{root} already holds a sweep ({len(existing)} finished cells); "
-                         "add --resume to continue it or choose a new --out folder")
-    root.mkdir(parents=True, exist_ok=True)
+                         "add --resume to continue it, --overwrite to replace it, or choose a new --out folder")
+    with claim_out_dir(root, overwrite=overwrite and not resume, resume=resume):
+        return _run_locked(config, root, cells, workers, backend, address, runner, on_cell, loader)
+
+
+def _run_locked(config: SweepConfig, root: Path, cells: list[Cell], workers: int, backend: str,
+                address: str | None, runner: str, on_cell: Callable[[int, int, dict], None] | None,
+                loader: object) -> SweepResult:
+    existing = store.load_rows(root)
     removed = store.clean_partial(root)
     if removed:
         log.info("removed %d half-written cells left by an interrupted run", removed)

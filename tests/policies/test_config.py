@@ -100,7 +100,8 @@ def test_simulate_set_errors_exit_2_in_one_line_before_running(monkeypatch, args
     res = CliRunner().invoke(app, ["simulate", *args])
     assert res.exit_code == 2, res.output
     assert expect in res.output
-    assert "Traceback" not in res.output and res.output.strip().count("\n") == 0
+    lines = [ln for ln in res.output.splitlines() if ln.strip() and not ln.startswith("cosim [")]  # progress lines
+    assert "Traceback" not in res.output and len(lines) == 1, res.output
 
 
 def test_simulate_set_reaches_the_policy(monkeypatch):

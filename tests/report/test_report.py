@@ -163,3 +163,50 @@ def test_cluster_size_axis(tmp_path):
     assert sorted(res.summary["cluster_nodes"].unique()) == [2, 8]
     rep = make_report(tmp_path / "s", tmp_path / "r")
     assert "sweep_cluster_nodes.png" in [p.name for p in rep.figures]
+
+
+def test_report_on_incomplete_or_all_failed_sweep_exits_non_zero(tmp_path):
+    """Issue 15: `report` on a sweep with failed or missing cells says so and exits 1; all failed → exit 2."""
+    bad = tmp_path / "broken.parquet"
+    bad.write_bytes(b"garbage")
+    data = runners.small_grid(runners.policies(2), seeds=(0,), traces=(runners.TRACES[0], str(bad)))
+    run_sweep(parse_sweep(data, source="t", base_dir=tmp_path), tmp_path / "s", runner=runners.runner_name())
+    cli = CliRunner()
+    r = cli.invoke(app, ["report", str(tmp_path / "s"), "-o", str(tmp_path / "r")])
+    assert r.exit_code == 1 and "incomplete sweep: 2 of 4 cells failed" in r.output, r.output
+    assert "Incomplete sweep" in (tmp_path / "r" / "report.html").read_text()
+    # keep one committed cell: the grid in sweep.json has more cells than the summary
+    summary = pd.read_parquet(tmp_path / "s" / "summary.parquet")
+    summary[summary["status"] == "ok"].iloc[:1].to_parquet(tmp_path / "s" / "summary.parquet")
+    r = cli.invoke(app, ["report", str(tmp_path / "s"), "-o", str(tmp_path / "r2")])
+    assert r.exit_code == 1 and "3 of 4 cells have not run" in r.output, r.output
+    only_bad = runners.small_grid(runners.policies(2), seeds=(0,), traces=(str(bad),))
+    run_sweep(parse_sweep(only_bad, source="t", base_dir=tmp_path), tmp_path / "f", runner=runners.runner_name())
+    r = cli.invoke(app, ["report", str(tmp_path / "f")])
+    assert r.exit_code == 2 and "all 2 cells failed" in r.output and "Traceback" not in r.output, r.output
+
+
+def test_sweep_axis_facets_other_axes_and_error_bars_cover_seeds_only(tmp_path, monkeypatch):
+    """Issue 15: error bars titled "over seeds" used to pool traces; now one row per trace, spread over seeds."""
+    from simcore.report import plots
+    from simcore.report.load import ReportData
+
+    rows = []
+    for trace, scale in (("a", 1.0), ("b", 100.0)):
+        for x in (1.0, 2.0):
+            for seed, noise in ((0, -1.0), (1, 1.0)):
+                rows.append({"cell_id": f"{trace}{x}{seed}", "trace": trace, "policy": "p", "policy_label": "p",
+                             "param_x": x, "seed": seed, "status": "ok", "avg_jct_s": scale * (10 * x + noise)})
+    cells = pd.DataFrame(rows)
+    data = ReportData("sweep", tmp_path, "t", pd.DataFrame(), cells=cells, swept=swept_axes(cells))
+    assert data.swept == ["trace", "param_x"]
+    figs = []
+    monkeypatch.setattr(plots, "_save", lambda fig, path: figs.append(fig) or path)
+    plots.sweep_axis(data, "param_x", tmp_path, metrics=("avg_jct",))
+    fig = figs[0]
+    assert len(fig.axes) == 2 and "over 2 seed(s) only" in fig._suptitle.get_text()
+    for ax, scale in zip(fig.axes, (1.0, 100.0)):
+        assert ax.get_title() == f"trace={'a' if scale == 1.0 else 'b'}"
+        y = np.asarray(ax.lines[0].get_ydata(), dtype=float) * 60.0  # up to 2,100 s: plotted in minutes
+        np.testing.assert_allclose(y, [scale * 10, scale * 20])  # this trace's mean over its two seeds only
+        assert ax.get_ylabel() == "average JCT (min)"

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from cosim.errors import PolicyError
-from simcore.api import Allocation, ClusterView, Decision, ProgressEvent
+from simcore.api import NEED_PROGRESS_ORACLE, Allocation, ClusterView, Decision, ProgressEvent
 from simcore.costs import ChangeCosts
 from simcore.engine import Engine, EngineOptions
 from simcore.perf import PerfModel
@@ -29,7 +29,7 @@ class EpochWatcher:
     name: ClassVar[str] = "epoch-watcher"
     interval_s: float | None = None
     event_driven: bool = True
-    needs: frozenset = field(default_factory=frozenset)
+    needs: frozenset = frozenset({NEED_PROGRESS_ORACLE})  # milestones are fractions of the work
     wants_epoch_events: bool = True
     milestones: tuple = (0.5, 0.9)
     calls: list = field(default_factory=list)

@@ -295,7 +295,8 @@ def test_summary_and_metadata_record_the_backend(tmp_path):
 
 @pytest.mark.parametrize("backend", PERF_BACKENDS)
 def test_cli_every_backend_end_to_end(backend, tmp_path, monkeypatch):
-    monkeypatch.setenv("COSIM_PROFILES", str(write_tables(tmp_path / "profiles")))
+    write_tables(tmp_path / "profiles")
+    monkeypatch.setenv("COSIM_SHARED_DATA", str(tmp_path))
     out = tmp_path / "out"
     res = cli.invoke(app, ["simulate", "--synth", "philly:12", "--nodes", "4", "--policy", "fifo", "--perf", backend,
                            "--out", str(out)])
@@ -310,7 +311,8 @@ def test_cli_every_backend_end_to_end(backend, tmp_path, monkeypatch):
 
 
 def test_measured_missing_model_fails_before_the_run(tmp_path, monkeypatch):
-    monkeypatch.setenv("COSIM_PROFILES", str(write_tables(tmp_path / "profiles", apps=("cifar10",))))
+    write_tables(tmp_path / "profiles", apps=("cifar10",))
+    monkeypatch.setenv("COSIM_SHARED_DATA", str(tmp_path))
     res = cli.invoke(app, ["simulate", "--synth", "philly:12", "--nodes", "4", "--policy", "fifo", "--perf",
                            "measured"])
     assert res.exit_code == 2

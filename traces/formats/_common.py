@@ -79,7 +79,10 @@ def timestamps(df: pd.DataFrame, col: str, path: Path, *, required: bool = True)
     """A date-time column ('2017-10-07 01:12:09', ISO 8601) as float epoch seconds (NaN = missing)."""
     s = df[col]
     present = s.notna().to_numpy()
-    t = pd.to_datetime(s, format="ISO8601", errors="coerce")
+    try:
+        t = pd.to_datetime(s, format="ISO8601", errors="coerce")
+    except ValueError:  # pandas refuses a column mixing time zones
+        t = _mixed_zones(s, path, col)
     if getattr(t.dt, "tz", None) is not None:
         t = t.dt.tz_convert("UTC").dt.tz_localize(None)
     ns = t.to_numpy(dtype="datetime64[us]")
@@ -93,6 +96,26 @@ def timestamps(df: pd.DataFrame, col: str, path: Path, *, required: bool = True)
     sec = ns.astype("int64").astype(np.float64) / 1e6
     sec[np.isnat(ns)] = np.nan
     return sec
+
+
+_ZONE = r"(?:Z|[+-]\d\d(?::?\d\d)?)\s*$"
+
+
+def _mixed_zones(s: pd.Series, path: Path, col: str) -> pd.Series:
+    """Times with different UTC offsets → UTC; zoned mixed with zone-less times is ambiguous → error."""
+    text = s.astype("string").str.strip()
+    zoned = text.str.contains(_ZONE, regex=True).fillna(False).to_numpy(dtype=bool)
+    present = s.notna().to_numpy()
+    if zoned[present].any() and not zoned[present].all():
+        first = bool(zoned[np.flatnonzero(present)[0]])
+        i = int(np.flatnonzero(present & (zoned != first))[0])
+        raise row_error(path, i, col, "times that all carry a time zone or all carry none "
+                        f"(row {int(np.flatnonzero(present)[0]) + 1} {'has' if first else 'has none'})", s.iloc[i])
+    try:
+        return pd.to_datetime(s, format="ISO8601", errors="coerce", utc=True)
+    except ValueError as exc:
+        raise InputError.at(path, field=col, expected="date-times like 2017-10-07 01:12:09",
+                            detail=str(exc).splitlines()[0][:200]) from None
 
 
 def strings(df: pd.DataFrame, col: str, path: Path, *, required: bool = False) -> pd.Series:
@@ -149,6 +172,8 @@ def json_number(value: object, path: Path, i: int, field: str, *, required: bool
     what = "a non-negative integer" if integer else "a non-negative number"
     if isinstance(value, bool) or not isinstance(value, (int, float, str)):
         raise record_error(path, i, field, what, value)
+    if isinstance(value, str) and not value.isascii():  # float() reads "٣" (Arabic-Indic 3) as 3.0
+        raise record_error(path, i, field, what + " in ASCII digits", value)
     try:
         x = float(value)
     except (ValueError, OverflowError):

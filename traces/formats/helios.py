@@ -39,6 +39,11 @@ def read_helios(path: Path, report: LoadReport) -> pd.DataFrame:
     start = timestamps(raw, "start_time", path, required=False)
     end = timestamps(raw, "end_time", path, required=False)
     dur = numeric(raw, "duration", path, required=False)
+    early = start < sub  # NaN → False
+    if early.any():
+        i = int(np.flatnonzero(early)[0])
+        raise row_error(path, i, "start_time", f"a start not before submit_time ({raw['submit_time'].iloc[i]})",
+                        raw["start_time"].iloc[i])
     bad = end < start  # NaN → False
     if bad.any():
         i = int(np.flatnonzero(bad)[0])

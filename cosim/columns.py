@@ -1,0 +1,88 @@
+"""Units and one-line meanings of the columns cosim writes, stored in every Parquet file's schema.
+
+`cosim.atomic.write_parquet` attaches `unit` and `description` to each field named here (field
+metadata, visible with `pyarrow.parquet.read_schema(path).field(name).metadata`), so an output
+file explains itself without the docs. Unit strings: `s` seconds, `GPU·s` GPU-seconds, `1`
+dimensionless ratio or fraction, `count`, `bool`, `id`/`name`/`label` for identifiers, `enum`.
+Names are those of jobs.parquet, timeline.parquet, decisions.parquet and summary.parquet (simulate
+and sweep); a column not listed gets no field metadata.
+"""
+
+from __future__ import annotations
+
+#: column → (unit, description)
+COLUMNS: dict[str, tuple[str, str]] = {
+    # jobs.parquet (one row per job)
+    "job_id": ("id", "job identifier from the trace"),
+    "model": ("name", "model the job trains (zoo name)"),
+    "num_gpus": ("count", "GPUs the job requested"),
+    "work_mode": ("enum", "how the job's work is measured: 0 replay, 1 iterations, 2 samples, 3 convergence"),
+    "submit_time_s": ("s", "submit time, seconds from the start of the trace"),
+    "first_start_s": ("s", "time the job first got GPUs (NaN if never)"),
+    "end_time_s": ("s", "time the job finished (NaN if unfinished); in summary: simulated end time"),
+    "jct_s": ("s", "job completion time: end_time_s - submit_time_s (finished jobs)"),
+    "queueing_delay_s": ("s", "first_start_s - submit_time_s: wait before the first start"),
+    "waiting_s": ("s", "total time queued without GPUs, over every wait (not only the first)"),
+    "gpu_s": ("GPU·s", "GPU time the job held (summary: sum over jobs)"),
+    "executed_s": ("s", "time the job held GPUs (running or paying a change cost; includes restart_s)"),
+    "restart_s": ("s", "time spent in restarts, migrations and resizes (change costs)"),
+    "exposed_comm_s": ("s", "communication time not hidden behind compute (summary: sum over jobs)"),
+    "num_restarts": ("count", "allocation changes that restarted the job (resume, migrate, resize)"),
+    "progress": ("1", "fraction of the job's work done, 0..1"),
+    "final_batch": ("count", "global batch size at the end"),
+    "gps_jct_s": ("s", "JCT under idealised GPU processor sharing (the fairness reference)"),
+    "ftf": ("1", "finish-time fairness: jct_s / gps_jct_s (> 1: slower than its fair share)"),
+    "finished": ("bool", "the job completed within the simulation"),
+    "unschedulable": ("bool", "the job can never run on this cluster"),
+    # timeline.parquet (one row per change)
+    "time_s": ("s", "simulated time of the row"),
+    "busy_gpus": ("count", "GPUs allocated to jobs"),
+    "online_gpus": ("count", "GPUs online (capacity changes remove and add nodes)"),
+    "running": ("count", "jobs running"),
+    "restarting": ("count", "jobs paying a change cost"),
+    "queued": ("count", "jobs waiting for GPUs"),
+    "utilization": ("1", "busy_gpus / online_gpus"),
+    # decisions.parquet
+    "batch_size": ("count", "global batch size chosen"),
+    "cost_s": ("s", "change cost charged for the decision"),
+    # summary.parquet (one row per policy, or per sweep cell)
+    "policy": ("name", "scheduling policy"),
+    "jobs": ("count", "jobs in the trace (after skipped invalid ones)"),
+    "unfinished": ("count", "jobs not finished at the end"),
+    "stuck": ("bool", "the simulation stopped with queued jobs that could never start"),
+    "avg_jct_s": ("s", "mean JCT over finished jobs"),
+    "p50_jct_s": ("s", "median JCT over finished jobs"),
+    "p95_jct_s": ("s", "95th percentile JCT over finished jobs"),
+    "p99_jct_s": ("s", "99th percentile JCT over finished jobs"),
+    "makespan_s": ("s", "last finish time"),
+    "avg_queueing_s": ("s", "mean queueing_delay_s over finished jobs"),
+    "avg_waiting_s": ("s", "mean waiting_s over finished jobs"),
+    "starvation_s": ("s", "largest waiting_s of any job"),
+    "gpu_utilization": ("1", "busy GPU-seconds / online GPU-seconds over the run"),
+    "avg_ftf": ("1", "mean finish-time fairness over finished jobs"),
+    "unfair_fraction": ("1", "fraction of finished jobs with ftf > 1 (finished later than under fair sharing)"),
+    "worst_ftf": ("1", "largest ftf of any finished job"),
+    "avg_restarts": ("count", "mean num_restarts per job"),
+    "events": ("count", "engine events processed"),
+    "policy_calls": ("count", "times the policy was called"),
+    # sweep coordinates and bookkeeping
+    "cell_id": ("id", "sweep cell identifier (hash of its coordinates)"),
+    "trace": ("label", "trace of the cell"),
+    "cluster": ("label", "cluster preset or file of the cell"),
+    "cluster_nodes": ("count", "cluster resized to this many nodes (null: the preset's size)"),
+    "policy_label": ("label", "policy with its swept parameters"),
+    "contention": ("bool", "cross-job network contention modelled"),
+    "calibration": ("label", "calibration profile (null: the preset's)"),
+    "seed": ("count", "random seed of synthesis, workload assembly and random policies"),
+    "status": ("enum", "ok or error"),
+    "error": ("text", "the error of a failed cell"),
+    "wall_s": ("s", "wall-clock time the cell took to run (not simulated time)"),
+}
+
+
+def field_metadata(name: str) -> dict[bytes, bytes] | None:
+    """Parquet field metadata (`unit`, `description`) for a column, or None when it is not listed."""
+    entry = COLUMNS.get(name)
+    if entry is None:
+        return None
+    return {b"unit": entry[0].encode(), b"description": entry[1].encode()}

@@ -82,6 +82,11 @@ def _commands(exp: Experiment, size: str, out: Path, figures: Sequence[str] | No
                             f" --policy {','.join(pols)} --seed {seed}"
                         if g.get("contention", [True]) in (False, [False]):
                             line += " --no-contention"
+                        for axis in ("perf", "progress", "costs"):  # single-valued engine axes
+                            v = g.get(axis)
+                            v = v[0] if isinstance(v, list) and len(v) == 1 else v
+                            if isinstance(v, (str, int, float)):
+                                line += f" --{axis} {v}"
                         lines.append(line + ("  # policy parameters: see the experiment file" if params else ""))
     return lines
 

@@ -15,6 +15,8 @@ shared data is absent. Shape::
     name = "tiresias-vs-fifo"   title = "…"   paper = "…"   url = "…"   notes = "…"
     [sizes]                      small = "what small runs"   full = "what full runs"
     [grids.g]                    clusters = […]  policies = […]  seeds = […]  contention = […]
+                                 perf = ["measured"]  progress = ["goodput"]  costs = ["pollux-sim"]
+                                 (any sweep key: `simcore.sweep.config`)
     [grids.g.small]              traces = [{ shared = "traces/…csv", name = "philly-1", group = "philly",
                                              fallback = "synth:philly-sia:160:8h" }]
     [[figures]]                  name  title  grid  metric  better = "lower"|"higher"  rows  source

@@ -196,6 +196,17 @@ class OptimusConfig(PlacedConfig):
         60.0, "time between allocation rounds, the only decision points",
         source="60 s in the Pollux OSDI'21 and Ares experiments; 600 s (the Optimus paper's 10 min) in ONES'")
 
+    remaining: str = param(
+        "epoch",
+        "remaining iterations in the marginal gain: 'epoch' = measured at the job's latest epoch end (or its "
+        "first round) and held until the next, as the Pollux simulator does; 'continuous' = re-read every round "
+        "(two equal jobs then trade the odd GPUs every round, each trade a restart). 'epoch' needs the jobs' "
+        "epochs (trace epochs, a training run, or --progress goodput): a job without any (a duration-only "
+        "replay trace) keeps its first reading, so use 'continuous' there",
+        choices=("epoch", "continuous"),
+        source="Pollux simulator: remaining = iterations from the current whole epoch to completion "
+               "(optimus.py:12-19)")
+
     def validate(self) -> None:
         self.check("interval_s", self.interval_s is not None, "a positive number of seconds (Optimus is round-based)")
 
@@ -232,13 +243,25 @@ class Optimus(BasePolicy):
         self.event_driven = False  # interval rounds only, as the Pollux simulator
         self.needs = frozenset({NEED_DURATION_ORACLE})
         self.step = StepTimes()
+        # 'epoch': the engine calls at epoch ends too; those calls only refresh `_rem_iters`
+        self.wants_epoch_events = config.remaining == "epoch"
+        self._rem_iters: dict[int, float] = {}  # job → remaining iterations at its latest epoch end
+
+    def remaining(self, view: ClusterView, j: int) -> float:
+        """Remaining iterations of job j for the gain (see `OptimusConfig.remaining`)."""
+        if not self.wants_epoch_events:
+            return remaining_iterations(view, self.step, j)
+        r = self._rem_iters.get(j)
+        if r is None:
+            r = self._rem_iters[j] = remaining_iterations(view, self.step, j)
+        return r
 
     def allocate(self, view: ClusterView, jobs: np.ndarray) -> np.ndarray:
         """GPU counts of `jobs` (in priority = arrival order) for this round."""
         total = int(np.count_nonzero(view.cluster.gpu_online))
         cap = caps_of(view, jobs, self.config.batch_cap, self.config.single_gpu_models)
         base = first_fit_base(np.maximum(1, view.jobs.min_gpus[jobs]).astype(np.int64), cap, total)
-        rem_iters = np.array([remaining_iterations(view, self.step, j) for j in jobs.tolist()])
+        rem_iters = np.array([self.remaining(view, j) for j in jobs.tolist()])
         jl = jobs.tolist()
 
         def gain(i: int, g: int) -> float:
@@ -249,6 +272,14 @@ class Optimus(BasePolicy):
         return drop_infeasible(view, self.step, jobs, n)
 
     def decide(self, view: ClusterView, now: float) -> Decision:
+        for ev in view.progress_events:  # an epoch ended: the job's remaining work is re-read now
+            if ev.kind == "epoch":
+                self._rem_iters[ev.job] = remaining_iterations(view, self.step, ev.job)
+        iv = float(self.config.interval_s)
+        if self.wants_epoch_events and view.progress_events and abs(now / iv - round(now / iv)) > 1e-9:
+            r = Round(view)  # an epoch-end call between rounds: nothing moves (rounds are the only decisions)
+            r.keep_all_undecided()
+            return r.decision()
         active = view.active()
         jobs = active[np.lexsort((active, view.jobs.submit_time[active]))].astype(np.int64)
         counts = self.allocate(view, jobs)

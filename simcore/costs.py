@@ -115,6 +115,9 @@ COST_PRESETS: dict[str, ChangeCosts] = {
     "free": ChangeCosts(restart_s=0.0),  # idealised (Ares delay-bound property mode)
     # checkpoint-restart (Optimus, Ares) with moves charged their state transfer on top
     "migrate-state": ChangeCosts(restart_s=30.0, migrate_state=True),
+    # Pollux OSDI'21 simulator: rescale_time = 30 s on every new placement, the first start included
+    # (simulator.py:159-168, docs/peers.md)
+    "pollux-sim": ChangeCosts(restart_s=30.0, start_s=30.0),
 }
 
 

@@ -48,6 +48,7 @@ def coordinate_row(cell: Cell) -> dict[str, Any]:
         "calibration": cell.calibration,
         "seed": cell.seed,
         "perf": cell.perf,
+        "progress": cell.progress,
     }
     for k, v in cell.policy.params:
         row[f"param_{k}"] = v
@@ -91,6 +92,8 @@ def run_config_for(module: Any, cell: Cell, trace_spec: str, write_decisions: bo
     extra = {"skip_invalid": True} if cell.skip_invalid else {}  # additive RunConfig fields, passed only when
     if cell.perf != "network":  # set, so stand-in runners without them keep working
         extra["perf"] = cell.perf
+    if cell.progress != "plain":
+        extra["progress"] = cell.progress
     if cell.costs is not None:  # a table travels as JSON text (cells are hashable)
         c = cell.costs
         extra["costs"] = json.loads(c) if isinstance(c, str) and c.startswith("{") else c

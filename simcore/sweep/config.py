@@ -16,6 +16,7 @@ TOML shape (every key but `traces` and `policies` optional)::
     contention = [true, false]
     calibration = ["default"]                                    # profile names or files
     perf = ["network", "measured"]                               # iteration-time backends (default network)
+    progress = ["plain", "goodput"]                              # progress models (default plain)
     seeds = [0, 1]
     write_decisions = false                                      # also keep decisions.parquet per cell
     skip_invalid = false                                         # run without jobs that can never run
@@ -50,7 +51,7 @@ from cosim.errors import InputError
 
 #: top-level keys a sweep file may have
 KNOWN_KEYS = ("name", "traces", "clusters", "policies", "contention", "calibration", "seeds", "write_decisions",
-              "skip_invalid", "perf", "costs", "policy_costs")
+              "skip_invalid", "perf", "costs", "policy_costs", "progress")
 #: keys of a trace table (a sampled file)
 TRACE_KEYS = ("path", "jobs", "window", "seed", "name")
 #: keys of a cluster table
@@ -117,6 +118,7 @@ class Cell:
     #: costs of change (a preset name, seconds, or a table as canonical JSON text); None: the
     #: runner's default — and no coordinate, so ids of sweeps without costs do not change
     costs: str | float | None = None
+    progress: str = "plain"  # progress model (simcore.runner.RunConfig.progress, simcore.goodput)
 
     def coordinates(self) -> dict[str, Any]:
         """The grid coordinates as plain JSON-able values (the identity of the cell)."""
@@ -136,6 +138,8 @@ class Cell:
             coords["perf"] = self.perf
         if self.costs is not None:
             coords["costs"] = self.costs
+        if self.progress != "plain":  # like perf: ids of sweeps on the default progress model are unchanged
+            coords["progress"] = self.progress
         return coords
 
     @property
@@ -162,20 +166,21 @@ class SweepConfig:
     perf: tuple[str, ...] = ("network",)
     costs: tuple[str | float | None, ...] = (None,)  # the costs axis (see `Cell.costs`)
     policy_costs: tuple[tuple[str, str | float], ...] = ()  # (policy, costs): fixed for that policy
+    progress: tuple[str, ...] = ("plain",)
 
     def cells(self) -> list[Cell]:
         grid = itertools.product(self.traces, self.clusters, self.contention, self.calibration, self.perf,
-                                 self.seeds, self.policies, self.costs)
+                                 self.seeds, self.policies, self.costs, self.progress)
         fixed = dict(self.policy_costs)
         cells, seen = [], set()
-        for t, c, cont, cal, pf, s, p, cost in grid:
+        for t, c, cont, cal, pf, s, p, cost, pg in grid:
             if p.name in fixed:  # the policy's own costs: the costs axis does not apply to it
                 cost = fixed[p.name]
-                key = (t, c, cont, cal, pf, s, p)
+                key = (t, c, cont, cal, pf, s, p, pg)
                 if key in seen:
                     continue
                 seen.add(key)
-            cells.append(Cell(len(cells), t, c, p, cont, cal, s, self.skip_invalid, pf, cost))
+            cells.append(Cell(len(cells), t, c, p, cont, cal, s, self.skip_invalid, pf, cost, pg))
         ids = [c.cell_id for c in cells]
         if len(set(ids)) != len(ids):
             raise InputError.at(self.source, detail="the grid lists the same cell twice (duplicate axis values)")
@@ -186,7 +191,7 @@ class SweepConfig:
         axes = []
         for name, values in (("trace", self.traces), ("cluster", self.clusters), ("contention", self.contention),
                              ("calibration", self.calibration), ("perf", self.perf), ("seed", self.seeds),
-                             ("costs", self.costs)):
+                             ("costs", self.costs), ("progress", self.progress)):
             if len(values) > 1:
                 axes.append(name)
         return axes
@@ -244,6 +249,8 @@ def parse_sweep(data: Mapping[str, Any], source: Path | str | None = None, base_
     perf = tuple(_perf(v, i, src) for i, v in enumerate(_list(data.get("perf", ["network"]), "perf", src)))
     write_decisions = _typed(data.get("write_decisions", False), bool, "write_decisions", "true or false", src)
     skip_invalid = _typed(data.get("skip_invalid", False), bool, "skip_invalid", "true or false", src)
+    progress = tuple(_progress(v, i, src)
+                     for i, v in enumerate(_list(data.get("progress", ["plain"]), "progress", src)))
     costs = tuple(_costs(v, f"costs[{i}]", src) for i, v in enumerate(_list(data.get("costs", [None]), "costs", src)))
     pc = data.get("policy_costs", {})
     if not isinstance(pc, Mapping):
@@ -256,14 +263,24 @@ def parse_sweep(data: Mapping[str, Any], source: Path | str | None = None, base_
     policy_costs = tuple(sorted((k, _costs(v, f"policy_costs.{k}", src)) for k, v in pc.items()))
     for axis, values in (("traces", [t.label for t in traces]), ("clusters", [c.label for c in clusters]),
                          ("policies", [p.label for p in policies]), ("contention", contention),
-                         ("calibration", calibration), ("perf", perf), ("seeds", seeds), ("costs", costs)):
+                         ("calibration", calibration), ("perf", perf), ("seeds", seeds), ("costs", costs),
+                         ("progress", progress)):
         if not values:
             raise InputError.at(src, field=axis, expected="at least one value", got=[])
         dup = [v for v in values if list(values).count(v) > 1]
         if dup:
             raise InputError.at(src, field=axis, expected="distinct values", got=dup[0])
     return SweepConfig(name, src, traces, clusters, policies, contention, calibration, seeds, write_decisions,
-                       skip_invalid, raw=dict(data), perf=perf, costs=costs, policy_costs=policy_costs)
+                       skip_invalid, raw=dict(data), perf=perf, costs=costs, policy_costs=policy_costs,
+                       progress=progress)
+
+
+def _progress(value: Any, i: int, src: Path | None) -> str:
+    from simcore.goodput import PROGRESS_OPTIONS
+
+    if value not in PROGRESS_OPTIONS:
+        raise InputError.at(src, field=f"progress[{i}]", expected=f"one of {', '.join(PROGRESS_OPTIONS)}", got=value)
+    return value
 
 
 def _costs(value: Any, field_name: str, src: Path | None) -> str | float | None:

@@ -105,3 +105,36 @@ def test_min_local_batch_table_is_keyed_by_canonical_zoo_names():
     from policies.optimus import MIN_LOCAL_BATCH
     apps = ("cifar10", "ncf", "bert", "imagenet", "deepspeech2", "yolov3")
     assert sorted(zoo.resolve(a) for a in apps) == sorted(MIN_LOCAL_BATCH)
+
+
+def _twins(rem_a, rem_b, alloc=((), ()), now=120.0):
+    """Two identical jobs on one 3-GPU node: one GPU each, the third to the larger remaining work."""
+    step = {1: 2.0, 2: 1.2, 3: 1.0}
+    jobs = [Job(gpus=1, submit=float(i), model="m0", min_gpus=1, max_gpus=3, remaining=r * step[1], alloc=a)
+            for i, (r, a) in enumerate(((rem_a, alloc[0]), (rem_b, alloc[1])))]
+    return build_view(jobs, now, nodes=1, gpus_per_node=3, leaves=1,
+                      iteration_time=lambda j, gpus, batch: step[len(gpus)])
+
+
+def test_remaining_held_per_epoch_stops_twins_trading_the_odd_gpu():
+    """The Pollux simulator reads remaining work at whole epochs, so two equal jobs keep their
+    counts between epoch ends; re-read every round, the one ahead loses the odd GPU each round."""
+    from dataclasses import replace
+
+    from simcore.api import ProgressEvent
+
+    held, cont = make("optimus"), make("optimus", remaining="continuous")
+    assert held.wants_epoch_events and not cont.wants_epoch_events
+    first = _twins(100.0, 101.0, now=60.0)
+    assert held.allocate(first, np.arange(2)).tolist() == cont.allocate(first, np.arange(2)).tolist() == [1, 2]
+    # a round later job 1 (on 2 GPUs) has overtaken job 0: continuous trades the GPU, held keeps it
+    later = _twins(95.0, 90.0, alloc=((0,), (1, 2)))
+    assert cont.allocate(later, np.arange(2)).tolist() == [2, 1]
+    assert held.allocate(later, np.arange(2)).tolist() == [1, 2]
+    # an epoch-end call between rounds moves nothing but re-reads job 1's remaining work ...
+    mid = replace(_twins(95.0, 90.0, alloc=((0,), (1, 2)), now=130.0),
+                  progress_events=(ProgressEvent(1, "epoch", 1.0),))
+    d = held.decide(mid, 130.0)
+    assert all(len(a.gpus) == (1 if j == 0 else 2) for j, a in d.allocations.items())
+    # ... so the next round gives the odd GPU to job 0, which now has more left
+    assert held.allocate(_twins(95.0, 90.0, alloc=((0,), (1, 2)), now=180.0), np.arange(2)).tolist() == [2, 1]

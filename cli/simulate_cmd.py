@@ -33,7 +33,7 @@ def simulate(
     out: Optional[Path] = typer.Option(None, "--out", help="Write Parquet outputs to this folder."),
     decisions: bool = typer.Option(False, "--decisions", help="Also write decisions.parquet (every allocation change)."),
     skip_invalid: bool = typer.Option(False, "--skip-invalid", help="Run without jobs that can never run (reported)."),
-    costs: Optional[list[str]] = typer.Option(None, "--costs", help="Change costs: flat30, aryl, ares-paper, inplace, free, migrate-state, or seconds; POLICY=PRESET sets one policy's (repeatable), e.g. --costs flat30 --costs ones=inplace."),
+    costs: Optional[list[str]] = typer.Option(None, "--costs", help="Change costs: flat30, aryl, ares-paper, inplace, free, migrate-state, pollux-sim, or seconds; POLICY=PRESET sets one policy's (repeatable), e.g. --costs flat30 --costs ones=inplace."),
     capacity: Optional[Path] = typer.Option(None, "--capacity", help="CSV time_s,node,online: nodes leaving/joining."),
     load_series: Optional[str] = typer.Option(None, "--load-series", help="Inference load lending/reclaiming pool nodes: "
                                               "CSV time_s,pool,nodes_needed, or diurnal:H (seeded daily load, headroom H); "

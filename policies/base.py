@@ -1,36 +1,37 @@
-"""Machinery shared by the baseline policies: a scheduling round over a `ClusterView`.
+"""The round toolkit shared by every policy: a scheduling round over a `ClusterView`.
 
-A `Round` walks jobs in a policy's priority order and builds the complete desired running
-set. It tracks, per GPU, whether it is online, already claimed this round, or held by a
-running job that has not been visited yet. A running job visited with all its GPUs still
-online and unclaimed keeps them (no needless migration). A job that needs GPUs is placed on
-the usable pool: online, unclaimed, and not held by a running job still to be visited. If
-that fails and the policy allows it, `Round.place` preempts: the policy names the victims it
-may take (unvisited running jobs, lowest priority first: strictly lower queue for Tiresias,
-strictly longer remaining time for SRTF); the round keeps only those holding usable GPUs of
-the job's type, takes the shortest prefix of that list whose GPUs make a placement possible
-(by GPU count first, which is exact for unconstrained placements; a binary search over the
-prefix length for constrained ones), and preempts only the victims whose GPUs the placement
-actually uses. A preempted job is visited later in the order like any queued job and may
-restart elsewhere if room remains.
+Roles stay separate (as in Blox): the policy orders jobs and names who may be preempted; a
+`Round` holds the round state and applies keeps, placements, resizes and preemptions; the
+placement helpers (`Round.fit`, `policies.placement`) choose GPUs for any count.
+
+Round state: per GPU, whether it is online, already claimed this round, or held by a running
+job that has not been visited yet (`online`, `claimed`, `held`; `avail()` = usable now). A
+running job visited with all its GPUs still online and unclaimed keeps them (`keep`, no
+needless migration). A job that needs GPUs is placed on the usable pool (`place(job,
+count_or_gpus_or_placer, batch=, gpu_type=)`); a running job changes its GPU count or batch
+size with `resize`; `preempt` stops one. If a placement fails and the policy allows it, the
+round preempts: the policy names the victims it may take (unvisited running jobs, lowest
+priority first); the round keeps those holding usable GPUs of the job's type, takes the
+shortest prefix of that list whose GPUs make a placement possible (`_round_kernels.
+preempt_plan` by GPU count, then `prefix_next`'s search), and preempts only the victims whose
+GPUs the placement uses. A preempted job is visited later like any queued job.
+
+The walk (`Round.walk`): policies that visit jobs in priority order ("for j in order: keep
+it if it runs, else place it, preempting jobs of a strictly higher class") call it, and it
+does that in one numba kernel (`_round_kernels.walk_run`) wherever the job's placer is the
+kernel one (`consolidate` on a one-type cluster), keeping running jobs in bulk and passing
+over jobs that cannot be placed (a shape that just failed on the same pool, or fewer free
+plus preemptible GPUs than the job needs); it hands back to Python only the jobs that need
+a Python placer or a check. So a round costs what it changes, not the running set or the
+trace. There is one implementation of the walk, keeping and preemption: every policy,
+Tiresias included, goes through it.
 
 Forced preemption (capacity loss) needs no special case: the engine shows such jobs as
 QUEUED, their GPUs offline; a running job whose GPUs went offline is re-placed.
 
-Cost (issue 4: ~160k–240k calls on the full Philly trace): a round costs what it changes,
-not the running set or the trace. Running jobs come from `ClusterView.running()` (the
-engine's index array); `Round.walk` scans the priority order in numba, keeping running jobs
-in bulk (as index arrays, their `Allocation` being the engine's own object in
-`ClusterView.current`) and passing over queued jobs that cannot be placed — a shape that just
-failed on the same pool (placement is a deterministic function of pool and shape there), or
-fewer free plus preemptible GPUs than the job needs — so Python runs only for jobs a
-placement could change. Kept jobs' GPUs are marked claimed in one numba pass; scratch arrays
-of trace size are pooled, not allocated per call; `decision()` lists only the changes where
-the engine accepts that (`ClusterView.accepts_changes`). A preemption attempt's arithmetic
-(candidates, owner ranks, shortest prefix by GPU count, its pool, the victims a placement
-hits) is one numba call each (`_kernels.preempt_plan`, `hit_victims`), leaving Python only
-the placer call(s) and the releases. Without `current` (test engines)
-every running job goes through the per-job `keep`, with the same decisions.
+Scratch arrays of trace size (the undecided mask, kernel scratch) belong to the policy
+instance (`Workspace`), reused across its rounds; none is process-wide. Reads of the masks
+need no preparation: the bulk-kept jobs' GPUs are marked claimed on first read.
 """
 
 from __future__ import annotations
@@ -40,7 +41,7 @@ from typing import Callable, ClassVar
 
 import numpy as np
 
-from policies import _kernels as K
+from policies import _round_kernels as RK
 from policies import placement as P
 from simcore.api import Allocation, ClusterView, Decision
 
@@ -51,25 +52,98 @@ def demands(view: ClusterView) -> np.ndarray:
     return np.clip(j.num_gpus, j.min_gpus, np.maximum(j.min_gpus, j.max_gpus)).astype(np.int64)
 
 
-def demands_cached(view: ClusterView) -> np.ndarray:
-    """`demands(view)`, recomputed only when the engine hands over different request arrays.
+def shape_key(demand, gpu_type_req):
+    """The failed-shape memo key of a (GPU count, required type) pair, for ints or int arrays
+    (`Round.failed_before`; the one encoding, shared with the walk kernel)."""
+    if isinstance(demand, np.ndarray) or isinstance(gpu_type_req, np.ndarray):
+        return RK.shape_key(np.asarray(demand, np.int64), np.asarray(gpu_type_req, np.int64))
+    return int(demand) * 65_537 + int(gpu_type_req) + 1
 
-    The engine reuses one `JobsView` (static request arrays) for a whole run, so this avoids
-    a pass over every trace job per call. The cache holds the arrays themselves, so an
-    identity match cannot be a recycled id. Callers must not modify the result.
+
+class Workspace:
+    """Scratch a policy instance reuses across its rounds: the undecided mask (J bools, all
+    False between rounds), the kernels' J-sized scratch (`mark`, all False; `rank`, all -1;
+    each kernel returns them as it found them), the demands of the current request arrays,
+    and the kernel placer's topology arrays of the current cluster.
+
+    Owned by one policy instance, never shared between processes or policies. A round that
+    is abandoned before `decision()` keeps its mask (the next round allocates a fresh one).
     """
-    j = view.jobs
-    c = _DEM_CACHE
-    if c[0] is not j.num_gpus or c[1] is not j.min_gpus or c[2] is not j.max_gpus:
-        c[:] = [j.num_gpus, j.min_gpus, j.max_gpus, demands(view)]
-    return c[3]
+
+    def __init__(self) -> None:
+        self._dem_src: tuple = (None, None, None)
+        self._dem: np.ndarray | None = None
+        self._free: list[np.ndarray] = []
+        self._mark: np.ndarray | None = None
+        self._rank: np.ndarray | None = None
+        self._topo_of = None
+        self._topo: tuple | None = None
+
+    def demands(self, view: ClusterView) -> np.ndarray:
+        """`demands(view)`, recomputed only when the engine hands over different request arrays
+        (it reuses one `JobsView` a run). Callers must not modify the result."""
+        j = view.jobs
+        s = self._dem_src
+        if s[0] is not j.num_gpus or s[1] is not j.min_gpus or s[2] is not j.max_gpus:
+            self._dem_src = (j.num_gpus, j.min_gpus, j.max_gpus)
+            self._dem = demands(view)
+        return self._dem
+
+    def take_mask(self, n: int) -> np.ndarray:
+        """An all-False bool array of n entries (the round's undecided mask)."""
+        while self._free:
+            a = self._free.pop()
+            if a.shape[0] == n:
+                return a
+        return np.zeros(n, bool)
+
+    def give_back(self, a: np.ndarray) -> None:
+        """Return a mask taken with `take_mask`, all False again."""
+        self._free.append(a)
+
+    def mark(self, n: int) -> np.ndarray:
+        if self._mark is None or self._mark.shape[0] != n:
+            self._mark = np.zeros(n, bool)
+        return self._mark
+
+    def rank(self, n: int) -> np.ndarray:
+        if self._rank is None or self._rank.shape[0] != n:
+            self._rank = np.full(n, -1, np.int64)
+        return self._rank
+
+    def kernel_topo(self, c) -> tuple:
+        """The topology arguments of the walk kernel's placer (`consolidate`; used only on a
+        one-type cluster), built once per cluster."""
+        if self._topo_of is not c:
+            self._topo_of = c
+            self._topo = (c.gpu_node, c.gpu_type, c.node_first_gpu, c.node_num_gpus, c.node_leaf, c.leaf_pod,
+                          P._num_leaves(c), P._num_pods(c))
+        return self._topo
+
+
+def demands_cached(view: ClusterView, workspace: Workspace | None = None) -> np.ndarray:
+    """`demands(view)` through a policy's `Workspace` (computed afresh without one)."""
+    return workspace.demands(view) if workspace is not None else demands(view)
 
 
 class BasePolicy:
-    """Common attributes and helpers; subclasses implement `decide`."""
+    """Common attributes and helpers; subclasses implement `decide`.
+
+    The behaviour flags of `simcore.api.Policy` are declared here with their defaults, and a
+    policy overrides the ones that hold for it (class attributes): `rounds_need_queue`,
+    `ignores_restart_ends`, `wants_epoch_events`, `milestones` (see `simcore.api.Policy`).
+    """
 
     name: ClassVar[str]
     Config: ClassVar[type]
+    #: a periodic round can change nothing while no job is queued
+    rounds_need_queue: ClassVar[bool] = False
+    #: a job finishing its restart changes none of the policy's decisions
+    ignores_restart_ends: ClassVar[bool] = False
+    #: call the policy at each epoch end of a job whose epochs are known
+    wants_epoch_events: ClassVar[bool] = False
+    #: fractions of a job's work at which to call the policy
+    milestones: ClassVar[tuple[float, ...]] = ()
 
     def __init__(self, config) -> None:
         self.config = config
@@ -78,10 +152,16 @@ class BasePolicy:
         self.needs: frozenset[str] = frozenset()
         self.rng = np.random.default_rng(getattr(config, "seed", 0))
         self._mem_ok: dict[tuple[int, int], bool] = {}
+        self.workspace = Workspace()
 
     def __repr__(self) -> str:
         args = ", ".join(f"{f.name}={getattr(self.config, f.name)!r}" for f in dataclasses.fields(self.config))
         return f"{type(self).__name__}({args})"
+
+    def round(self, view: ClusterView, demand: np.ndarray | None = None) -> "Round":
+        """A `Round` on this policy's workspace, placing with its `placement` strategy, rng and
+        memory veto (`demand`: GPUs per job, default the requested counts)."""
+        return Round(view, self, demand=demand)
 
     @staticmethod
     def placement_is_deterministic(view: ClusterView, strategy: str) -> bool:
@@ -92,20 +172,20 @@ class BasePolicy:
         """
         return strategy != "random" and len(view.cluster.gpu_type_names) <= 1
 
-    def accept_for(self, view: ClusterView, j: int) -> Callable[[np.ndarray], bool] | None:
+    def accept_for(self, view: ClusterView, j: int, batch: int | None = None) -> Callable[[np.ndarray], bool] | None:
         """Memory-fit veto for jobs that accept any GPU type on a heterogeneous cluster.
 
-        Asks the engine's what-if query once per (job, GPU type); a job pinned to one type
-        (or a one-type cluster) needs no check, the engine rejected impossible jobs upfront.
+        Asks the engine's what-if query once per (job, GPU type, batch); a job pinned to one
+        type (or a one-type cluster) needs no check, the engine rejected impossible jobs upfront.
         """
         c = view.cluster
         if len(c.gpu_type_names) <= 1 or int(view.jobs.gpu_type_req[j]) >= 0:
             return None
 
         def ok(gpus: np.ndarray) -> bool:
-            key = (j, int(c.gpu_type[gpus[0]]))
+            key = (j, int(c.gpu_type[gpus[0]])) if batch is None else (j, int(c.gpu_type[gpus[0]]), batch)
             if key not in self._mem_ok:
-                self._mem_ok[key] = bool(np.isfinite(view.iteration_time(j, gpus, None)))
+                self._mem_ok[key] = bool(np.isfinite(view.iteration_time(j, gpus, batch)))
             return self._mem_ok[key]
 
         return ok
@@ -129,73 +209,49 @@ class _Cur(dict):
         return g
 
 
-_DEM_CACHE: list = [None, None, None, None]  # (num_gpus, min_gpus, max_gpus) arrays, demands
-_SCRATCH: dict[int, list[np.ndarray]] = {}  # J → all-False bool arrays free for reuse
-
-
-def _scratch(n: int) -> np.ndarray:
-    """An all-False bool array of n entries, reused across rounds: a round on a trace of a
-    million jobs should not allocate (and zero) megabytes per call. Returned with
-    `_unscratch` once all False again; one never returned is simply garbage."""
-    free = _SCRATCH.get(n)
-    return free.pop() if free else np.zeros(n, bool)
-
-
-def _clean(n: int, dtype, fill) -> np.ndarray:
-    """One shared n-entry array of `fill`, for kernels that use it as scratch and leave it as
-    they found it (`claim_kept`'s marks, `preempt_plan`'s ranks): no allocation per call."""
-    key = (n, np.dtype(dtype).str, fill)
-    a = _CLEAN.get(key)
-    if a is None:
-        a = _CLEAN[key] = np.full(n, fill, dtype)
-    return a
-
-
-_CLEAN: dict[tuple, np.ndarray] = {}
-
-
-def _unscratch(a: np.ndarray) -> None:
-    free = _SCRATCH.setdefault(a.shape[0], [])
-    if len(free) < 4:
-        free.append(a)
-
-
 class Round:
-    """One scheduling call: claimed GPUs, kept jobs, new allocations (see module docstring).
+    """One scheduling call's state and its operations (see the module docstring).
 
-    Cost is per job the round changes, not per running or trace job: running jobs come from
-    the engine's active set; a running job kept as it is (the common case) is only recorded
-    in bulk, as an index array (`_kept`), its `Allocation` being the engine's own object in
-    `ClusterView.current`; its GPUs are marked claimed in one batch (`_flush`) before
-    anything reads the masks. That is exact because an unvisited running job's GPUs are
-    `held`, so no placement can claim them before it is visited; keeping them only moves
-    them from held to claimed. The batch finds them through `gpu_owner`, which the engine
-    keeps equal to the current allocations. `alloc` holds the jobs decided one by one
-    (placements, and keeps that had to check their GPUs); `placed()` gives every job that
-    runs after the round. Where the engine accepts them (`ClusterView.accepts_changes`),
-    `decision()` lists only the changes (`Decision.changes_only`).
+    `Round(view, policy=None, demand=None)`: with a policy, its workspace, placement strategy
+    (`config.placement`), rng and memory veto are used; without one (tests, quick policies)
+    a fresh workspace and `consolidate`. `dem` = GPUs per job (requested counts clipped to
+    [min, max], or `demand`).
+
+    Cost is per job the round changes: running jobs come from the engine's active set; a
+    running job kept as it is (the common case) is recorded in bulk, as an index array, its
+    `Allocation` being the engine's own object in `ClusterView.current`; its GPUs move from
+    held to claimed in one batch on the next read of the masks. That is exact because an
+    unvisited running job's GPUs are `held`, so no placement can claim them before it is
+    visited. `alloc` holds the jobs decided one by one (placements, resizes, checked keeps);
+    `placed()` gives every job that runs after the round. `decision()` lists only the
+    changes where the engine accepts that (`ClusterView.accepts_changes`).
     """
 
-    def __init__(self, view: ClusterView) -> None:
+    def __init__(self, view: ClusterView, policy: BasePolicy | None = None, demand: np.ndarray | None = None) -> None:
         c = view.cluster
         self.view = view
         self.c = c
+        self.policy = policy
+        ws = policy.workspace if policy is not None else Workspace()
+        self._ws = ws
+        self.strategy = getattr(getattr(policy, "config", None), "placement", "consolidate")
         self.online = np.asarray(c.gpu_online, bool)
         self.owner = np.asarray(c.gpu_owner)  # int32: no per-call conversion
-        self.claimed = np.zeros(c.num_gpus, bool)
-        self.held = self.owner >= 0  # by a running job not visited yet (or an unknown owner)
+        self._claimed = np.zeros(c.num_gpus, bool)
+        self._held = self.owner >= 0  # by a running job not visited yet (or an unknown owner)
         running = np.asarray(view.running(), np.int64)
         self.running_idx = running
         self._running_set: set[int] | None = None
         self._cur: _Cur | None = None  # built on first use (`cur`)
         self._current = view.current if view.current is not None else {}
-        self.undecided = _scratch(view.jobs.num_jobs)  # returned to the pool by `decision`
+        n_jobs = view.jobs.num_jobs
+        self.undecided = ws.take_mask(n_jobs)  # handed back by `decision`
         self.undecided[running] = True
         self._offline_jobs: set[int] = set()  # running jobs with a GPU offline
         if np.count_nonzero(self.online) < self.online.size:
             off = self.owner[~self.online]
             self._offline_jobs = set(off[off >= 0].tolist())
-        self.dem = demands_cached(view)
+        self.dem = ws.demands(view) if demand is None else np.asarray(demand, np.int64)
         self.alloc: dict[int, Allocation] = {}  # decided one by one (placements, checked keeps)
         self._alloc_n: dict[int, int] = {}  # their GPU counts, in the same order (`placed`)
         self.started: list[int] = []  # jobs given GPUs they did not hold before this call
@@ -204,16 +260,16 @@ class Round:
         self._kept_one: list[int] = []  # the same, one at a time
         self._pending: list[int] = []  # kept jobs whose GPUs are not yet marked claimed
         self._pending_arr: list[np.ndarray] = []  # the same, in arrays
-        self._returned = False  # scratch arrays handed back (`decision`)
-        #: bumped by every claim and release; a failed placement retried at the same version
-        #: (same job shape) fails again. Keeps do not bump it: a kept job's GPUs were held
-        #: (never usable) and it only leaves the victim sets, so no failure can turn into a
-        #: success (the usable pool and every victim set only shrink between bumps)
-        self.version = 0
+        self._returned = False  # undecided mask handed back (`decision`)
+        #: shapes (`shape_key` ints) that found no GPUs on the pool as it is now; emptied by
+        #: every claim and release. Keeps leave it: a kept job's GPUs were held (never usable)
+        #: and it only leaves the victim sets, so no failure can turn into a success
+        self._memo = np.empty(64, np.int64)
+        self._memo_n = np.zeros(1, np.int64)
         self._walk_key = -1  # shape of the job `walk` yielded last
-        self._fail: set = set()  # placement shapes that found no GPUs at version `_fail_ver`
-        self._fail_ver = -1
+        self._walk_victims: Callable[[], np.ndarray] | None = None
 
+    # -- reading the state -----------------------------------------------------------
     @property
     def cur(self) -> _Cur:
         """Job → its current GPU ids (int64), looked up on first access per job."""
@@ -228,44 +284,82 @@ class Round:
             self._running_set = set(self.running_idx.tolist())
         return self._running_set
 
+    @property
+    def claimed(self) -> np.ndarray:
+        """GPUs given to a job this round (kept, placed or resized): read-only for callers."""
+        self._flush()
+        return self._claimed
+
+    @property
+    def held(self) -> np.ndarray:
+        """GPUs of running jobs not visited yet: read-only for callers."""
+        self._flush()
+        return self._held
+
     def _flush(self) -> None:
-        """Mark the GPUs of jobs kept since the last flush as claimed (one G-sized pass)."""
+        """Mark the GPUs of jobs kept in bulk since the last read as claimed (one G-sized pass)."""
         if self._pending or self._pending_arr:
             ks = self._pending_arr
             if self._pending:
                 ks.append(np.asarray(self._pending, np.int64))
             ks = ks[0] if len(ks) == 1 else np.concatenate(ks)
-            K.claim_kept(self.held, self.claimed, self.owner, _clean(self.view.jobs.num_jobs, bool, False), ks)
+            RK.claim_kept(self._held, self._claimed, self.owner, self._ws.mark(self.view.jobs.num_jobs), ks)
             self._pending.clear()
             self._pending_arr = []
 
     def avail(self) -> np.ndarray:
-        self._flush()
-        return self.online & ~self.claimed & ~self.held
+        """GPUs a placement may take now: online, unclaimed, not held."""
+        return RK.usable_mask(self.online, self._claimed, self._held)
 
-    def claim(self, j: int, gpus: np.ndarray, keep: bool = False) -> None:
-        self._flush()
-        self.version += 1
-        gpus = np.asarray(gpus, np.int64)
-        self.claimed[gpus] = True
-        self.held[gpus] = False
+    # -- the failed-shape memo ---------------------------------------------------------
+    def failed_before(self, key: int) -> bool:
+        """Whether a placement of shape `key` (`shape_key`, or any int a policy derives from
+        it) already failed with the pool as it is now.
+
+        Only for deterministic placers whose outcome depends on the pool and `key` alone
+        (see `BasePolicy.placement_is_deterministic`); the caller records failures with
+        `note_failure` (`walk` callers: `walk_failed`). Any claim or release forgets them.
+        """
+        return bool(RK.memo_has(self._memo, self._memo_n[0], int(key)))
+
+    def note_failure(self, key: int) -> None:
+        n = int(self._memo_n[0])
+        if n == self._memo.shape[0]:
+            self._memo = np.concatenate([self._memo, np.empty(n, np.int64)])
+        self._memo[n] = int(key)
+        self._memo_n[0] = n + 1
+
+    # -- operations --------------------------------------------------------------------
+    def _record(self, j: int, gpus: list[int], batch: int | None, keep: bool) -> None:
         a = self._current.get(j)
-        if a is None or len(a.gpus) != gpus.size or list(a.gpus) != gpus.tolist():
-            a = Allocation(tuple(gpus.tolist()))
+        if a is None or a.gpus != tuple(gpus) or (batch is not None and a.batch_size != batch):
+            a = Allocation(tuple(gpus), batch)
         self.alloc[j] = a
-        self._alloc_n[j] = gpus.size
+        self._alloc_n[j] = len(gpus)
         if not keep:
             self.started.append(j)
+
+    def claim(self, j: int, gpus: np.ndarray, keep: bool = False, batch: int | None = None) -> None:
+        """Give job j exactly `gpus` (usable now, or its own) at global batch `batch` (None:
+        keep its batch); `keep`: it held GPUs before and is not counted as started."""
+        self._memo_n[0] = 0
+        gpus = np.asarray(gpus, np.int64)
+        self._claimed[gpus] = True
+        self._held[gpus] = False
+        self._record(j, gpus.tolist(), batch, keep)
 
     def release(self, k: int) -> None:
         """Running job k gives up its GPUs this round (preempted, or about to be re-placed)."""
         if self.undecided[k]:
-            self._flush()
-            self.version += 1
+            self._memo_n[0] = 0
             self.undecided[k] = False
             self.released.append(k)
             g = self.cur[k]
-            self.held[g[~self.claimed[g]]] = False
+            self._held[g[~self._claimed[g]]] = False
+
+    def preempt(self, k: int) -> None:
+        """Stop running job k this round (its GPUs become usable); same as `release`."""
+        self.release(k)
 
     def _fast(self, ks: np.ndarray) -> np.ndarray:
         """Which running jobs of `ks` can be kept through the engine's own objects, as they
@@ -278,16 +372,12 @@ class Round:
             fast &= ~np.isin(ks, np.fromiter(self._offline_jobs, np.int64))
         return fast
 
-    def _keep_fast(self, ks: np.ndarray) -> None:
-        self.undecided[ks] = False
-        self._kept.append(ks)
-        self._pending_arr.append(ks)
-
-    def keep(self, k: int) -> bool:
-        """Running job k keeps its current GPUs if they are all online and unclaimed."""
+    def keep(self, k: int, batch: int | None = None) -> bool:
+        """Running job k keeps its current GPUs if they are all online and unclaimed (at global
+        batch `batch`; None keeps its batch). False (and k released) otherwise."""
         if not self.undecided[k]:
             return False
-        if self._current and k not in self._offline_jobs:
+        if batch is None and self._current and k not in self._offline_jobs:
             self.undecided[k] = False
             self._kept_one.append(k)
             self._pending.append(k)
@@ -295,110 +385,153 @@ class Round:
         g = self.cur[k]
         if g.size and self.online[g].all() and not self.claimed[g].any():
             self.undecided[k] = False
-            self.claim(k, g, keep=True)
+            self.claim(k, g, keep=True, batch=batch)
             return True
         self.release(k)
         return False
 
-    def _failures(self) -> set:
-        """Shapes that failed on the pool as it is now (forgotten at any claim or release)."""
-        if self.version != self._fail_ver:
-            self._fail.clear()
-            self._fail_ver = self.version
-        return self._fail
+    def keep_all_undecided(self) -> None:
+        """`keep` every unvisited running job: in bulk where they can stay as they are."""
+        ks = self.running_idx[self.undecided[self.running_idx]]
+        if ks.size:
+            fast = self._fast(ks)
+            ks_fast = ks[fast]
+            self.undecided[ks_fast] = False
+            self._kept.append(ks_fast)
+            self._pending_arr.append(ks_fast)
+            for k in ks[~fast].tolist():
+                self.keep(k)
 
-    def failed_before(self, key) -> bool:
-        """Whether a placement of shape `key` already failed with the pool as it is now.
+    def fit(self, j: int, count: int | None = None, pool: np.ndarray | None = None, *, strategy: str | None = None,
+            gpu_type: int | None = None, max_tier: int | None = None, batch: int | None = None) -> np.ndarray | None:
+        """GPUs for job j (`count`, default its demand) out of `pool` (default: usable now),
+        without claiming them: the round's (or the given) strategy, its type requirement
+        (or `gpu_type`), a tier cap (`max_tier`: index into `placement.TIERS`, the delay
+        tiers of delay scheduling) and the memory veto at `batch`. None if none fits."""
+        pol = self.policy
+        n = int(self.dem[j]) if count is None else int(count)
+        req = int(self.view.jobs.gpu_type_req[j]) if gpu_type is None else int(gpu_type)
+        accept = pol.accept_for(self.view, j, batch) if pol is not None else None
+        return P.place(self.c, self.avail() if pool is None else pool, n, gpu_type=req,
+                       strategy=strategy or self.strategy, rng=pol.rng if pol is not None else None,
+                       accept=accept, max_tier=max_tier)
 
-        Only for deterministic placers whose outcome depends on the pool and `key` alone
-        (see `BasePolicy.placement_is_deterministic`); the caller records failures with
-        `note_failure` (`walk` callers: `walk_failed`). Any claim or release since then
-        forgets them.
+    def placer(self, strategy: str | None = None, counts: np.ndarray | None = None,
+               max_tier: Callable[[int], int | None] | None = None) -> Placer:
+        """A `Placer` (`placer(j, pool)`) through `fit`, for `place` and preemption."""
+        cnt = self.dem if counts is None else counts
+
+        def placer(j: int, pool: np.ndarray) -> np.ndarray | None:
+            return self.fit(j, int(cnt[j]), pool, strategy=strategy, max_tier=None if max_tier is None else max_tier(j))
+
+        return placer
+
+    def place(self, j: int, how=None, victims: Callable[[], np.ndarray] | None = None, *, batch: int | None = None,
+              gpu_type: int | None = None) -> np.ndarray | None:
+        """Give job j GPUs and claim them; returns them, or None (nothing changed but the
+        failed attempt's own release of j).
+
+        `how`: a GPU count (placed with the round's strategy through `fit`), explicit GPU ids,
+        a `Placer` (`placer(j, pool)`), or None (its demand). `batch`: the global batch to
+        run at (None: keep). `gpu_type`: a type to place on (default the job's requirement).
+        A running job asked to move may reuse its own GPUs (it is released first). If no
+        placement fits and `victims` is given (`victims()`: unvisited running jobs j may
+        preempt, lowest priority first; called only when the free pool is not enough), the
+        fewest victims whose GPUs make a placement possible are preempted.
         """
-        return key in self._failures()
+        return self._place(j, how, victims, batch, gpu_type, False)
 
-    def note_failure(self, key) -> None:
-        self._failures().add(key)
+    def _place(self, j, how, victims, batch, gpu_type, keep) -> np.ndarray | None:
+        self.release(j)
+        if isinstance(how, (np.ndarray, list, tuple)):
+            gpus = np.asarray(how, np.int64)
+            self.claim(j, gpus, keep=keep, batch=batch)
+            return gpus
+        if callable(how):
+            placer, n = how, int(self.dem[j])
+        else:
+            n = int(self.dem[j]) if how is None else int(how)
 
-    def place(self, j: int, placer: Placer, victims: Callable[[], np.ndarray] | None = None) -> np.ndarray | None:
-        """Give job j GPUs via `placer(j, avail_mask)`; if that fails, preempt among `victims()`.
-
-        `victims()` returns unvisited running jobs j may preempt, lowest priority first; it is
-        called only when the free pool is not enough.
-        """
-        self.release(j)  # a running job asked to move may reuse its own GPUs
+            def placer(jj: int, pool: np.ndarray) -> np.ndarray | None:
+                return self.fit(jj, n, pool, gpu_type=gpu_type, batch=batch)
         gpus = placer(j, self.avail())
         if gpus is None and victims is not None:
-            gpus = self._place_preempting(j, placer, victims)
+            gpus = self._place_preempting(j, n, placer, victims, gpu_type)
         if gpus is not None:
-            self.claim(j, gpus)
+            self.claim(j, gpus, keep=keep, batch=batch)
         return gpus
 
-    def _place_preempting(self, j: int, placer: Placer, victims_fn: Callable[[], np.ndarray]) -> np.ndarray | None:
-        self._flush()
-        dem = int(self.dem[j])
-        req = int(self.view.jobs.gpu_type_req[j])
+    def resize(self, j: int, how, batch: int | None = None) -> np.ndarray | None:
+        """Running (or queued) job j runs on `how` GPUs (a count or GPU ids) at global batch
+        `batch` (None: keep) from now on.
+
+        Same count: it keeps its GPUs (only the batch changes). Fewer: it keeps the ones the
+        round's strategy picks among its own. More: it is placed afresh on its own GPUs plus
+        the usable ones. None (and j stopped) if nothing fits. A job that ran before the
+        round is not counted as started."""
+        if not self.undecided[j]:  # holds nothing (or was decided already): a plain placement
+            return self._place(j, how, None, batch, None, j in self.running)
+        own = self.cur[j]
+        if not isinstance(how, (np.ndarray, list, tuple)):
+            count = int(how)
+            if count == own.size and self.keep(j, batch=batch):
+                return own
+            if 0 < count < own.size and self.online[own].all() and not self.claimed[own].any():
+                pool = np.zeros(self.c.num_gpus, bool)
+                pool[own] = True
+                how = self.fit(j, count, pool, batch=batch)
+                if how is None:
+                    how = count
+        return self._place(j, how, None, batch, None, True)
+
+    def _place_preempting(self, j: int, n: int, placer: Placer, victims_fn: Callable[[], np.ndarray],
+                          gpu_type: int | None = None) -> np.ndarray | None:
+        req = int(self.view.jobs.gpu_type_req[j]) if gpu_type is None else int(gpu_type)
         # candidates, each GPU's owner rank among them, the fewest victims by GPU count (`lo`;
-        # 0: not enough even preempting every candidate) and the pool they leave: one numba call
-        victims, vr, lo, pool = K.preempt_plan(self.owner, self.online, self.claimed, self.held, self.c.gpu_type, req,
-                                               self.undecided, self.view.jobs.alloc_count,
-                                               np.asarray(victims_fn(), np.int64), j, dem,
-                                               _clean(self.view.jobs.num_jobs, np.int64, -1))
+        # 0: not enough even preempting every candidate): one numba call
+        cand, vr, lo, _ = RK.preempt_plan(self.owner, self.online, self._claimed, self._held, self.c.gpu_type, req,
+                                          self.undecided, self.view.jobs.alloc_count,
+                                          np.asarray(victims_fn(), np.int64), j, n,
+                                          self._ws.rank(self.view.jobs.num_jobs))
         if lo == 0:
             return None
-        # by GPU count alone is exact for an unconstrained placement, so usually one placement
-        # call decides; constrained ones (tier, memory) search further
-        n_all = victims.size
-        gpus = placer(j, pool)
-        if gpus is None and lo < n_all:
-            base = self.avail()
-
-            def pool_of(n: int) -> np.ndarray:
-                return base | (vr < n)
-
-            if placer(j, pool_of(n_all)) is None:
-                return None
-            lo, hi = lo + 1, n_all
-            while lo < hi:  # shortest prefix with a feasible placement
-                mid = (lo + hi) // 2
-                if placer(j, pool_of(mid)) is not None:
-                    hi = mid
-                else:
-                    lo = mid + 1
-            gpus = placer(j, pool_of(lo))
-            if gpus is None:  # feasibility was not monotone here: use every candidate
-                lo = n_all
-                gpus = placer(j, pool_of(lo))
-        if gpus is None:
+        st = RK.prefix_start(lo, cand.size)
+        m = RK.prefix_next(st, False)
+        gpus = None
+        while m >= 0:  # the shortest prefix of victims with a feasible placement
+            gpus = placer(j, RK.pool_mask(self.online, self._claimed, self._held, vr, m))
+            m = RK.prefix_next(st, gpus is not None)
+        if m == RK.PREFIX_FAIL:
             return None
-        for k in K.hit_victims(vr, np.asarray(gpus, np.int64), lo, victims).tolist():
+        for k in RK.hit_victims(vr, np.asarray(gpus, np.int64), st[4], cand).tolist():
             self.release(k)
         return gpus
 
+    # -- the walk ------------------------------------------------------------------------
     def walk(self, order: np.ndarray, klass: np.ndarray | None = None, keys: np.ndarray | None = None,
-             num_classes: int | None = None):
-        """Walk `order` (all jobs of the round in priority order), yielding only the jobs a
-        placement attempt could change; the caller `keep`s or places each before the walk
-        goes on, exactly as in "for j in order: if keep(j): continue; place(j)".
+             num_classes: int | None = None, kernel: np.ndarray | bool = False, preempt: bool = False):
+        """Walk `order` (all jobs of the round in priority order) doing "for j in order: keep j
+        if it runs, else place it (preempting, with `preempt`, running jobs of a strictly
+        higher class, lowest priority first)", yielding the jobs Python must handle; the
+        caller `keep`s or places each (with `victims=r.victims`) before the walk goes on.
 
-        A numba scan (`_kernels.walk_next`) keeps running jobs as they are (`_fast`) and passes
-        over every job that holds nothing and cannot be placed now: its shape (`keys`, one int
-        per position, or None) already failed on this pool (the caller reports a failed
-        attempt with `walk_failed`), or the free GPUs plus all GPUs of the running jobs it may
-        preempt are fewer than it needs. `klass[i]` is the preemption class of position i: the
-        job may preempt undecided running jobs of a strictly higher class (Tiresias: its
-        queue); all zeros (the default) means it may preempt none, which is the bound for
-        callers that place without victims. Both skips are exact: the count bound is checked
-        first by every placement and preemption attempt (before any random draw). So the walk
-        costs Python time per job that might be placed, not per queued or running job.
-        `num_classes` (optional) is an upper bound on `klass` + 1.
+        The scan is one numba kernel (`_round_kernels.walk_run`): it keeps running jobs as they
+        are (`_fast`), passes over every job that holds nothing and cannot be placed now — its
+        shape (`keys`, one int per position, or None) already failed on this pool (a failed
+        attempt of a yielded job is reported with `walk_failed`), or the free GPUs plus all
+        GPUs of the running jobs it may preempt are fewer than it needs — and places the jobs
+        whose placer is the kernel one (`kernel`: per position, or for all; only honoured on a
+        one-type cluster, where it means `consolidate` with no veto or tier cap), preempting
+        as above. `klass[i]` is the preemption class of position i (default all zeros: no
+        victims); `num_classes` (optional) an upper bound on `klass` + 1. Both skips are exact:
+        the count bound is checked first by every placement and preemption attempt (before
+        any random draw). So the walk costs Python time per job that needs Python only.
         """
         n = int(order.size)
         if n == 0:
             return
         order = np.ascontiguousarray(order, np.int64)
         und = self.undecided
-        # which running jobs can be kept as they are (see `_fast`): every one in the common case
         all_fast = bool(self._current) and not self._offline_jobs
         if all_fast:
             fast = np.zeros(0, bool)
@@ -412,39 +545,65 @@ class Round:
             klass = np.ascontiguousarray(klass, np.int64)
             ncls = int(klass.max()) + 1 if num_classes is None else int(num_classes)
         keys = np.full(n, -1, np.int64) if keys is None else np.ascontiguousarray(keys, np.int64)
-        cnt = np.asarray(self.view.jobs.alloc_count)
+        topo = self._ws.kernel_topo(self.c)
+        if kernel is False or len(self.c.gpu_type_names) > 1:
+            kfit = np.zeros(n, bool)
+        elif isinstance(kernel, (bool, np.bool_)):
+            kfit = np.ones(n, bool)
+        else:
+            kfit = np.ascontiguousarray(kernel, bool)
+        if preempt:
+            run_rev, run_cls = RK.running_reversed(order, und, klass)
+        else:
+            run_rev = run_cls = np.zeros(0, np.int64)
+        jobs = self.view.jobs
+        cnt = np.asarray(jobs.alloc_count)
+        req = np.asarray(jobs.gpu_type_req)
+        g_n = self.c.num_gpus
         kept = np.empty(n, np.int64)
+        rec = np.empty(3 * g_n + 2, np.int64)
+        rel = np.empty(max(run_rev.size, 1), np.int64)
+        counts = np.zeros(3, np.int64)
+        rank = self._ws.rank(jobs.num_jobs) if preempt else np.zeros(0, np.int64)
         i = 0
         while i < n:
-            self._flush()
-            failed = self._failures()  # the shapes `walk_failed` recorded (ints), one memo with `failed_before`
-            failed = np.fromiter(failed, np.int64, len(failed))
-            i, nk = K.walk_next(order, i, und, fast, all_fast, klass, ncls, self.dem, cnt, keys,
-                                failed, failed.size, self.online, self.claimed, self.held, kept)
+            i = RK.walk_run(order, i, und, fast, all_fast, klass, ncls, self.dem, req, cnt, keys, self._memo,
+                            self._memo_n, self.online, self._claimed, self._held, self.owner, kfit, run_rev, run_cls,
+                            topo, rank, kept, rec, rel, counts)
+            nk, nrec, nrel = counts.tolist()
             if nk:
                 ks = kept[:nk].copy()
                 self._kept.append(ks)
                 self._pending_arr.append(ks)
+            if nrec:
+                rl = rec[:nrec].tolist()
+                x = 0
+                while x < nrec:
+                    e = x + 2 + rl[x + 1]
+                    self._record(rl[x], rl[x + 2:e], None, False)
+                    x = e
+            if nrel:
+                self.released.extend(rel[:nrel].tolist())
             if i >= n:
                 return
             self._walk_key = int(keys[i])
+            if preempt:
+                c = klass[i]
+                self._walk_victims = lambda: run_rev[run_cls > c]
             yield int(order[i])
             i += 1
+
+    def victims(self) -> np.ndarray:
+        """The victims of the job `walk` just yielded (running at the round's start, of a
+        strictly higher class, lowest priority first); empty for a walk without `preempt`."""
+        return self._walk_victims() if self._walk_victims is not None else np.zeros(0, np.int64)
 
     def walk_failed(self) -> None:
         """The job `walk` just yielded found no placement: skip its shape until the pool grows."""
         if self._walk_key >= 0:
             self.note_failure(self._walk_key)
 
-    def keep_all_undecided(self) -> None:
-        """`keep` every unvisited running job: in bulk where they can stay as they are."""
-        ks = self.running_idx[self.undecided[self.running_idx]]
-        if ks.size:
-            fast = self._fast(ks)
-            self._keep_fast(ks[fast])
-            for k in ks[~fast].tolist():
-                self.keep(k)
-
+    # -- the outcome -------------------------------------------------------------------
     def kept_jobs(self) -> np.ndarray:
         """Running jobs kept as they are through the engine's own objects (not in `alloc`)."""
         parts = self._kept + ([np.asarray(self._kept_one, np.int64)] if self._kept_one else [])
@@ -467,10 +626,12 @@ class Round:
         return a
 
     def decision(self, wake_at: float | None = None) -> Decision:
+        """The round as a `Decision`: every unvisited running job kept; only the changes where
+        the engine accepts that."""
         self.keep_all_undecided()
         if not self._returned:  # all False now: every running job was kept or released
             self._returned = True
-            _unscratch(self.undecided)
+            self._ws.give_back(self.undecided)
         cur = self._current
         if self.view.accepts_changes:
             allocs = {j: a for j, a in self.alloc.items() if a is not cur.get(j)}

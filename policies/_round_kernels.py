@@ -103,6 +103,23 @@ def prefix_next(st, ok):
 
 
 @njit(cache=True)
+def round_begin(owner, online, running, undecided):
+    """A round's initial masks in one pass: `claimed` all False, `held` = GPUs with an owner,
+    `undecided` set for the running jobs; also the number of offline GPUs."""
+    g_n = owner.shape[0]
+    claimed = np.zeros(g_n, np.bool_)
+    held = np.empty(g_n, np.bool_)
+    off = 0
+    for g in range(g_n):
+        held[g] = owner[g] >= 0
+        if not online[g]:
+            off += 1
+    for i in range(running.shape[0]):
+        undecided[running[i]] = True
+    return claimed, held, off
+
+
+@njit(cache=True)
 def usable_mask(online, claimed, held):
     """The GPUs a placement may take: online, unclaimed, not held by an unvisited job."""
     a = np.empty(online.shape[0], np.bool_)
@@ -144,7 +161,7 @@ def walk_run(order, start, undecided, fast, all_fast, klass, num_classes, demand
       GPU ids ...), preempted jobs to `rel`; a failure records the shape in the memo, a
       claim or release empties it.
     Everything else (a running job that must be checked, a job with a Python placer)
-    stops the scan there. `counts` receives (kept, rec length, released). Returns the
+    stops the scan there. `counts[:3]` receives (kept, rec length, released). Returns the
     position of the job to hand back, or len(order).
     """
     n = order.shape[0]
@@ -159,6 +176,15 @@ def walk_run(order, start, undecided, fast, all_fast, klass, num_classes, demand
             vic[klass[i]] += alloc_count[j]
     for c in range(num_classes - 1, -1, -1):  # vic[c] = GPUs of victims of class >= c
         vic[c] += vic[c + 1]
+    if counts[3] < 0:  # the victim candidates: running at the round's start, lowest priority first
+        nrun = 0
+        for i in range(n - 1, -1, -1):
+            if undecided[order[i]]:
+                run_rev[nrun] = order[i]
+                run_cls[nrun] = klass[i]
+                nrun += 1
+        counts[3] = nrun
+    nrun = counts[3]
     nk = 0
     nrec = 0
     nrel = 0
@@ -184,14 +210,14 @@ def walk_run(order, start, undecided, fast, all_fast, klass, num_classes, demand
             counts[0], counts[1], counts[2] = nk, nrec, nrel
             return i
         gpus = _kfit(usable_mask(online, claimed, held), type_req[j], d, topo)
-        if gpus.shape[0] == 0 and run_rev.shape[0] > 0:
+        if gpus.shape[0] == 0 and nrun > 0:
             nv = 0
-            for x in range(run_rev.shape[0]):
+            for x in range(nrun):
                 if run_cls[x] > klass[i]:
                     nv += 1
             victims = np.empty(nv, np.int64)
             nv = 0
-            for x in range(run_rev.shape[0]):
+            for x in range(nrun):
                 if run_cls[x] > klass[i]:
                     victims[nv] = run_rev[x]
                     nv += 1
@@ -365,23 +391,3 @@ def hit_victims(vr, gpus, lo, cand):
             out[k] = cand[r]
             k += 1
     return out
-
-
-@njit(cache=True)
-def running_reversed(order, undecided, klass):
-    """The jobs of `order` holding GPUs at the round's start (`undecided`), lowest priority
-    first, and their classes: the victim candidates of a walk (a job's victims are those of
-    a strictly higher class, in this order)."""
-    n = 0
-    for i in range(order.shape[0]):
-        if undecided[order[i]]:
-            n += 1
-    rev = np.empty(n, np.int64)
-    cls = np.empty(n, np.int64)
-    k = 0
-    for i in range(order.shape[0] - 1, -1, -1):
-        if undecided[order[i]]:
-            rev[k] = order[i]
-            cls[k] = klass[i]
-            k += 1
-    return rev, cls

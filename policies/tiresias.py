@@ -167,18 +167,18 @@ class Tiresias(BasePolicy):
         # per-job quantities live in J-sized buffers written on the active set only (never read
         # elsewhere): a call costs the active set, not the trace
         q, waited = self._q, self._waited
-        order = prepare(active, r.undecided, float(now), jobs.submit_time, jobs.executed_s, jobs.attained_gpu_s,
-                        jobs.first_start, self.svc_base, self.exec_base, self.pend_base, self.promotions, self._thr,
-                        _EPS_GPU_S, float(self.config.promote_knob), q, waited)
         und = r.undecided
         skew = self._is_skewed(view)
         nq = self._thr.size + 1
-        # per position: queue (preemption class), placement shape key (only for deterministic
-        # placers: a job shaped like one that just failed on the same pool, with the same
-        # victims, fails too) and whether the walk kernel places it (`consolidate`, not skewed)
-        klass, keys, kernel = walk_inputs(order, q, r.dem, jobs.gpu_type_req, skew, nq,
-                                          self.placement_is_deterministic(view, self.config.placement),
-                                          self.config.placement == "consolidate")
+        # the priority order, and per position: queue (preemption class), placement shape key
+        # (only for deterministic placers: a job shaped like one that just failed on the same
+        # pool, with the same victims, fails too) and whether the walk kernel places it
+        # (`consolidate`, not skewed)
+        order, klass, keys, kernel = _prepare_walk(
+            active, und, float(now), jobs.submit_time, jobs.executed_s, jobs.attained_gpu_s, jobs.first_start,
+            self.svc_base, self.exec_base, self.pend_base, self.promotions, self._thr, _EPS_GPU_S,
+            float(self.config.promote_knob), q, waited, r.dem, jobs.gpu_type_req, skew,
+            self.placement_is_deterministic(view, self.config.placement), self.config.placement == "consolidate")
         tier_cap = self._caps(view)
 
         def placer(jj: int, avail: np.ndarray) -> np.ndarray | None:
@@ -190,8 +190,8 @@ class Tiresias(BasePolicy):
                 continue
             if r.place(j, placer, victims=r.victims) is None:
                 r.walk_failed()
-        started = np.asarray(r.started, np.int64)
-        if started.size:
+        if r.started:
+            started = np.asarray(r.started, np.int64)
             s = started[np.isnan(self.pend_base[started])]
             self.pend_base[s] = waited[s]
         return r.decision(wake_at=self._next_jump(view, r, q, waited, now, active))
@@ -401,3 +401,13 @@ def walk_inputs(order, q, demand, type_req, skewed, num_queues, with_keys, conso
             keys[i] = (RK.shape_key(np.int64(demand[j]), np.int64(type_req[j])) * 2 + np.int64(skewed[j])) \
                 * num_queues + q[j]
     return klass, keys, kernel
+
+
+@njit(cache=True)
+def _prepare_walk(active, holding, now, submit, executed, attained, first_start, svc_base, exec_base, pend_base,
+                  promotions, thr, eps, knob, q, waited, demand, type_req, skewed, with_keys, consolidate):
+    """`prepare` and `walk_inputs` in one call: (order, klass, keys, kernel)."""
+    order = _prepare(active, holding, now, submit, executed, attained, first_start, svc_base, exec_base, pend_base,
+                     promotions, thr, eps, knob, q, waited)[0]
+    klass, keys, kernel = walk_inputs(order, q, demand, type_req, skewed, thr.shape[0] + 1, with_keys, consolidate)
+    return order, klass, keys, kernel

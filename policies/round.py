@@ -421,6 +421,8 @@ class Round:
             kfit = np.ascontiguousarray(kernel, bool)
         counts[3] = -1 if preempt else 0  # victim candidates: listed by the kernel's first call
         ws = self._ws
+        if ws.memo.shape[0] <= n:  # room for every shape of the order (the kernel records while it has room)
+            ws.memo = np.concatenate([ws.memo, np.empty(n + 1, np.int64)])
         cnt, req = jobs.alloc_count, jobs.gpu_type_req
         i = 0
         while i < n:

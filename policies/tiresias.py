@@ -7,6 +7,7 @@ Non-clairvoyant: it reads only attained service and executed time, never the ora
 from __future__ import annotations
 
 import fnmatch
+import math
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -126,6 +127,9 @@ class Tiresias(BasePolicy):
         self._n = -1
         self._last_now = -np.inf
         self._tier_caps: _TierCaps | None = None
+        self._knob = float(config.promote_knob)
+        self._flags_of = None  # the cluster `_flags` (deterministic placer, consolidate) are for
+        self._flags = (False, False)
 
     # -- per-run state ---------------------------------------------------------------
     def _reset(self, n: int) -> None:
@@ -174,15 +178,17 @@ class Tiresias(BasePolicy):
         # (only for deterministic placers: a job shaped like one that just failed on the same
         # pool, with the same victims, fails too) and whether the walk kernel places it
         # (`consolidate`, not skewed)
+        if self._flags_of is not view.cluster:
+            self._flags_of = view.cluster
+            self._flags = (self.placement_is_deterministic(view, self.config.placement),
+                           self.config.placement == "consolidate")
         order, klass, keys, kernel = _prepare_walk(
             active, und, float(now), jobs.submit_time, jobs.executed_s, jobs.attained_gpu_s, jobs.first_start,
-            self.svc_base, self.exec_base, self.pend_base, self.promotions, self._thr, _EPS_GPU_S,
-            float(self.config.promote_knob), q, waited, r.dem, jobs.gpu_type_req, skew,
-            self.placement_is_deterministic(view, self.config.placement), self.config.placement == "consolidate")
-        tier_cap = self._caps(view)
+            self.svc_base, self.exec_base, self.pend_base, self.promotions, self._thr, _EPS_GPU_S, self._knob, q,
+            waited, r.dem, jobs.gpu_type_req, skew, *self._flags)
 
         def placer(jj: int, avail: np.ndarray) -> np.ndarray | None:
-            return self._place(view, r, jj, avail, skew, tier_cap)
+            return self._place(view, r, jj, avail, skew, self._caps(view))
 
         # the walk places most jobs itself; it hands back skewed ones and running jobs to check
         for j in r.walk(order, klass=klass, keys=keys, num_classes=nq, kernel=kernel, preempt=True):
@@ -190,10 +196,6 @@ class Tiresias(BasePolicy):
                 continue
             if r.place(j, placer, victims=r.victims) is None:
                 r.walk_failed()
-        if r.started:
-            started = np.asarray(r.started, np.int64)
-            s = started[np.isnan(self.pend_base[started])]
-            self.pend_base[s] = waited[s]
         return r.decision(wake_at=self._next_jump(view, r, q, waited, now, active))
 
     def _caps(self, view: ClusterView) -> "_TierCaps":
@@ -219,13 +221,13 @@ class Tiresias(BasePolicy):
         return P.place(view.cluster, avail, dem, gpu_type=req, strategy="consolidate", accept=few_nodes)
 
     def _next_jump(self, view, r, q, waited, now, active) -> float | None:
-        """Earliest time a running job is demoted or a waiting one becomes due for promotion."""
+        """Earliest time a running job is demoted or a waiting one becomes due for promotion;
+        first the starts' waiting time before their first start (`next_jump`)."""
         jobs = view.jobs
-        idx, n = r.placed()
-        t = next_jump(idx, n, active, q, jobs.attained_gpu_s, self.svc_base, self._thr, float(now),
-                         float(self.config.promote_knob), jobs.executed_s, self.exec_base, self.pend_base, waited,
-                         self._placed)
-        return float(t) if np.isfinite(t) and t > now else None
+        idx, n = r.placed()  # the jobs placed this call first (the started ones among them)
+        t = next_jump(idx, n, active, q, jobs.attained_gpu_s, self.svc_base, self._thr, float(now), self._knob,
+                      jobs.executed_s, self.exec_base, self.pend_base, waited, self._placed, len(r.alloc))
+        return t if math.isfinite(t) and t > now else None
 
 
 class _TierCaps:
@@ -343,10 +345,12 @@ def prepare(active, holding, now, submit, executed, attained, first_start, svc_b
 
 @njit(cache=True)
 def next_jump(placed, placed_gpus, active, q, attained, svc_base, thr, now, knob, executed, exec_base, pend_base,
-              waited, scratch):
+              waited, scratch, n_new=0):
     """Earliest time a job that runs after this call crosses its next threshold while a job
     waits in its queue or a higher one, or a waiting job becomes due for promotion (inf if
-    none). `scratch`: a J-sized all-False mask, returned all False.
+    none). `scratch`: a J-sized all-False mask, returned all False. First, for the first
+    `n_new` placed jobs (those given GPUs this call), the waiting time before their first
+    start after the last promotion where it is not known yet (`pend_base`).
 
     A demotion with no job waiting at the demoted job's queue or above changes no decision
     (no waiting job gains it as a victim; the next event's call sees the new queue anyway),
@@ -354,6 +358,10 @@ def next_jump(placed, placed_gpus, active, q, attained, svc_base, thr, now, knob
     `simcore.api.Policy`, `ignores_restart_ends`, on what that can change numerically).
     """
     nthr = thr.shape[0]
+    for i in range(n_new):
+        j = placed[i]
+        if np.isnan(pend_base[j]):
+            pend_base[j] = waited[j]
     for i in range(placed.shape[0]):
         scratch[placed[i]] = True
     # one pass over the waiting jobs: the highest-priority queue with one, and the earliest

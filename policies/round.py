@@ -481,6 +481,15 @@ class Round:
         n = np.fromiter(self._alloc_n.values(), np.int64, m)
         return np.concatenate([idx, kept]), np.concatenate([n, cnt])
 
+    def placed_parts(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """`placed()` in parts, without concatenating: (jobs decided one by one, their GPU
+        counts, jobs kept as they are)."""
+        kept = self._kept[0] if len(self._kept) == 1 and not self._kept_one else self.kept_jobs()
+        m = len(self.alloc)
+        if not m:
+            return _NO_INT, _NO_INT, kept
+        return np.fromiter(self.alloc, np.int64, m), np.fromiter(self._alloc_n.values(), np.int64, m), kept
+
     def allocation(self, j: int) -> Allocation | None:
         """The allocation job j runs under after this round (None if it does not run)."""
         a = self.alloc.get(j)

@@ -145,6 +145,8 @@ class Tiresias(BasePolicy):
         self.promotions = self._istate[:, 0]
         self._q = self._istate[:, 1]  # queue of each active job (this call)
         self._placed = np.zeros(n, bool)  # scratch of `_next_jump`
+        # the walk inputs of a call (its first `len(active)` entries): order, klass, keys, kernel
+        self._wbuf = (np.empty(n, np.int64), np.empty(n, np.int64), np.empty(n, np.int64), np.empty(n, np.bool_))
         self._skew = np.array([], bool)
 
     def queues(self, view: ClusterView) -> np.ndarray:
@@ -182,10 +184,12 @@ class Tiresias(BasePolicy):
             self._flags_of = view.cluster
             self._flags = (self.placement_is_deterministic(view, self.config.placement),
                            self.config.placement == "consolidate")
-        order, klass, keys, kernel = _prepare_walk(
-            active, und, float(now), jobs.submit_time, jobs.executed_s, jobs.attained_gpu_s, jobs.first_start,
-            self.svc_base, self.exec_base, self.pend_base, self.promotions, self._thr, _EPS_GPU_S, self._knob, q,
-            waited, r.dem, jobs.gpu_type_req, skew, *self._flags)
+        wb = self._wbuf
+        _prepare_walk(active, und, float(now), jobs.submit_time, jobs.executed_s, jobs.attained_gpu_s, jobs.first_start,
+                      self.svc_base, self.exec_base, self.pend_base, self.promotions, self._thr, _EPS_GPU_S, self._knob,
+                      q, waited, r.dem, jobs.gpu_type_req, skew, *self._flags, *wb)
+        n = active.shape[0]
+        order, klass, keys, kernel = wb[0][:n], wb[1][:n], wb[2][:n], wb[3][:n]
 
         def placer(jj: int, avail: np.ndarray) -> np.ndarray | None:
             return self._place(view, r, jj, avail, skew, self._caps(view))
@@ -224,9 +228,9 @@ class Tiresias(BasePolicy):
         """Earliest time a running job is demoted or a waiting one becomes due for promotion;
         first the starts' waiting time before their first start (`next_jump`)."""
         jobs = view.jobs
-        idx, n = r.placed()  # the jobs placed this call first (the started ones among them)
-        t = next_jump(idx, n, active, q, jobs.attained_gpu_s, self.svc_base, self._thr, float(now), self._knob,
-                      jobs.executed_s, self.exec_base, self.pend_base, waited, self._placed, len(r.alloc))
+        new, new_n, kept = r.placed_parts()
+        t = next_jump(new, new_n, kept, jobs.alloc_count, active, q, jobs.attained_gpu_s, self.svc_base, self._thr,
+                      float(now), self._knob, jobs.executed_s, self.exec_base, self.pend_base, waited, self._placed)
         return t if math.isfinite(t) and t > now else None
 
 
@@ -344,13 +348,14 @@ def prepare(active, holding, now, submit, executed, attained, first_start, svc_b
 
 
 @njit(cache=True)
-def next_jump(placed, placed_gpus, active, q, attained, svc_base, thr, now, knob, executed, exec_base, pend_base,
-              waited, scratch, n_new=0):
+def next_jump(new, new_gpus, kept, alloc_count, active, q, attained, svc_base, thr, now, knob, executed, exec_base,
+              pend_base, waited, scratch):
     """Earliest time a job that runs after this call crosses its next threshold while a job
     waits in its queue or a higher one, or a waiting job becomes due for promotion (inf if
-    none). `scratch`: a J-sized all-False mask, returned all False. First, for the first
-    `n_new` placed jobs (those given GPUs this call), the waiting time before their first
-    start after the last promotion where it is not known yet (`pend_base`).
+    none). The jobs that run after the call: `new` (given GPUs one by one this call, on
+    `new_gpus` GPUs each) and `kept` (kept as they were, on `alloc_count`). First, for the
+    new ones, the waiting time before their first start after the last promotion where it
+    is not known yet (`pend_base`). `scratch`: a J-sized all-False mask, returned all False.
 
     A demotion with no job waiting at the demoted job's queue or above changes no decision
     (no waiting job gains it as a victim; the next event's call sees the new queue anyway),
@@ -358,17 +363,18 @@ def next_jump(placed, placed_gpus, active, q, attained, svc_base, thr, now, knob
     `simcore.api.Policy`, `ignores_restart_ends`, on what that can change numerically).
     """
     nthr = thr.shape[0]
-    for i in range(n_new):
-        j = placed[i]
+    for i in range(new.shape[0]):
+        j = new[i]
         if np.isnan(pend_base[j]):
             pend_base[j] = waited[j]
-    for i in range(placed.shape[0]):
-        scratch[placed[i]] = True
+        scratch[j] = True
+    for i in range(kept.shape[0]):
+        scratch[kept[i]] = True
     # one pass over the waiting jobs: the highest-priority queue with one, and the earliest
     # promotion (both minima of finite values, so the grouping changes no bit)
     min_wait_q = nthr + 1
     t_promote = np.inf
-    promote = knob > 0 and active.shape[0] > placed.shape[0]
+    promote = knob > 0 and active.shape[0] > new.shape[0] + kept.shape[0]
     for i in range(active.shape[0]):
         j = active[i]
         if scratch[j]:
@@ -380,11 +386,16 @@ def next_jump(placed, placed_gpus, active, q, attained, svc_base, thr, now, knob
             if execd > 0:
                 t_promote = min(t_promote, now + (knob * execd - (waited[j] - pend_base[j])))
     t = np.inf
-    for i in range(placed.shape[0]):
-        j = placed[i]
+    for i in range(new.shape[0] + kept.shape[0]):
+        if i < new.shape[0]:
+            j = new[i]
+            g = new_gpus[i]
+        else:
+            j = kept[i - new.shape[0]]
+            g = alloc_count[j]
         scratch[j] = False
-        if q[j] < nthr and q[j] >= min_wait_q and placed_gpus[i] > 0:
-            t = min(t, now + (thr[q[j]] - (attained[j] - svc_base[j])) / placed_gpus[i])
+        if q[j] < nthr and q[j] >= min_wait_q and g > 0:
+            t = min(t, now + (thr[q[j]] - (attained[j] - svc_base[j])) / g)
     return min(t, t_promote)
 
 
@@ -399,23 +410,33 @@ def walk_inputs(order, q, demand, type_req, skewed, num_queues, with_keys, conso
     """
     n = order.shape[0]
     klass = np.empty(n, np.int64)
-    keys = np.full(n, -1, np.int64)
+    keys = np.empty(n, np.int64)
     kernel = np.empty(n, np.bool_)
-    for i in range(n):
-        j = order[i]
-        klass[i] = q[j]
-        kernel[i] = consolidate and not skewed[j]
-        if with_keys:
-            keys[i] = (RK.shape_key(np.int64(demand[j]), np.int64(type_req[j])) * 2 + np.int64(skewed[j])) \
-                * num_queues + q[j]
+    _walk_inputs_into(order, q, demand, type_req, skewed, num_queues, with_keys, consolidate, klass, keys, kernel)
     return klass, keys, kernel
 
 
 @njit(cache=True)
+def _walk_inputs_into(order, q, demand, type_req, skewed, num_queues, with_keys, consolidate, klass, keys, kernel):
+    for i in range(order.shape[0]):
+        j = order[i]
+        klass[i] = q[j]
+        kernel[i] = consolidate and not skewed[j]
+        keys[i] = -1
+        if with_keys:
+            keys[i] = (RK.shape_key(np.int64(demand[j]), np.int64(type_req[j])) * 2 + np.int64(skewed[j])) \
+                * num_queues + q[j]
+
+
+@njit(cache=True)
 def _prepare_walk(active, holding, now, submit, executed, attained, first_start, svc_base, exec_base, pend_base,
-                  promotions, thr, eps, knob, q, waited, demand, type_req, skewed, with_keys, consolidate):
-    """`prepare` and `walk_inputs` in one call: (order, klass, keys, kernel)."""
+                  promotions, thr, eps, knob, q, waited, demand, type_req, skewed, with_keys, consolidate, out_order,
+                  out_klass, out_keys, out_kernel):
+    """`prepare` and `walk_inputs` in one call, written into the first len(active) entries of
+    the `out_` buffers (order, klass, keys, kernel)."""
     order = _prepare(active, holding, now, submit, executed, attained, first_start, svc_base, exec_base, pend_base,
                      promotions, thr, eps, knob, q, waited)[0]
-    klass, keys, kernel = walk_inputs(order, q, demand, type_req, skewed, thr.shape[0] + 1, with_keys, consolidate)
-    return order, klass, keys, kernel
+    n = order.shape[0]
+    out_order[:n] = order
+    _walk_inputs_into(order, q, demand, type_req, skewed, thr.shape[0] + 1, with_keys, consolidate, out_klass[:n],
+                      out_keys[:n], out_kernel[:n])

@@ -11,7 +11,8 @@ from typing import Callable, ClassVar
 import numpy as np
 
 from policies import placement as P
-from policies.round import _STOP, Placer, Round, Workspace, demands, demands_cached, shape_key  # noqa: F401
+from policies.round import _STOP, Placer, Round  # noqa: F401  (re-exported: the toolkit)
+from policies.workspace import Workspace, demands, demands_cached, shape_key  # noqa: F401
 from simcore.api import ClusterView
 
 

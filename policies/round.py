@@ -42,7 +42,7 @@ import numpy as np
 
 from policies import _round_kernels as RK
 from policies import placement as P
-from policies.workspace import Workspace, demands, demands_cached, shape_key  # noqa: F401
+from policies.workspace import Workspace
 from simcore.api import Allocation, ClusterView, Decision
 
 if TYPE_CHECKING:

@@ -21,10 +21,11 @@ def demands(view: ClusterView) -> np.ndarray:
 
 def shape_key(demand, gpu_type_req):
     """The failed-shape memo key of a (GPU count, required type) pair, for ints or int arrays
-    (`Round.failed_before`; the one encoding, shared with the walk kernel)."""
+    (`Round.failed_before`): `_round_kernels.shape_key`, the one encoding, which the walk
+    kernel and Tiresias' walk inputs use too."""
     if isinstance(demand, np.ndarray) or isinstance(gpu_type_req, np.ndarray):
         return RK.shape_key(np.asarray(demand, np.int64), np.asarray(gpu_type_req, np.int64))
-    return int(demand) * 65_537 + int(gpu_type_req) + 1
+    return int(RK.shape_key(int(demand), int(gpu_type_req)))
 
 
 class Workspace:

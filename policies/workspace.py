@@ -34,8 +34,10 @@ class Workspace:
     each kernel returns them as it found them), the demands of the current request arrays,
     and the kernel placer's topology arrays of the current cluster.
 
-    Owned by one policy instance, never shared between processes or policies. A round that
-    is abandoned before `decision()` keeps its mask (the next round allocates a fresh one).
+    Owned by one policy instance, never shared between processes or policies, and used by
+    one live round at a time (a policy that wants a trial round beside its real one makes it
+    with `Round(view)`, which brings its own workspace). A round abandoned before
+    `decision()` keeps its mask (the next round allocates a fresh one).
     """
 
     def __init__(self) -> None:

@@ -104,6 +104,7 @@ class Round:
         # claimed: given to a job this round; held: by a running job not visited yet (or an
         # unknown owner); the running jobs are undecided until kept or released
         self._claimed, self._held, n_off = RK.round_begin(self.owner, self.online, running, self.undecided)
+        self._n_und = running.shape[0]  # running jobs still undecided (all leave it by keep or release)
         self._offline_jobs: set[int] = set()  # running jobs with a GPU offline
         if n_off:
             off = self.owner[~self.online]
@@ -216,6 +217,7 @@ class Round:
         if self.undecided[k]:
             self._memo_n[0] = 0
             self.undecided[k] = False
+            self._n_und -= 1
             self.released.append(k)
             g = self.cur[k]
             self._held[g[~self._claimed[g]]] = False
@@ -242,12 +244,14 @@ class Round:
             return False
         if batch is None and self._current and k not in self._offline_jobs:
             self.undecided[k] = False
+            self._n_und -= 1
             self._kept_one.append(k)
             self._pending.append(k)
             return True
         g = self.cur[k]
         if g.size and self.online[g].all() and not self.claimed[g].any():
             self.undecided[k] = False
+            self._n_und -= 1
             self.claim(k, g, keep=True, batch=batch)
             return True
         self.release(k)
@@ -255,6 +259,8 @@ class Round:
 
     def keep_all_undecided(self) -> None:
         """`keep` every unvisited running job: in bulk where they can stay as they are."""
+        if not self._n_und:
+            return
         ks = self.running_idx[self.undecided[self.running_idx]]
         if ks.size:
             fast = self._fast(ks)
@@ -264,6 +270,7 @@ class Round:
             self._pending_arr.append(ks_fast)
             for k in ks[~fast].tolist():
                 self.keep(k)
+        self._n_und = 0
 
     def fit(self, j: int, count: int | None = None, pool: np.ndarray | None = None, *, strategy: str | None = None,
             gpu_type: int | None = None, max_tier: int | None = None, batch: int | None = None) -> np.ndarray | None:
@@ -396,7 +403,7 @@ class Round:
         n = int(order.size)
         if n == 0:
             return
-        order = np.ascontiguousarray(order, np.int64)
+        order = _i64(order)
         und = self.undecided
         all_fast = bool(self._current) and not self._offline_jobs
         if all_fast:
@@ -408,9 +415,9 @@ class Round:
             klass = np.zeros(n, np.int64)
             ncls = 1
         else:
-            klass = np.ascontiguousarray(klass, np.int64)
+            klass = _i64(klass)
             ncls = int(klass.max()) + 1 if num_classes is None else int(num_classes)
-        keys = np.full(n, -1, np.int64) if keys is None else np.ascontiguousarray(keys, np.int64)
+        keys = np.full(n, -1, np.int64) if keys is None else _i64(keys)
         jobs = self.view.jobs
         _, _, one_type, topo, kept, rec, rel, counts, run_rev, run_cls, rank = self._ws.walk_state(self.c, jobs.num_jobs)
         if kernel is False or not one_type:
@@ -418,7 +425,7 @@ class Round:
         elif isinstance(kernel, (bool, np.bool_)):
             kfit = np.ones(n, bool)
         else:
-            kfit = np.ascontiguousarray(kernel, bool)
+            kfit = kernel if kernel.dtype == np.bool_ and kernel.flags.c_contiguous else np.ascontiguousarray(kernel, bool)
         counts[3] = -1 if preempt else 0  # victim candidates: listed by the kernel's first call
         ws = self._ws
         if ws.memo.shape[0] <= n:  # room for every shape of the order (the kernel records while it has room)
@@ -430,6 +437,7 @@ class Round:
                             self._memo_n, self.online, self._claimed, self._held, self.owner, kfit, run_rev, run_cls,
                             topo, rank, kept, rec, rel, counts)
             nk, nrec, nrel, nrun = counts.tolist()
+            self._n_und -= nk + nrel
             if nk:
                 ks = kept[:nk].copy()
                 self._kept.append(ks)
@@ -515,6 +523,13 @@ class Round:
         kept = self.kept_jobs().tolist()
         allocs.update(zip(kept, map(cur.__getitem__, kept)))
         return Decision(allocations=allocs, wake_at=wake_at)
+
+
+def _i64(a) -> np.ndarray:
+    """`a` as a contiguous int64 array (itself when it is one already: no call per walk)."""
+    if type(a) is np.ndarray and a.dtype == np.int64 and a.flags.c_contiguous:
+        return a
+    return np.ascontiguousarray(a, np.int64)
 
 
 _NO_BOOL = np.zeros(0, bool)

@@ -169,7 +169,9 @@ class Tiresias(BasePolicy):
             self._reset(jobs.num_jobs)
         self._last_now = now
         r = self.round(view)
-        active = np.ascontiguousarray(view.active(), np.int64)
+        active = view.active()
+        if active.dtype != np.int64:
+            active = active.astype(np.int64)
         # per-job quantities live in J-sized buffers written on the active set only (never read
         # elsewhere): a call costs the active set, not the trace
         q, waited = self._q, self._waited

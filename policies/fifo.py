@@ -12,7 +12,7 @@ from typing import ClassVar
 
 import numpy as np
 
-from policies.base import BasePolicy, Round, make_placer
+from policies.base import BasePolicy, Round, shape_key
 from policies.config import PlacedConfig, param
 from policies.registry import POLICIES
 from simcore.api import NEED_DURATION_ORACLE, ClusterView, Decision
@@ -59,9 +59,9 @@ class Fifo(BasePolicy):
     ignores_restart_ends = True  # a restart end frees no GPU and changes no priority here
 
     def decide(self, view: ClusterView, now: float) -> Decision:
-        r = Round(view)
+        r = self.round(view)
         r.keep_all_undecided()
-        placer = make_placer(self, view, self.config.placement, r.dem)
+        placer = r.placer()
         for j in arrival_order(view, view.queued()):
             if r.place(int(j), placer) is None:
                 break
@@ -125,16 +125,16 @@ class FifoBackfill(BasePolicy):
         self.needs = frozenset({NEED_DURATION_ORACLE}) if config.reservation == "easy" else frozenset()
 
     def decide(self, view: ClusterView, now: float) -> Decision:
-        r = Round(view)
+        r = self.round(view)
         r.keep_all_undecided()
-        placer = make_placer(self, view, self.config.placement, r.dem)
+        placer = r.placer()
         easy = self.config.reservation == "easy"
         rem = _NanInf(view.jobs.remaining_s)
         head = -1
         shadow, extra, usable = np.inf, 0, None
         memo = self.placement_is_deterministic(view, self.config.placement)
         order = arrival_order(view, view.queued())
-        shape = (r.dem[order] * 65_537 + view.jobs.gpu_type_req[order] + 1).tolist()  # (demand, type)
+        shape = shape_key(r.dem[order], view.jobs.gpu_type_req[order]).tolist()
         for j, key in zip(order.tolist(), shape):
             if memo and r.failed_before(key):  # a job of the same shape just failed on this pool
                 gpus = None
@@ -170,10 +170,10 @@ class FifoBackfill(BasePolicy):
         # round (claimed GPUs belong to the jobs in r.alloc): one pass over the GPUs
         n = view.jobs.num_jobs
         ow = np.full(c.num_gpus, n, np.int64)
+        cur = view.current or {}
         for k, a in r.alloc.items():
-            if k not in r._current or r._current[k] is not a:
+            if cur.get(k) is not a:
                 ow[np.asarray(a.gpus, np.int64)] = k
-        r._flush()
         same = r.claimed & (ow == n) & (r.owner >= 0)
         ow[same] = r.owner[same]  # kept jobs: their GPUs are the ones they own
         freed = np.bincount(ow[usable & (ow < n)], minlength=n + 1)

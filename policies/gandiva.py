@@ -13,7 +13,7 @@ from typing import ClassVar
 import numpy as np
 
 from policies import placement as P
-from policies.base import BasePolicy, Round
+from policies.base import BasePolicy, Round, shape_key
 from policies.config import PolicyConfig, param
 from policies.registry import POLICIES
 from simcore.api import ClusterView, Decision, JobState
@@ -77,7 +77,7 @@ class Gandiva(BasePolicy):
     def decide(self, view: ClusterView, now: float) -> Decision:
         c = view.cluster
         jobs = view.jobs
-        r = Round(view)
+        r = self.round(view)
         node_cap = int(c.node_num_gpus.max(initial=0))
         gpu_dem = np.full(c.num_gpus, -1, np.int64)  # demand of the job on each GPU (affinity)
         if view.current is not None:  # the owner map is the current allocations: one GPU pass
@@ -103,7 +103,7 @@ class Gandiva(BasePolicy):
         memo = len(c.gpu_type_names) <= 1
         req = jobs.gpu_type_req
         for j in queued.tolist():
-            key = (int(r.dem[j]), int(req[j]))
+            key = shape_key(int(r.dem[j]), int(req[j]))
             if memo and r.failed_before(key):
                 continue
             gpus = self._initial(view, r, j, gpu_dem, node_cap)

@@ -181,33 +181,6 @@ def place(
     return None
 
 
-def consolidate_fast(c: ClusterArrays) -> Callable[[np.ndarray, int], "np.ndarray | None"] | None:
-    """`place(c, avail, demand, strategy="consolidate")` for a job of any type (or type 0)
-    on a one-type cluster with no `accept`/`max_tier`, as one direct kernel call: the
-    common placement of the baseline policies, without `place`'s layers per attempt
-    (issue 4). `avail` must be a bool array. Same result as `place` (the kernel also
-    returns nothing when fewer than `demand` GPUs are usable or `demand` <= 0). None for
-    a cluster with several GPU types, where `place` must choose among them.
-    """
-    if len(c.gpu_type_names) > 1:
-        return None
-    if _FAST[0] is c:
-        return _FAST[1]
-    args = (c.gpu_node, c.gpu_type, -1, c.node_first_gpu, c.node_num_gpus, c.node_leaf, c.leaf_pod,
-            _num_leaves(c), _num_pods(c))
-    kern = K.consolidate_gpus
-
-    def fit(avail: np.ndarray, demand: int) -> np.ndarray | None:
-        g = kern(avail, *args, demand)
-        return g if g.size else None
-
-    _FAST[:] = [c, fit]
-    return fit
-
-
-_FAST: list = [None, None]  # (cluster, its `consolidate_fast`): the engine reuses one ClusterArrays
-
-
 def consolidate(c, avail, demand, gpu_type=-1, **kw):
     """Fewest nodes → leaves → pods, best fit (see the module docstring)."""
     return place(c, avail, demand, gpu_type=gpu_type, strategy="consolidate", **kw)

@@ -12,7 +12,7 @@ from typing import ClassVar
 
 import numpy as np
 
-from policies.base import BasePolicy, Round, make_placer
+from policies.base import BasePolicy, shape_key
 from policies.config import PlacedConfig, param
 from policies.registry import POLICIES
 from simcore.api import NEED_DURATION_ORACLE, ClusterView, Decision
@@ -65,15 +65,15 @@ class Sjf(BasePolicy):
         self.needs = frozenset({NEED_DURATION_ORACLE})
 
     def decide(self, view: ClusterView, now: float) -> Decision:
-        r = Round(view)
+        r = self.round(view)
         r.keep_all_undecided()
-        placer = make_placer(self, view, self.config.placement, r.dem)
+        placer = r.placer()
         queued = view.queued()
         size = np.empty(view.jobs.num_jobs)  # filled on the queued jobs only (cost: the queue)
         size[queued] = view.jobs.duration[queued] * (r.dem[queued] if self.config.by == "gpu_time" else 1)
         memo = self.placement_is_deterministic(view, self.config.placement)
         order = ranked(view, queued, size)
-        shape = (r.dem[order] * 65_537 + view.jobs.gpu_type_req[order] + 1).tolist()  # (demand, type)
+        shape = shape_key(r.dem[order], view.jobs.gpu_type_req[order]).tolist()
         for j, key in zip(order.tolist(), shape):
             if memo and r.failed_before(key):  # a job of the same shape just failed on this pool
                 gpus = None
@@ -124,8 +124,8 @@ class Srtf(BasePolicy):
         self.needs = frozenset({NEED_DURATION_ORACLE})
 
     def decide(self, view: ClusterView, now: float) -> Decision:
-        r = Round(view)
-        placer = make_placer(self, view, self.config.placement, r.dem)
+        r = self.round(view)
+        placer = r.placer()
         active = view.active()
         key = np.empty(view.jobs.num_jobs)  # filled on the active jobs only (cost: the active set)
         ka = view.jobs.remaining_s[active] * (r.dem[active] if self.config.by == "gpu_time" else 1)
@@ -143,11 +143,13 @@ class Srtf(BasePolicy):
             # one that just failed on the same pool, with no more victims, fails too
             kr = key[running_rev][::-1]
             n_vic = running_rev.size - np.searchsorted(kr, key[order], side="right")
-            keys = (r.dem[order] * 65_537 + view.jobs.gpu_type_req[order] + 1) * (running_rev.size + 1) + n_vic
-        for j in r.walk(order, klass=klass, keys=keys):  # only jobs a placement could change
+            keys = shape_key(r.dem[order], view.jobs.gpu_type_req[order]) * (running_rev.size + 1) + n_vic
+        # the walk keeps, places (`consolidate`) and preempts itself; it hands back the jobs a
+        # Python placer must handle (other strategies, several GPU types) and running jobs to check
+        kernel = self.config.placement == "consolidate"
+        for j in r.walk(order, klass=klass, keys=keys, kernel=kernel, preempt=True):
             if und[j] and r.keep(j):
                 continue
-            gpus = r.place(j, placer, victims=lambda j=j: running_rev[key[running_rev] > key[j]])
-            if gpus is None:
+            if r.place(j, placer, victims=r.victims) is None:
                 r.walk_failed()
         return r.decision()

@@ -14,12 +14,14 @@ from typing import ClassVar
 
 import numpy as np
 
-from policies.base import _STOP, BasePolicy, Round, demands_cached
-from policies import _tiresias_kernels as TK
+from numba import njit
+
+from policies import _round_kernels as RK
+from policies.base import BasePolicy
 from policies import placement as P
 from policies.config import PlacedConfig, param
 from policies.registry import POLICIES
-from simcore.api import Allocation, ClusterView, Decision
+from simcore.api import ClusterView, Decision
 
 CONSOLIDATION = ("tier", "min-nodes")
 _EPS_GPU_S = 1e-6  # service within this of a threshold counts as reached (float round-off at wake-ups)
@@ -101,11 +103,10 @@ class Tiresias(BasePolicy):
       "intended" condition in seeds/notes/dally.md §6: one node if the job fits a node,
       else one leaf, else one pod) or on the fewest nodes (`min-nodes`), and otherwise
       wait; other jobs take `placement` (best effort).
-    - Cost (issue 4: ~160k calls on the full Philly trace): in the common case (every GPU
-      online, `consolidate` placement on a one-type cluster, the engine's `current`, no skewed
-      job active) a call is one numba kernel (`_tiresias_kernels.fused_round`) taking exactly
-      the steps of the `Round` walk in `decide`; elsewhere the walk itself runs (`use_fused` False
-      forces it; the tests compare both).
+    - Cost (~160k calls on the full Philly trace): the per-job bookkeeping is one kernel
+      (`prepare`), and the priority walk is `Round.walk`, whose kernel keeps, places
+      (`consolidate` on a one-type cluster) and preempts without returning to Python except
+      for skewed jobs and running jobs to check.
     - Called on events and asks to be woken (`Decision.wake_at`) exactly when a running job
       crosses a threshold or a waiting job becomes due for promotion, the only changes that
       happen between events; so periodic rounds are off by default (`interval_s`). Set
@@ -119,9 +120,6 @@ class Tiresias(BasePolicy):
     rounds_need_queue = True
     #: a restart end frees no GPU and changes no queue (restart time counts as service)
     ignores_restart_ends = True
-    #: run the common call as one kernel (`_decide_fused`); False: always through `Round`
-    #: (the reference the fused path is tested against)
-    use_fused = True
 
     def __init__(self, config: TiresiasConfig) -> None:
         super().__init__(config)
@@ -129,20 +127,17 @@ class Tiresias(BasePolicy):
         self._pats = tuple(p.lower() for p in config.skew_models)
         self._n = -1
         self._last_now = -np.inf
-        # the fused round's constant arguments: thresholds, topology, per-job static inputs
-        self._params = np.concatenate([[_EPS_GPU_S, float(config.promote_knob)], self._thr]).astype(float)
-        self._topo_of = self._topo = self._jobs_of = None
-        self._out = np.zeros(0, np.int64)
-        self._any_skewed = True
-        self._fusable = config.placement == "consolidate"
+        self._tier_caps: _TierCaps | None = None
+        self._knob = float(config.promote_knob)
+        self._flags_of = None  # the cluster `_flags` (deterministic placer, consolidate) are for
+        self._flags = (False, False)
 
     # -- per-run state ---------------------------------------------------------------
     def _reset(self, n: int) -> None:
         self._n = n
-        # columns of two arrays (a job's entries side by side: see `fused_round`)
-        self._fstate = _aligned((n, 4), np.float64)
-        self._istate = _aligned((n, 8), np.int64)
-        self._istate[:, 7] = -1  # the fused round's scratch column `rank`
+        # columns of two arrays: a job's entries side by side (`prepare` reads them per active job)
+        self._fstate = np.zeros((n, 4), np.float64)
+        self._istate = np.zeros((n, 2), np.int64)
         self.svc_base = self._fstate[:, 0]  # attained GPU-s at the last promotion
         self.exec_base = self._fstate[:, 1]  # executed s at the last promotion
         self.pend_base = self._fstate[:, 2]  # waited s at the first start after it (NaN: not yet)
@@ -151,8 +146,9 @@ class Tiresias(BasePolicy):
         self.promotions = self._istate[:, 0]
         self._q = self._istate[:, 1]  # queue of each active job (this call)
         self._placed = np.zeros(n, bool)  # scratch of `_next_jump`
+        # the walk inputs of a call (its first `len(active)` entries): order, klass, keys, kernel
+        self._wbuf = (np.empty(n, np.int64), np.empty(n, np.int64), np.empty(n, np.int64), np.empty(n, np.bool_))
         self._skew = np.array([], bool)
-        self._jobs_of = None
 
     def queues(self, view: ClusterView) -> np.ndarray:
         """Queue index of every job (0 = highest priority)."""
@@ -173,95 +169,46 @@ class Tiresias(BasePolicy):
         if jobs.num_jobs != self._n or now < self._last_now:
             self._reset(jobs.num_jobs)
         self._last_now = now
-        cur = view.current  # (the engine's, listing every running job: `Round` keeps them in bulk then)
-        if self._fusable and self.use_fused and cur is not None and (cur or not view.running().size) \
-                and len(view.cluster.gpu_type_names) <= 1:
-            d = self._decide_fused(view, now)
-            if d is not None:
-                return d
-        r = Round(view)
-        active = np.ascontiguousarray(view.active(), np.int64)
+        r = self.round(view)
+        active = view.active()
+        if active.dtype != np.int64:
+            active = active.astype(np.int64)
         # per-job quantities live in J-sized buffers written on the active set only (never read
         # elsewhere): a call costs the active set, not the trace
         q, waited = self._q, self._waited
-        order = TK.prepare(active, r.undecided, float(now), jobs.submit_time, jobs.executed_s, jobs.attained_gpu_s,
-                           jobs.first_start, self.svc_base, self.exec_base, self.pend_base, self.promotions,
-                           self._thr, _EPS_GPU_S, float(self.config.promote_knob), q, waited)
         und = r.undecided
         skew = self._is_skewed(view)
-        tier_cap = _TierCaps(view)
-        # per position: queue (preemption class), placement shape key, and the running jobs
-        # lowest priority first. Shape keys only for deterministic placers: a job shaped like
-        # one that just failed on the same pool, with the same victims, fails too
-        klass, keys, running_rev, q_rev = TK.walk_inputs(
-            order, und, q, r.dem, jobs.gpu_type_req, skew, self._thr.size + 1,
-            self.placement_is_deterministic(view, self.config.placement))
-        # the common placement (not skewed, `consolidate`, one GPU type) calls the kernel directly
-        fast = P.consolidate_fast(view.cluster) if self.config.placement == "consolidate" else None
-        req, dem = jobs.gpu_type_req, r.dem
+        nq = self._thr.size + 1
+        # the priority order, and per position: queue (preemption class), placement shape key
+        # (only for deterministic placers: a job shaped like one that just failed on the same
+        # pool, with the same victims, fails too) and whether the walk kernel places it
+        # (`consolidate`, not skewed)
+        if self._flags_of is not view.cluster:
+            self._flags_of = view.cluster
+            self._flags = (self.placement_is_deterministic(view, self.config.placement),
+                           self.config.placement == "consolidate")
+        wb = self._wbuf
+        _prepare_walk(active, und, float(now), jobs.submit_time, jobs.executed_s, jobs.attained_gpu_s, jobs.first_start,
+                      self.svc_base, self.exec_base, self.pend_base, self.promotions, self._thr, _EPS_GPU_S, self._knob,
+                      q, waited, r.dem, jobs.gpu_type_req, skew, *self._flags, *wb)
+        n = active.shape[0]
+        order, klass, keys, kernel = wb[0][:n], wb[1][:n], wb[2][:n], wb[3][:n]
 
         def placer(jj: int, avail: np.ndarray) -> np.ndarray | None:
-            if fast is not None and not skew[jj]:
-                return None if req[jj] > 0 else fast(avail, int(dem[jj]))
-            return self._place(view, r, jj, avail, skew, tier_cap)
+            return self._place(view, r, jj, avail, skew, self._caps(view))
 
-        for j in r.walk(order, klass=klass, keys=keys, num_classes=self._thr.size + 1):  # only jobs a placement could change
+        # the walk places most jobs itself; it hands back skewed ones and running jobs to check
+        for j in r.walk(order, klass=klass, keys=keys, num_classes=nq, kernel=kernel, preempt=True):
             if und[j] and r.keep(j):
                 continue
-            gpus = r.place(j, placer, victims=lambda qj=q[j]: running_rev[q_rev > qj])
-            if gpus is None:
+            if r.place(j, placer, victims=r.victims) is None:
                 r.walk_failed()
-        started = np.asarray(r.started, np.int64)
-        if started.size:
-            s = started[np.isnan(self.pend_base[started])]
-            self.pend_base[s] = waited[s]
         return r.decision(wake_at=self._next_jump(view, r, q, waited, now, active))
 
-    def _decide_fused(self, view: ClusterView, now: float) -> Decision | None:
-        """The whole call as one kernel (`_tiresias_kernels.fused_round`) where it applies
-        (every GPU online, no skewed job active); None, with nothing changed, elsewhere."""
-        jobs, c = view.jobs, view.cluster
-        if self._topo_of is not c.gpu_node:
-            self._topo_of = c.gpu_node
-            self._topo = (c.gpu_node, c.gpu_type, c.node_first_gpu, c.node_num_gpus, c.node_leaf, c.leaf_pod,
-                          P._num_leaves(c), P._num_pods(c))
-            self._num_gpus = c.num_gpus
-            self._out = np.zeros(5 * c.num_gpus + 2, np.int64)
-        if jobs is not self._jobs_of:  # per-job static inputs (the engine keeps one JobsView a run)
-            dem = demands_cached(view)
-            skew = self._is_skewed(view)
-            key = (dem * 65_537 + jobs.gpu_type_req.astype(np.int64) + 1) * 2 + skew
-            self._istate[:, 2:6] = np.stack([dem, jobs.gpu_type_req, skew, key], axis=1)
-            self._any_skewed = bool(skew.any())
-            self._jobs_of = jobs
-        out = self._out
-        st, n_out, n_stop, n_kept, t = TK.fused_round(
-            view.active(), view.running(), float(now), jobs.submit_time, jobs.executed_s, jobs.attained_gpu_s,
-            jobs.first_start, self._fstate, self._istate, self._params, self._any_skewed, jobs.alloc_count,
-            c.gpu_owner, c.gpu_online, *self._topo, out)
-        if st < 0:
-            return None
-        t = float(t)
-        wake = t if math.isfinite(t) and t > now else None
-        cur = view.current
-        g = self._num_gpus
-        if view.accepts_changes:  # only the changes: moved or started jobs, then stopped ones
-            allocs: dict[int, Allocation] = {}
-            for j, gt in _records(out[:n_out].tolist()):
-                a = cur.get(j)
-                if a is None or a.gpus != gt:
-                    allocs[j] = Allocation(gt)
-            if n_stop:
-                for j in out[3 * g:3 * g + n_stop].tolist():
-                    allocs[j] = _STOP
-            return Decision(allocations=allocs, wake_at=wake, changes_only=True)
-        alloc = {}
-        for j, gt in _records(out[:n_out].tolist()):
-            a = cur.get(j)
-            alloc[j] = a if a is not None and a.gpus == gt else Allocation(gt)  # same GPUs: engine's object
-        kept = out[4 * g:4 * g + n_kept].tolist()
-        alloc.update(zip(kept, map(cur.__getitem__, kept)))
-        return Decision(allocations=alloc, wake_at=wake)
+    def _caps(self, view: ClusterView) -> "_TierCaps":
+        if self._tier_caps is None or self._tier_caps.c is not view.cluster:
+            self._tier_caps = _TierCaps(view)
+        return self._tier_caps
 
     def _place(self, view, r, j, avail, skew, caps) -> np.ndarray | None:
         dem = int(r.dem[j])
@@ -281,13 +228,13 @@ class Tiresias(BasePolicy):
         return P.place(view.cluster, avail, dem, gpu_type=req, strategy="consolidate", accept=few_nodes)
 
     def _next_jump(self, view, r, q, waited, now, active) -> float | None:
-        """Earliest time a running job is demoted or a waiting one becomes due for promotion."""
+        """Earliest time a running job is demoted or a waiting one becomes due for promotion;
+        first the starts' waiting time before their first start (`next_jump`)."""
         jobs = view.jobs
-        idx, n = r.placed()
-        t = TK.next_jump(idx, n, active, q, jobs.attained_gpu_s, self.svc_base, self._thr, float(now),
-                         float(self.config.promote_knob), jobs.executed_s, self.exec_base, self.pend_base, waited,
-                         self._placed)
-        return float(t) if np.isfinite(t) and t > now else None
+        new, new_n, kept = r.placed_parts()
+        t = next_jump(new, new_n, kept, jobs.alloc_count, active, q, jobs.attained_gpu_s, self.svc_base, self._thr,
+                      float(now), self._knob, jobs.executed_s, self.exec_base, self.pend_base, waited, self._placed)
+        return t if math.isfinite(t) and t > now else None
 
 
 @dataclass(frozen=True)
@@ -335,24 +282,6 @@ class TiresiasPollux(Tiresias):
         return dataclasses.replace(d, wake_at=None) if d.wake_at is not None else d
 
 
-def _aligned(shape: tuple[int, int], dtype) -> np.ndarray:
-    """A zeroed C array whose rows start on 64-byte boundaries when a row is 32 or 64 bytes
-    (one cache line per job's entries; numpy itself aligns to 16)."""
-    n, k = shape
-    item = np.dtype(dtype).itemsize
-    buf = np.zeros(n * k + 64 // item, dtype)
-    skip = (-buf.ctypes.data % 64) // item
-    return buf[skip:skip + n * k].reshape(n, k)
-
-
-def _records(rec: list[int]):
-    """(job, GPU ids) of the placement records `fused_round` writes: job, count, ids..."""
-    x = 0
-    while x < len(rec):
-        e = x + 2 + rec[x + 1]
-        yield rec[x], tuple(rec[x + 2:e])
-        x = e
-
 
 class _TierCaps:
     """Largest node / leaf / pod of the cluster in GPUs (of one type), for the consolidation rule."""
@@ -379,3 +308,184 @@ class _TierCaps:
         node = np.sort(self._caps(req)[0])[::-1]
         k = int(np.searchsorted(np.cumsum(node), dem) + 1)
         return k
+
+
+# -- kernels: the per-job arithmetic of one call, over the active set ------------------------
+# They do exactly what the NumPy expressions they replaced did (the same float operations in the
+# same order, the same stable ordering), in one pass each instead of ~40 array calls.
+
+
+@njit(cache=True)
+def _queue(svc, thr):
+    """Number of thresholds `svc` has reached (`searchsorted(thr, svc, side="right")`)."""
+    k = 0
+    for i in range(thr.shape[0]):
+        if thr[i] <= svc:
+            k += 1
+    return k
+
+
+@njit(cache=True)
+def _prepare(active, holding, now, submit, executed, attained, first_start, svc_base, exec_base, pend_base,
+             promotions, thr, eps, knob, q, waited):
+    """`prepare`, also returning where each class starts in the order (`bounds`, one more
+    entry than classes: class c = 2 × queue + (0 running, 1 waiting) occupies positions
+    bounds[c] .. bounds[c + 1])."""
+    n = active.shape[0]
+    ncls = 2 * (thr.shape[0] + 1)
+    count = np.zeros(ncls + 1, np.int64)
+    # one pass: every quantity of job j depends on j's own entries only, so the bookkeeping,
+    # the starvation guard, the submit-order check and the class counts share it
+    in_order = True
+    prev = 0.0
+    for i in range(n):
+        j = active[i]
+        s = submit[j]
+        if i > 0 and not s >= prev:  # (a NaN also takes the sort)
+            in_order = False
+        prev = s
+        w = now - s - executed[j]
+        waited[j] = w
+        pb = pend_base[j]
+        if np.isnan(pb) and promotions[j] == 0 and np.isfinite(first_start[j]):
+            pb = first_start[j] - s
+        hold = holding[j]
+        if hold and np.isnan(pb):
+            pb = w
+        qj = _queue(attained[j] - svc_base[j] + eps, thr)
+        if knob > 0 and qj > 0 and not hold and not np.isnan(pb):
+            execd = executed[j] - exec_base[j]
+            if execd > 0 and w - pb >= knob * execd - 1e-6:
+                svc_base[j] = attained[j]
+                exec_base[j] = executed[j]
+                pb = np.nan
+                promotions[j] += 1
+                qj = _queue(attained[j] - svc_base[j] + eps, thr)
+        pend_base[j] = pb
+        q[j] = qj
+        count[2 * qj + (0 if hold else 1) + 1] += 1
+    # stable sort by submit time (ties: index, as `active` is ascending), then a stable
+    # counting sort by class (traces are usually in submit order already: then the stable
+    # sort is the identity)
+    by_submit = active if in_order else active[np.argsort(submit[active], kind="mergesort")]
+    for c in range(ncls):
+        count[c + 1] += count[c]
+    bounds = count.copy()
+    order = np.empty(n, np.int64)
+    for i in range(n):
+        j = by_submit[i]
+        c = 2 * q[j] + (0 if holding[j] else 1)
+        order[count[c]] = j
+        count[c] += 1
+    return order, bounds
+
+
+@njit(cache=True)
+def prepare(active, holding, now, submit, executed, attained, first_start, svc_base, exec_base, pend_base,
+            promotions, thr, eps, knob, q, waited):
+    """Bookkeeping and priority order of one call.
+
+    For every active job j (`holding[j]`: it runs now): `waited[j]` = now − submit − executed;
+    the waiting time before its first start after the last promotion (`pend_base`) where it
+    becomes known; its queue `q[j]`; the starvation-guard promotions (a waiting job in a lower
+    queue whose wait since `pend_base` reaches `knob` × its executed time since the promotion
+    goes back to queue 0, its counters restarting). Returns the active jobs in priority
+    order: queue, then running before waiting, then submit time, then index.
+    """
+    return _prepare(active, holding, now, submit, executed, attained, first_start, svc_base, exec_base, pend_base,
+                    promotions, thr, eps, knob, q, waited)[0]
+
+
+@njit(cache=True)
+def next_jump(new, new_gpus, kept, alloc_count, active, q, attained, svc_base, thr, now, knob, executed, exec_base,
+              pend_base, waited, scratch):
+    """Earliest time a job that runs after this call crosses its next threshold while a job
+    waits in its queue or a higher one, or a waiting job becomes due for promotion (inf if
+    none). The jobs that run after the call: `new` (given GPUs one by one this call, on
+    `new_gpus` GPUs each) and `kept` (kept as they were, on `alloc_count`). First, for the
+    new ones, the waiting time before their first start after the last promotion where it
+    is not known yet (`pend_base`). `scratch`: a J-sized all-False mask, returned all False.
+
+    A demotion with no job waiting at the demoted job's queue or above changes no decision
+    (no waiting job gains it as a victim; the next event's call sees the new queue anyway),
+    so it needs no wake-up of its own (one event instant fewer: see
+    `simcore.api.Policy`, `ignores_restart_ends`, on what that can change numerically).
+    """
+    nthr = thr.shape[0]
+    for i in range(new.shape[0]):
+        j = new[i]
+        if np.isnan(pend_base[j]):
+            pend_base[j] = waited[j]
+        scratch[j] = True
+    for i in range(kept.shape[0]):
+        scratch[kept[i]] = True
+    # one pass over the waiting jobs: the highest-priority queue with one, and the earliest
+    # promotion (both minima of finite values, so the grouping changes no bit)
+    min_wait_q = nthr + 1
+    t_promote = np.inf
+    promote = knob > 0 and active.shape[0] > new.shape[0] + kept.shape[0]
+    for i in range(active.shape[0]):
+        j = active[i]
+        if scratch[j]:
+            continue
+        if q[j] < min_wait_q:
+            min_wait_q = q[j]
+        if promote and q[j] > 0 and not np.isnan(pend_base[j]):
+            execd = executed[j] - exec_base[j]
+            if execd > 0:
+                t_promote = min(t_promote, now + (knob * execd - (waited[j] - pend_base[j])))
+    t = np.inf
+    for i in range(new.shape[0] + kept.shape[0]):
+        if i < new.shape[0]:
+            j = new[i]
+            g = new_gpus[i]
+        else:
+            j = kept[i - new.shape[0]]
+            g = alloc_count[j]
+        scratch[j] = False
+        if q[j] < nthr and q[j] >= min_wait_q and g > 0:
+            t = min(t, now + (thr[q[j]] - (attained[j] - svc_base[j])) / g)
+    return min(t, t_promote)
+
+
+@njit(cache=True)
+def walk_inputs(order, q, demand, type_req, skewed, num_queues, with_keys, consolidate):
+    """Per-position inputs of the priority walk, in one pass over `order`.
+
+    Returns (klass, keys, kernel): `klass[i]` = queue of `order[i]` (its preemption class);
+    `keys[i]` = its placement shape (`shape_key`(demand, type), skewed and queue as one int),
+    or -1 for all when `with_keys` is False (a placer that is not deterministic);
+    `kernel[i]`: its placer is the walk kernel's (`consolidate` for a job not skewed).
+    """
+    n = order.shape[0]
+    klass = np.empty(n, np.int64)
+    keys = np.empty(n, np.int64)
+    kernel = np.empty(n, np.bool_)
+    _walk_inputs_into(order, q, demand, type_req, skewed, num_queues, with_keys, consolidate, klass, keys, kernel)
+    return klass, keys, kernel
+
+
+@njit(cache=True)
+def _walk_inputs_into(order, q, demand, type_req, skewed, num_queues, with_keys, consolidate, klass, keys, kernel):
+    for i in range(order.shape[0]):
+        j = order[i]
+        klass[i] = q[j]
+        kernel[i] = consolidate and not skewed[j]
+        keys[i] = -1
+        if with_keys:
+            keys[i] = (RK.shape_key(np.int64(demand[j]), np.int64(type_req[j])) * 2 + np.int64(skewed[j])) \
+                * num_queues + q[j]
+
+
+@njit(cache=True)
+def _prepare_walk(active, holding, now, submit, executed, attained, first_start, svc_base, exec_base, pend_base,
+                  promotions, thr, eps, knob, q, waited, demand, type_req, skewed, with_keys, consolidate, out_order,
+                  out_klass, out_keys, out_kernel):
+    """`prepare` and `walk_inputs` in one call, written into the first len(active) entries of
+    the `out_` buffers (order, klass, keys, kernel)."""
+    order = _prepare(active, holding, now, submit, executed, attained, first_start, svc_base, exec_base, pend_base,
+                     promotions, thr, eps, knob, q, waited)[0]
+    n = order.shape[0]
+    out_order[:n] = order
+    _walk_inputs_into(order, q, demand, type_req, skewed, thr.shape[0] + 1, with_keys, consolidate, out_klass[:n],
+                      out_keys[:n], out_kernel[:n])

@@ -1,9 +1,10 @@
-"""The fused fast paths of issue 4 give exactly what the plain formulations they replace give.
+"""The round kernels give exactly what the plain formulations they replace give.
 
-`placement.consolidate_fast` against `placement.place(strategy="consolidate")`;
-`_kernels.preempt_plan` / `hit_victims` against the NumPy arithmetic of a preemption attempt
-(per-GPU victim ranks, cumsum, searchsorted, pool, unique hit ranks); `_tiresias_kernels.walk_inputs`
-against the NumPy expressions of `Tiresias.decide`; `prepare` with and without submit order.
+The walk kernel's placer (`_round_kernels._kfit`) against `placement.place(strategy="consolidate")`;
+`preempt_plan` / `hit_victims` against the NumPy arithmetic of a preemption attempt (per-GPU
+victim ranks, cumsum, searchsorted, pool, unique hit ranks); `prefix_next`'s search against the
+plain binary search it encodes; Tiresias' `walk_inputs` against NumPy expressions; `prepare`
+with and without submit order.
 """
 
 from __future__ import annotations
@@ -12,9 +13,10 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from policies import _kernels as K
-from policies import _tiresias_kernels as TK
+from policies import _round_kernels as K
 from policies import placement as P
+from policies import tiresias as TK
+from policies.base import Workspace, shape_key
 from tests.policies.conftest import build_arrays
 
 CLUSTER = build_arrays(nodes=6, gpus_per_node=4, leaves=3, pods=2)
@@ -22,19 +24,65 @@ G = 24
 
 
 @settings(max_examples=150, deadline=None)
-@given(st.lists(st.booleans(), min_size=G, max_size=G), st.integers(-1, 30))
-def test_consolidate_fast_equals_place(free, demand):
+@given(st.lists(st.booleans(), min_size=G, max_size=G), st.integers(-1, 30), st.integers(-1, 1))
+def test_kernel_placer_equals_place(free, demand, req):
     avail = np.array(free, bool)
-    fast = P.consolidate_fast(CLUSTER)(avail, demand)
-    ref = P.place(CLUSTER, avail, demand, strategy="consolidate")
-    assert (fast is None) == (ref is None)
+    got = K._kfit(avail, req, demand, Workspace().kernel_topo(CLUSTER))
+    ref = P.place(CLUSTER, avail, demand, gpu_type=req, strategy="consolidate")
+    assert (got.size == 0) == (ref is None)
     if ref is not None:
-        assert fast.tolist() == ref.tolist()
+        assert got.tolist() == ref.tolist()
 
 
-def test_consolidate_fast_is_none_with_several_types():
-    c = build_arrays(nodes=2, gpus_per_node=2, gpu_types=[0, 0, 1, 1])
-    assert P.consolidate_fast(c) is None
+def _reference_search(feasible, lo, n_all):
+    """The shortest-prefix search `Round._place_preempting` wrote out before `prefix_next`:
+    (tries in order, prefix used or None)."""
+    tries = [lo]
+    if feasible(lo):
+        return tries, lo
+    if lo >= n_all:
+        return tries, None
+    tries.append(n_all)
+    if not feasible(n_all):
+        return tries, None
+    lo, hi = lo + 1, n_all
+    while lo < hi:
+        mid = (lo + hi) // 2
+        tries.append(mid)
+        if feasible(mid):
+            hi = mid
+        else:
+            lo = mid + 1
+    tries.append(lo)
+    if feasible(lo):
+        return tries, lo
+    tries.append(n_all)
+    return tries, n_all if feasible(n_all) else None
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.integers(1, 12), st.data())
+def test_prefix_search_equals_binary_search(n_all, data):
+    lo = data.draw(st.integers(1, n_all))
+    ok = data.draw(st.lists(st.booleans(), min_size=n_all + 1, max_size=n_all + 1))  # not monotone in general
+    tries, want = _reference_search(lambda n: ok[n], lo, n_all)
+    st_ = K.prefix_start(lo, n_all)
+    got = []
+    m = K.prefix_next(st_, False)
+    while m >= 0:
+        got.append(int(m))
+        m = K.prefix_next(st_, ok[m])
+    assert got == tries
+    assert (m == K.PREFIX_DONE) == (want is not None)
+    if want is not None:
+        assert st_[4] == want
+
+
+def test_shape_key_scalar_and_array_agree():
+    dem = np.array([1, 8, 64], np.int64)
+    req = np.array([-1, 0, 3], np.int16)
+    assert shape_key(dem, req).tolist() == [shape_key(int(d), int(r)) for d, r in zip(dem, req)]
+    assert len(set(shape_key(dem, req).tolist())) == 3
 
 
 def _reference_plan(owner, online, claimed, held, gpu_type, want, undecided, alloc_count, victims, job, dem):
@@ -105,19 +153,16 @@ def test_hit_victims_hand_example():
 def test_walk_inputs_equals_numpy(data):
     n = 12
     order = np.array(data.draw(st.permutations(range(n))), np.int64)
-    holding = np.array(data.draw(st.lists(st.booleans(), min_size=n, max_size=n)), bool)
     q = np.array(data.draw(st.lists(st.integers(0, 2), min_size=n, max_size=n)), np.int64)
     dem = np.array(data.draw(st.lists(st.integers(1, 64), min_size=n, max_size=n)), np.int64)
     req = np.array(data.draw(st.lists(st.integers(-1, 2), min_size=n, max_size=n)), np.int16)
     skew = np.array(data.draw(st.lists(st.booleans(), min_size=n, max_size=n)), bool)
-    with_keys = data.draw(st.booleans())
-    klass, keys, running_rev, q_rev = TK.walk_inputs(order, holding, q, dem, req, skew, 3, with_keys)
+    with_keys, cons = data.draw(st.booleans()), data.draw(st.booleans())
+    klass, keys, kernel = TK.walk_inputs(order, q, dem, req, skew, 3, with_keys, cons)
     assert klass.tolist() == q[order].tolist()
     ref = ((dem[order] * 65_537 + req[order] + 1) * 2 + skew[order]) * 3 + q[order]
     assert keys.tolist() == (ref.tolist() if with_keys else [-1] * n)
-    rev = order[::-1]
-    assert running_rev.tolist() == rev[holding[rev]].tolist()
-    assert q_rev.tolist() == q[rev[holding[rev]]].tolist()
+    assert kernel.tolist() == (cons & ~skew[order]).tolist()
 
 
 def _prepare(submit, holding):

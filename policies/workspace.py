@@ -1,0 +1,116 @@
+"""Per-policy scratch and per-job shapes of the round toolkit (`policies.round`).
+
+`Workspace` holds the trace-sized arrays a policy instance reuses across its rounds (nothing
+process-wide); `demands` the GPUs each job asks for; `shape_key` the failed-shape memo key.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from policies import _round_kernels as RK
+from policies import placement as P
+from simcore.api import ClusterView
+
+
+def demands(view: ClusterView) -> np.ndarray:
+    """GPUs each job asks for: the requested count clipped to [min_gpus, max_gpus]."""
+    j = view.jobs
+    return np.clip(j.num_gpus, j.min_gpus, np.maximum(j.min_gpus, j.max_gpus)).astype(np.int64)
+
+
+def shape_key(demand, gpu_type_req):
+    """The failed-shape memo key of a (GPU count, required type) pair, for ints or int arrays
+    (`Round.failed_before`): `_round_kernels.shape_key`, the one encoding, which the walk
+    kernel and Tiresias' walk inputs use too."""
+    if isinstance(demand, np.ndarray) or isinstance(gpu_type_req, np.ndarray):
+        return RK.shape_key(np.asarray(demand, np.int64), np.asarray(gpu_type_req, np.int64))
+    return int(RK.shape_key(int(demand), int(gpu_type_req)))
+
+
+class Workspace:
+    """Scratch a policy instance reuses across its rounds: the undecided mask (J bools, all
+    False between rounds), the kernels' J-sized scratch (`mark`, all False; `rank`, all -1;
+    each kernel returns them as it found them), the demands of the current request arrays,
+    and the kernel placer's topology arrays of the current cluster.
+
+    Owned by one policy instance, never shared between processes or policies, and used by
+    one live round at a time (a policy that wants a trial round beside its real one makes it
+    with `Round(view)`, which brings its own workspace). A round abandoned before
+    `decision()` keeps its mask (the next round allocates a fresh one).
+    """
+
+    def __init__(self) -> None:
+        self._dem_src: tuple = (None, None, None)
+        self._dem: np.ndarray | None = None
+        self._free: list[np.ndarray] = []
+        self._mark: np.ndarray | None = None
+        self._rank: np.ndarray | None = None
+        self._topo_of = None
+        self._topo: tuple | None = None
+        self._walk: tuple | None = None
+        #: the failed-shape memo of the current round (`Round.failed_before`): keys, count
+        self.memo = np.empty(64, np.int64)
+        self.memo_n = np.zeros(1, np.int64)
+
+    def walk_state(self, c, n_jobs: int) -> tuple:
+        """What `Round.walk` passes its kernel besides the round's own arrays, built once per
+        (cluster, number of jobs): whether the cluster has one GPU type (where the kernel's
+        placer applies), the placer's topology arguments, the output buffers (kept jobs,
+        placement records, released jobs, counts, victim candidates and their classes) and
+        the `rank` scratch."""
+        w = self._walk
+        if w is None or w[0] is not c or w[1] != n_jobs:
+            g_n = c.num_gpus
+            w = self._walk = (c, n_jobs, len(c.gpu_type_names) <= 1, self.kernel_topo(c),
+                              np.empty(n_jobs, np.int64), np.empty(3 * g_n + 2, np.int64), np.empty(g_n + 1, np.int64),
+                              np.zeros(4, np.int64), np.empty(n_jobs, np.int64), np.empty(n_jobs, np.int64),
+                              self.rank(n_jobs))
+        return w
+
+    def demands(self, view: ClusterView) -> np.ndarray:
+        """`demands(view)`, recomputed only when the engine hands over different request arrays
+        (it reuses one `JobsView` a run). Callers must not modify the result."""
+        j = view.jobs
+        s = self._dem_src
+        if s[0] is not j.num_gpus or s[1] is not j.min_gpus or s[2] is not j.max_gpus:
+            self._dem_src = (j.num_gpus, j.min_gpus, j.max_gpus)
+            self._dem = demands(view)
+        return self._dem
+
+    def take_mask(self, n: int) -> np.ndarray:
+        """An all-False bool array of n entries (the round's undecided mask)."""
+        while self._free:
+            a = self._free.pop()
+            if a.shape[0] == n:
+                return a
+        return np.zeros(n, bool)
+
+    def give_back(self, a: np.ndarray) -> None:
+        """Return a mask taken with `take_mask`, all False again."""
+        self._free.append(a)
+
+    def mark(self, n: int) -> np.ndarray:
+        if self._mark is None or self._mark.shape[0] != n:
+            self._mark = np.zeros(n, bool)
+        return self._mark
+
+    def rank(self, n: int) -> np.ndarray:
+        """The J-sized scratch of `preempt_plan` (all -1 between calls)."""
+        if self._rank is None or self._rank.shape[0] != n:
+            self._rank = np.full(n, -1, np.int64)
+        return self._rank
+
+    def kernel_topo(self, c) -> tuple:
+        """The topology arguments of the walk kernel's placer (`consolidate`; used only on a
+        one-type cluster), built once per cluster."""
+        if self._topo_of is not c:
+            self._topo_of = c
+            self._topo = (c.gpu_node, c.gpu_type, c.node_first_gpu, c.node_num_gpus, c.node_leaf, c.leaf_pod,
+                          P._num_leaves(c), P._num_pods(c))
+        return self._topo
+
+
+def demands_cached(view: ClusterView, workspace: Workspace | None = None) -> np.ndarray:
+    """`demands(view)` through a policy's `Workspace` (computed afresh without one)."""
+    return workspace.demands(view) if workspace is not None else demands(view)

@@ -315,7 +315,7 @@ class GavelConfig(PlacedConfig):
     finish (at most once per `reset_interval_s`), realised in `interval_s` rounds: each round a
     job's priority on a type is its fraction X over the share of that type's time it received
     since the last recomputation, and jobs take the GPUs of each type (fastest type first) in
-    priority order at their requested count. Rounds only: arrivals wait for the next round.
+    priority order at their requested count. It decides only at round boundaries: arrivals wait for the next one.
     Jobs move freely between rounds (Gavel is migration-oblivious); moves pay the engine's
     restart cost."""
 
@@ -330,7 +330,7 @@ class GavelConfig(PlacedConfig):
         "finish time to the finish time on a 1/n share (Themis' metric); sjf_like: minimise the sum of "
         "remaining times (FFT's 'Gavel SJF-like'). The last two read the duration oracle",
         choices=OBJECTIVES,
-        source="Gavel scheduler/policies/{max_min_fairness,max_sum_throughput,finish_time_fairness}.py (_perf "
+        source="Gavel's policies max_min_fairness.py, max_sum_throughput.py, finish_time_fairness.py (the _perf "
                "variants); sjf_like: seeds/notes/fft.md A10; Ares runs max_min_fairness (ares.md §6)")
     heterogeneity_aware: bool = param(
         True,

@@ -177,3 +177,12 @@ def test_config_checks():
         make("gavel", objective="nope")
     with pytest.raises(InputError):
         make("gavel", interval_s=None)
+
+
+def test_job_larger_than_every_type_runs_on_leftover_mixed_gpus():
+    """Two types of 4 GPUs; a 6-GPU job fits no single type (Gavel's model has no place for it):
+    it starts on the GPUs left after the round, across both types; the 1-GPU job runs by Gavel."""
+    tput = np.array([[1.0, 1.0], [1.0, 1.0]])
+    d = make("gavel").decide(_view(tput, [Job(gpus=6, submit=0.0), Job(gpus=1, submit=1.0)]), 0.0)
+    assert len(d.allocations[0].gpus) == 6 and {g // 4 for g in d.allocations[0].gpus} == {0, 1}
+    assert len(d.allocations[1].gpus) == 1

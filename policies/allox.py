@@ -123,9 +123,7 @@ class Allox(BasePolicy):
     max(int(alpha·m), idle GPUs); processing time = remaining samples / samples/s on the type
     (`view.throughput_matrix`, requested count); `allox_match`; the job at the front of each
     queue is placed on its type with `placement`, shortest processing time first (a job whose
-    GPUs are not free waits). Running jobs keep their GPUs until they finish. A job larger
-    than every type (no slot can hold it; cosim's extension) starts on any GPUs left after
-    that, mixed types allowed, longest-waiting first.
+    GPUs are not free waits). Running jobs keep their GPUs until they finish.
     """
 
     name = "allox"
@@ -167,9 +165,4 @@ class Allox(BasePolicy):
                 return P.place(c, avail, n, gpu_type=t, strategy=self.config.placement, rng=self.rng)
 
             r.place(j, placer)
-        jv = view.jobs
-        for i in np.flatnonzero(~(tput > 0).any(axis=1)).tolist():  # larger than every type: see the class doc
-            j = int(jobs[i])
-            r.place(j, lambda jj, avail, n=int(sf[i]), t=int(jv.gpu_type_req[j]): P.place(
-                c, avail, n, gpu_type=t, strategy=self.config.placement, rng=self.rng))
         return r.decision()

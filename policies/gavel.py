@@ -100,7 +100,7 @@ def max_min_fairness(tput: np.ndarray, sf: np.ndarray, num_gpus: np.ndarray, fil
     prop = proportional_throughput(t, num_gpus)
     c = np.where(prop[:, None] > 0, t / np.where(prop > 0, prop, 1.0)[:, None], 0.0) * s[:, None]
     rows = np.flatnonzero(c.sum(axis=1) > 0)  # classes that can run somewhere
-    if rows.size == 0:
+    if rows.size == 0:  # e.g. only jobs larger than every type (placements never mix types)
         return np.zeros(tput.shape)
     m, x = _base(t, s, num_gpus, cnt)
     z = m.var("z", 1)
@@ -446,12 +446,6 @@ class Gavel(BasePolicy):
                     self.received_s[j][t] += dt
         self._last_t = now
         tput, sf, num = job_matrix(view, jobs)
-        over = ~(tput > 0).any(axis=1)  # fits no single type (Gavel's model cannot run it)
-        held = np.zeros(num.size)
-        for j in jobs[over & (view.jobs.alloc_count[jobs] > 0)].tolist():
-            g = view.allocation_of(j)
-            held += np.bincount(np.asarray(view.cluster.gpu_type, np.int64)[g], minlength=num.size)
-        jobs, tput, sf, big = jobs[~over], tput[~over], sf[~over], jobs[over]
         ntypes = tput.shape[1]
         if frozenset(jobs.tolist()) != self._jobset and (
                 self._last_reset is None or now - self._last_reset >= self.config.reset_interval_s):
@@ -463,29 +457,19 @@ class Gavel(BasePolicy):
         dfc = np.array([self.deficit_s.get(j, z) for j in jl]).reshape(jobs.size, ntypes)
         best = tput / np.maximum(tput.max(axis=1, keepdims=True), 1e-300)
         type_order = np.argsort(-best.mean(axis=0), kind="stable") if jobs.size else np.arange(ntypes)
-        free = (num - held).astype(np.int64)
-        chosen = round_schedule(priorities(x, got, tput), dfc, x, tput, sf, free, type_order)
-        return self._apply(view, jobs, chosen, sf, big)
+        chosen = round_schedule(priorities(x, got, tput), dfc, x, tput, sf, num.astype(np.int64), type_order)
+        return self._apply(view, jobs, chosen, sf)
 
-    def _apply(self, view: ClusterView, jobs: np.ndarray, chosen: np.ndarray, sf: np.ndarray,
-               big: np.ndarray) -> Decision:
+    def _apply(self, view: ClusterView, jobs: np.ndarray, chosen: np.ndarray, sf: np.ndarray) -> Decision:
         """Running jobs selected on their current type keep their GPUs; the others are released;
-        then the selected jobs are placed on their type, largest scale factor first (Gavel).
-
-        `big`: jobs larger than every type (Gavel's model has no place for them; cosim's
-        extension): a running one keeps its GPUs, a waiting one starts on any GPUs left after
-        the round, mixed types allowed, in arrival order."""
+        then the selected jobs are placed on their type, largest scale factor first (Gavel)."""
         r = Round(view)
         c = view.cluster
         want = dict(zip(jobs.tolist(), chosen.tolist()))
         size = dict(zip(jobs.tolist(), sf.tolist()))
-        big_set = set(big.tolist())
         last = view.jobs.last_gpu_type
         self._ran = {}
         for k in view.running().tolist():
-            if k in big_set:
-                r.keep(k)
-                continue
             if last is not None:
                 cur = int(last[k])
             else:
@@ -497,16 +481,12 @@ class Gavel(BasePolicy):
             r.release(k)
         todo = [j for j, t in want.items() if t >= 0 and j not in self._ran]
         todo.sort(key=lambda j: -size[j])
-        jv = view.jobs
-        waiting_big = [j for j in big[np.argsort(jv.submit_time[big], kind="stable")].tolist()
-                       if r.allocation(j) is None]
-        for j in todo + waiting_big:
-            t = want.get(j, int(jv.gpu_type_req[j]))
-            n = size.get(j, int(np.clip(jv.num_gpus[j], jv.min_gpus[j], jv.max_gpus[j])))
+        for j in todo:
+            t = want[j]
 
-            def placer(jj: int, avail: np.ndarray, t=t, n=n) -> np.ndarray | None:
-                return P.place(c, avail, n, gpu_type=t, strategy=self.config.placement, rng=self.rng)
+            def placer(jj: int, avail: np.ndarray, t=t) -> np.ndarray | None:
+                return P.place(c, avail, size[jj], gpu_type=t, strategy=self.config.placement, rng=self.rng)
 
-            if r.place(j, placer) is not None and j not in big_set:
+            if r.place(j, placer) is not None:
                 self._ran[j] = t
         return r.decision()

@@ -112,11 +112,3 @@ def test_alpha_is_validated():
 
     with pytest.raises(InputError):
         make("allox", alpha=0.0)
-
-
-def test_policy_starts_a_job_larger_than_every_type_on_mixed_gpus():
-    jobs = [Job(gpus=6, submit=0.0, remaining=10.0)]
-    v = build_view(jobs, now=360.0, nodes=2, gpus_per_node=4, leaves=1, gpu_types=[0] * 4 + [1] * 4,
-                   iteration_time=lambda j, g, b: 1.0)
-    d = make("allox").decide(dataclasses.replace(v, whatif=_WhatIf(np.ones((1, 2)))), 360.0)
-    assert len(d.allocations[0].gpus) == 6

@@ -179,10 +179,13 @@ def test_config_checks():
         make("gavel", interval_s=None)
 
 
-def test_job_larger_than_every_type_runs_on_leftover_mixed_gpus():
-    """Two types of 4 GPUs; a 6-GPU job fits no single type (Gavel's model has no place for it):
-    it starts on the GPUs left after the round, across both types; the 1-GPU job runs by Gavel."""
+@pytest.mark.parametrize("objective", ["max_min_fairness", "max_sum_throughput", "sjf_like", "finish_time_fairness"])
+def test_jobs_that_fit_no_type_get_no_allocation(objective):
+    """A 6-GPU job on types of 4 GPUs (placements never mix types): no LP row can serve it; the
+    program is still solved (no error) and gives it nothing; the 1-GPU job runs."""
     tput = np.array([[1.0, 1.0], [1.0, 1.0]])
-    d = make("gavel").decide(_view(tput, [Job(gpus=6, submit=0.0), Job(gpus=1, submit=1.0)]), 0.0)
-    assert len(d.allocations[0].gpus) == 6 and {g // 4 for g in d.allocations[0].gpus} == {0, 1}
-    assert len(d.allocations[1].gpus) == 1
+    jobs = [Job(gpus=6, submit=0.0, remaining=10.0), Job(gpus=1, submit=1.0, remaining=10.0)]
+    d = make("gavel", objective=objective).decide(_view(tput, jobs), 0.0)
+    assert 0 not in d.allocations and len(d.allocations[1].gpus) == 1
+    d = make("gavel", objective=objective).decide(_view(tput, jobs[:1]), 0.0)
+    assert not d.allocations

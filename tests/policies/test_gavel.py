@@ -189,3 +189,14 @@ def test_jobs_that_fit_no_type_get_no_allocation(objective):
     assert 0 not in d.allocations and len(d.allocations[1].gpus) == 1
     d = make("gavel", objective=objective).decide(_view(tput, jobs[:1]), 0.0)
     assert not d.allocations
+
+
+def test_sjf_like_on_fft_table_1_toy_gives_the_fair_split():
+    """FFT (ICS'25) Table 1 (seeds/notes/fft.md §9.2): two jobs of 16 epochs, GPU₀ at 8 epochs/min
+    and GPU₁ at 1, one GPU each. Gavel's min Σ W/rate ≥ (√16 + √16)² / 9 = 64/9 (Cauchy–Schwarz),
+    reached only at rates 4.5 each, i.e. (row sums ≤ 1) every share 1/2: sum of JCTs 7.11 min."""
+    x = sjf_like(np.array([[8.0, 1.0], [8.0, 1.0]]), np.ones(2, np.int64), np.array([1.0, 1.0]),
+                 np.array([16.0, 16.0]), tol=1e-6, max_iter=40)  # Kelley: 18 cutting rounds here
+    assert x == pytest.approx(np.full((2, 2), 0.5), abs=2e-3)
+    rate = (x * np.array([8.0, 1.0])).sum(axis=1)
+    assert (16.0 / rate).sum() == pytest.approx(64 / 9, rel=1e-4)

@@ -9,7 +9,7 @@ import policies
 from cli.app import app
 from cosim.errors import InputError, UnknownNameError
 
-ALL = ["afs", "fifo", "fifo-backfill", "gandiva", "optimus", "sjf", "srjf", "srtf", "tiresias", "tiresias-pollux"]
+ALL = ["afs", "allox", "fifo", "fifo-backfill", "gandiva", "gavel", "optimus", "sjf", "srjf", "srtf", "tiresias", "tiresias-pollux"]
 
 
 def test_all_builtins_registered_on_import():
@@ -23,7 +23,7 @@ def test_unknown_parameter_lists_valid_ones():
 
 
 def test_unknown_policy_lists_names():
-    with pytest.raises(UnknownNameError, match="valid: afs, fifo, fifo-backfill, gandiva"):
+    with pytest.raises(UnknownNameError, match="valid: afs, allox, fifo, fifo-backfill, gandiva, gavel"):
         policies.make("lottery")
 
 
@@ -70,4 +70,4 @@ def test_cli_show_and_unknown_name():
     assert res.exit_code == 0 and "large_placement: str = random (one of: random, consolidate)" in res.output
     res = CliRunner().invoke(app, ["policies", "show", "nope"])
     assert res.exit_code == 2
-    assert "unknown policy 'nope'; valid: afs, fifo, fifo-backfill" in res.output
+    assert "unknown policy 'nope'; valid: afs, allox, fifo, fifo-backfill" in res.output

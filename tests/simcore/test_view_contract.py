@@ -193,7 +193,8 @@ def test_policies_declare_what_they_read():
             "fifo-backfill": {NEED_DURATION_ORACLE},  # EASY reservations: the estimated end of running jobs
             # remaining work: Optimus (as the Pollux simulator's Optimus+Oracle), SRJF (Ares' Lucid
             # stand-in), AFS with its default gain=job_fraction (aryl.md §6)
-            "optimus": {NEED_DURATION_ORACLE}, "srjf": {NEED_DURATION_ORACLE}, "afs": {NEED_DURATION_ORACLE}}
+            "optimus": {NEED_DURATION_ORACLE}, "srjf": {NEED_DURATION_ORACLE}, "afs": {NEED_DURATION_ORACLE},
+            "allox": {NEED_DURATION_ORACLE}}  # AlloX: processing time = remaining work / throughput
     for name in policies.POLICIES:
         p = policies.make(name)
         assert set(p.needs) == want.get(name, set()), name

@@ -1,0 +1,202 @@
+"""Gavel: its LPs on small matrices solved by hand, and the round mechanism's long-run shares."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+from policies import make
+from policies.gavel import (finish_time_fairness, max_min_fairness, max_sum_throughput, priorities,
+                            round_schedule, sjf_like)
+from simcore.api import NEED_DURATION_ORACLE
+from tests.policies.conftest import Job, build_view
+
+ONE = np.ones(3, np.int64)
+
+
+def _values(tput, x, sf):
+    """Each job's normalised effective throughput in Gavel's max-min objective."""
+    prop = tput @ (np.array([1.0, 1.0]) / 2.0)
+    return ((tput / prop[:, None]) * sf[:, None] * x).sum(axis=1)
+
+
+def test_max_min_fairness_3_jobs_2_types_by_hand():
+    """T = [[2,1],[2,1],[1,1]], one GPU of each type, scale factors 1.
+
+    By hand: proportional throughputs (half of each type) are 1.5, 1.5, 1, so the normalised
+    rows are c = [4/3, 2/3], [4/3, 2/3], [1, 1]. Jobs 0 and 1 are relatively best on type 0.
+    Give them all of it (a = 1/2 each), some b each of type 1 and job 2 the rest, 1 − 2b:
+    4/3·1/2 + 2/3·b = 1 − 2b ⇒ b = 1/8, min value z* = 3/4. Optimality: the dual prices
+    p0 = 1/2, p1 = 1/4 with job weights μ = (3/8, 3/8, 1/4) give p0 + p1 = 3/4 = z*, and job 2
+    on type 0 has reduced value μ2·1 = 1/4 < p0, so it gets none of type 0. Every optimum thus
+    has job 2 at x = (0, 3/4), type 0 fully used by jobs 0 and 1, each job at value 3/4.
+    """
+    tput = np.array([[2.0, 1.0], [2.0, 1.0], [1.0, 1.0]])
+    num = np.array([1.0, 1.0])
+    for fill in (False, True):
+        x = max_min_fairness(tput, ONE, num, fill_slack=fill)
+        assert _values(tput, x, ONE) == pytest.approx([0.75, 0.75, 0.75], abs=1e-6)
+        assert x[2] == pytest.approx([0.0, 0.75], abs=1e-6)
+        assert x[:2, 0].sum() == pytest.approx(1.0, abs=1e-6)
+        assert x[:2, 1].sum() == pytest.approx(0.25, abs=1e-6)
+
+
+def test_max_min_fairness_weights_by_scale_factor_agnostic():
+    """Heterogeneity-agnostic (T = 1 wherever a job runs): job j's value is sf_j · s_j with
+    s_j = Σ_t x[j,t]. Two types of 2 GPUs, sf = (1, 1, 2). By hand: z ≤ s0, s1 ≤ 1, so z* = 1,
+    reached with s2 = 1/2 (the 2-GPU job needs half the time for the same value); GPUs used
+    1 + 1 + 2·1/2 = 3 of 4, and the slack (fill_slack) raises s2 to 1, filling both types."""
+    x0 = max_min_fairness(np.ones((3, 2)), np.array([1, 1, 2]), np.array([2.0, 2.0]), fill_slack=False)
+    assert min(x0[0].sum(), x0[1].sum(), 2 * x0[2].sum()) == pytest.approx(1.0, abs=1e-6)
+    tput = np.ones((3, 2))
+    sf = np.array([1, 1, 2])
+    x = max_min_fairness(tput, sf, np.array([2.0, 2.0]))
+    s = x.sum(axis=1)
+    assert s == pytest.approx([1.0, 1.0, 1.0], abs=1e-6)
+    assert (x * sf[:, None]).sum(axis=0) == pytest.approx([2.0, 2.0], abs=1e-6)
+
+
+def test_max_sum_throughput_by_hand():
+    """T = [[4,1],[3,2],[1,1]], one GPU per type: job 0 on type 0 and job 1 on type 1 give
+    4 + 2 = 6; the swap gives 3 + 1 = 4; any job 2 share displaces a better one. Unique optimum."""
+    tput = np.array([[4.0, 1.0], [3.0, 2.0], [1.0, 1.0]])
+    x = max_sum_throughput(tput, ONE, np.array([1.0, 1.0]))
+    assert x == pytest.approx(np.array([[1, 0], [0, 1], [0, 0]]), abs=1e-6)
+
+
+def test_sjf_like_shares_go_as_sqrt_of_remaining_work():
+    """One GPU, two jobs at rate 1, remaining work 1 and 4: minimise 1/x0 + 4/x1 with
+    x0 + x1 = 1 ⇒ (Lagrange) x ∝ √W = (1/3, 2/3), sum of remaining times 3 + 6 = 9."""
+    tput = np.ones((2, 1))
+    x = sjf_like(tput, np.ones(2, np.int64), np.array([1.0]), np.array([1.0, 4.0]), tol=1e-6)
+    assert x[:, 0] == pytest.approx([1 / 3, 2 / 3], abs=2e-3)
+    assert (np.array([1.0, 4.0]) / x[:, 0]).sum() == pytest.approx(9.0, rel=1e-4)
+
+
+def test_finish_time_fairness_by_hand():
+    """One GPU, two jobs at rate 1 and 1 sample left each; job 0 arrived 3 s ago with
+    isolated time 4 s, job 1 just now with 2 s. ρ0 = (3 + 1/s)/4, ρ1 = 1/(2(1 − s)); equal
+    at 3s(1 − s) + 1 − s = 2s ⇒ 3s² = 1 ⇒ s = 1/√3, ρ* = 1/(2 − 2/√3) ≈ 1.183."""
+    x = finish_time_fairness(np.ones((2, 1)), np.ones(2, np.int64), np.array([1.0]), np.array([1.0, 1.0]),
+                             np.array([3.0, 0.0]), np.array([4.0, 2.0]), tol=1e-7)
+    s = 1 / np.sqrt(3)
+    assert x[:, 0] == pytest.approx([s, 1 - s], abs=1e-3)
+
+
+def _run_rounds(alloc, tput, sf, num, rounds):
+    """The mechanism alone: every round each scheduled (job, type) receives one round."""
+    got = np.full(alloc.shape, 0.5)  # Gavel starts every (job, type) at half a round
+    ran = np.zeros(alloc.shape)
+    order = np.arange(alloc.shape[1])
+    for _ in range(rounds):
+        ch = round_schedule(priorities(alloc, got, tput), np.zeros(alloc.shape), alloc, tput, sf, num, order)
+        for j, t in enumerate(ch.tolist()):
+            if t >= 0:
+                got[j, t] += 1
+                ran[j, t] += 1
+    return ran / rounds
+
+
+def test_rounds_give_time_shares_proportional_to_the_allocation():
+    """Two GPUs of one type, X = (0.9, 0.6, 0.5): over 400 rounds each job runs a fraction of
+    the rounds equal to its X (to within a few rounds)."""
+    alloc = np.array([[0.9], [0.6], [0.5]])
+    share = _run_rounds(alloc, np.ones((3, 1)), ONE, np.array([2]), 400)
+    assert share[:, 0] == pytest.approx([0.9, 0.6, 0.5], abs=0.01)
+
+
+def test_rounds_across_two_types_follow_the_allocation_matrix():
+    """Types of 2 and 1 GPUs, X = [[.5,.5],[1,0],[.5,.5]]: job 1 always on type 0, jobs 0 and 2
+    alternate between the types."""
+    alloc = np.array([[0.5, 0.5], [1.0, 0.0], [0.5, 0.5]])
+    share = _run_rounds(alloc, np.ones((3, 2)), ONE, np.array([2, 1]), 400)
+    assert share == pytest.approx(alloc, abs=0.01)
+
+
+def test_round_skips_jobs_that_do_not_fit_and_runs_zero_priority_on_leftovers():
+    alloc = np.array([[1.0], [0.0], [0.0]])
+    sf = np.array([2, 4, 1])
+    ch = round_schedule(priorities(alloc, np.full((3, 1), 0.5), np.ones((3, 1))), np.zeros((3, 1)), alloc,
+                        np.ones((3, 1)), sf, np.array([4]), np.array([0]))
+    assert ch.tolist() == [0, -1, 0]  # job 1 (4 GPUs) no longer fits after job 0; job 2 takes a leftover
+
+
+class _WhatIf:
+    def __init__(self, tput):
+        self.tput = np.asarray(tput, float)
+
+    def throughput_matrix(self, jobs, batch=None):
+        return self.tput[np.asarray(jobs)]
+
+
+def _view(tput, jobs, now=0.0, gpu_types=(0, 0, 0, 0, 1, 1, 1, 1)):
+    v = build_view(jobs, now=now, nodes=2, gpus_per_node=4, leaves=1, gpu_types=list(gpu_types),
+                   iteration_time=lambda j, g, b: 1.0)
+    return dataclasses.replace(v, whatif=_WhatIf(tput))
+
+
+def test_policy_places_jobs_on_their_chosen_type_and_declares_the_oracle_only_when_needed():
+    # 4 one-GPU jobs; job 0..1 ten times faster on type 1, jobs 2..3 equal: max-sum puts 0, 1 on type 1
+    tput = np.array([[1.0, 10.0], [1.0, 10.0], [1.0, 1.0], [1.0, 1.0]])
+    pol = make("gavel", objective="max_sum_throughput")
+    assert NEED_DURATION_ORACLE not in pol.needs and not pol.event_driven
+    d = pol.decide(_view(tput, [Job(gpus=1, submit=float(i)) for i in range(4)]), 0.0)
+    types = {j: {0 if g < 4 else 1 for g in a.gpus} for j, a in d.allocations.items()}
+    assert types[0] == {1} and types[1] == {1}
+    assert len({g for a in d.allocations.values() for g in a.gpus}) == sum(len(a.gpus) for a in d.allocations.values())
+    assert NEED_DURATION_ORACLE in make("gavel", objective="sjf_like").needs
+    assert NEED_DURATION_ORACLE in make("gavel", objective="finish_time_fairness").needs
+
+
+def test_policy_rotates_more_jobs_than_gpus_over_rounds():
+    """12 one-GPU jobs on 8 GPUs (two equal types), max-min fairness: over 30 rounds every job
+    runs 8/12 of the rounds (± 2 rounds)."""
+    tput = np.ones((12, 2))
+    pol = make("gavel")
+    jobs = [Job(gpus=1, submit=0.0) for _ in range(12)]
+    ran = np.zeros(12)
+    held: dict[int, tuple] = {}
+    for k in range(30):
+        for i, jb in enumerate(jobs):
+            jb.alloc = held.get(i, ())
+            jb.state = None
+        d = pol.decide(_view(tput, jobs, now=360.0 * k), 360.0 * k)
+        held = {j: a.gpus for j, a in d.allocations.items() if a.gpus}
+        for j in held:
+            ran[j] += 1
+    assert ran.sum() == 8 * 30
+    assert np.all(np.abs(ran - 20) <= 2)
+
+
+def test_config_checks():
+    from cosim.errors import InputError
+
+    with pytest.raises(InputError):
+        make("gavel", objective="nope")
+    with pytest.raises(InputError):
+        make("gavel", interval_s=None)
+
+
+@pytest.mark.parametrize("objective", ["max_min_fairness", "max_sum_throughput", "sjf_like", "finish_time_fairness"])
+def test_jobs_that_fit_no_type_get_no_allocation(objective):
+    """A 6-GPU job on types of 4 GPUs (placements never mix types): no LP row can serve it; the
+    program is still solved (no error) and gives it nothing; the 1-GPU job runs."""
+    tput = np.array([[1.0, 1.0], [1.0, 1.0]])
+    jobs = [Job(gpus=6, submit=0.0, remaining=10.0), Job(gpus=1, submit=1.0, remaining=10.0)]
+    d = make("gavel", objective=objective).decide(_view(tput, jobs), 0.0)
+    assert 0 not in d.allocations and len(d.allocations[1].gpus) == 1
+    d = make("gavel", objective=objective).decide(_view(tput, jobs[:1]), 0.0)
+    assert not d.allocations
+
+
+def test_sjf_like_on_fft_table_1_toy_gives_the_fair_split():
+    """FFT (ICS'25) Table 1 (seeds/notes/fft.md §9.2): two jobs of 16 epochs, GPU₀ at 8 epochs/min
+    and GPU₁ at 1, one GPU each. Gavel's min Σ W/rate ≥ (√16 + √16)² / 9 = 64/9 (Cauchy–Schwarz),
+    reached only at rates 4.5 each, i.e. (row sums ≤ 1) every share 1/2: sum of JCTs 7.11 min."""
+    x = sjf_like(np.array([[8.0, 1.0], [8.0, 1.0]]), np.ones(2, np.int64), np.array([1.0, 1.0]),
+                 np.array([16.0, 16.0]), tol=1e-6, max_iter=40)  # Kelley: 18 cutting rounds here
+    assert x == pytest.approx(np.full((2, 2), 0.5), abs=2e-3)
+    rate = (x * np.array([8.0, 1.0])).sum(axis=1)
+    assert (16.0 / rate).sum() == pytest.approx(64 / 9, rel=1e-4)

@@ -67,7 +67,7 @@ class MechanismsDemoConfig(PolicyConfig):
     NaN to it. Running jobs are never preempted or moved by it (no `migrate_s` is charged
     unless a job resumes elsewhere)."""
 
-    reference: ClassVar[str] = ("test/demo policy for the cosim policy contract (issue 12); "
+    reference: ClassVar[str] = ("test/demo policy exercising cosim's policy contract; "
                                 "not a published scheduler")
 
     batch_growth: float = param(2.0, "factor by which an epoch end grows a job's global batch")

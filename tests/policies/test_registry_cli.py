@@ -9,7 +9,7 @@ import policies
 from cli.app import app
 from cosim.errors import InputError, UnknownNameError
 
-ALL = ["afs", "fifo", "fifo-backfill", "gandiva", "optimus", "sjf", "srjf", "srtf", "tiresias", "tiresias-pollux"]
+ALL = ["afs", "fifo", "fifo-backfill", "gandiva", "mechanisms-demo", "optimus", "sjf", "srjf", "srtf", "tiresias", "tiresias-pollux"]
 
 
 def test_all_builtins_registered_on_import():

@@ -64,6 +64,7 @@ class Probe(MechanismsDemo):
             if not np.isnan(getattr(j, name)).all():
                 self.oracle_leaks.append(f"{name} at t={now}")
         self.calls.append((now, j.state.copy(), j.epochs_done.copy(), j.samples_done.copy(), j.batch_size.copy()))
+        self.global_batch, self.job_ids = j.global_batch, list(j.job_id)
         return super().decide(view, now)
 
 
@@ -170,7 +171,7 @@ def test_llm_finishes_no_gpu_double_booked_work_conserved(demo):
         >= len(demo.dec.time_s.unique())
     assert not demo.probe.oracle_leaks
     calls = demo.probe.calls
-    names = list(pd.DataFrame(ROWS).job_id)
+    names = demo.probe.job_ids
     now, state, _, samples, batch = calls[-1]  # after the late arrival: every training job is done
     for jid in ("elastic-yolo", "pollux-ds2", "llm-neo", "rigid-r50"):
         assert state[names.index(jid)] == JobState.FINISHED
@@ -203,6 +204,39 @@ def test_answer_is_the_policy_choice_not_the_default():
 
 # ---- properties over random small traces and load series -----------------------------------
 
+def _check_work(probe: Probe, rows: list[dict], modes: dict, progress: str, shared: Path) -> int:
+    """Work conserved through the policy's batch changes and resizes and the reclaims'
+    scale-ins and evictions, for every training-run job (no trace duration) finished by the
+    policy's last call, in the unit of its work mode (`simcore.work`): ITERATIONS (the
+    workload's fixed-batch training runs) — iterations done, Σ samples / batch over the
+    intervals, equal ceil(epochs × samples per epoch / batch); SAMPLES — samples equal epochs ×
+    samples per epoch (to one batch); EPOCHS (goodput) — the efficiency-weighted samples equal
+    the application's target × b0. Returns the jobs checked."""
+    from traces.workload import training_runs
+
+    runs = training_runs()
+    _, state, _, samples, _ = probe.calls[-1]
+    checked = 0
+    for r in rows:
+        i = probe.job_ids.index(r["job_id"])
+        if "duration" in r or state[i] != JobState.FINISHED:
+            continue
+        run_ = runs[r["model"]]
+        b_ref = int(probe.global_batch[i])
+        mode = modes[r["job_id"]]
+        if mode == "epochs":
+            app = load_app(shared / "profiles" / "pollux-sia" / _APP[r["model"]], math.ceil(run_.epochs))
+            assert _weighted_work(probe.calls, i, app) == pytest.approx(app.target * app.init_batch, rel=1e-6)
+        elif mode == "iterations":
+            iters = sum((c1[3][i] - c0[3][i]) / c1[4][i] for c0, c1 in zip(probe.calls, probe.calls[1:]))
+            assert iters == pytest.approx(math.ceil(run_.epochs * run_.samples_per_epoch / b_ref), rel=1e-6)
+        else:
+            assert mode == "samples", mode
+            assert abs(samples[i] - run_.epochs * run_.samples_per_epoch) <= b_ref
+        checked += 1
+    return checked
+
+
 _SMALL: dict[str, str] = {}
 
 
@@ -220,6 +254,7 @@ def _small_aryl() -> str:
 
 
 _MODELS = ("resnet50", "yolov3", "deepspeech2", "bert_base")
+_APP = {"resnet50": "imagenet", "yolov3": "yolov3", "deepspeech2": "deepspeech2", "bert_base": "bert"}
 job_st = st.fixed_dictionaries({
     "submit_time": st.integers(0, 1800).map(float),
     "num_gpus": st.sampled_from([1, 2, 4, 8]),
@@ -234,7 +269,7 @@ load_st = st.lists(st.tuples(st.integers(0, 7200), st.integers(0, 3)), min_size=
 @settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(specs=st.lists(job_st, min_size=1, max_size=5), load=load_st, grace=st.sampled_from([0.0, 120.0]),
        progress=st.sampled_from(["plain", "goodput"]), seed=st.integers(0, 3))
-def test_random_runs_meet_deadlines_account_every_job_and_are_deterministic(specs, load, grace, progress, seed):
+def test_random_runs_meet_deadlines_conserve_work_account_every_job_and_are_deterministic(specs, load, grace, progress, seed):
     from tests.conftest import SHARED_DATA
 
     if progress == "goodput" and not SHARED_DATA.is_dir():
@@ -274,6 +309,7 @@ def test_random_runs_meet_deadlines_account_every_job_and_are_deterministic(spec
         _replay_ownership(pd.read_parquet(d / "a" / POLICY / "decisions.parquet"), rec,
                           np.asarray(topo.node_first_gpu), np.asarray(topo.node_num_gpus))
         assert not probe.oracle_leaks
+        _check_work(probe, rows, dict(zip(jobs.job_id, jobs.work_mode)), progress, SHARED_DATA)
         # same seed → identical bytes (the probe and the registry's policy decide alike)
         files = sorted(p.relative_to(d / "a") for p in (d / "a").rglob("*.parquet"))
         assert files and files == sorted(p.relative_to(d / "b") for p in (d / "b").rglob("*.parquet"))

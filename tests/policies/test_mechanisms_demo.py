@@ -34,12 +34,12 @@ POLICY = "mechanisms-demo"
 
 # elastic yolov3 (resized at epoch ends), pollux-sia deepspeech2 on 1-2 GPUs (Pollux epochs under
 # --progress goodput: resized once, then its batch grows at epoch ends), GPT-Neo 1.3B with ZeRO-3 sharding (FFT's
-# LLM), a rigid replayed ResNet-50, and a late arrival so the policy sees every finished counter
+# LLM, on 16 GB T4s where plain data parallelism cannot hold it), a rigid replayed ResNet-50, and a late arrival so the policy sees every finished counter
 ROWS = [
     dict(job_id="elastic-yolo", submit_time=0.0, num_gpus=2, min_gpus=1, max_gpus=8, model="yolov3"),
     dict(job_id="pollux-ds2", submit_time=10.0, num_gpus=1, min_gpus=1, max_gpus=2, model="deepspeech2"),
     dict(job_id="llm-neo", submit_time=20.0, num_gpus=8, min_gpus=8, max_gpus=8, model="gpt_neo_1_3b",
-         sharding="zero3", total_iterations=300.0),
+         sharding="zero3", total_iterations=300.0, gpu_type="T4"),
     dict(job_id="rigid-r50", submit_time=30.0, num_gpus=4, min_gpus=4, max_gpus=4, model="resnet50",
          duration=1800.0),
     dict(job_id="late", submit_time=40000.0, num_gpus=1, min_gpus=1, max_gpus=1, model="resnet50",
@@ -167,6 +167,9 @@ def test_llm_finishes_no_gpu_double_booked_work_conserved(demo):
     assert jobs.finished.all() and not demo.res.summary["stuck"].iloc[0]
     assert jobs.loc["llm-neo", "model"].startswith("gpt_neo")
     topo = netmodel.build_topology(netmodel.load_cluster("aryl"))
+    llm = demo.dec[(demo.dec.job_id == "llm-neo") & (demo.dec.action == "start")]
+    gpus = np.array([int(g) for g in llm.gpus.iloc[0].split(",")])
+    assert {topo.gpu_type_names[t] for t in np.asarray(topo.gpu_type)[gpus]} == {"T4"}
     assert _replay_ownership(demo.dec, demo.rec, np.asarray(topo.node_first_gpu), np.asarray(topo.node_num_gpus)) \
         >= len(demo.dec.time_s.unique())
     assert not demo.probe.oracle_leaks
@@ -183,6 +186,16 @@ def test_llm_finishes_no_gpu_double_booked_work_conserved(demo):
     for jid, app_name in (("pollux-ds2", "deepspeech2"), ("elastic-yolo", "yolov3")):
         app = load_app(demo.shared / "profiles" / "pollux-sia" / app_name, int(jobs.loc[jid, "epochs_done"]))
         assert _weighted_work(calls, names.index(jid), app) == pytest.approx(app.target * app.init_batch, rel=1e-6)
+
+
+def test_the_llm_runs_only_sharded(demo, tmp_path):
+    """The same GPT-Neo 1.3B job on 8 T4s without sharding cannot hold its state: rejected
+    before the run, naming the job (the demo run above finished it under ZeRO-3)."""
+    from cosim.errors import CosimError
+
+    rows = [dict(r, sharding="none") if r["job_id"] == "llm-neo" else r for r in ROWS]
+    with pytest.raises(CosimError, match="llm-neo: .*#none does not fit GPU memory"):
+        _run(rows, tmp_path / "run")
 
 
 def test_answer_is_the_policy_choice_not_the_default():

@@ -135,7 +135,7 @@ class MechanismsDemo(BasePolicy):
                     resized = True
                     continue
             b = int(jobs.batch_size[j])
-            nb = min(int(math.floor(b * cfg.batch_growth)), int(cfg.max_batch_factor * int(jobs.global_batch[j])))
+            nb = min(math.floor(b * cfg.batch_growth), int(cfg.max_batch_factor * int(jobs.global_batch[j])))
             if nb <= b:
                 continue
             g = tuple(int(x) for x in gpus)

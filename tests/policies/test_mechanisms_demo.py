@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import tempfile
+from itertools import pairwise
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -117,7 +118,7 @@ def _weighted_work(calls, j: int, app) -> float:
     """Σ samples × Pollux efficiency(batch, epoch) over the intervals between policy calls (the
     policy is called at every epoch end, so no interval spans two epochs)."""
     w = 0.0
-    for (_, _, ep0, s0, _), (_, _, _, s1, b1) in zip(calls, calls[1:]):
+    for (_, _, ep0, s0, _), (_, _, _, s1, b1) in pairwise(calls):
         ds = float(s1[j] - s0[j])
         if ds > 0:
             w += ds * app.efficiency(int(b1[j]), min(int(ep0[j]), app.epochs - 1))
@@ -175,7 +176,7 @@ def test_llm_finishes_no_gpu_double_booked_work_conserved(demo):
     assert not demo.probe.oracle_leaks
     calls = demo.probe.calls
     names = demo.probe.job_ids
-    now, state, _, samples, batch = calls[-1]  # after the late arrival: every training job is done
+    _, state, _, samples, batch = calls[-1]  # after the late arrival: every training job is done
     for jid in ("elastic-yolo", "pollux-ds2", "llm-neo", "rigid-r50"):
         assert state[names.index(jid)] == JobState.FINISHED
     # the LLM: a fixed number of iterations at a fixed batch
@@ -241,7 +242,7 @@ def _check_work(probe: Probe, rows: list[dict], modes: dict, progress: str, shar
             app = load_app(shared / "profiles" / "pollux-sia" / _APP[r["model"]], math.ceil(run_.epochs))
             assert _weighted_work(probe.calls, i, app) == pytest.approx(app.target * app.init_batch, rel=1e-6)
         elif mode == "iterations":
-            iters = sum((c1[3][i] - c0[3][i]) / c1[4][i] for c0, c1 in zip(probe.calls, probe.calls[1:]))
+            iters = sum((c1[3][i] - c0[3][i]) / c1[4][i] for c0, c1 in pairwise(probe.calls))
             assert iters == pytest.approx(math.ceil(run_.epochs * run_.samples_per_epoch / b_ref), rel=1e-6)
         else:
             assert mode == "samples", mode

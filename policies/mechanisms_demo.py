@@ -65,10 +65,10 @@ class MechanismsDemoConfig(PolicyConfig):
 
     It declares no oracle (`needs` is empty): progress, remaining time and trace duration are
     NaN to it. Running jobs are never preempted or moved by it (no `migrate_s` is charged
-    unless a job resumes elsewhere). The view does not say how a job's work is counted, so
-    a larger batch helps only jobs counted in samples or Pollux epochs (`--progress goodput`);
-    a job of a fixed number of iterations (the workload's training runs under plain progress)
-    then processes more samples in slower iterations."""
+    unless a job resumes elsewhere). A larger batch helps only jobs counted in samples or
+    Pollux epochs (`--progress goodput`); a job of a fixed number of iterations then processes
+    more samples in slower iterations. The view's `jobs.work_mode` tells them apart; this demo
+    grows batches regardless, to exercise the batch-change cost on every kind of job."""
 
     reference: ClassVar[str] = ("test/demo policy exercising cosim's policy contract; "
                                 "not a published scheduler")

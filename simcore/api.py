@@ -113,6 +113,9 @@ class JobsView:
     last_gpu_type: np.ndarray | None = None  # int16[J], type of the latest allocation; -1 never ran, -2 mixed
     vc: np.ndarray | None = None  # object[J] (str), the trace's virtual cluster ("" if none)
     user: np.ndarray | None = None  # object[J] (str), the trace's user ("" if none)
+    #: int8[J], how the job's work is counted (`simcore.work.WorkMode`: 0 replay, 1 iterations, 2 samples,
+    #: 3 convergence, 4 epochs) — what a job's own launcher knows, so always visible
+    work_mode: np.ndarray | None = None
     _samples_done: np.ndarray | None = field(default=None, repr=False)
     _iters_per_s: np.ndarray | None = field(default=None, repr=False)
     _waiting_s: np.ndarray | None = field(default=None, repr=False)

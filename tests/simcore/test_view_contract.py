@@ -198,3 +198,24 @@ def test_policies_declare_what_they_read():
     for name in policies.POLICIES:
         p = policies.make(name)
         assert set(p.needs) == want.get(name, set()), name
+
+
+
+def test_work_mode_is_observable():
+    """A policy can tell fixed-iteration jobs from replayed ones (a batch change speeds up only
+    sample- or epoch-counted work): the engine's view carries the job table's modes, read-only."""
+    from simcore.work import WorkMode
+
+    seen = []
+
+    @dataclass
+    class Recorder(Greedy):
+        def decide(self, view, now):
+            seen.append(view.jobs.work_mode)
+            return super().decide(view, now)
+
+    rows = [dict(submit_time=0.0, num_gpus=1, duration=10.0), dict(submit_time=0.0, num_gpus=1, total_iterations=50.0)]
+    eng, _ = _engine(rows, Recorder())
+    eng.run()
+    assert seen and seen[0].tolist() == [int(WorkMode.REPLAY), int(WorkMode.ITERATIONS)]
+    assert not seen[0].flags.writeable

@@ -49,7 +49,8 @@ def _simulate(env: dict | None = None, out: Path | None = None, cpu: list | None
 
 
 def _load() -> str:
-    return "load average %.2f %.2f %.2f" % os.getloadavg()
+    one, five, fifteen = os.getloadavg()
+    return f"load average {one:.2f} {five:.2f} {fifteen:.2f}"
 
 
 def bench_simulate_warm(reps: int = 3) -> dict:

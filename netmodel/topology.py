@@ -31,7 +31,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import cached_property
-
 from typing import TYPE_CHECKING
 
 import numpy as np

@@ -32,8 +32,15 @@ import numpy as np
 import pandas as pd
 
 from cosim.errors import CosimError
-from simcore.report.load import (AXIS_COLUMNS, FACET_COLUMNS, JOB_COLUMNS, SUMMARY_COLUMNS, TIMELINE_COLUMNS,
-                                 ReportData, pick)
+from simcore.report.load import (
+    AXIS_COLUMNS,
+    FACET_COLUMNS,
+    JOB_COLUMNS,
+    SUMMARY_COLUMNS,
+    TIMELINE_COLUMNS,
+    ReportData,
+    pick,
+)
 
 log = logging.getLogger(__name__)
 

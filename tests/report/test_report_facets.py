@@ -88,8 +88,9 @@ def test_contention_slowdown_pairs_cells_on_every_other_coordinate(tmp_path, mon
     assert path.name == "contention_slowdown.png"
     axes = [ax for ax in fig.axes if ax.get_visible()]
     assert [ax.get_title() for ax in axes] == ["trace=a", "trace=b"]
-    heights = [[p.get_height() for p in ax.patches] for ax in axes]
-    np.testing.assert_allclose(heights, [[1.55, 1.25], [1.5, 1.2]])  # trace a: seeds 0 and 1 averaged
+    tops = [[p.get_y() + p.get_height() for p in ax.patches] for ax in axes]  # bars start at 1 (no slowdown)
+    np.testing.assert_allclose(tops, [[1.55, 1.25], [1.5, 1.2]])  # trace a: seeds 0 and 1 averaged
+    assert all(p.get_y() == 1.0 for ax in axes for p in ax.patches)
     assert "ratio" in axes[0].get_ylabel()
     # without both contention settings there is nothing to compare
     assert plots.contention_slowdown(ReportData("sweep", tmp_path, "t", pd.DataFrame(),

@@ -108,6 +108,9 @@ def placement_shape(topo, gpus: np.ndarray) -> Shape:
     arr = np.ascontiguousarray(gpus)
     if arr.ndim != 1 or arr.dtype.kind not in "iu":
         raise InputError.at(field="gpus", expected="a 1-D array of integer GPU ids", got=getattr(arr, "dtype", arr))
+    if arr.flags.writeable:  # one kernel signature for every caller: numba types read-only arrays apart
+        arr = arr.view()
+        arr.flags.writeable = False
     status, bad, nodes, counts, lr, pr, leaves, pods, sig, ids = _placement_shape(
         arr, topo.gpu_node, topo.node_leaf, topo.leaf_pod, topo.node_type, topo.leaf_class, topo.pod_class)
     if status == OUT_OF_RANGE:

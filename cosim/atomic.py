@@ -12,10 +12,10 @@ import json
 import os
 import tempfile
 from pathlib import Path
-from typing import Iterator, Mapping
+from typing import TYPE_CHECKING, Iterator, Mapping
 
-import pyarrow as pa
-import pyarrow.parquet as pq
+if TYPE_CHECKING:  # pyarrow(.parquet) is imported where a Parquet file is written or read: text writes
+    import pyarrow as pa  # and runs that write nothing (a plain `cosim simulate`) do not load it
 
 
 def _umask() -> int:
@@ -48,6 +48,8 @@ def write_parquet(table: pa.Table, path: str | os.PathLike, metadata: Mapping[st
     merged with what the table already carries; every column listed in `cosim.columns` gets
     its `unit` and `description` as field metadata.
     """
+    import pyarrow.parquet as pq
+
     table = _with_column_docs(table)
     if metadata:
         meta = dict(table.schema.metadata or {})
@@ -61,6 +63,8 @@ def write_parquet(table: pa.Table, path: str | os.PathLike, metadata: Mapping[st
 
 def _with_column_docs(table: pa.Table) -> pa.Table:
     """Attach each known column's unit and description (`cosim.columns`) as Parquet field metadata."""
+    import pyarrow as pa
+
     from cosim.columns import field_metadata
 
     fields = []
@@ -78,6 +82,8 @@ def _with_column_docs(table: pa.Table) -> pa.Table:
 
 def read_metadata(path: str | os.PathLike) -> dict[str, object]:
     """The `cosim.*` metadata of a Parquet file written by `write_parquet`, decoded."""
+    import pyarrow.parquet as pq
+
     meta = pq.read_schema(path).metadata or {}
     out: dict[str, object] = {}
     for k, v in meta.items():

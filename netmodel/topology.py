@@ -21,17 +21,22 @@ Rail-optimised fabrics (``rail_optimized = true``, dgx-h100): NIC i of every nod
 goes to rail switch i; the rails of one group are aggregated into one "leaf" here, which is exact
 for NCCL's rail-aligned (PXN) traffic and optimistic only for cross-rail traffic inside a group.
 
-networkx builds the switch tree once to check it is a tree (every node reaches every other by one
-path) and serves `show`/tests; the hot paths never touch it.
+The switch tree is checked at build time from the parent arrays (every node's leaf exists, so
+core – pods – leaves – nodes is connected with one edge per vertex: a tree); networkx builds the
+same tree as a graph on demand (`Topology.graph()`, for `show`/tests) and is imported only then,
+so a simulation never loads it.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import cached_property
+from typing import TYPE_CHECKING
 
-import networkx as nx
 import numpy as np
+
+if TYPE_CHECKING:
+    import networkx as nx
 
 from cosim.errors import InputError
 from netmodel.spec import ClusterSpec
@@ -156,6 +161,8 @@ class Topology:
 
 
 def _build_graph(node_leaf: np.ndarray, leaf_pod: np.ndarray) -> nx.Graph:
+    import networkx as nx
+
     g = nx.Graph()
     g.add_node("core")
     g.add_edges_from((("core", f"pod{p}") for p in np.unique(leaf_pod).tolist()))
@@ -164,13 +171,22 @@ def _build_graph(node_leaf: np.ndarray, leaf_pod: np.ndarray) -> nx.Graph:
     return g
 
 
+def _is_tree(node_leaf: np.ndarray, leaf_pod: np.ndarray) -> bool:
+    """Whether `_build_graph`'s graph is a tree, without building it: every pod hangs off the core
+    and every leaf off its pod by construction, so the graph has one edge per non-core vertex and
+    is a tree exactly when it is connected, i.e. when every node names an existing leaf (a leaf
+    index outside 0..L-1 would be a vertex with no path to the core). tests/netmodel checks this
+    against networkx's `is_tree`."""
+    return bool(node_leaf.size == 0 or (node_leaf.min() >= 0 and node_leaf.max() < leaf_pod.shape[0]))
+
+
 def _classes(values: np.ndarray) -> np.ndarray:
     _, inv = np.unique(np.round(values, 3), return_inverse=True)
     return inv.astype(np.int32)
 
 
 def build_topology(spec: ClusterSpec, *, check_graph: bool = True) -> Topology:
-    """Compile `spec` to arrays. networkx checks the switch tree (skip with check_graph=False)."""
+    """Compile `spec` to arrays and check the switch tree is one (skip with check_graph=False)."""
     # --- nodes → leaves → pods, group by group
     n_nodes = spec.num_nodes
     node_leaf = np.empty(n_nodes, np.int32)
@@ -259,10 +275,8 @@ def build_topology(spec: ClusterSpec, *, check_graph: bool = True) -> Topology:
                             expected="positive bandwidth")
 
     graph = None
-    if check_graph:
-        graph = _build_graph(node_leaf, leaf_pod)
-        if not nx.is_tree(graph):  # pragma: no cover - construction guarantees it
-            raise InputError.at(spec.source, expected="a tree-shaped fabric")
+    if check_graph and not _is_tree(node_leaf, leaf_pod):  # pragma: no cover - construction guarantees it
+        raise InputError.at(spec.source, expected="a tree-shaped fabric")
 
     return Topology(
         spec=spec, gpu_node=gpu_node, gpu_type=gpu_type, node_leaf=node_leaf, leaf_pod=leaf_pod,

@@ -37,6 +37,19 @@ def key_columns(df: pd.DataFrame) -> pd.DataFrame:
     return df[cols] if len(cols) > 2 else df
 
 
+#: the coordinates shown first in the per-cell table, when present
+CELL_COORDS = ("cell_id", "trace", "cluster", "cluster_nodes", "contention", "calibration", "perf", "policy_label",
+               "seed", "status")
+
+
+def cell_columns(cells: pd.DataFrame) -> pd.DataFrame:
+    """The per-cell table: coordinates, then the key metrics (every column stays in summary.parquet)."""
+    params = sorted(c for c in cells.columns if c.startswith("param_"))
+    cols = [c for c in CELL_COORDS if c in cells.columns] + params
+    cols += [c for c in KEY_COLUMNS if c in cells.columns and c not in cols and c not in ("policy", "cells")]
+    return cells[cols]
+
+
 def _fmt(v: object) -> str:
     if isinstance(v, float):
         return "" if v != v else f"{v:,.0f}" if abs(v) >= 1000 else f"{v:.4g}"
@@ -66,6 +79,10 @@ def write_html(data: ReportData, figures: Sequence[tuple[str, Path]], path: Path
         if len(failed):
             cols = [c for c in ("cell_id", "trace", "cluster", "policy_label", "seed", "error") if c in failed]
             parts += ["<h2>Failed cells</h2>", table_html(failed[cols])]
+    if data.kind == "sweep" and data.cells is not None and len(data.cells):
+        parts += ["<h2>Per-cell results</h2>",
+                  "<p class='notes'>one row per cell of the grid (times in s); the figures are drawn from these</p>",
+                  table_html(cell_columns(data.cells), max_rows=500)]
     parts.append("<h2>Figures</h2>")
     for caption, fig in figures:
         b64 = base64.b64encode(Path(fig).read_bytes()).decode("ascii")

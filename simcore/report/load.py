@@ -46,6 +46,9 @@ SUMMARY_COLUMNS = {
 }
 #: summary columns that are coordinates (possible sweep x-axes), besides param_*
 AXIS_COLUMNS = ("trace", "cluster", "cluster_nodes", "contention", "calibration", "perf")
+#: coordinates that set the workload and the hardware: distributions (CDFs) are drawn per value of
+#: these, never pooled across them (a CDF mixing two traces describes neither)
+FACET_COLUMNS = ("trace", "cluster", "cluster_nodes")
 
 
 def pick(df: pd.DataFrame, metric: str, table: dict[str, tuple[str, ...]]) -> str | None:
@@ -63,6 +66,8 @@ class ReportData:
     title: str
     policy_summary: pd.DataFrame  # one row per policy label: policy, cells, metric columns (means)
     jobs: dict[str, pd.DataFrame] = field(default_factory=dict)  # policy label → jobs
+    #: facet title ("trace=…, cluster=…"; "" for a simulate folder) → policy label → its jobs there
+    facets: dict[str, dict[str, pd.DataFrame]] = field(default_factory=dict)
     timelines: dict[str, pd.DataFrame] = field(default_factory=dict)
     cells: pd.DataFrame | None = None  # sweep: summary.parquet, one row per cell
     swept: list[str] = field(default_factory=list)  # sweep: x-axes (columns of `cells`)
@@ -109,6 +114,7 @@ def _load_simulate(root: Path, summary: pd.DataFrame) -> ReportData:
             data.jobs[policy] = jobs
         if tl is not None:
             data.timelines[policy] = tl
+    data.facets = {"": data.jobs}
     return data
 
 
@@ -140,11 +146,16 @@ def _load_sweep(root: Path, cells: pd.DataFrame) -> ReportData:
         data.notes.append(f"{failed} of {len(cells)} cells failed; they are left out of every figure")
     # pooled job tables per policy label, in grid order
     pooled: dict[str, list[pd.DataFrame]] = {}
+    by_facet: dict[str, dict[str, list[pd.DataFrame]]] = {}
+    facet_cols = [c for c in FACET_COLUMNS if c in ok.columns and ok[c].nunique(dropna=False) > 1]
     for _, row in ok.iterrows():
         jobs = _read(root / "cells" / str(row["cell_id"]) / "jobs.parquet")
         if jobs is not None:
             pooled.setdefault(str(row[label]), []).append(jobs)
+            facet = ", ".join(f"{c}={row[c]}" for c in facet_cols)
+            by_facet.setdefault(facet, {}).setdefault(str(row[label]), []).append(jobs)
     data.jobs = {k: pd.concat(v, ignore_index=True) for k, v in pooled.items()}
+    data.facets = {f: {k: pd.concat(v, ignore_index=True) for k, v in per.items()} for f, per in by_facet.items()}
     # timelines at the first coordinate (every policy at the same trace/cluster/seed)
     coords = [c for c in AXIS_COLUMNS + ("seed",) if c in ok.columns]
     if len(ok):

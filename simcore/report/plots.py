@@ -2,6 +2,13 @@
 (or None when the data it needs is absent). matplotlib runs on the Agg backend (no display).
 
 Choices, and why:
+- Distributions (JCT, queueing, FTF, exposed communication) are drawn per trace and cluster
+  (one panel each, `load.FACET_COLUMNS`): a CDF pooling two traces describes neither. Seeds and
+  the other axes of one trace/cluster are pooled within its panel.
+- Exposed communication is per job: communication compute did not hide, as a % of the job's
+  executed time. Contention slowdown (sweeps over contention on/off): avg JCT with / without,
+  for cells matched on every other coordinate.
+- Every axis names its unit (a ratio or a fraction says so).
 - JCT CDFs use a log x-axis: job times in production traces span seconds to weeks, and a
   linear axis hides every difference below the tail.
 - Queueing delay has many exact zeros, so its axis is symmetric-log (linear below 1 s).
@@ -25,7 +32,15 @@ import numpy as np
 import pandas as pd
 
 from cosim.errors import CosimError
-from simcore.report.load import JOB_COLUMNS, SUMMARY_COLUMNS, TIMELINE_COLUMNS, ReportData, pick
+from simcore.report.load import (
+    AXIS_COLUMNS,
+    FACET_COLUMNS,
+    JOB_COLUMNS,
+    SUMMARY_COLUMNS,
+    TIMELINE_COLUMNS,
+    ReportData,
+    pick,
+)
 
 log = logging.getLogger(__name__)
 
@@ -61,78 +76,170 @@ def _ecdf(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return v, np.arange(1, v.size + 1) / max(v.size, 1)
 
 
-def _cdf_figure(data: ReportData, metric: str, path: Path, xlabel: str, scale: str, title: str) -> Path | None:
-    series = {}
-    for label, jobs in data.jobs.items():
+def _facet_axes(plt, n: int):
+    """One subplot per facet (trace × cluster), up to 3 a row, sharing the y-axis."""
+    ncols = min(3, n)
+    nrows = -(-n // ncols)
+    fig, axes = plt.subplots(nrows, ncols, figsize=(7 if n == 1 else 4.8 * ncols, 4.2 if n == 1 else 3.8 * nrows),
+                             sharey=True, squeeze=False)
+    flat = [ax for row in axes for ax in row]
+    for ax in flat[n:]:
+        ax.set_visible(False)
+    return fig, flat[:n]
+
+
+def _facet_series(data: ReportData, values_of) -> dict[str, dict[str, np.ndarray]]:
+    """facet → policy label → finite values (`values_of(jobs)` → array or None when the column is absent)."""
+    out: dict[str, dict[str, np.ndarray]] = {}
+    for facet, per in (data.facets or {"": data.jobs}).items():
+        for label, jobs in per.items():
+            v = values_of(jobs)
+            if v is not None:
+                out.setdefault(facet, {})[label] = v[np.isfinite(v)]
+    return out
+
+
+def _column(metric: str):
+    def values_of(jobs: pd.DataFrame) -> np.ndarray | None:
         col = pick(jobs, metric, JOB_COLUMNS)
-        if col is not None:
-            series[label] = pd.to_numeric(jobs[col], errors="coerce").to_numpy(dtype=float)
+        return None if col is None else pd.to_numeric(jobs[col], errors="coerce").to_numpy(dtype=float)
+    return values_of
+
+
+def _cdf_facets(data: ReportData, series: dict[str, dict[str, np.ndarray]], path: Path, xlabel: str, scale: str,
+                title: str, label_of=None, decorate=None) -> Path | None:
+    """A CDF per policy in each facet; never a curve pooled over traces or clusters. Curves of one
+    facet cycle line styles, so identical ones stay apart in the legend and at their ends."""
     if not series:
-        data.notes.append(f"no {metric} column in the job tables; {path.name} skipped")
+        data.notes.append(f"no data for {path.name} in the job tables; skipped")
         return None
     plt = _plt()
-    fig, ax = plt.subplots(figsize=(7, 4.2))
-    for k, (label, values) in enumerate(series.items()):
-        x, y = _ecdf(values)
+    fig, axes = _facet_axes(plt, len(series))
+    for ax, (facet, per) in zip(axes, series.items()):
+        for k, (label, v) in enumerate(per.items()):
+            x, y = _ecdf(v)
+            if scale == "log":
+                keep = x > 0
+                x, y = x[keep], y[keep]
+            text = label_of(label, v) if label_of else f"{label} (n={v.size})"
+            ax.step(x, y, where="post", label=text, ls=LINESTYLES[k % len(LINESTYLES)], lw=1.2 + 0.4 * (k % 3))
         if scale == "log":
-            keep = x > 0
-            x, y = x[keep], y[keep]
-        ax.step(x, y, where="post", label=f"{label} (n={np.isfinite(values).sum()})", ls=LINESTYLES[k % len(LINESTYLES)])
-    if scale == "log":
-        ax.set_xscale("log")
-    elif scale == "symlog":
-        ax.set_xscale("symlog", linthresh=1.0)
-    ax.set_xlabel(xlabel)
-    ax.set_ylabel("fraction of jobs")
-    ax.set_ylim(0, 1.01)
-    ax.set_title(title)
-    ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=8, loc="lower right")
+            ax.set_xscale("log")
+        elif scale == "symlog":
+            ax.set_xscale("symlog", linthresh=1.0)
+        if decorate:
+            decorate(ax, per)
+        ax.set_xlabel(xlabel)
+        ax.set_ylabel("fraction of jobs (0-1)")
+        ax.set_ylim(0, 1.01)
+        if facet:
+            ax.set_title(_wrap(facet, 40), fontsize=9)
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend(fontsize=7, loc="lower right")
+    fig.suptitle(title + (" (one panel per trace and cluster)" if len(series) > 1 else ""), fontsize=11)
     return _save(fig, path)
 
 
 def jct_cdf(data: ReportData, out: Path) -> Path | None:
-    return _cdf_figure(data, "jct", out / "jct_cdf.png", "job completion time (s, log scale)", "log",
-                       "JCT distribution per policy")
+    return _cdf_facets(data, _facet_series(data, _column("jct")), out / "jct_cdf.png",
+                       "job completion time (s, log scale)", "log", "JCT distribution per policy")
 
 
 def queueing_cdf(data: ReportData, out: Path) -> Path | None:
-    return _cdf_figure(data, "queueing", out / "queueing_cdf.png", "queueing delay: first start - submit (s)",
-                       "symlog", "Queueing-delay distribution per policy")
+    return _cdf_facets(data, _facet_series(data, _column("queueing")), out / "queueing_cdf.png",
+                       "queueing delay: first start - submit (s, symlog)", "symlog",
+                       "Queueing-delay distribution per policy")
 
 
 def ftf_cdf(data: ReportData, out: Path) -> Path | None:
-    series = {}
-    for label, jobs in data.jobs.items():
-        col = pick(jobs, "ftf", JOB_COLUMNS)
-        if col is not None:
-            v = pd.to_numeric(jobs[col], errors="coerce").to_numpy(dtype=float)
-            series[label] = v[np.isfinite(v)]
+    series = _facet_series(data, _column("ftf"))
     if not series:
         data.notes.append("no finish-time-fairness column in the job tables; ftf_cdf.png skipped")
         return None
+
+    def label_of(label, v):
+        return f"{label}: unfair {float((v > 1.0).mean()) if v.size else float('nan'):.1%}"
+
+    def decorate(ax, per):
+        lo, hi = 0.9, 1.1
+        for v in per.values():
+            if v.size:
+                lo = min(lo, 0.95 * float(np.quantile(v, 0.01)))
+                hi = max(hi, 1.05 * float(np.quantile(v, 0.99)))
+        ax.axvline(1.0, color="k", ls="--", lw=1)
+        ax.text(1.0, 0.03, " FTF = 1 (fair share)", fontsize=8, va="bottom")
+        if lo > 0 and hi / lo > 20:  # heavy tails: a log axis keeps the region around 1 readable
+            ax.set_xscale("log")
+        ax.set_xlim(max(lo, 1e-3) if ax.get_xscale() == "log" else max(lo, 0.0), hi)
+
+    return _cdf_facets(data, series, out / "ftf_cdf.png",
+                       "finish-time fairness = JCT / fair-share JCT (ratio, p1 to p99)", "linear",
+                       "Finish-time fairness; legend: fraction of jobs with FTF > 1", label_of, decorate)
+
+
+def _exposed_share(jobs: pd.DataFrame) -> np.ndarray | None:
+    """Exposed (not overlapped) communication as a share of each job's executed time, in %."""
+    if "exposed_comm_s" not in jobs.columns or "executed_s" not in jobs.columns:
+        return None
+    comm = pd.to_numeric(jobs["exposed_comm_s"], errors="coerce").to_numpy(dtype=float)
+    run = pd.to_numeric(jobs["executed_s"], errors="coerce").to_numpy(dtype=float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(run > 0, 100.0 * comm / run, np.nan)
+
+
+def exposed_comm_cdf(data: ReportData, out: Path) -> Path | None:
+    """Per job, the share of its run time spent in communication that compute did not hide."""
+    return _cdf_facets(data, _facet_series(data, _exposed_share), out / "exposed_comm_cdf.png",
+                       "exposed communication / executed time (% per job)", "linear",
+                       "Exposed communication per job")
+
+
+def contention_slowdown(data: ReportData, out: Path) -> Path | None:
+    """Sweeps over contention on and off: per policy, avg JCT with contention / without, each pair
+    of cells matched on every other coordinate (trace, cluster, seed, …); bars are the mean over
+    the pairs, whiskers their min and max, one panel per trace and cluster."""
+    cells = data.cells
+    if data.kind != "sweep" or cells is None or "contention" not in cells.columns or "avg_jct_s" not in cells:
+        return None
+    ok = cells[cells["status"] == "ok"] if "status" in cells.columns else cells
+    flags = set(ok["contention"].dropna().astype(bool))
+    if flags != {True, False}:
+        return None
+    label = "policy_label" if "policy_label" in ok.columns else "policy"
+    keys = [c for c in AXIS_COLUMNS + ("seed", label) if c in ok.columns and c != "contention"]
+    on = ok[ok["contention"].astype(bool)].set_index(keys)["avg_jct_s"]
+    off = ok[~ok["contention"].astype(bool)].set_index(keys)["avg_jct_s"]
+    ratio = (on / off).dropna().reset_index(name="slowdown")
+    if not len(ratio):
+        return None
+    facet_cols = [c for c in FACET_COLUMNS if c in ratio.columns and ratio[c].nunique() > 1]
+    groups = list(ratio.groupby(facet_cols, sort=False)) if facet_cols else [((), ratio)]
     plt = _plt()
-    fig, ax = plt.subplots(figsize=(7, 4.2))
-    lo, hi = 0.9, 1.1
-    for k, (label, v) in enumerate(series.items()):
-        x, y = _ecdf(v)
-        unfair = float((v > 1.0).mean()) if v.size else float("nan")
-        ax.step(x, y, where="post", label=f"{label}: unfair {unfair:.1%}", ls=LINESTYLES[k % len(LINESTYLES)])
-        if v.size:
-            lo = min(lo, 0.95 * float(np.quantile(v, 0.01)))
-            hi = max(hi, 1.05 * float(np.quantile(v, 0.99)))
-    ax.axvline(1.0, color="k", ls="--", lw=1)
-    ax.text(1.0, 0.03, " FTF = 1 (fair share)", fontsize=8, va="bottom")
-    if lo > 0 and hi / lo > 20:  # heavy tails: a log axis keeps the region around 1 readable
-        ax.set_xscale("log")
-    ax.set_xlim(max(lo, 1e-3) if ax.get_xscale() == "log" else max(lo, 0.0), hi)
-    ax.set_ylim(0, 1.01)
-    ax.set_xlabel("finish-time fairness = JCT / JCT under fair share (x from p1 to p99)")
-    ax.set_ylabel("fraction of jobs")
-    ax.set_title("Finish-time fairness; legend: fraction of jobs with FTF > 1")
-    ax.grid(True, alpha=0.3)
-    ax.legend(fontsize=8, loc="lower right")
-    return _save(fig, path=out / "ftf_cdf.png")
+    fig, axes = _facet_axes(plt, len(groups))
+    for ax, (key, g) in zip(axes, groups):
+        stats = g.groupby(label, sort=False)["slowdown"].agg(["mean", "min", "max", "size"])
+        x = np.arange(len(stats))
+        # bars grow from 1 (no slowdown), so a 2 % slowdown is visible; the value is written on each
+        ax.bar(x, stats["mean"] - 1.0, bottom=1.0, color="#8fb3d9")
+        for xi, m in zip(x, stats["mean"]):
+            ax.annotate(f"{m:.3f}", (xi, m), textcoords="offset points", xytext=(0, 3), ha="center", fontsize=7)
+        ax.errorbar(x, stats["mean"], yerr=[stats["mean"] - stats["min"], stats["max"] - stats["mean"]],
+                    fmt="none", ecolor="k", capsize=3)
+        ax.axhline(1.0, color="k", ls="--", lw=1)
+        ax.set_xticks(x, [_wrap(str(s), 14) for s in stats.index], fontsize=7, rotation=30, ha="right")
+        ax.set_ylabel("avg JCT with / without contention (ratio)")
+        key = key if isinstance(key, tuple) else (key,)
+        if facet_cols:
+            ax.set_title(_wrap(", ".join(f"{c}={v}" for c, v in zip(facet_cols, key)), 40), fontsize=9)
+        ax.grid(True, axis="y", alpha=0.3)
+    r = ratio["slowdown"].to_numpy(dtype=float)
+    lo, hi = min(0.98, float(r.min()) - 0.01), max(1.02, float(r.max()) + 0.05 * (float(r.max()) - 1.0) + 0.01)
+    for ax in axes:  # no offset notation: ratios of 1 ± 1e-10 must read as 1.000, not as an offset axis
+        ax.set_ylim(lo, hi)
+        ax.ticklabel_format(axis="y", useOffset=False, style="plain")
+    fig.suptitle("Contention slowdown per policy (bar from 1: mean over matched cells, whiskers: min-max)",
+                 fontsize=11)
+    return _save(fig, out / "contention_slowdown.png")
 
 
 def _binned_step(t: np.ndarray, u: np.ndarray, bins: int) -> tuple[np.ndarray, np.ndarray]:
@@ -232,7 +339,18 @@ def _x_values(col: pd.Series) -> tuple[list, bool]:
 MAX_FACETS = 6
 MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
 LINESTYLES = ("-", "--", ":", "-.")
-AXIS_UNITS = {"cluster_nodes": "nodes"}
+AXIS_UNITS = {"cluster_nodes": "nodes", "trace": "trace spec or file", "cluster": "preset or file",
+              "contention": "on/off", "calibration": "profile", "perf": "backend"}
+#: unit of a policy parameter, from its name's suffix (STYLE: units in names)
+SUFFIX_UNITS = {"_s": "s", "_gbps": "Gb/s", "_bytes": "bytes", "_gb": "GB", "_frac": "fraction"}
+
+
+def _axis_label(axis: str) -> str:
+    """Every x-axis carries a unit: the coordinate's, or the parameter name's suffix, or says the
+    value is the parameter's own (dimensionless) setting."""
+    name = axis.removeprefix("param_")
+    unit = AXIS_UNITS.get(axis) or next((u for suf, u in SUFFIX_UNITS.items() if name.endswith(suf)), None)
+    return f"{name} ({unit or 'parameter value, no unit'})"
 
 
 def _wrap(label: str, width: int = 18) -> str:
@@ -289,8 +407,7 @@ def sweep_axis(data: ReportData, axis: str, out: Path,
                             alpha=0.85)
             if not numeric:
                 ax.set_xticks(range(len(xs)), [_wrap(v) for v in xs], rotation=20, ha="right", fontsize=8)
-            name = axis.removeprefix("param_")
-            ax.set_xlabel(f"{name} ({AXIS_UNITS[axis]})" if axis in AXIS_UNITS else name)
+            ax.set_xlabel(_axis_label(axis))
             title = METRIC_TITLES.get(m, col)
             ax.set_ylabel(f"{title} ({unit})" if col.endswith("_s") else f"{title} (fraction)")
             if key:
@@ -312,9 +429,11 @@ def all_figures(data: ReportData, out: Path) -> list[tuple[str, Path]]:
         ("Queueing delay, CDF per policy", queueing_cdf(data, out)),
         ("GPU utilisation over time", utilization(data, out)),
         ("Finish-time fairness, CDF with the unfair fraction", ftf_cdf(data, out)),
+        ("Exposed communication, share of each job's run time, CDF per policy", exposed_comm_cdf(data, out)),
         ("Average and p99 JCT and makespan per policy", summary_bars(data, out)),
     ]
     if data.kind == "sweep":
+        figs.append(("Contention slowdown: avg JCT with / without contention", contention_slowdown(data, out)))
         for axis in data.swept:
             figs.append((f"Metrics vs {axis.removeprefix('param_')}", sweep_axis(data, axis, out)))
     return [(c, p) for c, p in figs if p is not None]

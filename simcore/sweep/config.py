@@ -42,7 +42,6 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
-import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping
@@ -211,15 +210,10 @@ def _fmt(v: Any) -> str:
 
 def load_sweep(path: str | Path) -> SweepConfig:
     """Read and validate a sweep TOML file; errors name the file and the field."""
+    from cosim.tomlfile import read_toml
+
     path = Path(path)
-    try:
-        text = path.read_text()
-    except OSError as exc:
-        raise InputError.at(path, detail=f"cannot read sweep file ({exc.strerror or exc})") from None
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise InputError.at(path, expected="valid TOML", detail=str(exc)) from None
+    data = read_toml(path, "sweep file")  # missing, unreadable, non-UTF-8 or bad TOML: one line naming the file
     return parse_sweep(data, source=path, base_dir=path.parent)
 
 
@@ -325,15 +319,34 @@ def _resolve(spec: str, base: Path) -> Path:
     return p if p.is_absolute() else (base / p)
 
 
+#: what a synth trace value looks like (the form `cosim simulate --synth` and `traces.synth.from_spec` take)
+SYNTH_FORM = "synth:<like>:<jobs>[:<window>], e.g. synth:philly:160 or synth:philly-sia:24:1h"
+
+
+def _check_synth(value: str, where: str, src: Path | None) -> None:
+    """The spec `traces.synth.from_spec` runs, checked before the sweep starts: a like name, a
+    positive job count and an optional positive window (`parse_seconds`, as the runner reads it)."""
+    from cosim.units import parse_seconds
+
+    parts = value.split(":")
+    if len(parts) not in (3, 4) or not parts[1] or not parts[2].isdigit() or int(parts[2]) <= 0:
+        raise InputError.at(src, field=where, expected=SYNTH_FORM, got=value)
+    if len(parts) == 4:
+        try:
+            window_s = parse_seconds(parts[3], field="window")
+        except InputError:
+            window_s = -1.0
+        if not window_s > 0:
+            raise InputError.at(src, field=where, expected=f"a positive window (45, 30m, 8h): {SYNTH_FORM}", got=value)
+
+
 def _trace(value: Any, i: int, src: Path | None, base: Path) -> TraceSpec:
     where = f"traces[{i}]"
     if isinstance(value, str):
         if not value:
             raise InputError.at(src, field=where, expected="a file path or synth:<like>:<jobs>", got=value)
         if value.startswith("synth:"):
-            parts = value.split(":")
-            if len(parts) != 3 or not parts[1] or not parts[2].isdigit() or int(parts[2]) <= 0:
-                raise InputError.at(src, field=where, expected="synth:<like>:<jobs>, e.g. synth:philly:160", got=value)
+            _check_synth(value, where, src)
             return TraceSpec(label=value, spec=value)
         path = _resolve(value, base)
         if not path.exists():

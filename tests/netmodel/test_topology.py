@@ -6,6 +6,7 @@ import time
 
 import networkx as nx
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -87,6 +88,24 @@ def test_heterogeneous_groups_share_or_split_leaves():
 
 def test_graph_is_a_tree():
     assert nx.is_tree(_PHILLY.graph())
+
+
+@pytest.mark.parametrize("preset", ["philly", "dgx-a100", "fft-hetero"])
+def test_array_tree_check_agrees_with_networkx(preset):
+    """build_topology checks the tree from the parent arrays (no networkx at simulate time); it must
+    say what networkx's is_tree says of the same graph, for real presets and for broken arrays."""
+    from netmodel.topology import _build_graph, _is_tree
+
+    t = netmodel.build_topology(netmodel.load_cluster(preset))
+    cases = [(t.node_leaf, t.leaf_pod)]
+    bad = t.node_leaf.copy()
+    bad[-1] = t.num_leaves  # a node under a leaf that does not exist
+    cases.append((bad, t.leaf_pod))
+    neg = t.node_leaf.copy()
+    neg[0] = -1
+    cases.append((neg, t.leaf_pod))
+    got = [_is_tree(nl, lp) for nl, lp in cases]
+    assert got == [nx.is_tree(_build_graph(nl, lp)) for nl, lp in cases] == [True, False, False]
 
 
 def test_100k_gpus_build_fast_and_small():

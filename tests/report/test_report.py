@@ -20,7 +20,7 @@ from simcore.sweep import parse_sweep, run_sweep
 from tests.sweep import runners
 
 PNG = b"\x89PNG\r\n\x1a\n"
-BASE = ["jct_cdf.png", "queueing_cdf.png", "utilization.png", "ftf_cdf.png", "bars.png"]
+BASE = ["jct_cdf.png", "queueing_cdf.png", "utilization.png", "ftf_cdf.png", "exposed_comm_cdf.png", "bars.png"]
 
 
 @pytest.fixture(scope="module")
@@ -42,9 +42,9 @@ def test_sweep_report_writes_every_figure_and_embeds_it(sweep_dir, tmp_path):
     rep = make_report(sweep_dir, tmp_path / "rep")
     assert rep.kind == "sweep"
     names = [p.name for p in rep.figures]
-    assert names[:5] == BASE
+    assert names[:6] == BASE
     # traces and seeds are swept; seeds become error bars, so only the trace axis gets a figure
-    assert names[5:] == ["sweep_trace.png"]
+    assert names[6:] == ["sweep_trace.png"]
     for p in rep.figures:
         assert p.is_file() and p.read_bytes().startswith(PNG) and p.stat().st_size > 5000
     page = rep.html.read_text()
@@ -93,7 +93,7 @@ def test_cli_report_default_out_and_bad_folder(tmp_path):
     run_sweep(parse_sweep(data, source="t"), tmp_path / "s", runner=runners.runner_name())
     r = cli.invoke(app, ["report", str(tmp_path / "s")])
     assert r.exit_code == 0, r.output
-    assert (tmp_path / "s" / "report" / "report.html").is_file() and "5 figures" in r.output
+    assert (tmp_path / "s" / "report" / "report.html").is_file() and "6 figures" in r.output
 
 
 def test_failed_cells_are_listed_and_left_out(tmp_path):

@@ -116,8 +116,44 @@ def test_invalid_toml_and_missing_file(tmp_path):
     toml.write_text("traces = [\n")
     with pytest.raises(InputError, match="expected valid TOML"):
         load_sweep(toml)
-    with pytest.raises(InputError, match="cannot read"):
+    with pytest.raises(InputError, match="expected an existing sweep file"):
         load_sweep(tmp_path / "nope.toml")
+
+
+def test_non_utf8_sweep_file_is_one_input_error(tmp_path):
+    """load_sweep called directly (not through the CLI) used to raise UnicodeDecodeError."""
+    toml = tmp_path / "latin1.toml"
+    toml.write_bytes('name = "caf\u00e9"\ntraces = ["synth:philly:8"]\npolicies = ["fifo"]\n'.encode("latin-1"))
+    with pytest.raises(InputError) as e:
+        load_sweep(toml)
+    msg = e.value.format_message()
+    assert str(toml) in msg and "UTF-8" in msg
+
+
+def test_synth_spec_with_window_as_simulate_takes_it(tmp_path):
+    """The spec `cosim simulate --synth` accepts (and the README shows) is a sweep trace too, and
+    the runner's synthesiser reads the kept spec as 24 jobs arriving over exactly one hour."""
+    from traces import synth
+
+    toml = tmp_path / "s.toml"
+    toml.write_text('traces = ["synth:philly-sia:24:1h", "synth:philly:8:90m", "synth:philly:8"]\npolicies = ["fifo"]\n')
+    cfg = load_sweep(toml)
+    assert [t.spec for t in cfg.traces] == ["synth:philly-sia:24:1h", "synth:philly:8:90m", "synth:philly:8"]
+    assert len({c.cell_id for c in cfg.cells()}) == 3
+    df = synth.from_spec(cfg.traces[0].spec, 0)
+    t = df["submit_time"].to_numpy()
+    assert len(df) == 24 and t.min() == 0.0 and t.max() == pytest.approx(3600.0)
+
+
+@pytest.mark.parametrize("spec", ["synth:philly-sia:24:0h", "synth:philly-sia:24:soon", "synth:philly-sia:24:1h:x",
+                                  "synth:philly-sia:0:1h", "synth::24:1h", "synth:philly-sia:24:"])
+def test_bad_synth_specs_name_the_field(tmp_path, spec):
+    toml = tmp_path / "bad.toml"
+    toml.write_text(f'traces = ["{spec}"]\npolicies = ["fifo"]\n')
+    with pytest.raises(InputError) as e:
+        load_sweep(toml)
+    msg = e.value.format_message()
+    assert str(toml) in msg and "field 'traces[0]'" in msg and spec in msg
 
 
 @pytest.mark.parametrize("name", sorted(p.name for p in (REPO / "examples").glob("sweep_*.toml")))

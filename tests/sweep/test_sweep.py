@@ -150,7 +150,7 @@ def test_cli_sweep_resume_and_errors(tmp_path):
     r = cli.invoke(app, args + ["--resume"])
     assert r.exit_code == 0 and "2 resumed" in r.output
     r = cli.invoke(app, ["sweep", str(tmp_path / "nope.toml"), "--out", str(out)])
-    assert r.exit_code == 2 and "cannot read sweep file" in r.output
+    assert r.exit_code == 2 and "expected an existing sweep file" in r.output
     r = cli.invoke(app, args[:-2] + ["--backend", "slurm"])
     assert r.exit_code == 2 and "backend" in r.output
 

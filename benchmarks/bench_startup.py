@@ -1,0 +1,123 @@
+"""How long `cosim simulate` (the default run) takes as a user sees it, and that it stays the same.
+
+Targets (issue 15): warm `cosim simulate` ≤ 2 s; the first `cosim simulate` with an empty kernel
+cache ≤ 20 s (on the 2-core project machine). Each measurement is a fresh process running the CLI
+(`python -m cli.app simulate`, so a checkout measures its own code), timed from outside; the load
+average is recorded beside it because the host is shared.
+
+    python -m benchmarks.bench_startup                 # warm: median of 3 (after one warm-up run)
+    python -m benchmarks.bench_startup --fresh         # first run, empty COSIM_NUMBA_CACHE_DIR
+    python -m benchmarks.bench_startup --save DIR      # write the default run's outputs to DIR
+    python -m benchmarks.bench_startup --compare DIR   # rerun, and fail unless its outputs equal DIR's
+    python -m benchmarks.bench_startup --repo /work/main   # measure another checkout (before/after)
+
+`--compare` is the before/after check for start-up work (lazy imports, fewer kernel
+specialisations): summary.parquet and every policy's jobs.parquet and timeline.parquet must be
+equal cell for cell (NaN equal to NaN) to the saved run's; wall-clock columns are excluded.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+#: columns that measure the host, not the simulation
+WALL_COLUMNS = ("wall_s", "policy_wall_s", "sim_wall_s")
+_repo = REPO  # the checkout whose CLI runs (--repo: measure another one, e.g. main, for before/after)
+
+
+def _simulate(env: dict | None = None, out: Path | None = None, cpu: list | None = None) -> float:
+    """Wall seconds of one CLI run; its CPU seconds (user + system, less sensitive to a loaded
+    host than wall time) are appended to `cpu`."""
+    cmd = [sys.executable, "-m", "cli.app", "simulate"] + (["--out", str(out), "--overwrite"] if out else [])
+    r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t0 = time.perf_counter()
+    subprocess.run(cmd, cwd=_repo, env=env, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    wall = time.perf_counter() - t0
+    r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if cpu is not None:
+        cpu.append(r1.ru_utime - r0.ru_utime + r1.ru_stime - r0.ru_stime)
+    return wall
+
+
+def _load() -> str:
+    one, five, fifteen = os.getloadavg()
+    return f"load average {one:.2f} {five:.2f} {fifteen:.2f}"
+
+
+def bench_simulate_warm(reps: int = 3) -> dict:
+    _simulate()  # fills the cache if it is empty; not counted
+    cpu: list[float] = []
+    times = [_simulate(cpu=cpu) for _ in range(reps)]
+    return {"name": "cosim simulate, warm kernel cache", "value": statistics.median(times), "unit": "s",
+            "target": "<= 2 s", "detail": f"median of {reps}: {', '.join(f'{t:.2f}' for t in times)}; CPU s "
+                                          f"{', '.join(f'{t:.2f}' for t in cpu)}; {_load()}"}
+
+
+def bench_simulate_first() -> dict:
+    with tempfile.TemporaryDirectory(prefix="cosim-numba-") as cache:
+        env = dict(os.environ, COSIM_NUMBA_CACHE_DIR=cache)
+        env.pop("NUMBA_CACHE_DIR", None)
+        cpu: list[float] = []
+        t = _simulate(env, cpu=cpu)
+    return {"name": "cosim simulate, empty kernel cache", "value": t, "unit": "s", "target": "<= 20 s",
+            "detail": f"CPU s {cpu[0]:.2f}; {_load()}"}
+
+
+def _frames(folder: Path) -> dict:
+    import pandas as pd
+
+    files = sorted(p for p in folder.rglob("*.parquet"))
+    return {str(p.relative_to(folder)): pd.read_parquet(p).drop(columns=list(WALL_COLUMNS), errors="ignore")
+            for p in files}
+
+
+def compare(saved: Path, fresh: Path) -> list[str]:
+    """Differences between two runs' Parquet outputs (empty: identical)."""
+    import pandas as pd
+
+    a, b = _frames(saved), _frames(fresh)
+    problems = [f"{name}: only in {saved}" for name in sorted(set(a) - set(b))]
+    problems += [f"{name}: only in {fresh}" for name in sorted(set(b) - set(a))]
+    for name in sorted(set(a) & set(b)):
+        try:
+            pd.testing.assert_frame_equal(a[name], b[name], check_exact=True)
+        except AssertionError as exc:
+            problems.append(f"{name}: {str(exc).splitlines()[0]}")
+    return problems
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--fresh", action="store_true", help="time the first run with an empty kernel cache")
+    ap.add_argument("--save", type=Path, help="write the default run's outputs to this folder")
+    ap.add_argument("--compare", type=Path, help="rerun and compare with the outputs saved in this folder")
+    ap.add_argument("--repo", type=Path, default=REPO, help="checkout to run (default: this one)")
+    args = ap.parse_args(argv)
+    global _repo
+    _repo = args.repo.resolve()
+    if args.save:
+        _simulate(out=args.save)
+        print(f"saved the default run to {args.save}")
+        return 0
+    if args.compare:
+        with tempfile.TemporaryDirectory(prefix="cosim-compare-") as tmp:
+            _simulate(out=Path(tmp) / "run")
+            problems = compare(args.compare, Path(tmp) / "run")
+        print("\n".join(problems) if problems else f"identical to {args.compare} (every Parquet file, every cell)")
+        return 1 if problems else 0
+    r = bench_simulate_first() if args.fresh else bench_simulate_warm()
+    print(f"{r['name']}: {r['value']:.2f} s (target {r['target']}); {r['detail']}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -18,7 +18,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.optimize import linear_sum_assignment
 
 from policies.solvers.lp import SolveError
 
@@ -62,6 +61,8 @@ def assign(cost, forbidden=None, *, maximize: bool = False, complete: bool = Tru
         dummy = np.full((n, n), np.inf)
         np.fill_diagonal(dummy, 0.0)
         work = np.hstack([work, dummy])
+    from scipy.optimize import linear_sum_assignment  # on use: scipy.optimize loads scipy.linalg
+
     try:
         r, k = linear_sum_assignment(work)
     except ValueError as exc:  # "cost matrix is infeasible"

@@ -28,7 +28,6 @@ from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
-from scipy.optimize import Bounds, LinearConstraint, linprog, milp
 
 #: scipy/HiGHS status code → our status (the same codes for linprog and milp)
 _STATUS = {0: "optimal", 1: "limit", 2: "infeasible", 3: "unbounded", 4: "error"}
@@ -276,6 +275,8 @@ class Model:
             if integrality.any():
                 if mip_rel_gap is not None:
                     options["mip_rel_gap"] = float(mip_rel_gap)
+                from scipy.optimize import Bounds, LinearConstraint, milp  # on use: scipy.optimize loads scipy.linalg
+
                 cons = [LinearConstraint(a, rlb, rub)] if self.num_rows else []
                 res = milp(c, integrality=integrality, bounds=Bounds(lb, ub), constraints=cons, options=options)
             else:
@@ -304,6 +305,8 @@ class Model:
 
 def _linprog(c, a: sp.csr_matrix, rlb, rub, lb, ub, options):
     """linprog's form: equality rows, ≤ rows, and ≥ rows negated into ≤ rows."""
+    from scipy.optimize import linprog
+
     eq = np.isfinite(rlb) & (rlb == rub)
     up = np.isfinite(rub) & ~eq
     lo = np.isfinite(rlb) & ~eq

@@ -85,7 +85,8 @@ class Round:
     changes where the engine accepts that (`ClusterView.accepts_changes`).
     """
 
-    def __init__(self, view: ClusterView, policy: "BasePolicy | None" = None, demand: np.ndarray | None = None) -> None:
+    def __init__(self, view: ClusterView, policy: "BasePolicy | None" = None, demand: np.ndarray | None = None,
+                 begun: tuple | None = None) -> None:
         c = view.cluster
         self.view = view
         self.c = c
@@ -98,10 +99,17 @@ class Round:
         self.running_idx = running
         cur = view.current
         self._current = cur if cur is not None else {}
-        self.undecided = und = ws.take_mask(view.jobs.num_jobs)  # handed back by `decision`
         # claimed: given to a job this round; held: by a running job not visited yet (or an
-        # unknown owner); the running jobs are undecided until kept or released
-        self._claimed, self._held, n_off = RK.round_begin(owner, online, running, und)
+        # unknown owner); the running jobs are undecided until kept or released. `begun`: the
+        # same (undecided mask from this workspace's `take_mask`, then `round_begin`'s results)
+        # from a policy kernel that ran `round_begin` itself, fused with its own per-call pass
+        if begun is None:
+            und = ws.take_mask(view.jobs.num_jobs)
+            claimed, held, n_off = RK.round_begin(owner, online, running, und)
+        else:
+            und, claimed, held, n_off = begun
+        self.undecided = und  # handed back by `decision`
+        self._claimed, self._held = claimed, held
         self._n_und = running.shape[0]  # running jobs still undecided (all leave it by keep or release)
         if n_off:  # running jobs with a GPU offline (class default: none)
             off = owner[~online]

@@ -17,7 +17,7 @@ import numpy as np
 from numba import njit
 
 from policies import _round_kernels as RK
-from policies.base import BasePolicy
+from policies.base import BasePolicy, Round
 from policies import placement as P
 from policies.config import PlacedConfig, param
 from policies.registry import POLICIES
@@ -173,32 +173,38 @@ class Tiresias(BasePolicy):
         if jobs.num_jobs != self._n or now < self._last_now:
             self._reset(jobs.num_jobs)
         self._last_now = now
-        r = self.round(view)
         active = view.active()
         if active.dtype != np.int64:
             active = active.astype(np.int64)
         # per-job quantities live in J-sized buffers written on the active set only (never read
         # elsewhere): a call costs the active set, not the trace
         q, waited = self._q, self._waited
-        und = r.undecided
         skew = self._is_skewed(view)
         nq = self._thr.size + 1
         # the priority order, and per position: queue (preemption class), placement shape key
         # (only for deterministic placers: a job shaped like one that just failed on the same
         # pool, with the same victims, fails too) and whether the walk kernel places it
         # (`consolidate`, not skewed)
-        if self._flags_of is not view.cluster:
-            self._flags_of = view.cluster
+        c = view.cluster
+        if self._flags_of is not c:
+            self._flags_of = c
             self._flags = (self.placement_is_deterministic(view, self.config.placement),
                            self.config.placement == "consolidate")
+        ws = self.workspace
         if self._static_of is not jobs:  # per-job static walk inputs (one JobsView a run)
             self._static_of = jobs
-            self._istate[:, 2] = RK.shape_key(r.dem, jobs.gpu_type_req.astype(np.int64)) * 2 + skew
+            self._istate[:, 2] = RK.shape_key(ws.demands(view), jobs.gpu_type_req.astype(np.int64)) * 2 + skew
             self._istate[:, 3] = self._flags[1] & ~skew
         wb = self._wbuf
-        _prepare_walk(active, und, float(now), jobs.submit_time, jobs.executed_s, jobs.attained_gpu_s, jobs.first_start,
-                      self.svc_base, self.exec_base, self.pend_base, self.promotions, self._thr, _EPS_GPU_S, self._knob,
-                      q, waited, self._istate, self._flags[0], *wb)
+        # the round's initial masks (`round_begin`) and this call's bookkeeping and walk inputs
+        # in one kernel call; the round takes the masks (`Round(begun=)`)
+        und = ws.take_mask(jobs.num_jobs)
+        running = view.running()
+        claimed, held, n_off = _begin_prepare_walk(
+            c.gpu_owner, c.gpu_online, running, active, und, float(now), jobs.submit_time, jobs.executed_s,
+            jobs.attained_gpu_s, jobs.first_start, self.svc_base, self.exec_base, self.pend_base, self.promotions,
+            self._thr, _EPS_GPU_S, self._knob, q, waited, self._istate, self._flags[0], *wb)
+        r = Round(view, self, begun=(und, claimed, held, n_off))
         n = active.shape[0]
         order, klass, keys, kernel = wb[0][:n], wb[1][:n], wb[2][:n], wb[3][:n]
 
@@ -511,3 +517,16 @@ def _aligned(shape: tuple[int, int], dtype) -> np.ndarray:
     buf = np.zeros(n * k + 64 // item, dtype)
     skip = (-buf.ctypes.data % 64) // item
     return buf[skip:skip + n * k].reshape(n, k)
+
+
+@njit(cache=True)
+def _begin_prepare_walk(owner, online, running, active, undecided, now, submit, executed, attained, first_start,
+                        svc_base, exec_base, pend_base, promotions, thr, eps, knob, q, waited, rows, with_keys,
+                        out_order, out_klass, out_keys, out_kernel):
+    """`_round_kernels.round_begin` (the round's masks; `undecided` marks the running jobs,
+    which `prepare` reads as holding) then `_prepare_walk`, in one kernel call. Returns
+    `round_begin`'s (claimed, held, offline GPUs) for `Round(begun=)`."""
+    claimed, held, off = RK.round_begin(owner, online, running, undecided)
+    _prepare_walk(active, undecided, now, submit, executed, attained, first_start, svc_base, exec_base, pend_base,
+                  promotions, thr, eps, knob, q, waited, rows, with_keys, out_order, out_klass, out_keys, out_kernel)
+    return claimed, held, off

@@ -170,20 +170,23 @@ def walk_run(order, start, undecided, fast, all_fast, klass, num_classes, demand
         if online[g] and not claimed[g] and not held[g]:
             free += 1
     vic = np.zeros(num_classes + 1, np.int64)
-    for i in range(n):  # every undecided job, also one a caller passed over without deciding
+    # one pass over every undecided job (also one a caller passed over without deciding): GPUs
+    # per class, and on the first call the victim candidates (running at the round's start,
+    # lowest priority first)
+    list_run = counts[3] < 0
+    nrun = 0
+    for i in range(n - 1, -1, -1):
         j = order[i]
         if undecided[j]:
             vic[klass[i]] += alloc_count[j]
-    for c in range(num_classes - 1, -1, -1):  # vic[c] = GPUs of victims of class >= c
-        vic[c] += vic[c + 1]
-    if counts[3] < 0:  # the victim candidates: running at the round's start, lowest priority first
-        nrun = 0
-        for i in range(n - 1, -1, -1):
-            if undecided[order[i]]:
-                run_rev[nrun] = order[i]
+            if list_run:
+                run_rev[nrun] = j
                 run_cls[nrun] = klass[i]
                 nrun += 1
+    if list_run:
         counts[3] = nrun
+    for c in range(num_classes - 1, -1, -1):  # vic[c] = GPUs of victims of class >= c
+        vic[c] += vic[c + 1]
     nrun = counts[3]
     nk = 0
     nrec = 0
@@ -209,7 +212,8 @@ def walk_run(order, start, undecided, fast, all_fast, klass, num_classes, demand
         if not kfit[i]:
             counts[0], counts[1], counts[2] = nk, nrec, nrel
             return i
-        gpus = _kfit(usable_mask(online, claimed, held), type_req[j], d, topo)
+        # fewer usable GPUs than it needs: no placement on the free pool (`free` is exact here)
+        gpus = _kfit(usable_mask(online, claimed, held), type_req[j], d, topo) if free >= d else np.empty(0, np.int32)
         if gpus.shape[0] == 0 and nrun > 0:
             nv = 0
             for x in range(nrun):

@@ -85,29 +85,34 @@ class Round:
     changes where the engine accepts that (`ClusterView.accepts_changes`).
     """
 
-    def __init__(self, view: ClusterView, policy: "BasePolicy | None" = None, demand: np.ndarray | None = None) -> None:
+    def __init__(self, view: ClusterView, policy: "BasePolicy | None" = None, demand: np.ndarray | None = None,
+                 begun: tuple | None = None) -> None:
         c = view.cluster
         self.view = view
         self.c = c
         self.policy = policy
         ws = policy.workspace if policy is not None else Workspace()
         self._ws = ws
-        self.online = c.gpu_online
-        self.owner = c.gpu_owner  # int32: no per-call conversion
+        self.online = online = c.gpu_online
+        self.owner = owner = c.gpu_owner  # int32: no per-call conversion
         running = view.running()
         self.running_idx = running
-        self._running_set: set[int] | None = None
-        self._cur: _Cur | None = None  # built on first use (`cur`)
         cur = view.current
         self._current = cur if cur is not None else {}
-        self.undecided = ws.take_mask(view.jobs.num_jobs)  # handed back by `decision`
         # claimed: given to a job this round; held: by a running job not visited yet (or an
-        # unknown owner); the running jobs are undecided until kept or released
-        self._claimed, self._held, n_off = RK.round_begin(self.owner, self.online, running, self.undecided)
+        # unknown owner); the running jobs are undecided until kept or released. `begun`: the
+        # same (undecided mask from this workspace's `take_mask`, then `round_begin`'s results)
+        # from a policy kernel that ran `round_begin` itself, fused with its own per-call pass
+        if begun is None:
+            und = ws.take_mask(view.jobs.num_jobs)
+            claimed, held, n_off = RK.round_begin(owner, online, running, und)
+        else:
+            und, claimed, held, n_off = begun
+        self.undecided = und  # handed back by `decision`
+        self._claimed, self._held = claimed, held
         self._n_und = running.shape[0]  # running jobs still undecided (all leave it by keep or release)
-        self._offline_jobs: set[int] = set()  # running jobs with a GPU offline
-        if n_off:
-            off = self.owner[~self.online]
+        if n_off:  # running jobs with a GPU offline (class default: none)
+            off = owner[~online]
             self._offline_jobs = set(off[off >= 0].tolist())
         self.dem = ws.demands(view) if demand is None else np.asarray(demand, np.int64)
         self.alloc: dict[int, Allocation] = {}  # decided one by one (placements, checked keeps)
@@ -118,14 +123,20 @@ class Round:
         self._kept_one: list[int] = []  # the same, one at a time
         self._pending: list[int] = []  # kept jobs whose GPUs are not yet marked claimed
         self._pending_arr: list[np.ndarray] = []  # the same, in arrays
-        self._returned = False  # undecided mask handed back (`decision`)
         #: shapes (`shape_key` ints) that found no GPUs on the pool as it is now; emptied by
         #: every claim and release. Keeps leave it: a kept job's GPUs were held (never usable)
         #: and it only leaves the victim sets, so no failure can turn into a success
-        self._memo_n = ws.memo_n
-        self._memo_n[0] = 0
-        self._walk_key = -1  # shape of the job `walk` yielded last
-        self._walk_victims: tuple | None = None  # (candidates, their classes, the job's class)
+        self._memo_n = memo_n = ws.memo_n
+        memo_n[0] = 0
+
+    # Per-round fields that start the same in every round live here as class defaults (set on
+    # the instance only when they change): a round is built on every policy call.
+    _running_set: set[int] | None = None  # `running`, built on first use
+    _cur: "_Cur | None" = None  # `cur`, built on first use
+    _offline_jobs: "set[int] | frozenset[int]" = frozenset()  # running jobs with a GPU offline
+    _returned = False  # undecided mask handed back (`decision`)
+    _walk_key = -1  # shape of the job `walk` yielded last
+    _walk_victims: tuple | None = None  # (candidates, their classes, the job's class)
 
     # -- reading the state -----------------------------------------------------------
     @property
@@ -400,12 +411,12 @@ class Round:
         the count bound is checked first by every placement and preemption attempt (before
         any random draw). So the walk costs Python time per job that needs Python only.
         """
-        n = int(order.size)
+        n = order.shape[0]
         if n == 0:
             return
         order = _i64(order)
         und = self.undecided
-        all_fast = bool(self._current) and not self._offline_jobs
+        all_fast = not self._offline_jobs and bool(self._current)
         if all_fast:
             fast = _NO_BOOL
         else:
@@ -419,15 +430,17 @@ class Round:
             ncls = int(klass.max()) + 1 if num_classes is None else int(num_classes)
         keys = np.full(n, -1, np.int64) if keys is None else _i64(keys)
         jobs = self.view.jobs
-        _, _, one_type, topo, kept, rec, rel, counts, run_rev, run_cls, rank = self._ws.walk_state(self.c, jobs.num_jobs)
+        ws = self._ws
+        _, _, one_type, topo, kept, rec, rel, counts, run_rev, run_cls, rank = ws.walk_state(self.c, und.shape[0])
         if kernel is False or not one_type:
             kfit = np.zeros(n, bool)
-        elif isinstance(kernel, (bool, np.bool_)):
+        elif kernel is True or type(kernel) is np.bool_:
             kfit = np.ones(n, bool)
+        elif kernel.dtype == np.bool_ and kernel.flags.c_contiguous:
+            kfit = kernel
         else:
-            kfit = kernel if kernel.dtype == np.bool_ and kernel.flags.c_contiguous else np.ascontiguousarray(kernel, bool)
+            kfit = np.ascontiguousarray(kernel, bool)
         counts[3] = -1 if preempt else 0  # victim candidates: listed by the kernel's first call
-        ws = self._ws
         if ws.memo.shape[0] <= n:  # room for every shape of the order (the kernel records while it has room)
             ws.memo = np.concatenate([ws.memo, np.empty(n + 1, np.int64)])
         cnt, req = jobs.alloc_count, jobs.gpu_type_req
@@ -442,12 +455,19 @@ class Round:
                 ks = kept[:nk].copy()
                 self._kept.append(ks)
                 self._pending_arr.append(ks)
-            if nrec:
+            if nrec:  # the kernel's placements (`_record` of a started job, batch kept), inlined
                 rl = rec[:nrec].tolist()
+                cur, alloc, alloc_n, started = self._current, self.alloc, self._alloc_n, self.started
                 x = 0
                 while x < nrec:
-                    e = x + 2 + rl[x + 1]
-                    self._record(rl[x], rl[x + 2:e], None, False)
+                    j = rl[x]
+                    m = rl[x + 1]
+                    e = x + 2 + m
+                    g = tuple(rl[x + 2:e])
+                    a = cur.get(j)
+                    alloc[j] = a if a is not None and a.gpus == g else Allocation(g)
+                    alloc_n[j] = m
+                    started.append(j)
                     x = e
             if nrel:
                 self.released.extend(rel[:nrel].tolist())
@@ -508,7 +528,8 @@ class Round:
     def decision(self, wake_at: float | None = None) -> Decision:
         """The round as a `Decision`: every unvisited running job kept; only the changes where
         the engine accepts that."""
-        self.keep_all_undecided()
+        if self._n_und:
+            self.keep_all_undecided()
         if not self._returned:  # all False now: every running job was kept or released
             self._returned = True
             self._ws.give_back(self.undecided)

@@ -17,7 +17,7 @@ import numpy as np
 from numba import njit
 
 from policies import _round_kernels as RK
-from policies.base import BasePolicy
+from policies.base import BasePolicy, Round
 from policies import placement as P
 from policies.config import PlacedConfig, param
 from policies.registry import POLICIES
@@ -135,9 +135,10 @@ class Tiresias(BasePolicy):
     # -- per-run state ---------------------------------------------------------------
     def _reset(self, n: int) -> None:
         self._n = n
-        # columns of two arrays: a job's entries side by side (`prepare` reads them per active job)
-        self._fstate = np.zeros((n, 4), np.float64)
-        self._istate = np.zeros((n, 2), np.int64)
+        # columns of two arrays, a job's entries side by side on one cache line (`prepare` and
+        # the walk inputs read them per active job: one line each instead of one per quantity)
+        self._fstate = _aligned((n, 4), np.float64)
+        self._istate = _aligned((n, 8), np.int64)
         self.svc_base = self._fstate[:, 0]  # attained GPU-s at the last promotion
         self.exec_base = self._fstate[:, 1]  # executed s at the last promotion
         self.pend_base = self._fstate[:, 2]  # waited s at the first start after it (NaN: not yet)
@@ -145,7 +146,10 @@ class Tiresias(BasePolicy):
         self._waited = self._fstate[:, 3]  # waiting seconds of each active job (this call)
         self.promotions = self._istate[:, 0]
         self._q = self._istate[:, 1]  # queue of each active job (this call)
-        self._placed = np.zeros(n, bool)  # scratch of `_next_jump`
+        # columns 2, 3: per job, its shape (`shape_key` × 2 + skewed) and whether the walk kernel
+        # places it (`_static`, set per JobsView); 4: the scratch of `_next_jump` (all 0)
+        self._placed = self._istate[:, 4]
+        self._static_of = None
         # the walk inputs of a call (its first `len(active)` entries): order, klass, keys, kernel
         self._wbuf = (np.empty(n, np.int64), np.empty(n, np.int64), np.empty(n, np.int64), np.empty(n, np.bool_))
         self._skew = np.array([], bool)
@@ -169,28 +173,38 @@ class Tiresias(BasePolicy):
         if jobs.num_jobs != self._n or now < self._last_now:
             self._reset(jobs.num_jobs)
         self._last_now = now
-        r = self.round(view)
         active = view.active()
         if active.dtype != np.int64:
             active = active.astype(np.int64)
         # per-job quantities live in J-sized buffers written on the active set only (never read
         # elsewhere): a call costs the active set, not the trace
         q, waited = self._q, self._waited
-        und = r.undecided
         skew = self._is_skewed(view)
         nq = self._thr.size + 1
         # the priority order, and per position: queue (preemption class), placement shape key
         # (only for deterministic placers: a job shaped like one that just failed on the same
         # pool, with the same victims, fails too) and whether the walk kernel places it
         # (`consolidate`, not skewed)
-        if self._flags_of is not view.cluster:
-            self._flags_of = view.cluster
+        c = view.cluster
+        if self._flags_of is not c:
+            self._flags_of = c
             self._flags = (self.placement_is_deterministic(view, self.config.placement),
                            self.config.placement == "consolidate")
+        ws = self.workspace
+        if self._static_of is not jobs:  # per-job static walk inputs (one JobsView a run)
+            self._static_of = jobs
+            self._istate[:, 2] = RK.shape_key(ws.demands(view), jobs.gpu_type_req.astype(np.int64)) * 2 + skew
+            self._istate[:, 3] = self._flags[1] & ~skew
         wb = self._wbuf
-        _prepare_walk(active, und, float(now), jobs.submit_time, jobs.executed_s, jobs.attained_gpu_s, jobs.first_start,
-                      self.svc_base, self.exec_base, self.pend_base, self.promotions, self._thr, _EPS_GPU_S, self._knob,
-                      q, waited, r.dem, jobs.gpu_type_req, skew, *self._flags, *wb)
+        # the round's initial masks (`round_begin`) and this call's bookkeeping and walk inputs
+        # in one kernel call; the round takes the masks (`Round(begun=)`)
+        und = ws.take_mask(jobs.num_jobs)
+        running = view.running()
+        claimed, held, n_off = _begin_prepare_walk(
+            c.gpu_owner, c.gpu_online, running, active, und, float(now), jobs.submit_time, jobs.executed_s,
+            jobs.attained_gpu_s, jobs.first_start, self.svc_base, self.exec_base, self.pend_base, self.promotions,
+            self._thr, _EPS_GPU_S, self._knob, q, waited, self._istate, self._flags[0], *wb)
+        r = Round(view, self, begun=(und, claimed, held, n_off))
         n = active.shape[0]
         order, klass, keys, kernel = wb[0][:n], wb[1][:n], wb[2][:n], wb[3][:n]
 
@@ -456,36 +470,63 @@ def walk_inputs(order, q, demand, type_req, skewed, num_queues, with_keys, conso
     `keys[i]` = its placement shape (`shape_key`(demand, type), skewed and queue as one int),
     or -1 for all when `with_keys` is False (a placer that is not deterministic);
     `kernel[i]`: its placer is the walk kernel's (`consolidate` for a job not skewed).
+    (`Tiresias.decide` keeps the per-job columns in its state rows and calls `_prepare_walk`.)
     """
     n = order.shape[0]
+    J = q.shape[0]
+    rows = np.zeros((J, 4), np.int64)
+    for j in range(J):
+        rows[j, 1] = q[j]
+        rows[j, 2] = RK.shape_key(np.int64(demand[j]), np.int64(type_req[j])) * 2 + np.int64(skewed[j])
+        rows[j, 3] = consolidate and not skewed[j]
     klass = np.empty(n, np.int64)
     keys = np.empty(n, np.int64)
     kernel = np.empty(n, np.bool_)
-    _walk_inputs_into(order, q, demand, type_req, skewed, num_queues, with_keys, consolidate, klass, keys, kernel)
+    _walk_inputs_into(order, rows, num_queues, with_keys, klass, keys, kernel)
     return klass, keys, kernel
 
 
 @njit(cache=True)
-def _walk_inputs_into(order, q, demand, type_req, skewed, num_queues, with_keys, consolidate, klass, keys, kernel):
+def _walk_inputs_into(order, rows, num_queues, with_keys, klass, keys, kernel):
+    """The walk inputs from per-job rows (column 1 queue, 2 shape × 2 + skewed, 3 kernel placer)."""
     for i in range(order.shape[0]):
         j = order[i]
-        klass[i] = q[j]
-        kernel[i] = consolidate and not skewed[j]
-        keys[i] = -1
-        if with_keys:
-            keys[i] = (RK.shape_key(np.int64(demand[j]), np.int64(type_req[j])) * 2 + np.int64(skewed[j])) \
-                * num_queues + q[j]
+        qj = rows[j, 1]
+        klass[i] = qj
+        kernel[i] = rows[j, 3] != 0
+        keys[i] = rows[j, 2] * num_queues + qj if with_keys else -1
 
 
 @njit(cache=True)
 def _prepare_walk(active, holding, now, submit, executed, attained, first_start, svc_base, exec_base, pend_base,
-                  promotions, thr, eps, knob, q, waited, demand, type_req, skewed, with_keys, consolidate, out_order,
-                  out_klass, out_keys, out_kernel):
+                  promotions, thr, eps, knob, q, waited, rows, with_keys, out_order, out_klass, out_keys, out_kernel):
     """`prepare` and `walk_inputs` in one call, written into the first len(active) entries of
-    the `out_` buffers (order, klass, keys, kernel)."""
+    the `out_` buffers (order, klass, keys, kernel); `rows`: the state rows (`_walk_inputs_into`)."""
     order = _prepare(active, holding, now, submit, executed, attained, first_start, svc_base, exec_base, pend_base,
                      promotions, thr, eps, knob, q, waited)[0]
     n = order.shape[0]
     out_order[:n] = order
-    _walk_inputs_into(order, q, demand, type_req, skewed, thr.shape[0] + 1, with_keys, consolidate, out_klass[:n],
-                      out_keys[:n], out_kernel[:n])
+    _walk_inputs_into(order, rows, thr.shape[0] + 1, with_keys, out_klass[:n], out_keys[:n], out_kernel[:n])
+
+
+def _aligned(shape: tuple[int, int], dtype) -> np.ndarray:
+    """A zeroed C array whose rows start on 64-byte boundaries when a row is 32 or 64 bytes
+    (one cache line per job's entries; numpy itself aligns to 16)."""
+    n, k = shape
+    item = np.dtype(dtype).itemsize
+    buf = np.zeros(n * k + 64 // item, dtype)
+    skip = (-buf.ctypes.data % 64) // item
+    return buf[skip:skip + n * k].reshape(n, k)
+
+
+@njit(cache=True)
+def _begin_prepare_walk(owner, online, running, active, undecided, now, submit, executed, attained, first_start,
+                        svc_base, exec_base, pend_base, promotions, thr, eps, knob, q, waited, rows, with_keys,
+                        out_order, out_klass, out_keys, out_kernel):
+    """`_round_kernels.round_begin` (the round's masks; `undecided` marks the running jobs,
+    which `prepare` reads as holding) then `_prepare_walk`, in one kernel call. Returns
+    `round_begin`'s (claimed, held, offline GPUs) for `Round(begun=)`."""
+    claimed, held, off = RK.round_begin(owner, online, running, undecided)
+    _prepare_walk(active, undecided, now, submit, executed, attained, first_start, svc_base, exec_base, pend_base,
+                  promotions, thr, eps, knob, q, waited, rows, with_keys, out_order, out_klass, out_keys, out_kernel)
+    return claimed, held, off

@@ -14,22 +14,12 @@ import pytest
 
 from cosim.errors import InputError
 from tests.conftest import SHARED_DATA as _CHECKOUT_SHARED
+from tests.experiments.test_reproduce import _table
 
 SHARED_DATA = Path(os.environ.get("COSIM_SHARED_DATA", _CHECKOUT_SHARED))
 WORKLOAD_1 = SHARED_DATA / "traces" / "philly" / "workloads-pollux-osdi21" / "workload-1.csv"
 #: the Pollux simulator's average JCT on workload-1 as we ran it (docs/peers.md)
 PEER_S = {"tiresias-pollux": 2473.65, "optimus": 4087.06}
-
-
-def _table(report: str, header: str) -> list[list[str]]:
-    lines = report.split("## avg-jct:", 1)[1].split("\n## ", 1)[0].splitlines()
-    start = next(i for i, line in enumerate(lines) if line.startswith(header))
-    rows = []
-    for line in lines[start + 2:]:
-        if not line.startswith("|"):
-            break
-        rows.append([c.strip() for c in line.strip("|").split(" | ")])
-    return rows
 
 
 @pytest.fixture(scope="module")
@@ -51,7 +41,7 @@ def test_small_report_rows_match_the_cells_and_the_peer(small):
     cosim_h = dict(zip(cells["policy"], cells["avg_jct_s"] / 3600))
     report = (small.out_dir / "REPORT.md").read_text()
     assert "run by us" in report and "[synthetic" not in report
-    values = _table(report, "| row | tiresias-pollux | optimus |")
+    values = _table(report, "avg-jct", "| row | tiresias-pollux | optimus |")
     assert len(values) == 1
     row, tp, opt, n, order, verdict = values[0]
     assert row == "workload-1" and n == "1"
@@ -61,7 +51,7 @@ def test_small_report_rows_match_the_cells_and_the_peer(small):
         assert paper == pytest.approx(PEER_S[pol] / 3600, rel=5e-3)
         # agreement guard: issue 14 asks for 10 %; this fails when cosim drifts beyond 15 % of the peer
         assert cosim_h[pol] * 3600 / PEER_S[pol] == pytest.approx(1.0, abs=0.15)
-    claims = _table(report, "| row | paper | cosim | same ordering? |")
+    claims = _table(report, "avg-jct", "| row | paper | cosim | same ordering? |")
     assert len(claims) == 1 and claims[0][1].startswith("tiresias-pollux better than optimus")
     a, b = cosim_h["tiresias-pollux"], cosim_h["optimus"]
     rel = (b - a) / max(a, b)

@@ -213,6 +213,29 @@ def finish_time_fairness(tput, sf, num_gpus, remaining, since_start_s, isolated_
     return _inverse_rate_lp(tput, sf, num_gpus, ftf=(a, c), tol=tol, max_iter=max_iter)[0]
 
 
+class IsolatedClock:
+    """The isolated finish time of finish-time fairness (Gavel's `_cumulative_isolated_time`,
+    Themis' T_id): the time a job's progress so far would have taken on its isolated share
+    (summed update by update at the isolated throughput of each interval) plus its remaining
+    work at the current isolated throughput. Shared by Gavel's FTF objective and Themis."""
+
+    def __init__(self) -> None:
+        self._cum: dict[int, float] = {}  # job → time so far measured on the isolated share
+        self._prev: dict[int, tuple[float, float]] = {}  # job → (remaining samples, isolated tput)
+
+    def update(self, jobs: np.ndarray, rem: np.ndarray, iso: np.ndarray) -> np.ndarray:
+        """Isolated finish times of `jobs` with remaining samples `rem` and isolated
+        throughputs `iso` now; call once per recomputation with every active job."""
+        out = np.zeros(jobs.size)
+        for i, j in enumerate(jobs.tolist()):
+            if j in self._prev:
+                r0, i0 = self._prev[j]
+                self._cum[j] = self._cum.get(j, 0.0) + ((r0 - rem[i]) / i0 if i0 > 0 else 0.0)
+            out[i] = self._cum.get(j, 0.0) + (rem[i] / iso[i] if iso[i] > 0 else 0.0)
+        self._prev = {j: (rem[i], iso[i]) for i, j in enumerate(jobs.tolist())}
+        return out
+
+
 def priorities(alloc: np.ndarray, received_s: np.ndarray, tput: np.ndarray) -> np.ndarray:
     """Gavel's `_update_priorities`: X[j,t] / fraction[j,t], fraction = the job's share of the
     job-time type t ran since the last reset; `UNSERVED_PRIORITY` × X where that share is 0,
@@ -394,8 +417,7 @@ class Gavel(BasePolicy):
         self._last_reset: float | None = None
         self._last_t: float | None = None
         self._ran: dict[int, int] = {}  # job → type it ran on in the last round
-        self._cum_iso: dict[int, float] = {}  # FTF: time so far measured on the isolated share
-        self._prev: dict[int, tuple[float, float]] = {}  # FTF: (remaining samples, isolated tput)
+        self.iso_clock = IsolatedClock()  # FTF: the isolated-time reference
 
     def allocation(self, view: ClusterView, now: float, jobs: np.ndarray, tput: np.ndarray, sf: np.ndarray,
                    num: np.ndarray) -> np.ndarray:
@@ -409,14 +431,7 @@ class Gavel(BasePolicy):
         rem = self.work.samples(view, jobs)
         if obj == "sjf_like":
             return sjf_like(t, sf, num, rem, tol=self.config.cut_tol)
-        iso = isolated_throughput(t, sf, num)
-        iso_time = np.zeros(jobs.size)
-        for i, j in enumerate(jobs.tolist()):
-            if j in self._prev:
-                r0, i0 = self._prev[j]
-                self._cum_iso[j] = self._cum_iso.get(j, 0.0) + ((r0 - rem[i]) / i0 if i0 > 0 else 0.0)
-            iso_time[i] = self._cum_iso.get(j, 0.0) + (rem[i] / iso[i] if iso[i] > 0 else 0.0)
-        self._prev = {j: (rem[i], iso[i]) for i, j in enumerate(jobs.tolist())}
+        iso_time = self.iso_clock.update(jobs, rem, isolated_throughput(t, sf, num))
         since = now - view.jobs.submit_time[jobs]
         return finish_time_fairness(t, sf, num, rem, since, iso_time, tol=self.config.cut_tol)
 
@@ -461,32 +476,41 @@ class Gavel(BasePolicy):
         return self._apply(view, jobs, chosen, sf)
 
     def _apply(self, view: ClusterView, jobs: np.ndarray, chosen: np.ndarray, sf: np.ndarray) -> Decision:
-        """Running jobs selected on their current type keep their GPUs; the others are released;
-        then the selected jobs are placed on their type, largest scale factor first (Gavel)."""
-        r = Round(view)
-        c = view.cluster
-        want = dict(zip(jobs.tolist(), chosen.tolist()))
-        size = dict(zip(jobs.tolist(), sf.tolist()))
-        last = view.jobs.last_gpu_type
-        self._ran = {}
-        for k in view.running().tolist():
-            if last is not None:
-                cur = int(last[k])
-            else:
-                g = view.allocation_of(k)
-                cur = int(c.gpu_type[g[0]]) if len(g) else -1
-            if want.get(k, -1) == cur and int(view.jobs.alloc_count[k]) == size.get(k) and r.keep(k):
-                self._ran[k] = cur
-                continue
-            r.release(k)
-        todo = [j for j, t in want.items() if t >= 0 and j not in self._ran]
-        todo.sort(key=lambda j: -size[j])
-        for j in todo:
-            t = want[j]
+        d, self._ran = apply_types(self, view, jobs, chosen, sf)
+        return d
 
-            def placer(jj: int, avail: np.ndarray, t=t) -> np.ndarray | None:
-                return P.place(c, avail, size[jj], gpu_type=t, strategy=self.config.placement, rng=self.rng)
 
-            if r.place(j, placer) is not None:
-                self._ran[j] = t
-        return r.decision()
+def apply_types(policy: BasePolicy, view: ClusterView, jobs: np.ndarray, chosen: np.ndarray,
+                sf: np.ndarray) -> tuple[Decision, dict[int, int]]:
+    """Realise "job j runs on type chosen[j] at sf[j] GPUs this round" (-1: not at all), as
+    Gavel does and Themis' per-type auction outcome needs: running jobs selected on their
+    current type at the same count keep their GPUs; the others are released; then the
+    selected jobs are placed on their type, largest scale factor first, with the policy's
+    `placement`. Returns (the decision, job → type it runs on)."""
+    r = Round(view)
+    c = view.cluster
+    want = dict(zip(jobs.tolist(), chosen.tolist()))
+    size = dict(zip(jobs.tolist(), sf.tolist()))
+    last = view.jobs.last_gpu_type
+    ran: dict[int, int] = {}
+    for k in view.running().tolist():
+        if last is not None:
+            cur = int(last[k])
+        else:
+            g = view.allocation_of(k)
+            cur = int(c.gpu_type[g[0]]) if len(g) else -1
+        if want.get(k, -1) == cur and int(view.jobs.alloc_count[k]) == size.get(k) and r.keep(k):
+            ran[k] = cur
+            continue
+        r.release(k)
+    todo = [j for j, t in want.items() if t >= 0 and j not in ran]
+    todo.sort(key=lambda j: -size[j])
+    for j in todo:
+        t = want[j]
+
+        def placer(jj: int, avail: np.ndarray, t=t) -> np.ndarray | None:
+            return P.place(c, avail, size[jj], gpu_type=t, strategy=policy.config.placement, rng=policy.rng)
+
+        if r.place(j, placer) is not None:
+            ran[j] = t
+    return r.decision(), ran

@@ -31,7 +31,7 @@ import numpy as np
 
 from policies import placement as P
 from policies.base import BasePolicy
-from policies.config import PlacedConfig, param
+from policies.config import PolicyConfig, param
 from policies.registry import POLICIES
 from policies.round import Round
 from simcore.api import NEED_DURATION_ORACLE, ClusterArrays, ClusterView, Decision
@@ -94,7 +94,7 @@ def lxv_place(c: ClusterArrays, avail: np.ndarray, demand: int, pm: np.ndarray, 
 
 
 @dataclass(frozen=True)
-class PalConfig(PlacedConfig):
+class PalConfig(PolicyConfig):
     """PAL: every round jobs are ordered (least attained service by default) and the first ones
     that fit run, preempting the rest; each job that starts is placed by PAL's L×V search —
     among the GPUs of the best variability bins first, the most local placement — choosing
@@ -216,7 +216,8 @@ class Pal(BasePolicy):
         jl = jobs.tolist()
         pos = {j: i for i, j in enumerate(jl)}
         placed: set[int] = set()
-        for k in view.running().tolist():
+        running = set(view.running().tolist())
+        for k in sorted(running):
             i = pos.get(k)
             if i is not None and sel[i] and int(jv.alloc_count[k]) == dem[i] and r.keep(k):
                 placed.add(k)
@@ -231,6 +232,9 @@ class Pal(BasePolicy):
                 n = int(dem[i])
 
                 def placer(jj: int, avail: np.ndarray, k=k, b=b, n=n) -> np.ndarray | None:
+                    cur = view.allocation_of(jj) if jj in running else ()
+                    if len(cur) == n and avail[cur].all():  # a preempted-then-refilled job stays put
+                        return np.asarray(cur, np.int32)
                     return lxv_place(c, avail, n, pm[k], bins[k], lambda g: view.iteration_time(jj, g, b),
                                      int(jv.gpu_type_req[jj]))
 

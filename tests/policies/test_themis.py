@@ -156,3 +156,15 @@ def test_config_checks():
         make("themis", payment="vcg")
     with pytest.raises(InputError):
         make("themis-ftf-lp", objective="max_min_fairness")
+
+
+def test_themis_and_pal_run_a_heterogeneous_workload_through_the_engine():
+    """The real engine on the FFT heterogeneous cluster (T4/A10/V100): every job finishes under
+    each policy; Themis' lease rounds restart jobs, PAL's keep running jobs in place."""
+    from experiments.runner import RunConfig, run
+
+    pols = ("themis", "themis-ftf-lp", "pal")
+    res = run(RunConfig(policies=pols, seed=0, trace="synth:philly:30", cluster="fft-hetero"), None)
+    for p in pols:
+        jobs = res.jobs[p]
+        assert len(jobs) == 30 and jobs["finished"].all() and jobs["end_time_s"].notna().all(), p

@@ -113,7 +113,7 @@ class PalConfig(PolicyConfig):
         "seeded",
         "seeded: per-GPU performance multipliers from `variability_spreads` and `seed` steer placement (the engine "
         "does not slow GPUs by them); none: every GPU of a type equal, PAL = type- and locality-aware placement",
-        choices=VARIABILITY, source="issue 14: a seeded per-GPU model from published variability ranges")
+        choices=VARIABILITY, source="a seeded per-GPU model from published variability ranges (the engine models none)")
     variability_spreads: tuple[float, ...] = param(
         (0.22, 0.14, 0.03),
         "largest slowdown of the slowest GPU over the fastest, per application class (class 0, 1, ...): "

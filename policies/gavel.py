@@ -137,7 +137,67 @@ def max_sum_throughput(tput: np.ndarray, sf: np.ndarray, num_gpus: np.ndarray) -
     return np.clip(m.solve()["x"], 0.0, 1.0)[inv]
 
 
-def _inverse_rate_lp(tput, sf, num_gpus, *, weight=None, ftf=None, tol=1e-3, max_iter=12, start=None):
+def _one_type_inverse_rate(sf: np.ndarray, cap: float, *, weight=None, ftf=None) -> tuple[np.ndarray, float]:
+    """The exact optimum of `_inverse_rate_lp`'s programs when every job can run on one GPU type
+    only (u_j = X_j ∈ [0, 1], Σ sf_j X_j ≤ cap), by their KKT conditions instead of cutting
+    planes. Returns (X_j, objective).
+
+    - min Σ w_j / X_j: X_j = min(1, √(w_j / (λ sf_j))) with λ ≥ 0 the capacity's price, found
+      exactly over the sorted breakpoints b_j = w_j / sf_j (X_j = 1 iff λ ≤ b_j); jobs with
+      w_j = 0 get 0 (they add nothing to the objective).
+    - min max_j (a_j + c_j / X_j): every job at X_j = c_j / (ρ − a_j) ≤ 1 for the least ρ whose
+      total Σ sf_j c_j / (ρ − a_j) fits `cap` (decreasing in ρ; bisection to float precision),
+      but never below max_j a_j or max_j (a_j + c_j) (X ≤ 1). Jobs with c_j = 0 get 0."""
+    s = np.asarray(sf, float)
+    if weight is not None:
+        w = np.maximum(np.asarray(weight, float), 0.0)
+        pos = w > 0
+        x = np.zeros(s.size)
+        if s[pos].sum() <= cap:
+            x[pos] = 1.0
+        else:
+            idx = np.flatnonzero(pos)
+            b = w[idx] / s[idx]
+            o = idx[np.argsort(-b, kind="stable")]
+            bo = w[o] / s[o]
+            capped = np.concatenate([[0.0], np.cumsum(s[o])])  # GPUs of the k largest-b jobs at X = 1
+            root = np.sqrt(w[o] * s[o])
+            unc = np.concatenate([np.cumsum(root[::-1])[::-1], [0.0]])  # Σ √(w s) of the others
+            room = cap - capped[:-1]
+            lam = np.where(room > 0, (unc[:-1] / np.where(room > 0, room, 1.0)) ** 2, np.inf)
+            ok = (lam > bo) & np.concatenate([[True], lam[1:] <= bo[:-1]]) & (room > 0)
+            lam_k = float(lam[int(np.flatnonzero(ok)[0])]) if ok.any() else float(lam[room > 0][-1])
+            x[idx] = np.minimum(1.0, np.sqrt(w[idx] / (lam_k * s[idx])))
+        obj = float(np.sum(w[pos] / np.maximum(x[pos], 1e-300)))
+        return x, obj
+    a, c = (np.asarray(v, float) for v in ftf)
+    pos = c > 0
+    lo = max(float(a.max()) if a.size else 0.0, float((a + c)[pos].max()) if pos.any() else -np.inf)
+    x = np.zeros(s.size)
+    if not pos.any():
+        return x, lo
+
+    def need(rho: float) -> float:
+        return float(np.sum(s[pos] * c[pos] / (rho - a[pos])))
+
+    rho = lo
+    if need(lo) > cap:
+        hi = max(lo, float(a.max()) + float(np.sum(s[pos] * c[pos])) / cap) * (1 + 1e-12) + 1e-300
+        for _ in range(200):
+            mid = 0.5 * (lo + hi)
+            if mid <= lo or mid >= hi:
+                break
+            if need(mid) > cap:
+                lo = mid
+            else:
+                hi = mid
+        rho = hi
+    x[pos] = np.minimum(1.0, c[pos] / (rho - a[pos]))
+    return x, rho
+
+
+def _inverse_rate_lp(tput, sf, num_gpus, *, weight=None, ftf=None, tol=1e-3, max_iter=12, start=None,
+                     exact_one_type=True):
     """min Σ_j weight_j / u_j (`weight`) or min max_j (a_j + c_j / u_j) (`ftf` = (a, c)) over
     Gavel's constraints, u_j = Σ_t (T[j,t] / max_t T[j,t]) X[j,t] ∈ (0, 1].
 
@@ -145,9 +205,22 @@ def _inverse_rate_lp(tput, sf, num_gpus, *, weight=None, ftf=None, tol=1e-3, max
     φ_j ≥ 2/u_k − u_j/u_k²; start with tangents at `start` (default each job's proportional
     share) × 4^i, i = −3..0, solve, add the tangent at each job's solution, until the LP's
     objective (a lower bound) is within `tol` (relative) of the true objective at its X (an
-    upper bound). Returns (X, true objective, iterations)."""
+    upper bound). Returns (X, true objective, iterations).
+
+    `exact_one_type`: when every job can run on one type only (one column of T has
+    throughputs), the program is separable up to one capacity row and
+    `_one_type_inverse_rate` solves it exactly in well under a millisecond (0 iterations)."""
     tput = np.asarray(tput, float)
     J = tput.shape[0]
+    cols = np.flatnonzero((tput > 0).any(axis=0)) if J else np.zeros(0, np.int64)
+    if exact_one_type and cols.size == 1:
+        t = int(cols[0])
+        live1 = tput[:, t] > 0
+        x = np.zeros(tput.shape)
+        args = {"weight": np.asarray(weight, float)[live1]} if ftf is None else \
+            {"ftf": tuple(np.asarray(v, float)[live1] for v in ftf)}
+        x[live1, t], obj = _one_type_inverse_rate(np.asarray(sf)[live1], float(num_gpus[t]), **args)
+        return x, obj, 0
     rmax = tput.max(axis=1) if J else np.zeros(0)
     live = rmax > 0
     U = np.where(live[:, None], tput / np.where(live, rmax, 1.0)[:, None], 0.0)

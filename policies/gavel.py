@@ -145,9 +145,12 @@ def _one_type_inverse_rate(sf: np.ndarray, cap: float, *, weight=None, ftf=None)
     - min Σ w_j / X_j: X_j = min(1, √(w_j / (λ sf_j))) with λ ≥ 0 the capacity's price, found
       exactly over the sorted breakpoints b_j = w_j / sf_j (X_j = 1 iff λ ≤ b_j); jobs with
       w_j = 0 get 0 (they add nothing to the objective).
-    - min max_j (a_j + c_j / X_j): every job at X_j = c_j / (ρ − a_j) ≤ 1 for the least ρ whose
-      total Σ sf_j c_j / (ρ − a_j) fits `cap` (decreasing in ρ; bisection to float precision),
-      but never below max_j a_j or max_j (a_j + c_j) (X ≤ 1). Jobs with c_j = 0 get 0."""
+    - min max_j (a_j + c_j / X_j), lexicographically (leximin, which the plain min-max leaves
+      open once one job's ρ is fixed by its past): one water level L, every job at
+      X_j = c_j / (L − a_j) (ρ_j = L) or at X_j = 1 if even that leaves it above L, the least L
+      whose Σ sf_j X_j fits `cap` (bisection to float precision). When the capacity binds for
+      every job this is the min-max optimum; otherwise it also equalises the others at the
+      lowest common level instead of leaving GPUs idle. Jobs with c_j = 0 get 0."""
     s = np.asarray(sf, float)
     if weight is not None:
         w = np.maximum(np.asarray(weight, float), 0.0)
@@ -172,28 +175,31 @@ def _one_type_inverse_rate(sf: np.ndarray, cap: float, *, weight=None, ftf=None)
         return x, obj
     a, c = (np.asarray(v, float) for v in ftf)
     pos = c > 0
-    lo = max(float(a.max()) if a.size else 0.0, float((a + c)[pos].max()) if pos.any() else -np.inf)
     x = np.zeros(s.size)
+    floor = float(a.max()) if a.size else 0.0  # jobs with c = 0 keep ρ = a whatever they get
     if not pos.any():
-        return x, lo
+        return x, floor
+    ap, cp, sp = a[pos], c[pos], s[pos]
+    r1 = ap + cp  # each job's ρ at X = 1
 
-    def need(rho: float) -> float:
-        return float(np.sum(s[pos] * c[pos] / (rho - a[pos])))
+    def shares(level: float) -> np.ndarray:
+        return np.where(r1 >= level, 1.0, cp / np.maximum(level - ap, 1e-300))
 
-    rho = lo
-    if need(lo) > cap:
-        hi = max(lo, float(a.max()) + float(np.sum(s[pos] * c[pos])) / cap) * (1 + 1e-12) + 1e-300
+    if sp.sum() <= cap:
+        xp = np.ones(sp.size)
+    else:  # the water level: g(L) = Σ sf·X(L) decreases from Σ sf (L ≤ min r1) to 0; g(L) = cap
+        lo, hi = float(r1.min()), float(max(r1.max(), ap.max() + float(np.sum(sp * cp)) / cap)) * (1 + 1e-12) + 1e-300
         for _ in range(200):
             mid = 0.5 * (lo + hi)
             if mid <= lo or mid >= hi:
                 break
-            if need(mid) > cap:
+            if float(np.sum(sp * shares(mid))) > cap:
                 lo = mid
             else:
                 hi = mid
-        rho = hi
-    x[pos] = np.minimum(1.0, c[pos] / (rho - a[pos]))
-    return x, rho
+        xp = shares(hi)
+    x[pos] = xp
+    return x, max(floor, float(np.max(ap + cp / xp)))
 
 
 def _inverse_rate_lp(tput, sf, num_gpus, *, weight=None, ftf=None, tol=1e-3, max_iter=12, start=None,

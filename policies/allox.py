@@ -61,6 +61,11 @@ def slots_for(free: np.ndarray, num_jobs: int) -> Slots:
     return Slots(np.concatenate(ty), np.concatenate(mach), np.concatenate(pos))
 
 
+#: slot-matrix size (jobs × slots) above which `allox_match` solves the aggregated LP instead
+#: of the slot matching (both exact; the matching is faster on small matrices)
+LP_ABOVE_CELLS = 100_000
+
+
 def allox_match(proc_s: np.ndarray, free: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The least Σ completion time assignment of jobs (rows of `proc_s`, seconds on one GPU of
     each type; inf where a job cannot run) to queues of the `free[t]` GPUs of each type.
@@ -73,7 +78,8 @@ def allox_match(proc_s: np.ndarray, free: np.ndarray) -> tuple[np.ndarray, np.nd
     from the end k) slots is solved in its aggregated form: jobs to (type, k) levels holding
     up to min(free[t], jobs) jobs each, at cost (k + 1) × the job's processing time there — a
     transportation problem (integral LP, HiGHS), m × Σ_t ceil(m / w_t) instead of the m × Σ_t
-    w_t·ceil(m / w_t) slot matrix (`slots_for`, kept for the fallback). Each type's jobs are then
+    w_t·ceil(m / w_t) slot matrix (`slots_for`), which is matched directly (scipy) when it has
+    at most `LP_ABOVE_CELLS` cells. Either way only each job's type is kept; each type's jobs are then
     queued shortest first, dealt round-robin over its machines (SPT, optimal on identical
     machines for that set): the shortest `free[t]` of them start now."""
     m = proc_s.shape[0]
@@ -94,18 +100,20 @@ def allox_match(proc_s: np.ndarray, free: np.ndarray) -> tuple[np.ndarray, np.nd
             lt.append(np.full(k, t))
             lk.append(np.arange(k))
     lt, lk = np.concatenate(lt), np.concatenate(lk)
-    cap = np.minimum(free[lt], n).astype(float)
-    pl = p[:, lt]
-    ok = np.isfinite(pl)
-    model = Model()
-    y = model.var("y", pl.shape, ub=ok.astype(float))
-    model.add(y.sum(axis=1) == 1.0)
-    model.add(y.sum(axis=0) <= cap)
-    model.minimize(y.sum(coef=np.where(ok, pl, 0.0) * (lk + 1)[None, :]))
-    sol = model.solve(check=False)
-    if sol.ok and np.abs(sol["y"] - np.round(sol["y"])).max() < 1e-6:
-        t_of = lt[sol["y"].argmax(axis=1)]
-    else:  # a fractional vertex (degenerate ties) or a solver failure: the full slot matching
+    cap = np.minimum(free[lt], n)
+    t_of = None
+    if n * int((cap).sum()) > LP_ABOVE_CELLS:  # big: the aggregated transportation LP
+        pl = p[:, lt]
+        ok = np.isfinite(pl)
+        model = Model()
+        y = model.var("y", pl.shape, ub=ok.astype(float))
+        model.add(y.sum(axis=1) == 1.0)
+        model.add(y.sum(axis=0) <= cap.astype(float))
+        model.minimize(y.sum(coef=np.where(ok, pl, 0.0) * (lk + 1)[None, :]))
+        sol = model.solve(check=False)
+        if sol.ok and np.abs(sol["y"] - np.round(sol["y"])).max() < 1e-6:
+            t_of = lt[sol["y"].argmax(axis=1)]
+    if t_of is None:  # small (the slot matching is faster), or a fractional LP vertex / solver failure
         s = slots_for(free, n)
         ps = p[:, s.gpu_type]
         forbidden = ~np.isfinite(ps)

@@ -202,8 +202,45 @@ def _one_type_inverse_rate(sf: np.ndarray, cap: float, *, weight=None, ftf=None)
     return x, max(floor, float(np.max(ap + cp / xp)))
 
 
+def _ftf_dinkelbach(tput, sf, num_gpus, a, c, max_iter=30):
+    """min max_j (a_j + c_j / u_j) over Gavel's constraints by the Dinkelbach-type method of
+    Crouzeix, Ferland and Schaible for generalised fractional programs (ρ_j = N_j / D_j with
+    N_j = a_j u_j + c_j, D_j = u_j, both linear in X): from ρ_k, solve the LP
+    F(ρ_k) = min_X max_j (N_j − ρ_k D_j) / d_j with d_j the previous rates (the first: each
+    job's proportional share), then ρ_{k+1} = max_j ρ_j at its X. F(ρ) = 0 exactly at the
+    optimum (F > 0 below it, as the start may be), and from the first feasible X on ρ_k
+    decreases superlinearly: 2–4 LPs where Kelley's cutting planes needed 12+
+    and stopped far from it. Returns (X, objective, iterations)."""
+    tput = np.asarray(tput, float)
+    rmax = tput.max(axis=1)
+    live = rmax > 0
+    U = np.where(live[:, None], tput / np.where(live, rmax, 1.0)[:, None], 0.0)
+    rows = np.flatnonzero(live)
+    a, c = np.asarray(a, float)[rows], np.asarray(c, float)[rows]
+    d = np.clip(proportional_throughput(U, num_gpus)[rows], 1e-6, 1.0)
+    rho = float(np.max(a + c / d))
+    best_x, best = None, np.inf
+    n = rows.size
+    it = 0
+    for it in range(1, max_iter + 1):
+        m, x = _base(tput, sf, num_gpus)
+        z = m.var("z", 1, lb=-np.inf)
+        m.add(_take(x.sum(axis=1, coef=U), rows) * (rho - a) + Expr(n, np.arange(n), np.full(n, z.start), d) >= c)
+        m.minimize(z.sum())
+        sol = m.solve()
+        u = np.maximum((U[rows] * sol["x"][rows]).sum(axis=1), 1e-9)
+        new = float(np.max(a + c / u))
+        if new < best:
+            best_x, best = np.clip(sol["x"], 0.0, 1.0), new
+        f = sol.objective  # > 0: ρ_k was below the optimum (the start); < 0: above; 0: optimal
+        if abs(f) <= 1e-12 * max(1.0, abs(rho)) or (f < 0 and new >= rho * (1.0 - 1e-12)):
+            break
+        rho, d = new, u
+    return best_x, best, it
+
+
 def _inverse_rate_lp(tput, sf, num_gpus, *, weight=None, ftf=None, tol=1e-3, max_iter=12, start=None,
-                     exact_one_type=True):
+                     exact_one_type=True, ftf_method="dinkelbach"):
     """min Σ_j weight_j / u_j (`weight`) or min max_j (a_j + c_j / u_j) (`ftf` = (a, c)) over
     Gavel's constraints, u_j = Σ_t (T[j,t] / max_t T[j,t]) X[j,t] ∈ (0, 1].
 
@@ -215,7 +252,10 @@ def _inverse_rate_lp(tput, sf, num_gpus, *, weight=None, ftf=None, tol=1e-3, max
 
     `exact_one_type`: when every job can run on one type only (one column of T has
     throughputs), the program is separable up to one capacity row and
-    `_one_type_inverse_rate` solves it exactly in well under a millisecond (0 iterations)."""
+    `_one_type_inverse_rate` solves it exactly in well under a millisecond (0 iterations).
+    `ftf_method`: "dinkelbach" solves the min-max (FTF) program by `_ftf_dinkelbach` (exact,
+    2–4 LPs); "kelley" by the cutting planes above (kept for tests: at `max_iter` = 12 it can
+    stop far from the optimum on 100+ jobs)."""
     tput = np.asarray(tput, float)
     J = tput.shape[0]
     cols = np.flatnonzero((tput > 0).any(axis=0)) if J else np.zeros(0, np.int64)
@@ -227,6 +267,8 @@ def _inverse_rate_lp(tput, sf, num_gpus, *, weight=None, ftf=None, tol=1e-3, max
             {"ftf": tuple(np.asarray(v, float)[live1] for v in ftf)}
         x[live1, t], obj = _one_type_inverse_rate(np.asarray(sf)[live1], float(num_gpus[t]), **args)
         return x, obj, 0
+    if ftf is not None and ftf_method == "dinkelbach" and cols.size:
+        return _ftf_dinkelbach(tput, sf, num_gpus, *ftf)
     rmax = tput.max(axis=1) if J else np.zeros(0)
     live = rmax > 0
     U = np.where(live[:, None], tput / np.where(live, rmax, 1.0)[:, None], 0.0)

@@ -245,3 +245,27 @@ def test_one_type_exact_path_is_optimal_and_never_worse_than_the_cutting_plane_l
             if obj > lo * (1 + 1e-9):
                 smaller = obj * (1 - 1e-7)
                 assert (sf[pos] * c[pos] / (smaller - a[pos])).sum() > cap[0]
+
+
+@settings(max_examples=20, deadline=None)
+@given(st.data())
+def test_ftf_dinkelbach_reaches_the_optimum_of_long_cutting_planes(data):
+    """Two or three GPU types: the Dinkelbach-type method's min-max ρ equals the cutting-plane
+    LP's run to 1e-7 (up to 300 rounds), and is never above it."""
+    from policies.gavel import _inverse_rate_lp
+
+    J = data.draw(st.integers(1, 6))
+    T = data.draw(st.integers(2, 3))
+    sf = np.array(data.draw(st.lists(st.sampled_from([1, 2]), min_size=J, max_size=J)), np.int64)
+    tput = np.array(data.draw(st.lists(st.lists(st.sampled_from([0.0, 1.0, 2.0, 5.0]), min_size=T, max_size=T),
+                                       min_size=J, max_size=J)))
+    tput[:, 0] = np.maximum(tput[:, 0], 1.0)  # every job runs somewhere
+    num = np.array(data.draw(st.lists(st.sampled_from([2.0, 4.0]), min_size=T, max_size=T)))
+    c = np.array(data.draw(st.lists(st.floats(0.05, 5.0), min_size=J, max_size=J)))
+    a = np.array(data.draw(st.lists(st.floats(0.0, 2.0), min_size=J, max_size=J)))
+    x, obj, it = _inverse_rate_lp(tput, sf, num, ftf=(a, c))
+    assert it <= 10
+    assert (x >= 0).all() and (x.sum(axis=1) <= 1 + 1e-9).all() and ((sf[:, None] * x).sum(axis=0) <= num + 1e-9).all()
+    _, ref, _ = _inverse_rate_lp(tput, sf, num, ftf=(a, c), tol=1e-7, max_iter=300, ftf_method="kelley")
+    assert obj <= ref * (1 + 1e-6)
+    assert obj == pytest.approx(ref, rel=1e-4)

@@ -9,8 +9,8 @@ import policies
 from cli.app import app
 from cosim.errors import InputError, UnknownNameError
 
-ALL = ["afs", "allox", "fifo", "fifo-backfill", "gandiva", "gavel", "mechanisms-demo", "optimus", "sjf", "srjf", "srtf",
-       "tiresias", "tiresias-pollux"]
+ALL = ["afs", "allox", "fifo", "fifo-backfill", "gandiva", "gavel", "mechanisms-demo", "optimus", "pal", "sjf", "srjf",
+       "srtf", "themis", "themis-ftf-lp", "tiresias", "tiresias-pollux"]
 
 
 def test_all_builtins_registered_on_import():

@@ -182,7 +182,19 @@ class Ares(BasePolicy):
         return int(min(max(int(jb.num_gpus[j]), int(jb.min_gpus[j]), 1), max(int(jb.max_gpus[j]), 1)))
 
     # ---- GPS bookkeeping ----------------------------------------------------------------
+    def _gps(self, view: ClusterView) -> "VirtualClock | FluidGps":
+        """The policy's GPS reference, built on the first call with the GPUs online then."""
+        self._view = view
+        if self.clock is None and self.fluid is None:
+            online = int(np.count_nonzero(view.cluster.gpu_online))
+            if self.gps_mode == "linear_vclock":
+                self.clock = VirtualClock(online, self.config.idle_clock)
+            else:
+                self.fluid = FluidGps(online, self._fluid_time)
+        return self.clock if self.clock is not None else self.fluid
+
     def _arrive(self, view: ClusterView, jobs: list[int]) -> None:
+        self._gps(view)
         jb = view.jobs
         for j in sorted(jobs, key=lambda k: (float(jb.submit_time[k]), k)):
             d = self._demand(view, j)
@@ -211,15 +223,8 @@ class Ares(BasePolicy):
 
     # ---- the decision -------------------------------------------------------------------
     def decide(self, view: ClusterView, now: float) -> Decision:
-        c = view.cluster
-        online = int(np.count_nonzero(c.gpu_online))
-        self._view = view
-        if self.clock is None:
-            if self.gps_mode == "linear_vclock":
-                self.clock = VirtualClock(online, self.config.idle_clock)
-            else:
-                self.fluid = FluidGps(online, self._fluid_time)
-        gps = self.clock if self.clock is not None else self.fluid
+        online = int(np.count_nonzero(view.cluster.gpu_online))
+        gps = self._gps(view)
         gps.set_capacity(online)
         active = view.active()
         new = [int(j) for j in active.tolist() if int(j) not in self.F]

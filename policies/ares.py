@@ -296,3 +296,21 @@ class Ares(BasePolicy):
             done = self.clock.gps_done.get(j)
             return done if done is not None else self.clock.finish_time(self.F[j])
         return self.F[j]
+
+
+@dataclass(frozen=True)
+class AresArtifactConfig(AresConfig):
+    """Ares as the authors' artifact simulator runs it (`mode=artifact`): the fluid non-linear
+    GPS order re-simulated at each arrival, per-GPU efficiency relative to one GPU, doubling
+    from one GPU whatever the request, leftover GPUs topped up to the largest power of two
+    that still speeds a job up. Every option of `ares` applies."""
+
+    mode: str = param("artifact", "paper or artifact (see `ares`)", choices=MODES, source="ares.md §2.3-2.5")
+
+
+@POLICIES.register("ares-artifact")
+class AresArtifact(Ares):
+    """Ares as its artifact simulator runs it: fluid non-linear GPS order, efficiency vs 1 GPU, doubling from 1 GPU, leftover top-up."""
+
+    name = "ares-artifact"
+    Config = AresArtifactConfig

@@ -182,7 +182,7 @@ class Ares(BasePolicy):
         return int(min(max(int(jb.num_gpus[j]), int(jb.min_gpus[j]), 1), max(int(jb.max_gpus[j]), 1)))
 
     # ---- GPS bookkeeping ----------------------------------------------------------------
-    def _gps(self, view: ClusterView) -> "VirtualClock | FluidGps":
+    def _gps(self, view: ClusterView) -> VirtualClock | FluidGps:
         """The policy's GPS reference, built on the first call with the GPUs online then."""
         self._view = view
         if self.clock is None and self.fluid is None:

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import heapq
 import math
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 
@@ -195,7 +195,7 @@ def interp_time(step_s: Callable[[int], float], work_iters: float, share: float)
         return math.inf
     if share < 1.0:
         return work_iters * step_s(1) / share
-    lo = int(math.floor(share))
+    lo = math.floor(share)
     hi = lo + 1 if share > lo else lo
     s_lo = step_s(lo)
     if hi == lo:

@@ -25,7 +25,6 @@ from tests.policies.conftest import Job, build_view
 from tests.simcore.fakes import FakeComm, FakeZoo, fake_solve, fake_topology
 from tests.simcore.helpers import frame
 
-
 # ---- the virtual clock (Eq. 2-3) -----------------------------------------------------------
 
 def test_single_job_virtual_finish_is_its_gpu_time_and_gps_finish_is_l_over_m():
@@ -161,8 +160,8 @@ def test_fig4_decision_sequence():
     arriving at t=2 when V = 2 · 6/2 = 6 (F = 18)."""
     step = {0: _knee(4), 1: lambda g: 1.0 / g, 2: _knee(4)}
     pol = make("ares", alpha=0.75)
-    a1, a2, a3 = (dict(gpus=2, min_gpus=1, max_gpus=8, remaining=6.0), dict(gpus=3, min_gpus=1, max_gpus=6,
-                  remaining=10.0), dict(gpus=2, min_gpus=1, max_gpus=8, remaining=6.0))
+    a1, a2, a3 = ({"gpus": 2, "min_gpus": 1, "max_gpus": 8, "remaining": 6.0}, {"gpus": 3, "min_gpus": 1, "max_gpus": 6,
+                  "remaining": 10.0}, {"gpus": 2, "min_gpus": 1, "max_gpus": 8, "remaining": 6.0})
 
     v0 = _view([Job(submit=0.0, **a1), Job(submit=0.0, **a2)], 0.0, step, nodes=3)
     d0 = pol.decide(v0, 0.0)
@@ -251,7 +250,7 @@ def test_delay_bound_holds_in_idealised_mode(jobs, alpha):
     simcore.gps's fluid GPS (every job uncapped, L_j = d_j·T_j(d_j) GPU-s), 𝓛 the longest
     interval during which all M GPUs are busy."""
     m = 16
-    rows = [dict(submit_time=a, num_gpus=d, min_gpus=1, max_gpus=m, total_iterations=it, global_batch=256)
+    rows = [{"submit_time": a, "num_gpus": d, "min_gpus": 1, "max_gpus": m, "total_iterations": it, "global_batch": 256}
             for a, d, it in sorted(jobs)]
     pol = make("ares", alpha=alpha)
     res, table = _run_engine(rows, pol)
@@ -269,8 +268,8 @@ def test_delay_bound_holds_in_idealised_mode(jobs, alpha):
 def test_nonlinear_engine_run_finishes_every_job_in_both_modes():
     """FakeZoo has a fixed per-iteration overhead, so efficiency falls with the GPU count and
     α stops the doubling; both modes run a small trace to the end on the real engine."""
-    rows = [dict(submit_time=10.0 * i, num_gpus=[1, 2, 4, 3][i % 4], min_gpus=1, max_gpus=8,
-                 total_iterations=200 + 50 * i, global_batch=128) for i in range(10)]
+    rows = [{"submit_time": 10.0 * i, "num_gpus": [1, 2, 4, 3][i % 4], "min_gpus": 1, "max_gpus": 8,
+                 "total_iterations": 200 + 50 * i, "global_batch": 128} for i in range(10)]
     for mode in ("paper", "artifact"):
         topo = fake_topology(4, 4)
         perf = make_perf("network", topo, FakeZoo(), FakeComm(topo), fake_solve)

@@ -96,6 +96,9 @@ class AresConfig(PlacedConfig):
                                 source="ares.md §2.5, §2.10 item 6")
     idle_clock: str = param("freeze", "virtual clock while no job is active in GPS: freeze (WFQ convention) or "
                             "reset to 0", choices=("freeze", "reset"), source="ares.md §2.10 item 3 [I]")
+    tie_break: str = param("arrival", "order of jobs with equal F: arrival = earlier arrival first, then trace order; "
+                           "work = smaller L_j first, then arrival", choices=("arrival", "work"),
+                           source="ares.md §2.10 item 7 (unspecified; arrival recommended)")
     decide_on: str = param("job_set_change", "job_set_change: decide only when a job arrived or completed (or "
                            "GPUs went offline), else keep every allocation (artifact); every_call: re-run the "
                            "allocation at every call", choices=("job_set_change", "every_call"),
@@ -241,10 +244,14 @@ class Ares(BasePolicy):
         return apply_counts(self, view, order, counts, self.config.placement)
 
     def priority_order(self, view: ClusterView, active: np.ndarray) -> np.ndarray:
-        """Active jobs by ascending F, ties by arrival then index (notes §2.10 item 7)."""
+        """Active jobs by ascending F, ties by arrival then index, or by L first (`tie_break`)."""
         jl = active.tolist()
         sub = view.jobs.submit_time
-        return np.asarray(sorted(jl, key=lambda k: (self.F.get(k, math.inf), float(sub[k]), k)), np.int64)
+        F, inf = self.F, math.inf
+        if self.config.tie_break == "work":
+            w = self.L if self.L else self.work_s
+            return np.asarray(sorted(jl, key=lambda k: (F.get(k, inf), w.get(k, inf), float(sub[k]), k)), np.int64)
+        return np.asarray(sorted(jl, key=lambda k: (F.get(k, inf), float(sub[k]), k)), np.int64)
 
     def allocate(self, view: ClusterView, order: np.ndarray, total: int) -> np.ndarray:
         """GPU counts of `order` (priority order): α-target or the leftover, then the top-up."""

@@ -279,3 +279,15 @@ def test_nonlinear_engine_run_finishes_every_job_in_both_modes():
                      options=EngineOptions(check_invariants=True)).run()
         assert not res.stuck and np.isfinite(np.asarray(res.jobs.end_time)).all()
         assert pol.decisions <= 2 * len(rows)  # one per arrival or completion at most
+
+
+def test_equal_virtual_finish_times_break_by_arrival_or_by_work():
+    # 8 GPUs. Job 0 arrives at 0 with L = 2 GPUs x 8 s = 16 (F = 16); alone in GPS, V = 8 at t = 1,
+    # when job 1 arrives with L = 1 x 8 = 8: F = 16 too
+    jobs = [Job(gpus=2, submit=0.0, remaining=8.0), Job(gpus=1, submit=1.0, remaining=8.0)]
+    v = _view(jobs, 1.0, {0: _knee(2), 1: _knee(1)}, nodes=4)
+    for tie, want in (("arrival", [0, 1]), ("work", [1, 0])):
+        pol = make("ares", tie_break=tie)
+        pol._arrive(v, [0, 1])
+        assert pol.F == {0: 16.0, 1: 16.0}
+        assert pol.priority_order(v, np.array([0, 1])).tolist() == want

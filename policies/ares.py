@@ -228,11 +228,11 @@ class Ares(BasePolicy):
     def decide(self, view: ClusterView, now: float) -> Decision:
         online = int(np.count_nonzero(view.cluster.gpu_online))
         gps = self._gps(view)
-        gps.set_capacity(online)
         active = view.active()
         new = [int(j) for j in active.tolist() if int(j) not in self.F]
         self._arrive(view, new)
-        gps.advance(now)
+        gps.advance(now)  # at the capacity the GPS had since the last call
+        gps.set_capacity(online)  # a capacity change calls the policy at its instant
         changed = (self._last_active is None or not np.array_equal(active, self._last_active)
                    or online != self._last_online or self._lost_gpus(view))
         self._last_active, self._last_online = active.copy(), online

@@ -202,10 +202,13 @@ class Ares(BasePolicy):
         for j in sorted(jobs, key=lambda k: (float(jb.submit_time[k]), k)):
             d = self._demand(view, j)
             rem = float(jb.remaining_s[j])
-            if not (math.isfinite(rem) and rem > 0):  # no estimate: time at the demand from what-if
-                rem = self.step_s(view, j, d)
-            self.work_s[j] = rem
             self.target[j] = self.doubling_target(view, j)
+            if not (math.isfinite(rem) and rem > 0):
+                # unknown work: served after every job with a GPS finish time, kept out of the
+                # GPS reference (the paper puts jobs of unknown demand in a separate pool, §2.8)
+                self.work_s[j] = self.L[j] = self.F[j] = math.inf
+                continue
+            self.work_s[j] = rem
             a = float(jb.submit_time[j])
             if self.gps_mode == "linear_vclock":
                 g0 = d if self.work_baseline == "demand" else 1

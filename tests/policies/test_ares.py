@@ -291,3 +291,13 @@ def test_equal_virtual_finish_times_break_by_arrival_or_by_work():
         pol._arrive(v, [0, 1])
         assert pol.F == {0: 16.0, 1: 16.0}
         assert pol.priority_order(v, np.array([0, 1])).tolist() == want
+
+
+def test_a_job_of_unknown_work_goes_last_and_stays_out_of_gps():
+    jobs = [Job(gpus=2, submit=0.0, remaining=np.nan), Job(gpus=2, submit=1.0, remaining=50.0)]
+    v = _view(jobs, 1.0, {0: _knee(2), 1: _knee(2)}, nodes=2)
+    pol = make("ares")
+    pol.decide(v, 1.0)
+    assert math.isinf(pol.F[0]) and pol.F[1] == pytest.approx(100.0)
+    assert pol.clock.active == 1  # only job 1 is in GPS
+    assert pol.priority_order(v, np.array([0, 1])).tolist() == [1, 0]

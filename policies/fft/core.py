@@ -1,0 +1,149 @@
+"""FFT's per-round mathematics (Mo, Xu, Lau, ICS'25 §4.2), on plain arrays in round units.
+
+Everything here is in *rounds* (A1 of seeds/notes/fft.md §2.10): times t, a_j, τ_j in rounds,
+W_j in work units ("epochs"), θ_j^i in work units per round with the job's d_j GPUs of type i,
+the switching penalty s_j^i in rounds. The policy (`policies.fft.policy`) turns a ClusterView
+into these arrays; the tests drive them directly with the paper's worked examples.
+
+Per round t (Eqs. 5-7):
+
+    φ_j^i = (t − a_j) θ_j^i / W_j + d_j W_j / θ_j^i                               (Eq. 3)
+    c_j^i = w_jct φ_j^i + w_sw s_j^i − w_fair ρ_j θ_j^i                             (Eq. 6)
+    min Σ c x   s.t.  Σ_i x_j^i ≤ 1,  Σ_j d_j x_j^i ≤ Y_i,  Σ d x ≥ K(t),  x = 0 where masked
+    ρ_j ← max(0, ρ_j + μ_j (W_j / (τ_j − a_j) − Σ_i θ_j^i x_j^i)),  μ_j = (t − a_j)/(τ_j − a_j)   (Eq. 5)
+
+K(t) (A3) is the optimum of the packing ILP max Σ d x over the same constraints, so the
+round ILP is never infeasible; τ_j (A4) comes from `fair_rate`, the job's rate on a
+1/|A(t)| slice of every type with preemption disabled (one type at a time).
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from policies.solvers import Model
+
+#: A3 K(t) rules: the packing ILP's optimum (never infeasible); one ILP with a big-M bonus per
+#: busy GPU (lexicographic: most GPUs, then least cost); the literal min(Σ Y, Σ d) relaxed on
+#: infeasibility; no lower bound
+K_RULES = ("packing_ilp", "big_m", "literal_relaxed", "none")
+
+
+def fair_rate(theta: np.ndarray, d: np.ndarray, cap: np.ndarray, n_active: int) -> np.ndarray:
+    """A4: each job's work per round on its own 1/N slice of every type (N = `n_active`),
+    time-sharing the slice one type at a time: max Σ_i f_i θ_i, Σ f_i ≤ 1, f_i ≤ Y_i/(N d_j),
+    filled fastest type first (θ = 0 marks a type the job cannot use)."""
+    theta = np.asarray(theta, float)
+    J, M = theta.shape
+    n = max(int(n_active), 1)
+    lim = np.asarray(cap, float)[None, :] / (n * np.maximum(np.asarray(d, float), 1.0))[:, None]
+    lim = np.where(theta > 0, lim, 0.0)
+    order = np.argsort(-theta, axis=1, kind="stable")
+    th = np.take_along_axis(theta, order, axis=1)
+    li = np.take_along_axis(lim, order, axis=1)
+    left = np.ones(J)
+    rate = np.zeros(J)
+    for k in range(M):
+        f = np.minimum(li[:, k], left)
+        rate += f * th[:, k]
+        left -= f
+    return rate
+
+
+def phi(t: float, a: np.ndarray, W: np.ndarray, W_phi: np.ndarray, theta: np.ndarray, d: np.ndarray) -> np.ndarray:
+    """The JCT term φ_j^i (Eq. 3): (t − a_j) θ/W_j + d_j W'_j/θ (W' = W_j literally, or the
+    remaining work with A2's `remaining_work`); +inf where θ = 0."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        first = (t - a)[:, None] * theta / W[:, None]
+        second = (d * W_phi)[:, None] / theta
+    return np.where(theta > 0, first + second, np.inf)
+
+
+def round_costs(t, a, W, W_phi, theta, d, rho, switch, w_jct=1.0, w_sw=1.0, w_fair=1.0) -> np.ndarray:
+    """c_j^i of Eq. 6; +inf where the job cannot use the type."""
+    c = w_jct * phi(t, a, W, W_phi, theta, d) + w_sw * switch - w_fair * rho[:, None] * theta
+    return np.where(theta > 0, c, np.inf)
+
+
+def _base(mask: np.ndarray, d: np.ndarray, cap: np.ndarray):
+    m = Model()
+    x = m.binary("x", mask.shape, ub=mask.astype(float))
+    m.add(x.sum(axis=1) <= 1.0)
+    m.add(x.sum(axis=0, coef=d[:, None].astype(float)) <= np.asarray(cap, float))
+    return m, x
+
+
+def packing_k(mask: np.ndarray, d: np.ndarray, cap: np.ndarray, time_limit_s: float | None = None) -> int:
+    """A3: the most GPUs the jobs can keep busy this round: max Σ d x under Eq. 1 and the masks."""
+    mask = np.asarray(mask, bool)
+    d = np.asarray(d, np.int64)
+    if not mask.any():
+        return 0
+    # every job fits at once on its own: no ILP needed (common in light load)
+    cap = np.asarray(cap, float)
+    m, x = _base(mask, d, cap)
+    m.maximize(x.sum(coef=np.where(mask, d[:, None], 0).astype(float)))
+    sol = m.solve(time_limit_s=time_limit_s)
+    return int(round(sol.objective))
+
+
+def solve_round(cost: np.ndarray, d: np.ndarray, cap: np.ndarray, *, k_rule: str = "packing_ilp",
+                time_limit_s: float | None = None, mip_rel_gap: float | None = None) -> tuple[np.ndarray, dict]:
+    """The per-round ILP (Eqs. 6-7): the type each job runs on this round (-1: none) and stats
+    {k, objective, solve_s, status}. `cost` is +inf where x must be 0 (memory, d_j > Y_i, type)."""
+    t0 = time.perf_counter()
+    cost = np.asarray(cost, float)
+    d = np.asarray(d, np.int64)
+    J, M = cost.shape
+    mask = np.isfinite(cost)
+    out = np.full(J, -1, np.int64)
+    stats = {"k": 0, "objective": 0.0, "status": "empty", "solve_s": 0.0, "jobs": J}
+    rows = np.flatnonzero(mask.any(axis=1))
+    if rows.size == 0:
+        return out, stats
+    c = np.where(mask, cost, 0.0)[rows]
+    mk, dk = mask[rows], d[rows]
+    gpus = np.where(mk, dk[:, None], 0).astype(float)
+    k = 0
+    if k_rule == "packing_ilp":
+        k = packing_k(mk, dk, cap, time_limit_s)
+    elif k_rule == "literal_relaxed":
+        k = int(min(float(np.sum(cap)), float(dk.sum())))
+    m, x = _base(mk, dk, cap)
+    if k_rule == "big_m":
+        big = 1.0 + float(np.abs(c).sum())  # any extra busy GPU outweighs every cost difference
+        m.minimize(x.sum(coef=c - big * gpus))
+    else:
+        if k > 0:
+            m.add(x.sum(coef=gpus) >= float(k))
+        m.minimize(x.sum(coef=c))
+    sol = m.solve(time_limit_s=time_limit_s, mip_rel_gap=mip_rel_gap, check=False)
+    if not sol.ok and k_rule == "literal_relaxed":  # relax K until feasible (fragmentation)
+        k = packing_k(mk, dk, cap, time_limit_s)
+        m, x = _base(mk, dk, cap)
+        m.add(x.sum(coef=gpus) >= float(k))
+        m.minimize(x.sum(coef=c))
+        sol = m.solve(time_limit_s=time_limit_s, mip_rel_gap=mip_rel_gap, check=False)
+    if not sol.ok:
+        from policies.solvers.lp import SolveError
+
+        raise SolveError(sol.status, f"FFT round ILP ({J} jobs, K={k}): {sol.message}")
+    xv = sol["x"] > 0.5
+    hit = xv.any(axis=1)
+    out[rows[hit]] = np.argmax(xv[hit], axis=1)
+    sel = out >= 0
+    stats.update(k=k if k_rule != "big_m" else int((d[sel]).sum()), status=sol.status,
+                 objective=float(np.where(mask, cost, 0.0)[np.flatnonzero(sel), out[sel]].sum()),
+                 solve_s=time.perf_counter() - t0)
+    return out, stats
+
+
+def rho_update(rho: np.ndarray, t: float, a: np.ndarray, tau: np.ndarray, W: np.ndarray,
+               got: np.ndarray) -> np.ndarray:
+    """Eq. 5: ρ_j(t+1) = max{0, ρ_j(t) + μ_j(t) (W_j/(τ_j − a_j) − got_j)}, μ_j(t) = (t − a_j)/(τ_j − a_j);
+    `got_j` = Σ_i θ_j^i x_j^i(t) (A6 nominal) or the realised work of round t."""
+    span = np.maximum(np.asarray(tau, float) - a, 1e-9)
+    mu = np.maximum(t - a, 0.0) / span
+    return np.maximum(0.0, rho + mu * (W / span - got))

@@ -25,6 +25,19 @@ _MODE_NAMES = np.array([WORK_MODE_NAMES[k] for k in sorted(WORK_MODE_NAMES)], dt
 
 FTF_TOLERANCE = 1e-6
 
+#: extra summary columns: callables (jobs frame, EngineResult, policy, type_speed, gpu_type) → dict,
+#: registered by the layer above (e.g. `experiments.fft_metrics`); type_speed is None unless
+#: decisions were recorded
+SUMMARY_EXTRAS: list = []
+
+
+def summary_extras(jobs: pd.DataFrame, res: EngineResult, policy=None, type_speed=None, gpu_type=None) -> dict:
+    """The registered `SUMMARY_EXTRAS` columns of one run."""
+    out: dict = {}
+    for f in SUMMARY_EXTRAS:
+        out.update(f(jobs, res, policy, type_speed, gpu_type))
+    return out
+
 
 def jobs_frame(res: EngineResult, gps_jct_s: np.ndarray) -> pd.DataFrame:
     j = res.jobs

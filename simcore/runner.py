@@ -38,7 +38,7 @@ from simcore.costs import resolve_costs
 from simcore.engine import CapacityChange, Engine, EngineOptions
 from simcore.goodput import PROGRESS_OPTIONS, assign_goodput, fill_run_epochs
 from simcore.gps import FTF_REFERENCES, ftf_reference_jct
-from simcore.metrics import decisions_frame, jobs_frame, summary_row, timeline_frame
+from simcore.metrics import SUMMARY_EXTRAS, decisions_frame, jobs_frame, summary_extras, summary_row, timeline_frame
 from simcore.perf import PerfModel
 from simcore.api import JobState
 from simcore.perf_backends import check_perf, make_perf, table_gaps
@@ -236,7 +236,9 @@ def run(config: RunConfig, out_dir: Path | None, progress: bool = False, backend
             if res.reclaims is not None:
                 recl[name] = res.reclaims.frame()
             rows.append({"policy": name, "perf": config.perf,
-                         **summary_row(name, jf, res, config.progress, config.ftf_reference)})
+                         **summary_row(name, jf, res, config.progress, config.ftf_reference),
+                         **summary_extras(jf, res, policy, _type_speed(base, perf, topo) if SUMMARY_EXTRAS and
+                                          res.decisions is not None else None, np.asarray(topo.gpu_type))})
             bar.done(name)
             log.info("%s: %d events, %d policy calls, %.2f s", name, res.num_events, res.num_policy_calls, walls[name])
             if out is not None:

@@ -67,6 +67,31 @@ def round_costs(t, a, W, W_phi, theta, d, rho, switch, w_jct=1.0, w_sw=1.0, w_fa
     return np.where(theta > 0, c, np.inf)
 
 
+def prune(cost: np.ndarray, d: np.ndarray, cap: np.ndarray) -> np.ndarray:
+    """The (job, type) pairs an optimal round needs (exact): for each type i and GPU count d,
+    only the L_d = Σ_k ⌊Y_k/d⌋ cheapest jobs of that count on type i. At most L_d jobs of
+    count d run in any feasible round, so if a job of count d outside type i's L_d cheapest ran
+    on i, one of those L_d would be idle and could take its place on i at no more cost with the
+    same GPUs (capacities and K unchanged). Returns the reduced mask."""
+    mask = np.isfinite(cost)
+    keep = np.zeros_like(mask)
+    cap = np.asarray(cap, float)
+    for dv in np.unique(d).tolist():
+        rows = np.flatnonzero(d == dv)
+        L = int(np.floor(cap / dv).sum())
+        if L <= 0:
+            continue
+        if rows.size <= L:
+            keep[rows] = mask[rows]
+            continue
+        sub = np.where(mask[rows], cost[rows], np.inf)
+        part = np.argpartition(sub, L - 1, axis=0)[:L]  # per type: the L cheapest
+        for i in range(cost.shape[1]):
+            r = rows[part[:, i]]
+            keep[r, i] = mask[r, i]
+    return keep
+
+
 def _base(mask: np.ndarray, d: np.ndarray, cap: np.ndarray):
     m = Model()
     x = m.binary("x", mask.shape, ub=mask.astype(float))
@@ -89,15 +114,46 @@ def packing_k(mask: np.ndarray, d: np.ndarray, cap: np.ndarray, time_limit_s: fl
     return int(round(sol.objective))
 
 
+def _count_model(mask: np.ndarray, d: np.ndarray, cap: np.ndarray):
+    """The same program with integer counts n[g, i] of jobs of GPU count d_g on type i and
+    continuous x (exact): for fixed counts the x-polytope is a transportation problem per
+    count (jobs of count d_g → the n[g, ·] slots of the types), totally unimodular, so its
+    vertices are integral and Eq. 1's capacities and K(t) are linear in n alone. HiGHS then
+    branches on |{d}|·M integers (≈ 40) instead of J·M binaries."""
+    from policies.solvers.lp import Expr
+
+    J, M = mask.shape
+    dv, g = np.unique(d, return_inverse=True)
+    G = dv.size
+    m = Model()
+    x = m.var("x", (J, M), ub=mask.astype(float))
+    nmax = np.floor(np.asarray(cap, float)[None, :] / dv[:, None])
+    n = m.var("n", (G, M), ub=nmax, integer=True)
+    m.add(x.sum(axis=1) <= 1.0)
+    rows = (g.reshape(-1)[:, None] * M + np.arange(M)[None, :]).ravel()
+    grp = Expr(G * M, rows, x.cols.ravel(), np.ones(J * M))
+    m.add(grp - n.each() == 0.0)
+    m.add(n.sum(axis=0, coef=dv[:, None].astype(float)) <= np.asarray(cap, float))
+    return m, x, n, dv
+
+
+def _round_x(xv: np.ndarray) -> np.ndarray | None:
+    """The integral assignment of an LP vertex (None if some x is fractional)."""
+    if np.any(np.abs(xv - np.round(xv)) > 1e-6):
+        return None
+    return np.round(xv) > 0.5
+
+
 def solve_round(cost: np.ndarray, d: np.ndarray, cap: np.ndarray, *, k_rule: str = "packing_ilp",
-                time_limit_s: float | None = None, mip_rel_gap: float | None = None) -> tuple[np.ndarray, dict]:
+                time_limit_s: float | None = None, mip_rel_gap: float | None = None,
+                prune_pairs: bool = True, formulation: str = "counts") -> tuple[np.ndarray, dict]:
     """The per-round ILP (Eqs. 6-7): the type each job runs on this round (-1: none) and stats
     {k, objective, solve_s, status}. `cost` is +inf where x must be 0 (memory, d_j > Y_i, type)."""
     t0 = time.perf_counter()
     cost = np.asarray(cost, float)
     d = np.asarray(d, np.int64)
     J, M = cost.shape
-    mask = np.isfinite(cost)
+    mask = prune(cost, d, cap) if prune_pairs else np.isfinite(cost)
     out = np.full(J, -1, np.int64)
     stats = {"k": 0, "objective": 0.0, "status": "empty", "solve_s": 0.0, "jobs": J}
     rows = np.flatnonzero(mask.any(axis=1))
@@ -107,7 +163,17 @@ def solve_round(cost: np.ndarray, d: np.ndarray, cap: np.ndarray, *, k_rule: str
     mk, dk = mask[rows], d[rows]
     gpus = np.where(mk, dk[:, None], 0).astype(float)
     k = 0
-    if k_rule == "packing_ilp":
+    if formulation == "counts":
+        xv, k, status = _solve_counts(c, mk, dk, cap, k_rule, time_limit_s, mip_rel_gap)
+        if xv is not None:
+            hit = xv.any(axis=1)
+            out[rows[hit]] = np.argmax(xv[hit], axis=1)
+            sel = out >= 0
+            stats.update(k=k, status=status, objective=float(np.where(mask, cost, 0.0)[np.flatnonzero(sel), out[sel]].sum()),
+                         solve_s=time.perf_counter() - t0, formulation="counts")
+            return out, stats
+        # a fractional vertex (not expected): solve the binary program below
+    if k_rule in ("packing_ilp", "counts"):
         k = packing_k(mk, dk, cap, time_limit_s)
     elif k_rule == "literal_relaxed":
         k = int(min(float(np.sum(cap)), float(dk.sum())))
@@ -138,6 +204,33 @@ def solve_round(cost: np.ndarray, d: np.ndarray, cap: np.ndarray, *, k_rule: str
                  objective=float(np.where(mask, cost, 0.0)[np.flatnonzero(sel), out[sel]].sum()),
                  solve_s=time.perf_counter() - t0)
     return out, stats
+
+
+def _solve_counts(c, mask, d, cap, k_rule, time_limit_s, mip_rel_gap):
+    """`solve_round` on `_count_model`: (x as bools or None if fractional, K, status)."""
+    from policies.solvers.lp import SolveError
+
+    k = 0
+    if k_rule in ("packing_ilp", "literal_relaxed"):
+        m, x, n, dv = _count_model(mask, d, cap)
+        m.maximize(n.sum(coef=dv[:, None].astype(float)))
+        kp = int(round(m.solve(time_limit_s=time_limit_s).objective))
+        k = kp if k_rule == "packing_ilp" else min(kp, int(min(float(np.sum(cap)), float(d.sum()))))
+    m, x, n, dv = _count_model(mask, d, cap)
+    if k_rule == "big_m":
+        big = 1.0 + float(np.abs(c).sum())
+        m.minimize(x.sum(coef=c) - big * n.sum(coef=dv[:, None].astype(float)))
+    else:
+        if k > 0:
+            m.add(n.sum(coef=dv[:, None].astype(float)) >= float(k))
+        m.minimize(x.sum(coef=c))
+    sol = m.solve(time_limit_s=time_limit_s, mip_rel_gap=mip_rel_gap, check=False)
+    if not sol.ok:
+        raise SolveError(sol.status, f"FFT round ILP ({mask.shape[0]} jobs, K={k}): {sol.message}")
+    xv = _round_x(sol["x"])
+    if k_rule == "big_m" and xv is not None:
+        k = int((d[:, None] * xv).sum())
+    return xv, k, sol.status
 
 
 def rho_update(rho: np.ndarray, t: float, a: np.ndarray, tau: np.ndarray, W: np.ndarray,

@@ -97,6 +97,10 @@ class FFTConfig(PlacedConfig):
         "`host_dataset_slots` per host); the engine charges no dataset transfer", source="FFT §4.4.2")
     host_dataset_slots: int = param(4, "datasets a host keeps before evicting the least recently used", unit="",
                                     source="cosim (FFT: 'proactive eviction' when host storage is full)")
+    ilp_formulation: str = param(
+        "counts", "how the round ILP is handed to HiGHS (same optimum): counts = integer counts of jobs per "
+        "(GPU count, type) with continuous x (exact: for fixed counts x is a transportation problem), binary = "
+        "x_j^i binary as written in Eq. 6", choices=("counts", "binary"), source="cosim (speed; notes §2.6)")
     time_limit_s: float = param(30.0, "HiGHS time limit per ILP (the incumbent is used at the limit)",
                                 source="cosim (the paper reports 1.53 s at 4,000 jobs)")
 
@@ -245,7 +249,8 @@ class FFT(BasePolicy):
         switch = np.where((cur[:, None] >= 0) & (np.arange(ntypes)[None, :] != cur[:, None]), sw_r[:, None], 0.0)
         cost = core.round_costs(t, a, W, W_rem if cfg.remaining_work else W, theta, d, rho, switch,
                                 cfg.w_jct, cfg.w_switch, cfg.w_fair)
-        choice, st = core.solve_round(cost, d, cap, k_rule=cfg.k_rule, time_limit_s=cfg.time_limit_s)
+        choice, st = core.solve_round(cost, d, cap, k_rule=cfg.k_rule, time_limit_s=cfg.time_limit_s,
+                                      formulation=cfg.ilp_formulation)
         got = np.where(choice >= 0, theta[np.arange(len(jl)), np.maximum(choice, 0)], 0.0) if jl else np.zeros(0)
         tau = np.array([self.tau[j] for j in jl])
         self._pending_rho = (jl, t, a, tau, W, got, {j: rem_s[q] for q, j in enumerate(jl)})

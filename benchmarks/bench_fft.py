@@ -2,7 +2,7 @@
 1,000 GPUs (paper: 1.53 s with cvxpy). Builds one round's costs from random Table-2-like jobs
 (d ∈ {1, 2, 4, 8}, θ with per-type speed-ups 1-3×, a quarter of the jobs masked off the two
 smallest-memory types, ρ and switching penalties drawn) and times `core.solve_round`
-(packing ILP for K(t) + the round ILP, HiGHS). Usage: python benchmarks/bench_fft.py [jobs] [reps]."""
+(packing ILP for K(t) + the round ILP, HiGHS). Usage: PYTHONPATH=. python benchmarks/bench_fft.py [jobs] [reps] [exact,lp_round]."""
 
 from __future__ import annotations
 
@@ -32,13 +32,15 @@ def instance(J: int = 4000, M: int = 8, G: int = 1000, seed: int = 0):
 def main() -> None:
     J = int(sys.argv[1]) if len(sys.argv) > 1 else 4000
     reps = int(sys.argv[2]) if len(sys.argv) > 2 else 3
+    methods = sys.argv[3].split(",") if len(sys.argv) > 3 else ["exact", "lp_round"]
     for seed in range(reps):
         cost, d, cap = instance(J, seed=seed)
-        t0 = time.perf_counter()
-        choice, st = core.solve_round(cost, d, cap)
-        dt = time.perf_counter() - t0
-        print(f"jobs={J} types=8 gpus={int(cap.sum())} seed={seed}: {dt:.3f} s  K={st['k']} "
-              f"busy={int(d[choice >= 0].sum())} status={st['status']}")
+        for method in methods:
+            t0 = time.perf_counter()
+            choice, st = core.solve_round(cost, d, cap, method=method, lp_round_gap=5e-3)
+            dt = time.perf_counter() - t0
+            print(f"jobs={J} types=8 gpus={int(cap.sum())} seed={seed} method={method}: {dt:.3f} s  K={st['k']} "
+                  f"busy={int(d[choice >= 0].sum())} objective={st['objective']:.2f} status={st['status']}", flush=True)
 
 
 if __name__ == "__main__":

@@ -114,7 +114,7 @@ def packing_k(mask: np.ndarray, d: np.ndarray, cap: np.ndarray, time_limit_s: fl
     return int(round(sol.objective))
 
 
-def _count_model(mask: np.ndarray, d: np.ndarray, cap: np.ndarray):
+def _count_model(mask: np.ndarray, d: np.ndarray, cap: np.ndarray, integer: bool = True, fix=None):
     """The same program with integer counts n[g, i] of jobs of GPU count d_g on type i and
     continuous x (exact): for fixed counts the x-polytope is a transportation problem per
     count (jobs of count d_g → the n[g, ·] slots of the types), totally unimodular, so its
@@ -128,7 +128,7 @@ def _count_model(mask: np.ndarray, d: np.ndarray, cap: np.ndarray):
     m = Model()
     x = m.var("x", (J, M), ub=mask.astype(float))
     nmax = np.floor(np.asarray(cap, float)[None, :] / dv[:, None])
-    n = m.var("n", (G, M), ub=nmax, integer=True)
+    n = m.var("n", (G, M), lb=0.0 if fix is None else fix, ub=nmax if fix is None else fix, integer=integer)
     m.add(x.sum(axis=1) <= 1.0)
     rows = (g.reshape(-1)[:, None] * M + np.arange(M)[None, :]).ravel()
     grp = Expr(G * M, rows, x.cols.ravel(), np.ones(J * M))
@@ -146,7 +146,8 @@ def _round_x(xv: np.ndarray) -> np.ndarray | None:
 
 def solve_round(cost: np.ndarray, d: np.ndarray, cap: np.ndarray, *, k_rule: str = "packing_ilp",
                 time_limit_s: float | None = None, mip_rel_gap: float | None = None,
-                prune_pairs: bool = True, formulation: str = "counts") -> tuple[np.ndarray, dict]:
+                prune_pairs: bool = True, formulation: str = "counts", method: str = "exact",
+                lp_round_gap: float = 1e-3) -> tuple[np.ndarray, dict]:
     """The per-round ILP (Eqs. 6-7): the type each job runs on this round (-1: none) and stats
     {k, objective, solve_s, status}. `cost` is +inf where x must be 0 (memory, d_j > Y_i, type)."""
     t0 = time.perf_counter()
@@ -164,7 +165,7 @@ def solve_round(cost: np.ndarray, d: np.ndarray, cap: np.ndarray, *, k_rule: str
     gpus = np.where(mk, dk[:, None], 0).astype(float)
     k = 0
     if formulation == "counts":
-        xv, k, status = _solve_counts(c, mk, dk, cap, k_rule, time_limit_s, mip_rel_gap)
+        xv, k, status = _solve_counts(c, mk, dk, cap, k_rule, time_limit_s, mip_rel_gap, method, lp_round_gap)
         if xv is not None:
             hit = xv.any(axis=1)
             out[rows[hit]] = np.argmax(xv[hit], axis=1)
@@ -206,16 +207,84 @@ def solve_round(cost: np.ndarray, d: np.ndarray, cap: np.ndarray, *, k_rule: str
     return out, stats
 
 
-def _solve_counts(c, mask, d, cap, k_rule, time_limit_s, mip_rel_gap):
+def _packing_counts(mask, d, cap, time_limit_s=None) -> int:
+    """A3's K(t) on the count model: the trivial bound min(Σ_i Y_i, Σ_j d_j) when a greedy fill
+    (largest jobs first, each on the type with the most room) reaches it — then it is the
+    optimum — else the packing ILP."""
+    cap = np.asarray(cap, float)
+    usable = mask.any(axis=1)
+    bound = min(float(cap.sum()), float(d[usable].sum()))
+    room = cap.copy()
+    busy = 0.0
+    for j in np.argsort(-d, kind="stable").tolist():
+        ok = np.flatnonzero(mask[j] & (room >= d[j]))
+        if ok.size:
+            i = ok[np.argmax(room[ok])]
+            room[i] -= d[j]
+            busy += d[j]
+    if busy >= bound:
+        return int(round(busy))
+    m, x, n, dv = _count_model(mask, d, cap)
+    m.maximize(n.sum(coef=dv[:, None].astype(float)))
+    return int(round(m.solve(time_limit_s=time_limit_s).objective))
+
+
+def _lp_round(c, mask, d, cap, k, gap):
+    """Fast path of `_solve_counts` (method "lp_round"): the LP relaxation (also the bound),
+    its counts n rounded down then topped up (largest fractional part first, where the type
+    has room) until Σ d n ≥ K, then the LP with those counts fixed — integral, a
+    transportation problem. Accepted when within `gap` (relative) of the LP bound; None
+    otherwise (the caller then runs branch-and-bound)."""
+    m, x, n, dv = _count_model(mask, d, cap, integer=False)
+    if k > 0:
+        m.add(n.sum(coef=dv[:, None].astype(float)) >= float(k))
+    m.minimize(x.sum(coef=c))
+    relax = m.solve(check=False)
+    if not relax.ok:
+        return None
+    nv = relax["n"]
+    n0 = np.floor(nv + 1e-9)
+    room = np.asarray(cap, float) - (dv[:, None] * n0).sum(axis=0)
+    frac = nv - n0
+    busy = float((dv[:, None] * n0).sum())
+    have = np.array([[mask[d == v, i].sum() for i in range(mask.shape[1])] for v in dv.tolist()], float)
+    M = n0.shape[1]
+    # fractional counts first (largest part first, one more each), then any count that fills a
+    # type's room, largest jobs first (as many as fit)
+    passes = [(divmod(f, M), 1) for f in np.argsort(-frac, axis=None, kind="stable").tolist()
+              if frac.flat[f] > 1e-9]
+    passes += [((g, i), 1 << 30) for g in np.argsort(-dv, kind="stable").tolist() for i in range(M)]
+    for (gi, ti), most in passes:
+        while busy < k and most > 0 and dv[gi] <= room[ti] and n0[gi, ti] < have[gi, ti]:
+            n0[gi, ti] += 1
+            room[ti] -= dv[gi]
+            busy += dv[gi]
+            most -= 1
+    if busy < k:
+        return None
+    m, x, n, dv = _count_model(mask, d, cap, integer=False, fix=n0)
+    m.minimize(x.sum(coef=c))
+    sol = m.solve(check=False)
+    if not sol.ok:
+        return None
+    xv = _round_x(sol["x"])
+    if xv is None or sol.objective - relax.objective > gap * max(abs(relax.objective), 1.0):
+        return None
+    return xv
+
+
+def _solve_counts(c, mask, d, cap, k_rule, time_limit_s, mip_rel_gap, method="exact", gap=1e-3):
     """`solve_round` on `_count_model`: (x as bools or None if fractional, K, status)."""
     from policies.solvers.lp import SolveError
 
     k = 0
     if k_rule in ("packing_ilp", "literal_relaxed"):
-        m, x, n, dv = _count_model(mask, d, cap)
-        m.maximize(n.sum(coef=dv[:, None].astype(float)))
-        kp = int(round(m.solve(time_limit_s=time_limit_s).objective))
+        kp = _packing_counts(mask, d, cap, time_limit_s)
         k = kp if k_rule == "packing_ilp" else min(kp, int(min(float(np.sum(cap)), float(d.sum()))))
+    if method == "lp_round" and k_rule != "big_m":
+        xv = _lp_round(c, mask, d, cap, k, gap)
+        if xv is not None:
+            return xv, k, "lp_round"
     m, x, n, dv = _count_model(mask, d, cap)
     if k_rule == "big_m":
         big = 1.0 + float(np.abs(c).sum())

@@ -101,6 +101,13 @@ class FFTConfig(PlacedConfig):
         "counts", "how the round ILP is handed to HiGHS (same optimum): counts = integer counts of jobs per "
         "(GPU count, type) with continuous x (exact: for fixed counts x is a transportation problem), binary = "
         "x_j^i binary as written in Eq. 6", choices=("counts", "binary"), source="cosim (speed; notes §2.6)")
+    ilp_method: str = param(
+        "exact", "exact = HiGHS branch-and-bound to its default gap (1e-4); lp_round = the LP relaxation's counts "
+        "rounded and the assignment re-solved as an LP (integral), kept when within `lp_round_gap` of the LP bound, "
+        "else branch-and-bound (counts formulation only)", choices=("exact", "lp_round"),
+        source="cosim (the paper's 1.53 s at 4,000 jobs: benchmarks/bench_fft.py)")
+    lp_round_gap: float = param(5e-3, "lp_round: largest accepted relative gap to the LP bound", unit="fraction",
+                                source="cosim")
     time_limit_s: float = param(30.0, "HiGHS time limit per ILP (the incumbent is used at the limit)",
                                 source="cosim (the paper reports 1.53 s at 4,000 jobs)")
 
@@ -115,6 +122,7 @@ class FFTConfig(PlacedConfig):
         self.check("work_error", 0 <= self.work_error < 1, "a fraction in [0, 1)")
         self.check("host_dataset_slots", self.host_dataset_slots >= 1, "an integer ≥ 1")
         self.check("time_limit_s", self.time_limit_s > 0, "seconds > 0")
+        self.check("lp_round_gap", 0 <= self.lp_round_gap < 1, "a fraction in [0, 1)")
 
 
 @POLICIES.register("fft")
@@ -250,7 +258,8 @@ class FFT(BasePolicy):
         cost = core.round_costs(t, a, W, W_rem if cfg.remaining_work else W, theta, d, rho, switch,
                                 cfg.w_jct, cfg.w_switch, cfg.w_fair)
         choice, st = core.solve_round(cost, d, cap, k_rule=cfg.k_rule, time_limit_s=cfg.time_limit_s,
-                                      formulation=cfg.ilp_formulation)
+                                      formulation=cfg.ilp_formulation, method=cfg.ilp_method,
+                                      lp_round_gap=cfg.lp_round_gap)
         got = np.where(choice >= 0, theta[np.arange(len(jl)), np.maximum(choice, 0)], 0.0) if jl else np.zeros(0)
         tau = np.array([self.tau[j] for j in jl])
         self._pending_rho = (jl, t, a, tau, W, got, {j: rem_s[q] for q, j in enumerate(jl)})

@@ -138,3 +138,46 @@ def test_config_rejects_bad_values():
         make("fft", work_error=1.5)
     with pytest.raises(InputError):
         make("tiresias-typed", assign="nearest")
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.integers(1, 7), st.integers(1, 3), st.data())
+def test_count_formulation_and_lp_round_match_the_binary_ilp(J, M, data):
+    """The count-aggregated program (default) has the binary Eq. 6 program's optimum; lp_round's
+    answer is feasible, keeps K GPUs busy and is within its gap of that optimum."""
+    d = np.array(data.draw(st.lists(st.sampled_from([1, 2, 4, 8]), min_size=J, max_size=J)), np.int64)
+    cap = np.array(data.draw(st.lists(st.integers(0, 12), min_size=M, max_size=M)), float)
+    cost = np.array(data.draw(st.lists(st.floats(-20, 50), min_size=J * M, max_size=J * M))).reshape(J, M)
+    mask = np.array(data.draw(st.lists(st.booleans(), min_size=J * M, max_size=J * M))).reshape(J, M)
+    cost = np.where(mask & (d[:, None] <= cap[None, :]), cost, np.inf)
+    _, sb = core.solve_round(cost, d, cap, formulation="binary")
+    ch, sc = core.solve_round(cost, d, cap, formulation="counts")
+    assert sc["k"] == sb["k"]
+    assert sc["objective"] == pytest.approx(sb["objective"], abs=1e-6 + 1e-4 * abs(sb["objective"]))
+    cr, sr = core.solve_round(cost, d, cap, method="lp_round", lp_round_gap=0.05)
+    used = np.bincount(cr[cr >= 0], weights=d[cr >= 0], minlength=M)
+    assert np.all(used <= cap) and used.sum() >= sb["k"]
+    assert sr["objective"] <= sb["objective"] + 0.05 * max(abs(sb["objective"]), 1.0) + 1e-6
+
+
+def test_job_larger_than_every_type_is_reported_not_silently_waiting(tmp_path, caplog):
+    """fft-hetero has 12 GPUs per type: a 16-GPU job passes the engine's whole-cluster check but no
+    type can ever hold it (A14's d_j > Y_i mask). FFT runs the others, logs the job once and
+    counts it (`fft_never_fit`); the run ends with it unfinished."""
+    import pandas as pd
+
+    import experiments.wiring as wiring
+    from simcore.runner import RunConfig, run
+
+    wiring.install()
+    df = pd.DataFrame({"job_id": ["big", "a", "b", "c"], "submit_time": [0.0, 0.0, 60.0, 120.0],
+                       "num_gpus": [16, 4, 1, 8], "duration": [600.0, 900.0, 600.0, 1200.0],
+                       "model": ["resnet50"] * 4, "global_batch": [256, 128, 32, 256]})
+    path = tmp_path / "jobs.parquet"
+    df.to_parquet(path)
+    res = run(RunConfig(trace=str(path), cluster="fft-hetero", policies=["fft"], costs="migrate-state",
+                        write_decisions=True), None)
+    row = res.summary.iloc[0]
+    assert row["finished"] == 3 and row["unfinished"] == 1
+    assert row["fft_never_fit"] == 1 and row["fft_rounds"] >= 1
+    assert "job big can never run" in caplog.text

@@ -92,9 +92,9 @@ def prune(cost: np.ndarray, d: np.ndarray, cap: np.ndarray) -> np.ndarray:
     return keep
 
 
-def _base(mask: np.ndarray, d: np.ndarray, cap: np.ndarray):
+def _base(mask: np.ndarray, d: np.ndarray, cap: np.ndarray, integer: bool = True):
     m = Model()
-    x = m.binary("x", mask.shape, ub=mask.astype(float))
+    x = m.binary("x", mask.shape, ub=mask.astype(float)) if integer else m.var("x", mask.shape, ub=mask.astype(float))
     m.add(x.sum(axis=1) <= 1.0)
     m.add(x.sum(axis=0, coef=d[:, None].astype(float)) <= np.asarray(cap, float))
     return m, x
@@ -235,14 +235,16 @@ def _lp_round(c, mask, d, cap, k, gap):
     has room) until Σ d n ≥ K, then the LP with those counts fixed — integral, a
     transportation problem. Accepted when within `gap` (relative) of the LP bound; None
     otherwise (the caller then runs branch-and-bound)."""
-    m, x, n, dv = _count_model(mask, d, cap, integer=False)
+    relax_m, xr = _base(mask, d, cap, integer=False)  # the binary program's LP relaxation (faster)
     if k > 0:
-        m.add(n.sum(coef=dv[:, None].astype(float)) >= float(k))
-    m.minimize(x.sum(coef=c))
-    relax = m.solve(check=False)
+        relax_m.add(xr.sum(coef=np.where(mask, d[:, None], 0).astype(float)) >= float(k))
+    relax_m.minimize(xr.sum(coef=c))
+    relax = relax_m.solve(check=False)
     if not relax.ok:
         return None
-    nv = relax["n"]
+    dv, g = np.unique(d, return_inverse=True)
+    nv = np.zeros((dv.size, mask.shape[1]))
+    np.add.at(nv, g.reshape(-1), relax["x"])
     n0 = np.floor(nv + 1e-9)
     room = np.asarray(cap, float) - (dv[:, None] * n0).sum(axis=0)
     frac = nv - n0
@@ -262,15 +264,28 @@ def _lp_round(c, mask, d, cap, k, gap):
             most -= 1
     if busy < k:
         return None
-    m, x, n, dv = _count_model(mask, d, cap, integer=False, fix=n0)
-    m.minimize(x.sum(coef=c))
-    sol = m.solve(check=False)
-    if not sol.ok:
-        return None
-    xv = _round_x(sol["x"])
-    if xv is None or sol.objective - relax.objective > gap * max(abs(relax.objective), 1.0):
+    # counts fixed: per GPU count, jobs → slots (n0[g, i] slots of type i) is an assignment problem
+    from scipy.optimize import linear_sum_assignment
+
+    xv = np.zeros(mask.shape, bool)
+    total = 0.0
+    for gi in range(dv.size):
+        slots = np.repeat(np.arange(M), n0[gi].astype(np.int64))
+        if slots.size == 0:
+            continue
+        jobs = np.flatnonzero(g.reshape(-1) == gi)
+        cm = np.where(mask[jobs][:, slots], c[jobs][:, slots], _BLOCKED).T  # slots × jobs
+        r, col = linear_sum_assignment(cm)
+        if np.any(cm[r, col] >= _BLOCKED):
+            return None
+        xv[jobs[col], slots[r]] = True
+        total += float(cm[r, col].sum())
+    if total - relax.objective > gap * max(abs(relax.objective), 1.0):
         return None
     return xv
+
+
+_BLOCKED = 1e15  # an assignment the mask forbids
 
 
 def _solve_counts(c, mask, d, cap, k_rule, time_limit_s, mip_rel_gap, method="exact", gap=1e-3):

@@ -7,6 +7,8 @@ Registered into `simcore.metrics.SUMMARY_EXTRAS` on import (`experiments.wiring.
   `avg_ftf` (mean) and `worst_ftf` (max);
 - `max_starvation_s`: FFT's starvation, the longest first start − arrival (a job never started
   counts to the end of the run); the summary's `starvation_s` is total waiting instead;
+- `ftf_hetero_mean`, `ftf_hetero_max`, `ftf_hetero_share_below_1`: the same with FFT's T_id
+  (1/N of every GPU type, `hetero-1-over-n`) whatever reference the run uses;
 - `max_jct_s` (notes A12: the paper's §2.3 "makespan"; `makespan_s` is §6.2.1's);
 - from decisions (runs with `write_decisions`): `type_switches` (a job restarting on another
   GPU type than its last), `upward_share` (share of those to a type where the job runs
@@ -23,7 +25,7 @@ from simcore import metrics as M
 
 
 def fft_extras(jobs: pd.DataFrame, res, policy=None, type_speed: np.ndarray | None = None,
-               gpu_type: np.ndarray | None = None) -> dict:
+               gpu_type: np.ndarray | None = None, ftf_ref=None) -> dict:
     fin = jobs[jobs["finished"]]
     ftf = fin["ftf"].to_numpy(float)
     ftf = ftf[np.isfinite(ftf)]
@@ -36,6 +38,13 @@ def fft_extras(jobs: pd.DataFrame, res, policy=None, type_speed: np.ndarray | No
         "max_jct_s": float(fin["jct_s"].max()) if len(fin) else float("nan"),
         "type_switches": float("nan"), "upward_share": float("nan"), "switching_overhead_s": float("nan"),
     }
+    if ftf_ref is not None:  # FFT's T_id: 1/N of every GPU type (notes A13), whatever the run's reference
+        ref = np.asarray(ftf_ref("hetero-1-over-n"), float)
+        ok = jobs["finished"].to_numpy(bool) & (ref > 0) & np.isfinite(ref)
+        rho = jobs["jct_s"].to_numpy(float)[ok] / ref[ok]
+        out.update(ftf_hetero_mean=float(rho.mean()) if rho.size else float("nan"),
+                   ftf_hetero_max=float(rho.max()) if rho.size else float("nan"),
+                   ftf_hetero_share_below_1=float((rho < 1.0).mean()) if rho.size else float("nan"))
     dec = res.decisions
     if dec is not None and gpu_type is not None:
         ids = {jid: k for k, jid in enumerate(jobs["job_id"].tolist())}

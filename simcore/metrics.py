@@ -25,17 +25,19 @@ _MODE_NAMES = np.array([WORK_MODE_NAMES[k] for k in sorted(WORK_MODE_NAMES)], dt
 
 FTF_TOLERANCE = 1e-6
 
-#: extra summary columns: callables (jobs frame, EngineResult, policy, type_speed, gpu_type) → dict,
+#: extra summary columns: callables (jobs frame, EngineResult, policy, type_speed, gpu_type, ftf_ref) → dict,
 #: registered by the layer above (e.g. `experiments.fft_metrics`); type_speed is None unless
 #: decisions were recorded
 SUMMARY_EXTRAS: list = []
 
 
-def summary_extras(jobs: pd.DataFrame, res: EngineResult, policy=None, type_speed=None, gpu_type=None) -> dict:
-    """The registered `SUMMARY_EXTRAS` columns of one run."""
+def summary_extras(jobs: pd.DataFrame, res: EngineResult, policy=None, type_speed=None, gpu_type=None,
+                   ftf_ref=None) -> dict:
+    """The registered `SUMMARY_EXTRAS` columns of one run; `ftf_ref(name)` gives the reference
+    JCTs of FTF reference `name` (`simcore.gps.FTF_REFERENCES`) for this run's jobs."""
     out: dict = {}
     for f in SUMMARY_EXTRAS:
-        out.update(f(jobs, res, policy, type_speed, gpu_type))
+        out.update(f(jobs, res, policy, type_speed, gpu_type, ftf_ref))
     return out
 
 

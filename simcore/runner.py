@@ -212,6 +212,16 @@ def run(config: RunConfig, out_dir: Path | None, progress: bool = False, backend
     gps = ftf_reference_jct(config.ftf_reference, base.submit_time, base.num_gpus, base.max_gpus, solo, node_gpus,
                             _node_types(topo), _type_speed(base, perf, topo) if config.ftf_reference ==
                             "hetero-1-over-n" else None, ref_changes)
+    ref_cache: dict = {}
+
+    def ftf_ref(name: str) -> np.ndarray:
+        """Reference JCTs of another FTF reference (summary extras compare references), cached."""
+        if name not in ref_cache:
+            ref_cache[name] = gps if name == config.ftf_reference else ftf_reference_jct(
+                name, base.submit_time, base.num_gpus, base.max_gpus, solo, node_gpus, _node_types(topo),
+                _type_speed(base, perf, topo) if name == "hetero-1-over-n" else None, ref_changes)
+        return ref_cache[name]
+
     meta = {"config": config.to_dict(), "seed": config.seed, "version": __version__, "perf_source": be.perf_source,
             "perf": config.perf}
     rows, jobs_out, tls, decs, walls, pwalls, recl = [], {}, {}, {}, {}, {}, {}
@@ -238,7 +248,8 @@ def run(config: RunConfig, out_dir: Path | None, progress: bool = False, backend
             rows.append({"policy": name, "perf": config.perf,
                          **summary_row(name, jf, res, config.progress, config.ftf_reference),
                          **summary_extras(jf, res, policy, _type_speed(base, perf, topo) if SUMMARY_EXTRAS and
-                                          res.decisions is not None else None, np.asarray(topo.gpu_type))})
+                                          res.decisions is not None else None, np.asarray(topo.gpu_type),
+                                          ftf_ref=ftf_ref)})
             bar.done(name)
             log.info("%s: %d events, %d policy calls, %.2f s", name, res.num_events, res.num_policy_calls, walls[name])
             if out is not None:

@@ -42,6 +42,9 @@ class TiresiasTypedConfig(PlacedConfig):
         "las = least attained GPU-service first (Tiresias' discretised-free 2D-LAS)",
         choices=("srstf", "las"), source="FFT §6.1.4 ('SRSTF'); Tiresias §3")
     interval_s: float | None = param(300.0, "round length (FFT's rounds)", source="FFT §6.4.1")
+    on_events: bool = param(
+        False, "also decide at every arrival and completion (Tiresias' own scheduler); false = only at the "
+        "rounds, as every policy in FFT's round-based system", source="[I] FFT §5 runs all policies per round")
 
 
 @POLICIES.register("tiresias-typed")
@@ -53,7 +56,7 @@ class TiresiasTyped(BasePolicy):
 
     def __init__(self, config: TiresiasTypedConfig) -> None:
         super().__init__(config)
-        self.event_driven = True
+        self.event_driven = bool(config.on_events)
         self.needs = frozenset({NEED_DURATION_ORACLE})
         self.queue: dict[int, int] = {}
         self.ref: dict[int, float] = {}

@@ -121,7 +121,15 @@ def synthesize(like: str, num_jobs: int, seed: int) -> pd.DataFrame:
         model = rng.choice(names, num_jobs)
     gpus = np.array([4 if td.four_only else int(rng.choice(TABLE2[m])) for m in model], np.int32)
     batch = np.array([gpus[k] * int(rng.choice(PER_GPU_BATCH[m])) for k, m in enumerate(model)], np.int32)
-    dur = dur * (td.load * td.gpus * span_s / float(np.sum(gpus * dur)))
+    target = td.load * td.gpus * span_s
+    dur = dur * (target / float(np.sum(gpus * dur)))
+    for _ in range(5):  # the floor adds load: take it back from the longer jobs
+        low = dur <= MIN_SCALED_S
+        dur[low] = MIN_SCALED_S
+        rest = float(np.sum(gpus[~low] * dur[~low]))
+        if rest <= 0:
+            break
+        dur[~low] *= max(target - float(np.sum(gpus[low] * dur[low])), 0.0) / rest
     dur = np.maximum(np.round(dur), MIN_SCALED_S)
     return pd.DataFrame({
         "job_id": [f"{like}-{k}" for k in range(num_jobs)],

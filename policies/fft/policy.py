@@ -87,7 +87,7 @@ class FFTConfig(PlacedConfig):
         False, "A7: false = jobs arriving mid-round wait for the next round (the paper); true = GPUs freed "
         "mid-round go to waiting jobs in cost order without re-solving", source="notes A7")
     work_error: float = param(
-        0.0, "§6.4.2: users' epoch estimates are off by up to this fraction: W_est = W·(1+U[−e, e]) per job",
+        0.0, "§6.4.2: users' epoch estimates are off by up to this fraction: W_est = W·(1+U[−e, e]) per job (θ is profiled, exact; the remaining epochs are W_est − epochs done)",
         unit="fraction", source="FFT Fig. 13(b): up to 30 %")
     consolidate_at_churn: bool = param(
         True, "§4.3: at a churn round, move jobs spread over several hosts onto one host of their type, "
@@ -142,7 +142,8 @@ class FFT(BasePolicy):
         self.event_driven = bool(config.backfill)
         self.needs = frozenset({NEED_DURATION_ORACLE})
         self.a: dict[int, float] = {}
-        self.W: dict[int, float] = {}
+        self.W: dict[int, float] = {}  # epochs as the user states them (work_error)
+        self.W_true: dict[int, float] = {}
         self.err: dict[int, float] = {}
         self.rho: dict[int, float] = {}
         self.tau: dict[int, float] = {}
@@ -220,7 +221,8 @@ class FFT(BasePolicy):
                 self.a[j] = float(jv.submit_time[j]) / R
                 e = cfg.work_error
                 self.err[j] = 1.0 + (float(self.rng.uniform(-e, e)) if e > 0 else 0.0)
-                self.W[j] = max(rem_s[q], 0.0) / cfg.work_unit_s * self.err[j]
+                self.W_true[j] = max(rem_s[q], 0.0) / cfg.work_unit_s
+                self.W[j] = self.W_true[j] * self.err[j]  # what the user states
                 self.rho[j] = 0.0
         self._finish_rho(view, jobs, rem_s)
         d = np.clip(jv.num_gpus[jobs], jv.min_gpus[jobs], np.maximum(jv.min_gpus[jobs], jv.max_gpus[jobs])).astype(
@@ -235,7 +237,7 @@ class FFT(BasePolicy):
         jl = jobs.tolist()
         a = np.array([self.a[j] for j in jl])
         W = np.array([self.W[j] for j in jl])
-        done = W - rem_s / cfg.work_unit_s * np.array([self.err[j] for j in jl])
+        done = np.array([self.W_true[j] for j in jl]) - rem_s / cfg.work_unit_s  # epochs done (profiled progress)
         W_rem = np.maximum(W - np.maximum(done, 0.0), 1e-9)
         arrivals_or_completions = frozenset(jl) != self._jobset
         churn = arrivals_or_completions or self._online is None or not np.array_equal(online, self._online)
@@ -285,8 +287,7 @@ class FFT(BasePolicy):
         tp = np.asarray(view.throughput_matrix(jobs, batch=view.jobs.global_batch[jobs].astype(np.int64)), float)
         tp = np.where(np.isfinite(tp) & (d[:, None] <= cap[None, :]), tp, 0.0)
         ref = np.array([self._ref_tput(view, j) for j in jobs.tolist()])
-        err = np.array([self.err[j] for j in jobs.tolist()])
-        scale = np.where(ref > 0, R / self.config.work_unit_s / np.where(ref > 0, ref, 1.0), 0.0) * err
+        scale = np.where(ref > 0, R / self.config.work_unit_s / np.where(ref > 0, ref, 1.0), 0.0)  # profiled: exact
         return tp * scale[:, None]
 
     def _finish_rho(self, view: ClusterView, jobs: np.ndarray, rem_s: np.ndarray) -> None:
@@ -297,8 +298,7 @@ class FFT(BasePolicy):
         self._pending_rho = None
         if self.config.rho_progress == "realised":
             now_rem = dict(zip(jobs.tolist(), rem_s.tolist()))
-            got = np.array([max(rem0[j] - now_rem.get(j, 0.0), 0.0) / self.config.work_unit_s * self.err[j]
-                            for j in jl])
+            got = np.array([max(rem0[j] - now_rem.get(j, 0.0), 0.0) / self.config.work_unit_s for j in jl])
         new = core.rho_update(np.array([self.rho[j] for j in jl]), t, a, tau, W, got)
         for q, j in enumerate(jl):
             self.rho[j] = float(new[q])

@@ -87,7 +87,8 @@ class FFTConfig(PlacedConfig):
         False, "A7: false = jobs arriving mid-round wait for the next round (the paper); true = GPUs freed "
         "mid-round go to waiting jobs in cost order without re-solving", source="notes A7")
     work_error: float = param(
-        0.0, "§6.4.2: users' epoch estimates are off by up to this fraction: W_est = W·(1+U[−e, e]) per job (θ is profiled, exact; the remaining epochs are W_est − epochs done)",
+        0.0, "§6.4.2: users' epoch estimates are off by up to this fraction: W_est = W·(1+U[−e, e]) per job "
+        "(θ is profiled, exact; the remaining epochs are W_est − epochs done)",
         unit="fraction", source="FFT Fig. 13(b): up to 30 %")
     consolidate_at_churn: bool = param(
         True, "§4.3: at a churn round, move jobs spread over several hosts onto one host of their type, "

@@ -92,8 +92,8 @@ def summary_row(policy: str, jobs: pd.DataFrame, res: EngineResult, progress: st
     util = res.busy_gpu_s / res.online_gpu_s if res.online_gpu_s > 0 else float("nan")
     return {
         "policy": policy,
-        "jobs": int(len(jobs)),
-        "finished": int(len(fin)),
+        "jobs": len(jobs),
+        "finished": len(fin),
         "unfinished": int(len(jobs) - len(fin)),
         "stuck": bool(res.stuck),
         "avg_jct_s": float(jct.mean()) if jct.size else float("nan"),

@@ -22,9 +22,10 @@ from __future__ import annotations
 import json
 import logging
 import time
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -33,14 +34,21 @@ import pyarrow as pa
 from cosim import __version__
 from cosim.atomic import write_parquet, write_text
 from cosim.errors import InputError
+from simcore.api import JobState
 from simcore.capacity import load_series_plan
 from simcore.costs import resolve_costs
 from simcore.engine import CapacityChange, Engine, EngineOptions
 from simcore.goodput import PROGRESS_OPTIONS, assign_goodput, fill_run_epochs
 from simcore.gps import FTF_REFERENCES, ftf_reference_jct
-from simcore.metrics import SUMMARY_EXTRAS, decisions_frame, jobs_frame, summary_extras, summary_row, timeline_frame
+from simcore.metrics import (
+    SUMMARY_EXTRAS,
+    decisions_frame,
+    jobs_frame,
+    summary_extras,
+    summary_row,
+    timeline_frame,
+)
 from simcore.perf import PerfModel
-from simcore.api import JobState
 from simcore.perf_backends import check_perf, make_perf, table_gaps
 from simcore.prepare import InvalidJob, build_jobs, describe_invalid
 from simcore.state import ClusterState, JobTable
@@ -462,7 +470,7 @@ def perf_backends(config: RunConfig) -> Backends:
 
         raise CosimError("perf_backends has no policy registry")
 
-    return Backends(load_trace, lambda cfg: None, zoo, comm, solve, no_policy, lambda: [], source)
+    return Backends(load_trace, lambda cfg: None, zoo, comm, solve, no_policy, list, source)
 
 
 def engine_for(preset: str, profile_data: Mapping[str, Any], source: str = "profile") -> PerfModel:

@@ -111,7 +111,7 @@ def packing_k(mask: np.ndarray, d: np.ndarray, cap: np.ndarray, time_limit_s: fl
     m, x = _base(mask, d, cap)
     m.maximize(x.sum(coef=np.where(mask, d[:, None], 0).astype(float)))
     sol = m.solve(time_limit_s=time_limit_s)
-    return int(round(sol.objective))
+    return round(sol.objective)
 
 
 def _count_model(mask: np.ndarray, d: np.ndarray, cap: np.ndarray, integer: bool = True, fix=None):
@@ -153,7 +153,7 @@ def solve_round(cost: np.ndarray, d: np.ndarray, cap: np.ndarray, *, k_rule: str
     t0 = time.perf_counter()
     cost = np.asarray(cost, float)
     d = np.asarray(d, np.int64)
-    J, M = cost.shape
+    J = cost.shape[0]
     mask = prune(cost, d, cap) if prune_pairs else np.isfinite(cost)
     out = np.full(J, -1, np.int64)
     stats = {"k": 0, "objective": 0.0, "status": "empty", "solve_s": 0.0, "jobs": J}
@@ -223,10 +223,10 @@ def _packing_counts(mask, d, cap, time_limit_s=None) -> int:
             room[i] -= d[j]
             busy += d[j]
     if busy >= bound:
-        return int(round(busy))
-    m, x, n, dv = _count_model(mask, d, cap)
+        return round(busy)
+    m, _x, n, dv = _count_model(mask, d, cap)
     m.maximize(n.sum(coef=dv[:, None].astype(float)))
-    return int(round(m.solve(time_limit_s=time_limit_s).objective))
+    return round(m.solve(time_limit_s=time_limit_s).objective)
 
 
 def _lp_round(c, mask, d, cap, k, gap):

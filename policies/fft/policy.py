@@ -24,6 +24,7 @@ from typing import ClassVar
 
 import numpy as np
 
+from cosim.errors import CosimError
 from policies.base import BasePolicy, Round
 from policies.config import PlacedConfig, param
 from policies.fft import core
@@ -186,7 +187,7 @@ class FFT(BasePolicy):
             if zoo is not None:
                 try:
                     params = float(zoo.get(str(view.jobs.model[j])).params)
-                except Exception:  # unknown to the zoo: only the restart overhead
+                except (CosimError, KeyError, ValueError):  # unknown to the zoo: only the restart overhead
                     params = 0.0
             cfg = self.config
             v = self.state_s[j] = (params * cfg.state_bytes_per_param / (cfg.bandwidth_gbps * 1e9 / 8.0)
@@ -198,7 +199,7 @@ class FFT(BasePolicy):
         m = str(view.jobs.model[j])
         try:
             return str(zoo.get(m).dataset) if zoo is not None else m
-        except Exception:
+        except (CosimError, KeyError, ValueError):
             return m
 
     # ---- the round -------------------------------------------------------------------

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -36,7 +38,7 @@ def test_fig2_no_ping_pong_while_srtf_migrates_back_and_forth():
     srtf = run_rounds(*args, mig=mig, srtf=True)
     def moves(r):
         seq = [t for t in r["hist"]["type"][:, 2].tolist() if t >= 0]
-        return sum(a != b for a, b in zip(seq, seq[1:]))
+        return sum(a != b for a, b in itertools.pairwise(seq))
     assert moves(fft) == 0
     assert moves(srtf) >= 2
     assert fft["jct"][2] < srtf["jct"][2]
@@ -111,7 +113,6 @@ def test_ilp_never_infeasible_and_keeps_k_gpus_busy(J, M, data):
     assert np.all(used <= cap)
     assert used.sum() >= stats["k"]
     best = 0  # brute force the most GPUs busy
-    import itertools
     for assign in itertools.product(range(-1, M), repeat=J):
         u = np.zeros(M)
         ok = True
@@ -151,7 +152,7 @@ def test_count_formulation_and_lp_round_match_the_binary_ilp(J, M, data):
     mask = np.array(data.draw(st.lists(st.booleans(), min_size=J * M, max_size=J * M))).reshape(J, M)
     cost = np.where(mask & (d[:, None] <= cap[None, :]), cost, np.inf)
     _, sb = core.solve_round(cost, d, cap, formulation="binary")
-    ch, sc = core.solve_round(cost, d, cap, formulation="counts")
+    _, sc = core.solve_round(cost, d, cap, formulation="counts")
     assert sc["k"] == sb["k"]
     assert sc["objective"] == pytest.approx(sb["objective"], abs=1e-6 + 1e-4 * abs(sb["objective"]))
     cr, sr = core.solve_round(cost, d, cap, method="lp_round", lp_round_gap=0.05)
@@ -166,7 +167,7 @@ def test_job_larger_than_every_type_is_reported_not_silently_waiting(tmp_path, c
     counts it (`fft_never_fit`); the run ends with it unfinished."""
     import pandas as pd
 
-    import experiments.wiring as wiring
+    from experiments import wiring
     from simcore.runner import RunConfig, run
 
     wiring.install()

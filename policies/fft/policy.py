@@ -26,7 +26,7 @@ import numpy as np
 
 from cosim.errors import CosimError
 from policies.base import BasePolicy, Round
-from policies.config import PlacedConfig, param
+from policies.config import PolicyConfig, param
 from policies.fft import core
 from policies.registry import POLICIES
 from simcore.api import NEED_DURATION_ORACLE, ClusterView, Decision
@@ -35,13 +35,20 @@ log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
-class FFTConfig(PlacedConfig):
+class FFTConfig(PolicyConfig):
     """FFT: every round (5 min) an integer program gives each active job one GPU type or none:
     it minimises, over the jobs it runs, an SRSF-like completion-time cost, a switching penalty
     (state-transfer time when the job changes type) and a fairness reward ρ_j·θ that grows while
     a job falls behind its progress on a 1/N share of the cluster; at least K(t) GPUs stay busy.
     A placer then packs each type's jobs on the fewest 4-GPU hosts and keeps continuing jobs on
-    their hosts. Reads the duration oracle (users state their epochs)."""
+    their hosts. Reads the duration oracle (users state their epochs).
+
+    Ambiguities of the paper (seeds/notes/fft.md §2.10) without a parameter: A8 negative costs may
+    run more than K(t) GPUs (kept: K is a lower bound); A9 μ_j = (t − a_j)/(τ_j − a_j) as written
+    (0 at arrival, unbounded); A14 a job larger than every type's online GPUs gets θ = 0 there and
+    is logged once ("can never run") and counted (`fft_never_fit`); A15 the ILP sees the nominal θ
+    of a consolidated placement, the engine applies the placement's real speed; A12/A13 are metrics
+    (`makespan_s` and `max_jct_s`; FTF against 1/N of every type, `ftf_hetero_*`)."""
 
     reference: ClassVar[str] = ("Mo, Xu, Lau, \"Fast and Fair Training for Deep Learning in Heterogeneous GPU "
                                 "Clusters\", ICS'25 (doi 10.1145/3721145.3728488) §4; seeds/notes/fft.md")

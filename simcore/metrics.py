@@ -25,6 +25,21 @@ _MODE_NAMES = np.array([WORK_MODE_NAMES[k] for k in sorted(WORK_MODE_NAMES)], dt
 
 FTF_TOLERANCE = 1e-6
 
+#: extra summary columns: callables (jobs frame, EngineResult, policy, type_speed, gpu_type, ftf_ref) → dict,
+#: registered by the layer above (e.g. `experiments.fft_metrics`); type_speed is None unless
+#: decisions were recorded
+SUMMARY_EXTRAS: list = []
+
+
+def summary_extras(jobs: pd.DataFrame, res: EngineResult, policy=None, type_speed=None, gpu_type=None,
+                   ftf_ref=None) -> dict:
+    """The registered `SUMMARY_EXTRAS` columns of one run; `ftf_ref(name)` gives the reference
+    JCTs of FTF reference `name` (`simcore.gps.FTF_REFERENCES`) for this run's jobs."""
+    out: dict = {}
+    for f in SUMMARY_EXTRAS:
+        out.update(f(jobs, res, policy, type_speed, gpu_type, ftf_ref))
+    return out
+
 
 def jobs_frame(res: EngineResult, gps_jct_s: np.ndarray) -> pd.DataFrame:
     j = res.jobs
@@ -77,8 +92,8 @@ def summary_row(policy: str, jobs: pd.DataFrame, res: EngineResult, progress: st
     util = res.busy_gpu_s / res.online_gpu_s if res.online_gpu_s > 0 else float("nan")
     return {
         "policy": policy,
-        "jobs": int(len(jobs)),
-        "finished": int(len(fin)),
+        "jobs": len(jobs),
+        "finished": len(fin),
         "unfinished": int(len(jobs) - len(fin)),
         "stuck": bool(res.stuck),
         "avg_jct_s": float(jct.mean()) if jct.size else float("nan"),

@@ -276,7 +276,12 @@ def from_spec(spec: str, seed: int) -> pd.DataFrame:
     parts = str(spec).split(":")
     if len(parts) not in (3, 4) or parts[0] != "synth" or not parts[2].isdigit():
         raise InputError.at(field="trace", expected=SPEC_HELP, got=spec)
-    df = synthesize(parts[1], int(parts[2]), seed)
+    if parts[1].startswith("fft-"):  # FFT's Traces 1-9 (traces.fft): Philly-distribution, Table 2 models
+        from traces import fft
+
+        df = fft.synthesize(parts[1], int(parts[2]), seed)
+    else:
+        df = synthesize(parts[1], int(parts[2]), seed)
     if len(parts) == 4:
         window_s = parse_seconds(parts[3], field="trace window")
         if window_s <= 0:

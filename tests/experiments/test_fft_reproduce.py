@@ -23,7 +23,7 @@ def small(tmp_path_factory):
 
 def test_small_cells_and_fft_columns(small):
     cells = pd.read_parquet(small.out_dir / "cells.parquet")
-    assert len(cells) == 12 and (cells["status"] == "ok").all(), cells.get("error")
+    assert len(cells) == 13 and (cells["status"] == "ok").all(), cells.get("error")
     assert (cells["unfinished"] == 0).all()
     f = cells[(cells["policy"] == "fft") & (cells["grid"] == "testbed")].iloc[0]
     assert f["fft_rounds"] > 10 and 0 < f["fft_solver_s_mean"] < 5

@@ -134,6 +134,17 @@ class Dally(BasePolicy):
             t_mc, t_rk = self.tuner.timers(demand, now)
         return (0.0 if demand > self._node_cap else t_mc), t_rk
 
+    def job_timers(self, view: ClusterView, j: int, demand: int, now: float) -> tuple[float, float]:
+        """(T_Mc, T_Rk) of job j (Dally: by its GPU demand only, never its model; cached per call)."""
+        t = self._tcache.get(demand)
+        if t is None:
+            t = self._tcache[demand] = self.timers(demand, now)
+        return t
+
+    def priority_key(self, view: ClusterView, cand: np.ndarray) -> np.ndarray:
+        """Offer order key, ascending (NaN: never ran, offered first): Nw_sens."""
+        return self.nw_sens(view)[cand]
+
     def nw_sens(self, view: ClusterView) -> np.ndarray:
         """Nw_sens of every job (NaN for jobs that never ran)."""
         jobs = view.jobs
@@ -146,7 +157,7 @@ class Dally(BasePolicy):
     def order(self, view: ClusterView, cand: np.ndarray) -> np.ndarray:
         """Candidates in offer order: never-run first, then increasing Nw_sens, earlier last
         resource assignment, lower index."""
-        ns = self.nw_sens(view)[cand]
+        ns = self.priority_key(view, cand)
         never = np.isnan(ns)
         return cand[np.lexsort((cand, self.last_assign[cand], np.where(never, -1.0, ns), ~never))]
 
@@ -155,7 +166,7 @@ class Dally(BasePolicy):
         if view.jobs.num_jobs != self._n or now < self._last_now:
             self._reset(view)
         self._last_now = now
-        c = view.cluster
+        self._tcache: dict[int, tuple[float, float]] = {}
         r = self.round(view)
         lease = self.config.lease_s
         running = view.running()
@@ -170,7 +181,7 @@ class Dally(BasePolicy):
         cand = np.concatenate([view.queued().astype(np.int64), expired.astype(np.int64)])
         pool = r.avail()
         self._offers(view, r, self.order(view, cand), pool, set(expired.tolist()), now)
-        return r.decision(wake_at=self._wake(view, r, now))
+        return r.decision(wake_at=self._wake(view, r, cand, now))
 
     def _offers(self, view, r, order: np.ndarray, pool: np.ndarray, renewing: set[int], now: float) -> None:
         c = view.cluster
@@ -184,7 +195,7 @@ class Dally(BasePolicy):
             if g > total:
                 continue  # no placement at any tier
             wait = now - self.last_assign[j]
-            t_mc, t_rk = self.timers(g, now)
+            t_mc, t_rk = self.job_timers(view, j, g, now)
             tier, gpus = offer(c, pool, node_free, rack_free, g, wait, t_mc, t_rk, self._node_cap)
             if gpus is None:
                 continue
@@ -196,29 +207,30 @@ class Dally(BasePolicy):
             np.subtract.at(node_free, c.gpu_node[gpus], 1)
             np.subtract.at(rack_free, c.node_leaf[c.gpu_node[gpus]], 1)
             total -= g
-            if j not in renewing or self.config.record_renewals:
-                self.tuner.record(tier, g, now, wait)
+            if j not in renewing or getattr(self.config, "record_renewals", False):
+                if self.tuner.record(tier, g, now, wait):
+                    self._tcache.pop(g, None)  # Algorithm 2 runs at every offer: the new wait counts
             self.accepts.append((now, j, tier, wait))
             r.claim(j, gpus, keep=j in renewing and gpus is r.cur[j])
             self.last_assign[j] = now
             self.lease_start[j] = now
 
-    def _wake(self, view, r, now: float) -> float | None:
+    def _wake(self, view, r, cand: np.ndarray, now: float) -> float | None:
         """Next lease expiry of a job running after this call, or next timer expiry of a waiting job."""
         new, new_n, kept = r.placed_parts()
         run = np.concatenate([new, kept]).astype(np.int64)
         t = float(np.min(self.lease_start[run])) + self.config.lease_s if run.size else math.inf
         placed = np.zeros(view.jobs.num_jobs, bool)
         placed[run] = True
-        for j in view.queued().tolist():
+        for j in cand.tolist():
             if placed[j]:
                 continue
             g = int(r.dem[j])
             wait = now - self.last_assign[j]
-            for th in self.timers(g, now):
-                if wait < th < math.inf:
-                    t = min(t, self.last_assign[j] + th)
-                    break
+            t_mc, t_rk = self.job_timers(view, j, g, now)
+            th = t_mc if wait < t_mc else t_rk if wait < t_rk else math.inf  # line 10 rejects before line 18
+            if th < math.inf:
+                t = min(t, self.last_assign[j] + th)
         return t if math.isfinite(t) and t > now else None
 
 

@@ -3,21 +3,29 @@
 - `dally-manual`, `dally-nowait`, `dally-fullyconsolidated`: Dally with fixed timers (12 h /
   24 h, 0 / 0, ∞ / ∞); the Nw_sens order and the leases are Dally's ("the preemption mechanism
   remains consistent with our proposed scheme").
-- `tiresias-dally`: `tiresias` as the Dally authors run it (notes §6.2): skew classes by model
-  (AlexNet, VGG-11, MobileNetV3 consolidated within the smallest tier that can hold them;
-  ResNet-18/50, BERT anywhere), no starvation promotion, and the artifact's continuous
-  attained-service order approximated by fine discretised queues (a threshold every doubling of
-  GPU-hours). Gandiva is `gandiva` itself (already the Dally authors' version).
+- `tiresias-dally`: Tiresias as the Dally artifact runs it (notes §6.2): continuous least
+  attained service (GPU-seconds) re-auctioned at every lease expiry, on Dally's lease machinery
+  (the same offers, leases and Algorithm-1 tiers), with per-model timers: skewed models
+  (AlexNet, VGG-11, MobileNetV3) ∞ / ∞ (one machine if they fit one, else one rack, else the
+  network: the "intended" rack fallback), the others 0 / 0 (machine, else rack, else anywhere).
+- `tiresias-dally-2das`: the same skew classes on `tiresias` itself (event-driven discretised
+  2D-LAS, a queue every doubling of GPU-hours, no promotion): the NSDI'19 mechanism.
+Gandiva is `gandiva` itself (already the Dally authors' version).
 """
 
 from __future__ import annotations
 
+import fnmatch
 import math
 from dataclasses import dataclass
 from typing import ClassVar
 
-from policies.config import param
+import numpy as np
+
+from policies.base import BasePolicy
+from policies.config import PolicyConfig, param
 from policies.dally.policy import Dally, DallyConfig, TIMERS
+from policies.dally.tuner import DelayTuner
 from policies.registry import POLICIES
 from policies.tiresias import Tiresias, TiresiasConfig
 
@@ -96,9 +104,69 @@ class TiresiasDallyConfig(TiresiasConfig):
         source="Dally paper Table I skew column: VGG11, AlexNet, MobileNetV3 high")
 
 
+@POLICIES.register("tiresias-dally-2das")
+class TiresiasDally2das(Tiresias):
+    """Tiresias with the Dally paper's skew classes on the NSDI'19 mechanism (preset of `tiresias`, no promotion)."""
+
+    name = "tiresias-dally-2das"
+    Config = TiresiasDallyConfig
+
+
+@dataclass(frozen=True)
+class TiresiasLeaseConfig(PolicyConfig):
+    """Tiresias as the Dally authors' simulator runs it: at every lease expiry the GPUs are offered
+    again to all waiting jobs in increasing order of attained service (GPUs x time run; jobs that
+    never ran first). Jobs of high-skew models wait for one machine (one rack if larger than a
+    machine, the network only if larger than a rack); other jobs take a machine, else a rack, else
+    any GPUs at once."""
+
+    reference: ClassVar[str] = ("Gu et al., \"Tiresias\", NSDI'19, as the Dally artifact (cluster-sim) runs it "
+                                "for the Dally paper (seeds/notes/dally.md §6.2)")
+
+    lease_s: float = param(3600.0, "lease length (as Dally's)", source="same lease as Dally in a comparison")
+    skew_models: tuple[str, ...] = param(
+        ("vgg*", "alexnet*", "mobilenet*"), "model-name patterns (fnmatch) consolidated (high skew)",
+        source="Dally paper Table I skew column / artifact: VGG, AlexNet, MobileNetV3")
+
+    def validate(self) -> None:
+        self.check("lease_s", self.lease_s > 0, "a positive number of seconds")
+
+
 @POLICIES.register("tiresias-dally")
-class TiresiasDally(Tiresias):
-    """Tiresias as the Dally paper runs it (preset of `tiresias`: skew classes of Table I, no promotion)."""
+class TiresiasDally(Dally):
+    """Tiresias as the Dally artifact runs it: continuous least attained service at lease expiries, skew consolidation.
+
+    Dally's offers and leases with two changes: the order is attained GPU-seconds ascending
+    (never-run jobs first, then earlier last assignment, lower index), and the tier timers are
+    per model: ∞ / ∞ for skewed models (the oversized-job rule then gives: rack only if larger
+    than a machine, network only if larger than a rack: the rack fallback the notes call
+    intended; the artifact's `free + 1 > 8` condition is not reproduced), 0 / 0 for the others.
+    """
 
     name = "tiresias-dally"
-    Config = TiresiasDallyConfig
+    Config = TiresiasLeaseConfig
+
+    def __init__(self, config: TiresiasLeaseConfig) -> None:
+        BasePolicy.__init__(self, config)
+        self.tuner = DelayTuner("paper", 86400.0, config.lease_s, 0.0, 0.0)  # records kept, never read
+        self._n = -1
+        self._last_now = -math.inf
+        self._pats = tuple(p.lower() for p in config.skew_models)
+        self._skew: np.ndarray | None = None
+
+    def _reset(self, view) -> None:
+        super()._reset(view)
+        self._skew = np.array([any(fnmatch.fnmatchcase(str(m).lower(), p) for p in self._pats)
+                               for m in view.jobs.model], bool)
+
+    def job_timers(self, view, j: int, demand: int, now: float) -> tuple[float, float]:
+        if demand > self._rack_cap:
+            return 0.0, 0.0
+        if not self._skew[j]:
+            return 0.0, 0.0
+        return (0.0 if demand > self._node_cap else math.inf), math.inf
+
+    def priority_key(self, view, cand: np.ndarray) -> np.ndarray:
+        jobs = view.jobs
+        svc = np.asarray(jobs.attained_gpu_s, np.float64)[cand]
+        return np.where(np.asarray(jobs.executed_s)[cand] > 0, svc, np.nan)

@@ -111,3 +111,28 @@ class AstraRatioPerf(PerfModel):
         if self.reference == "compute":
             return 1.0 if len(gpus) else math.inf
         return super().solo_iter_s(model, gpus, batch)
+
+
+def table_i(preset: str = "dally-3tier", layers_dir: Path | str | None = None) -> "Any":
+    """Dally Table I through this backend's own `ratio` (the path the runs take): exposed
+    communication as % of compute for 8 GPUs on one machine (8), one rack (4 + 4 on two
+    machines) and the network (4 + 4 on two racks), beside the paper's values."""
+    import pandas as pd
+
+    import netmodel
+    from calibration.validate import DALLY_TABLE_I
+    from collectives import CommModel, CommParams
+    from collectives.placement import placement_gpus
+
+    topo = netmodel.build_topology(netmodel.load_cluster(preset))
+    perf = AstraRatioPerf(topo, None, CommModel(topo, CommParams.for_cluster(topo.spec)), None,
+                          contention=False, layers_dir=layers_dir)
+    shapes = {"machine": "8", "rack": "4,4", "network": "4/4"}
+    rows = []
+    for model, paper in DALLY_TABLE_I.items():
+        row = {"model": model}
+        for (tier, shape), pv in zip(shapes.items(), paper):
+            row[f"{tier} paper %"] = pv
+            row[f"{tier} cosim %"] = round(100.0 * perf.ratio(model, placement_gpus(topo, shape)), 1)
+        rows.append(row)
+    return pd.DataFrame(rows)

@@ -49,18 +49,19 @@ class DelayTuner:
             return False
         if self.mode == "artifact" and wait_s < self.lease_s:
             return False
-        self.lists.setdefault((tier, int(demand)), deque()).append((float(now), float(wait_s)))
+        lst = self.lists.get((tier, int(demand)))
+        if lst is None:
+            lst = self.lists[(tier, int(demand))] = _Window()
+        lst.add(float(now), float(wait_s))
         return True
 
     def window(self, tier: int, demand: int, now: float) -> np.ndarray:
         """Waiting times of the list within the history window (older entries dropped)."""
-        q = self.lists.get((tier, int(demand)))
-        if not q:
+        lst = self.lists.get((tier, int(demand)))
+        if lst is None:
             return np.zeros(0)
-        horizon = now - self.history_s
-        while q and q[0][0] < horizon:
-            q.popleft()
-        return np.fromiter((w for _, w in q), np.float64, len(q))
+        lst.prune(now - self.history_s)
+        return np.fromiter((w for _, w in lst.q), np.float64, len(lst.q))
 
     def statistic(self, waits: np.ndarray) -> float:
         """mean + 2 σ (sample σ in paper mode, population σ in artifact mode)."""
@@ -71,21 +72,59 @@ class DelayTuner:
         sd = float(waits.std(ddof=ddof)) if n > ddof else 0.0
         return float(waits.mean()) + 2.0 * sd
 
+    def _stat(self, tier: int, demand: int, now: float, scale: float) -> tuple[int, float, float]:
+        """(n, sum, mean + 2 σ) of the windowed list in units of `scale` seconds, from the
+        list's running sums (O(1) per call: Algorithm 2 runs at every offer)."""
+        lst = self.lists.get((tier, int(demand)))
+        if lst is None:
+            return 0, 0.0, math.nan
+        lst.prune(now - self.history_s)
+        n = len(lst.q)
+        if n == 0:
+            return 0, 0.0, math.nan
+        mean = lst.s1 / n
+        ddof = 1 if self.mode == "paper" else 0
+        var = max(0.0, (lst.s2 - n * mean * mean) / (n - ddof)) if n > ddof else 0.0
+        return n, lst.s1 / scale, (mean + 2.0 * math.sqrt(var)) / scale
+
     def timers(self, demand: int, now: float) -> tuple[float, float]:
         """(T_Mc, T_Rk) in seconds for a job of `demand` GPUs (Algorithm 2)."""
         out = []
         for tier in (MACHINE, RACK):
-            w = self.window(tier, demand, now)
             if self.mode == "paper":
-                out.append(self.manual[tier] if w.shape[0] == 0 else self.statistic(w))
+                n, _, stat = self._stat(tier, demand, now, 1.0)
+                out.append(self.manual[tier] if n == 0 else stat)
                 continue
             lease = self.lease_s
             h = self.history_s / lease
-            if w.shape[0] == 0 or float(w.sum()) == 0.0:
-                val = 1.0
-            else:
-                val = math.ceil(self.statistic(w / lease))
+            n, total, stat = self._stat(tier, demand, now, lease)
+            val = 1.0 if n == 0 or total == 0.0 else math.ceil(stat - 1e-9)
             cap = math.ceil(self.cap_fraction * h) if tier == MACHINE else h
             val = min(cap, max(self.floors[tier], val))
             out.append(val * lease)
         return out[0], out[1]
+
+
+class _Window:
+    """One (tier, demand) list: (time, wait) entries in time order with running sums."""
+
+    __slots__ = ("q", "s1", "s2")
+
+    def __init__(self) -> None:
+        self.q: deque = deque()
+        self.s1 = 0.0
+        self.s2 = 0.0
+
+    def add(self, t: float, w: float) -> None:
+        self.q.append((t, w))
+        self.s1 += w
+        self.s2 += w * w
+
+    def prune(self, horizon: float) -> None:
+        q = self.q
+        while q and q[0][0] < horizon:
+            _, w = q.popleft()
+            self.s1 -= w
+            self.s2 -= w * w
+        if not q:
+            self.s1 = self.s2 = 0.0

@@ -50,7 +50,7 @@ def test_machine_placement_is_accepted_at_once():
     assert gpus_of(d, j) == (4, 5, 6, 7)  # the only machine with 4 free GPUs
     assert p.accepts[-1][1:] == (j, MACHINE, 0.0)
     # Algorithm 1 records every machine/rack acceptance (the timers of dally-manual stay fixed)
-    assert list(p.tuner.lists[(MACHINE, 4)]) == [(0.0, 0.0)]
+    assert list(p.tuner.lists[(MACHINE, 4)].q) == [(0.0, 0.0)]
     # a 2-GPU job takes the best-fit machine (2 free) rather than the empty one
     p2 = manual()
     jobs2 = fillers([3, 0, 2, 2]) + [Job(gpus=2, submit=0.0)]

@@ -208,3 +208,25 @@ def test_tiresias_as_dally_runs_it_least_service_first_and_skew_timers():
     q = [Job(gpus=1, executed=10.0, attained=500.0), Job(gpus=1, executed=10.0, attained=100.0), Job(gpus=1)]
     v = view(q, 10.0)
     assert p.order(v, np.arange(3)).tolist() == [2, 1, 0]
+
+
+from hypothesis import given, settings, strategies as st  # noqa: E402
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.floats(0, 100 * H), st.floats(0, 48 * H)), min_size=0, max_size=30),
+       st.floats(1 * H, 50 * H))
+def test_autotuner_window_statistic_matches_numpy(entries, history):
+    """Running sums over an age-limited window equal mean + 2 sample sigma of the kept waits."""
+    entries = sorted(entries)
+    t = DelayTuner("paper", history_s=history, lease_s=H, manual_machine_s=12 * H, manual_rack_s=24 * H)
+    for when, w in entries:
+        t.record(MACHINE, 8, when, w)
+    now = entries[-1][0] if entries else 0.0
+    kept = np.array([w for when, w in entries if when >= now - history])
+    got = t.timers(8, now)[0]
+    if kept.size == 0:
+        assert got == 12 * H
+    else:
+        want = kept.mean() + 2 * (kept.std(ddof=1) if kept.size > 1 else 0.0)
+        assert got == pytest.approx(want, rel=1e-6, abs=1e-3)

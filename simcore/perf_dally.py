@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 
 from cosim.errors import InputError
-from simcore.perf import Phases, PerfModel
+from simcore.perf import PerfModel, Phases
 
 REFERENCES = ("compute", "consolidated")
 _NO_IDS = np.zeros(0, np.int32)
@@ -113,7 +113,7 @@ class AstraRatioPerf(PerfModel):
         return super().solo_iter_s(model, gpus, batch)
 
 
-def table_i(preset: str = "dally-3tier", layers_dir: Path | str | None = None) -> "Any":
+def table_i(preset: str = "dally-3tier", layers_dir: Path | str | None = None) -> Any:
     """Dally Table I through this backend's own `ratio` (the path the runs take): exposed
     communication as % of compute for 8 GPUs on one machine (8), one rack (4 + 4 on two
     machines) and the network (4 + 4 on two racks), beside the paper's values."""

@@ -59,11 +59,12 @@ def _read(path: Path) -> pd.DataFrame:
 
 def _table_i(df: pd.DataFrame) -> pd.DataFrame:
     from calibration import zoo
+    from cosim.errors import UnknownNameError
 
     def ok(m) -> bool:
         try:
             return zoo.resolve(str(m)) in TABLE_I_MODELS
-        except Exception:  # unknown to the zoo: not a Table I model
+        except UnknownNameError:  # unknown to the zoo: not a Table I model
             return False
 
     return df[[ok(m) for m in df["model"]]]

@@ -207,9 +207,9 @@ class Dally(BasePolicy):
             np.subtract.at(node_free, c.gpu_node[gpus], 1)
             np.subtract.at(rack_free, c.node_leaf[c.gpu_node[gpus]], 1)
             total -= g
-            if j not in renewing or getattr(self.config, "record_renewals", False):
-                if self.tuner.record(tier, g, now, wait):
-                    self._tcache.pop(g, None)  # Algorithm 2 runs at every offer: the new wait counts
+            feeds = j not in renewing or getattr(self.config, "record_renewals", False)
+            if feeds and self.tuner.record(tier, g, now, wait):
+                self._tcache.pop(g, None)  # Algorithm 2 runs at every offer: the new wait counts
             self.accepts.append((now, j, tier, wait))
             r.claim(j, gpus, keep=j in renewing and gpus is r.cur[j])
             self.last_assign[j] = now
@@ -217,7 +217,7 @@ class Dally(BasePolicy):
 
     def _wake(self, view, r, cand: np.ndarray, now: float) -> float | None:
         """Next lease expiry of a job running after this call, or next timer expiry of a waiting job."""
-        new, new_n, kept = r.placed_parts()
+        new, _, kept = r.placed_parts()
         run = np.concatenate([new, kept]).astype(np.int64)
         t = float(np.min(self.lease_start[run])) + self.config.lease_s if run.size else math.inf
         placed = np.zeros(view.jobs.num_jobs, bool)

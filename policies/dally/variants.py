@@ -24,7 +24,7 @@ import numpy as np
 
 from policies.base import BasePolicy
 from policies.config import PolicyConfig, param
-from policies.dally.policy import Dally, DallyConfig, TIMERS
+from policies.dally.policy import TIMERS, Dally, DallyConfig
 from policies.dally.tuner import DelayTuner
 from policies.registry import POLICIES
 from policies.tiresias import Tiresias, TiresiasConfig
@@ -93,7 +93,7 @@ class TiresiasDallyConfig(TiresiasConfig):
                                 "BigData'25) runs it (seeds/notes/dally.md §6.2)")
 
     thresholds_gpu_s: tuple[float, ...] = param(
-        tuple(_H * 2.0 ** k for k in range(0, 16)),
+        tuple(_H * 2.0 ** k for k in range(16)),
         "attained-service thresholds between queues: one every doubling from 1 GPU-hour (16 queues), "
         "approximating the artifact's continuous attained service",
         source="the Dally artifact ranks by continuous GPU-seconds (notes §6.2); discretised here")

@@ -210,7 +210,8 @@ def test_tiresias_as_dally_runs_it_least_service_first_and_skew_timers():
     assert p.order(v, np.arange(3)).tolist() == [2, 1, 0]
 
 
-from hypothesis import given, settings, strategies as st  # noqa: E402
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 
 @settings(max_examples=60, deadline=None)

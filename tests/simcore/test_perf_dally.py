@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 import pytest
 
@@ -25,7 +27,7 @@ def test_table_i_tiers_and_model_order(perf):
     for m, (mc, rk, nw) in r.items():
         assert mc <= rk + 1e-9 <= nw + 2e-9, m
     net = [r[m][2] for m in ("mobilenet_v3", "resnet18", "bert_large", "alexnet", "resnet50", "vgg11")]
-    assert all(a > b for a, b in zip(net, net[1:]))  # Table I's network-tier order
+    assert all(a > b for a, b in itertools.pairwise(net))  # Table I's network-tier order
     assert r["mobilenet_v3"][1] == pytest.approx(9.40, rel=0.05)  # Table I: 940 %
     assert r["resnet50"][0] == pytest.approx(0.12, abs=0.01)  # Table I: 12 %
 

@@ -39,6 +39,10 @@ POISSON_FILE = "sense_500jobs_poisson_1proc-week.json"
 #: Table I's models as the zoo names them, and the footnote-2 substitution
 TABLE_I_MODELS = ("vgg11", "alexnet", "mobilenet_v3", "resnet18", "resnet50", "bert_large")
 MODEL_MAP = {"efficientnet": "AlexNet"}
+#: the SenseTime records' spellings of Table I's models (lower case, without - and _), which the zoo
+#: resolves to `TABLE_I_MODELS` (the loader already maps BERT to bert_large)
+TABLE_I_SPELLINGS = frozenset({"vgg", "vgg11", "alexnet", "mobilenetv3", "resnet18", "resnet50", "bert",
+                               "bertlarge"})
 POISSON_PER_DAY = 59.0
 SPEC_HELP = "dally:batch[:N] or dally:poisson[:N[:PER_DAY]], optionally +duration"
 
@@ -58,16 +62,8 @@ def _read(path: Path) -> pd.DataFrame:
 
 
 def _table_i(df: pd.DataFrame) -> pd.DataFrame:
-    from calibration import zoo
-    from cosim.errors import UnknownNameError
-
-    def ok(m) -> bool:
-        try:
-            return zoo.resolve(str(m)) in TABLE_I_MODELS
-        except UnknownNameError:  # unknown to the zoo: not a Table I model
-            return False
-
-    return df[[ok(m) for m in df["model"]]]
+    keep = [str(m).lower().replace("-", "").replace("_", "") in TABLE_I_SPELLINGS for m in df["model"]]
+    return df[keep]
 
 
 def pool(shared: Path | None = None) -> pd.DataFrame:

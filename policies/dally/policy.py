@@ -66,7 +66,7 @@ class DallyConfig(PolicyConfig):
         False, "record the zero wait of a job re-accepting a placement at its own lease expiry (false: only "
         "jobs that were waiting feed the auto-tuner)", source="not in the paper (artifact: such waits are < 1 "
         "lease and dropped)")
-    placement: str = param(
+    fit: str = param(
         "best-fit", "machine/rack choice when several qualify: best-fit = the one left with the fewest free GPUs "
         "(ties: lowest index); network placements span the fewest racks, then machines",
         choices=("best-fit",), source="notes §2.3 item 4 [I] (the artifact: first fit in hash order)")

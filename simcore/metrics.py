@@ -76,6 +76,15 @@ def jobs_frame(res: EngineResult, gps_jct_s: np.ndarray) -> pd.DataFrame:
     )
 
 
+def _done_at(jobs: pd.DataFrame, frac: float) -> float:
+    """Time from the first arrival until `frac` of all jobs have finished (NaN if they never do)."""
+    end = np.sort(jobs.loc[jobs["finished"], "end_time_s"].to_numpy(np.float64))
+    k = int(np.ceil(frac * len(jobs)))
+    if k == 0 or end.size < k:
+        return float("nan")
+    return float(end[k - 1] - jobs["submit_time_s"].min())
+
+
 def _pct(x: np.ndarray, q: float) -> float:
     return float(np.percentile(x, q)) if x.size else float("nan")
 
@@ -104,6 +113,13 @@ def summary_row(policy: str, jobs: pd.DataFrame, res: EngineResult, progress: st
         "avg_queueing_s": float(np.nanmean(fin["queueing_delay_s"])) if len(fin) else float("nan"),
         "avg_waiting_s": float(fin["waiting_s"].mean()) if len(fin) else float("nan"),
         "starvation_s": float(jobs["waiting_s"].max()) if len(jobs) else 0.0,
+        # total waiting incl. re-queueing after preemptions (Dally Fig. 8a), its tail; mean exposed
+        # communication per job (Fig. 8b); when half / 90 % of the jobs are done (Fig. 12's curve)
+        "p95_waiting_s": _pct(fin["waiting_s"].to_numpy(), 95),
+        "p99_waiting_s": _pct(fin["waiting_s"].to_numpy(), 99),
+        "avg_exposed_comm_s": float(jobs["exposed_comm_s"].mean()) if len(jobs) else 0.0,
+        "t50_done_s": _done_at(jobs, 0.5),
+        "t90_done_s": _done_at(jobs, 0.9),
         "gpu_utilization": float(util),
         "avg_ftf": float(ftf.mean()) if ftf.size else float("nan"),
         "unfair_fraction": float((ftf > 1.0 + FTF_TOLERANCE).mean()) if ftf.size else float("nan"),

@@ -403,6 +403,10 @@ def load_trace(config: RunConfig) -> pd.DataFrame:
         from traces import synth
 
         df = synth.from_spec(spec, config.seed)
+    elif spec.startswith("dally:"):  # the Dally paper's SenseTime batch / Poisson workloads
+        from traces import dally
+
+        df = dally.from_spec(spec, config.seed)
     else:
         path = Path(spec)
         if not path.exists():

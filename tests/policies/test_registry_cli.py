@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+
 import pytest
 from typer.testing import CliRunner
 
@@ -9,8 +10,9 @@ import policies
 from cli.app import app
 from cosim.errors import InputError, UnknownNameError
 
-ALL = ["afs", "allox", "ares", "ares-artifact", "fft", "fifo", "fifo-backfill", "gandiva", "gavel",
-       "mechanisms-demo", "optimus", "pal", "sjf", "srjf", "srtf", "themis", "themis-ftf-lp", "tiresias",
+ALL = ["afs", "allox", "ares", "ares-artifact", "dally", "dally-fullyconsolidated", "dally-manual",
+       "dally-nowait", "fft", "fifo", "fifo-backfill", "gandiva", "gavel", "mechanisms-demo", "optimus", "pal",
+       "sjf", "srjf", "srtf", "themis", "themis-ftf-lp", "tiresias", "tiresias-dally", "tiresias-dally-2das",
        "tiresias-pollux", "tiresias-typed"]
 
 

@@ -106,25 +106,38 @@ class DelayTuner:
 
 
 class _Window:
-    """One (tier, demand) list: (time, wait) entries in time order with running sums."""
+    """One (tier, demand) list: (time, wait) entries in time order with running sums.
 
-    __slots__ = ("q", "s1", "s2")
+    Evicting a large wait from running sums cancels catastrophically (σ of the small waits left
+    behind drowns in the rounding of the large one's square), so the sums are recomputed exactly
+    from the entries once the sum of squares has fallen 1,000× below its value at the last exact
+    sum, or after as many evictions as entries remain (amortised O(1) per entry)."""
+
+    __slots__ = ("q", "s1", "s2", "peak", "popped")
 
     def __init__(self) -> None:
         self.q: deque = deque()
         self.s1 = 0.0
         self.s2 = 0.0
+        self.peak = 0.0  # largest s2 since the last exact recomputation
+        self.popped = 0  # evictions since the last exact recomputation
 
     def add(self, t: float, w: float) -> None:
         self.q.append((t, w))
         self.s1 += w
         self.s2 += w * w
+        self.peak = max(self.peak, self.s2)
 
     def prune(self, horizon: float) -> None:
         q = self.q
+        if not q or q[0][0] >= horizon:
+            return
         while q and q[0][0] < horizon:
             _, w = q.popleft()
             self.s1 -= w
             self.s2 -= w * w
-        if not q:
-            self.s1 = self.s2 = 0.0
+            self.popped += 1
+        if self.popped >= len(q) or self.s2 < 1e-3 * self.peak:
+            self.s1 = math.fsum(w for _, w in q)
+            self.s2 = math.fsum(w * w for _, w in q)
+            self.peak, self.popped = self.s2, 0

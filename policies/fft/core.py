@@ -250,6 +250,7 @@ def _lp_round(c, mask, d, cap, k, gap):
     frac = nv - n0
     busy = float((dv[:, None] * n0).sum())
     have = np.array([[mask[d == v, i].sum() for i in range(mask.shape[1])] for v in dv.tolist()], float)
+    size = np.array([mask[d == v].any(axis=1).sum() for v in dv.tolist()], float)  # jobs per count that can run
     M = n0.shape[1]
     # fractional counts first (largest part first, one more each), then any count that fills a
     # type's room, largest jobs first (as many as fit)
@@ -257,7 +258,8 @@ def _lp_round(c, mask, d, cap, k, gap):
               if frac.flat[f] > 1e-9]
     passes += [((g, i), 1 << 30) for g in np.argsort(-dv, kind="stable").tolist() for i in range(M)]
     for (gi, ti), most in passes:
-        while busy < k and most > 0 and dv[gi] <= room[ti] and n0[gi, ti] < have[gi, ti]:
+        while busy < k and most > 0 and dv[gi] <= room[ti] and n0[gi, ti] < have[gi, ti] \
+                and n0[gi].sum() < size[gi]:
             n0[gi, ti] += 1
             room[ti] -= dv[gi]
             busy += dv[gi]
@@ -276,7 +278,7 @@ def _lp_round(c, mask, d, cap, k, gap):
         jobs = np.flatnonzero(g.reshape(-1) == gi)
         cm = np.where(mask[jobs][:, slots], c[jobs][:, slots], _BLOCKED).T  # slots × jobs
         r, col = linear_sum_assignment(cm)
-        if np.any(cm[r, col] >= _BLOCKED):
+        if r.size < slots.size or np.any(cm[r, col] >= _BLOCKED):  # a slot no job can fill
             return None
         xv[jobs[col], slots[r]] = True
         total += float(cm[r, col].sum())

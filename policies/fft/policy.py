@@ -18,13 +18,14 @@ Reads the duration oracle (FFT's users state their epochs; `work_error` perturbs
 
 from __future__ import annotations
 
+import math
+
 import logging
 from dataclasses import dataclass
 from typing import ClassVar
 
 import numpy as np
 
-from cosim.errors import CosimError
 from policies.base import BasePolicy, Round
 from policies.config import PolicyConfig, param
 from policies.fft import core
@@ -189,25 +190,15 @@ class FFT(BasePolicy):
         """Seconds a type switch of job j costs (notes A5): state bytes over the bandwidth + restart."""
         v = self.state_s.get(j)
         if v is None:
-            params = 0.0
-            zoo = getattr(getattr(view.whatif, "perf", None), "zoo", None)
-            if zoo is not None:
-                try:
-                    params = float(zoo.get(str(view.jobs.model[j])).params)
-                except (CosimError, KeyError, ValueError):  # unknown to the zoo: only the restart overhead
-                    params = 0.0
+            params, _ = view.whatif.model_facts(j)
+            params = 0.0 if math.isnan(params) else params  # unknown to the zoo: only the restart overhead
             cfg = self.config
             v = self.state_s[j] = (params * cfg.state_bytes_per_param / (cfg.bandwidth_gbps * 1e9 / 8.0)
                                    + cfg.restart_overhead_s)
         return v
 
     def _dataset(self, view: ClusterView, j: int) -> str:
-        zoo = getattr(getattr(view.whatif, "perf", None), "zoo", None)
-        m = str(view.jobs.model[j])
-        try:
-            return str(zoo.get(m).dataset) if zoo is not None else m
-        except (CosimError, KeyError, ValueError):
-            return m
+        return view.whatif.model_facts(j)[1]
 
     # ---- the round -------------------------------------------------------------------
     def decide(self, view: ClusterView, now: float) -> Decision:

@@ -20,6 +20,7 @@ import pandas as pd
 
 from cosim.errors import InputError
 from experiments.aryl_metrics import overall_usage, policy_metrics
+from experiments.spec import shared_data_dir
 from traces import aryl as W
 
 CATALOG = Path(__file__).resolve().parent / "catalog" / "aryl" / "aryl.toml"
@@ -39,7 +40,7 @@ def _workload(cat: dict, size: str, scenario: str, shared: Path, out: Path, extr
     if sz["workload"] == "testbed":
         tr, inf, window = 4, 4, 8 * 3600.0
         if not path.is_file():
-            df, st = W.testbed(shared)
+            df, st = W.testbed(shared, scenario=scenario)
             W.write(df, st, path)
     else:
         w = W.ArylWorkload(scenario=scenario, scale=float(sz["scale"]), **(extra or {}))

@@ -248,11 +248,13 @@ class Aryl(BasePolicy):
             if w <= 0:
                 continue
             like = int(c.gpu_type[out[j][0]])
-            keep = prev_flex.get(j, np.zeros(0, np.int64))
-            keep = keep[avail[keep]][:w]
+            had = prev_flex.get(j, np.zeros(0, np.int64))
+            keep = had[avail[had]][:w]
             avail[keep] = False
             g = keep
-            if keep.size < w:
+            # grow only when no flexible GPU was taken: a set that both loses and gains GPUs is a
+            # migration (a restart) for the engine, a monotone one a free resize
+            if keep.size < w and keep.size == had.size:
                 more = None
                 for k in range(w - keep.size, 0, -1):  # as many as fit
                     more = self._place(view, j, k, "flex", avail, inf, has_base, has_flex, like)

@@ -21,6 +21,7 @@ scale-in, not a preemption). A job is preempted when any of its servers is retur
 
 from __future__ import annotations
 
+import heapq
 import itertools
 import math
 from typing import Mapping, Sequence
@@ -100,12 +101,17 @@ def greedy_reclaim(hosting: Hosting, servers: Sequence[int], n_r: int, tie_break
     if n_r == 1:  # FindBestServer: fewest preempted jobs, exact
         return [min(servers, key=lambda s: (len(on[s]), *key(s)))]
     cost = server_cost(hosting, servers)
-    cand = {int(s) for s in servers}
+    cand = set(servers)
     span = {int(j): [int(s) for s in where if int(s) in cand] for j, where in hosting.items()}
+    # a heap with lazy invalidation: costs only fall, so a stale entry is skipped when popped
+    heap = [(round(cost[s], 12), *key(s), s) for s in servers]
+    heapq.heapify(heap)
     left = set(servers)
     picked: list[int] = []
-    for _ in range(n_r):
-        s = min(left, key=lambda x: (round(cost[x], 12), *key(x)))
+    while len(picked) < n_r:
+        c, *_, s = heapq.heappop(heap)
+        if s not in left or c != round(cost[s], 12):
+            continue
         picked.append(s)
         left.discard(s)
         if not update:
@@ -116,6 +122,8 @@ def greedy_reclaim(hosting: Hosting, servers: Sequence[int], n_r: int, tie_break
                 if t != s and j in on[t]:
                     on[t].discard(j)
                     cost[t] -= share
+                    if t in left:
+                        heapq.heappush(heap, (round(cost[t], 12), *key(t), t))
             on[s].discard(j)
     return picked
 

@@ -144,3 +144,67 @@ def test_greedy_equals_exhaustive_when_jobs_are_single_server(hs, data):
     n_r = data.draw(st.integers(0, len(servers)))
     g = core.greedy_reclaim(host, servers, n_r)
     assert len(core.preempted_jobs(host, g)) == core.exhaustive_reclaim(host, servers, n_r)[1]
+
+
+# ---- the policy through the engine ---------------------------------------------------------
+
+class _Cluster:
+    """The arrays `reclaim_servers` reads: 4 nodes of 8 GPUs."""
+
+    def __init__(self, owner):
+        self.gpu_owner = np.asarray(owner, np.int32)
+        self.node_first_gpu = np.arange(0, 32, 8, dtype=np.int32)
+        self.node_num_gpus = np.full(4, 8, np.int32)
+
+
+def test_reclaim_order_idle_then_flexible_only_then_algorithm1():
+    from policies.aryl import reclaim_servers
+
+    owner = [-1] * 32
+    owner[0:4] = [0] * 4        # node 0: job 0's base (preemptible)
+    owner[8:12] = [0] * 4       # node 1: job 0's flexible workers only
+    owner[16:24] = [1] * 8      # node 2: job 1 (inelastic)
+    host = {0: {0: 4}, 1: {2: 8}}  # node 3 idle
+    cand = np.arange(4)
+    c = _Cluster(owner)
+    assert reclaim_servers(host, cand, [1], c, 1) == [3]
+    assert reclaim_servers(host, cand, [1], c, 2) == [3, 1]
+    assert sorted(reclaim_servers(host, cand, [1], c, 3)) == [0, 1, 3]  # tie 1 vs 1: lower GPU fraction... id
+    assert len(core.preempted_jobs(host, reclaim_servers(host, cand, [1], c, 3))) == 1
+
+
+def _toy_trace(tmp_path):
+    import pandas as pd
+
+    rng = np.random.default_rng(0)
+    n = 40
+    g = rng.choice([1, 2, 4, 8], n).astype("int32")
+    df = pd.DataFrame(dict(job_id=[f"j{i}" for i in range(n)], submit_time=np.sort(rng.uniform(0, 4 * 3600, n)),
+                           num_gpus=g, duration=rng.uniform(300, 7200, n), model="resnet50",
+                           min_gpus=np.where(np.arange(n) % 6 == 0, np.maximum(1, g // 2), g).astype("int32"),
+                           max_gpus=g, gpu_type=np.where(np.arange(n) % 3 == 0, None, "V100-32GB")))
+    p = tmp_path / "toy.parquet"
+    df.to_parquet(p)
+    return p
+
+
+@pytest.mark.parametrize("params", [{}, {"loaning": False, "scaling": "none", "order": "fifo"},
+                                    {"scaling": "gandiva"}, {"reclaim": "random"}, {"special_placement": False}])
+def test_aryl_runs_through_the_engine(tmp_path, params):
+    from experiments.runner import RunConfig, run
+
+    cfg = RunConfig(trace=str(_toy_trace(tmp_path)), cluster="aryl-testbed", policies=("aryl",),
+                    policy_params={"aryl": params}, contention=False, perf="linear", costs="aryl",
+                    load_series="diurnal:0.05", write_decisions=True)
+    r = run(cfg, None)
+    jobs, dec = r.jobs["aryl"], r.decisions["aryl"]
+    assert jobs["finished"].all()
+    assert "migrate" not in set(dec["action"])  # flexible workers change monotonically: resizes only
+    assert set(r.reclaims["aryl"]["answered_by"]) == {"aryl"}
+    gpus = [int(x) for s in dec.loc[dec["action"].isin(["start", "resize", "resume"]), "gpus"] for x in s.split(",")]
+    if params.get("loaning", True) is False:
+        assert max(gpus) < 32  # the 4 inference servers (GPUs 32-63) are never used
+    else:
+        assert max(gpus) >= 32
+    if params.get("scaling") == "none":
+        assert "resize" not in set(dec["action"])

@@ -1,0 +1,74 @@
+"""Aryl benchmarks: the reclaim decision at the paper's 963 servers, and one 15-day run.
+
+    python -m benchmarks.bench_aryl            # reclaim decisions (ms)
+    python -m benchmarks.bench_aryl --run 0.0625   # plus one Aryl Basic run at that scale of 443+520
+
+The reclaim benchmark builds a loaded 443 + 520-server cluster (seeded): every on-loan server
+hosts 1-3 jobs, a quarter of them spanning 2-4 servers (some with workers on training
+servers), and times Algorithm 1 (`policies.aryl_core.greedy_reclaim`) for N_R = 1, 10, 60,
+200 out of the 520 on-loan servers (the paper: 1-3 ms).
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+
+def loaded_hosting(train: int = 443, loaned: int = 520, seed: int = 0) -> tuple[dict, list[int]]:
+    rng = np.random.default_rng(seed)
+    servers = list(range(train, train + loaned))
+    host: dict[int, dict[int, int]] = {}
+    j = 0
+    for s in servers:
+        for _ in range(int(rng.integers(1, 4))):
+            if rng.random() < 0.25:
+                span = [s] + [int(x) for x in rng.choice(train + loaned, size=int(rng.integers(1, 4)), replace=False)]
+            else:
+                span = [s]
+            host[j] = {x: 2 for x in span}
+            j += 1
+    return host, servers
+
+
+def bench_reclaim() -> list[dict]:
+    from policies.aryl_core import greedy_reclaim
+
+    host, servers = loaded_hosting()
+    out = []
+    for n_r in (1, 10, 60, 200):
+        greedy_reclaim(host, servers, n_r)
+        reps = 5
+        t0 = time.perf_counter()
+        for _ in range(reps):
+            greedy_reclaim(host, servers, n_r)
+        dt = (time.perf_counter() - t0) / reps
+        out.append(dict(name=f"aryl reclaim N_R={n_r}", value=dt * 1e3, unit="ms", target="ms (paper 1-3 ms)",
+                        detail=f"{len(servers)} on-loan of 963 servers, {len(host)} jobs"))
+    return out
+
+
+def bench_run(scale: float) -> dict:
+    """One Aryl Basic run of the Philly stand-in at `scale` (wall s; target < 300 s at scale 1)."""
+    from experiments import aryl_repro as R
+
+    cat = R.load_catalog()
+    cat["sizes"]["bench"] = dict(desc="bench", workload="philly", scale=scale, tables=["table5"])
+    out = Path(f"/tmp/cosim-bench-aryl-{scale}")
+    (out / "traces").mkdir(parents=True, exist_ok=True)
+    job = next(j for j in R.plan(cat, "bench", R.shared_data_dir(), out) if j["variant"] == "basic")
+    t0 = time.perf_counter()
+    m = R._one(dict(job, dir=str(out / f"run-{time.time_ns()}")))
+    return dict(name=f"aryl 15-day run, scale {scale}", value=time.perf_counter() - t0, unit="s",
+                target="< 300 s at scale 1", detail=f"{m['jobs']} jobs, {m['finished']} finished")
+
+
+if __name__ == "__main__":
+    rows = bench_reclaim()
+    if "--run" in sys.argv:
+        rows.append(bench_run(float(sys.argv[sys.argv.index("--run") + 1])))
+    for r in rows:
+        print(f"{r['name']:<32} {r['value']:>10.3f} {r['unit']:<4} target {r['target']:<18} {r['detail']}")

@@ -151,7 +151,7 @@ def report(cat: dict, size: str, metrics: dict[str, dict], out: Path, command: s
             b, w = metrics.get(better, {}).get(col), metrics.get(worse, {}).get(col)
             hi = col in ("overall_usage", "training_usage")
             ok = None if b is None or w is None else (b > w if hi else b < w)
-            verdict = "n/a" if ok is None else ("yes" if ok else "no")
+            verdict = "n/a" if ok is None else ("yes" if ok else "tie" if b == w else "no")
             lines.append(f"- {better} {'>' if hi else '<'} {worse} on {col}: {verdict} "
                          f"({_fmt(b, col)} vs {_fmt(w, col)})")
         lines.append("")

@@ -10,6 +10,9 @@ Definitions (the paper leaves several open; each choice is named here):
   clusters) over the window, inference busy = the load series' utilisation × inference GPUs
   (`simcore.capacity.diurnal_series`: u ≈ nodes_needed / N − headroom), raw GPU counts.
 - preemption ratio = jobs evicted by reclaims / jobs submitted (footnote 2's denominator).
+- scaling operations = `resize` rows of decisions.parquet (flexible workers added or removed).
+- Table 7's "jobs that ran on on-loan servers": jobs with a start/resume/resize onto a GPU of an
+  inference server (GPU id ≥ 8 × training servers: the preset lists training servers first).
 - evicted GPUs per returned GPU: Σ GPUs of evicted jobs / GPUs returned, per reclaim event
   with a demand, averaged (a proxy of collateral damage: it counts the evicted jobs' GPUs on
   the returned servers too, since the logs do not split them).
@@ -57,6 +60,10 @@ def policy_metrics(run_dir: Path, window_s: float, inference_gpus: int = 0, head
     busy = tl["busy_gpus"].to_numpy(float)
     online = tl["online_gpus"].to_numpy(float)
     out["training_usage"] = _time_avg(t, busy / np.maximum(online, 1), window_s)
+    dec_p = run_dir / "decisions.parquet"
+    if dec_p.is_file():
+        dec = pd.read_parquet(dec_p, columns=["action"])
+        out["scaling_ops"] = int((dec["action"] == "resize").sum())
     rec_p = run_dir / "reclaims.parquet"
     evicted = 0
     cd: list[float] = []
@@ -89,3 +96,21 @@ def overall_usage(m: dict, training_gpus: int, inference_gpus: int) -> float:
     if "inference_busy_gpus" not in m:
         return math.nan
     return (m["training_busy_gpus"] + m["inference_busy_gpus"]) / (training_gpus + inference_gpus)
+
+
+def onloan_jobs(run_dir: Path, training_gpus: int) -> set[str]:
+    """Jobs placed at least once on an inference (on-loan) server's GPU."""
+    dec = pd.read_parquet(Path(run_dir) / "decisions.parquet", columns=["job_id", "action", "gpus"])
+    dec = dec[dec["action"].isin(["start", "resume", "resize", "migrate"])]
+    hit = dec["gpus"].astype(str).map(lambda s: any(int(x) >= training_gpus for x in s.split(",") if x))
+    return set(dec.loc[hit, "job_id"].astype(str))
+
+
+def subset_stats(run_dir: Path, job_ids: set[str]) -> dict:
+    """Queueing and JCT statistics of the given jobs in one run."""
+    jobs = pd.read_parquet(Path(run_dir) / "jobs.parquet")
+    sel = jobs[jobs["job_id"].astype(str).isin(job_ids) & jobs["finished"]]
+    out = {"jobs": int(len(sel))}
+    out.update(_stats(sel["queueing_delay_s"].to_numpy(float), "qt"))
+    out.update(_stats(sel["jct_s"].to_numpy(float), "jct"))
+    return out

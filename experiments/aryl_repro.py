@@ -19,7 +19,7 @@ from pathlib import Path
 import pandas as pd
 
 from cosim.errors import InputError
-from experiments.aryl_metrics import overall_usage, policy_metrics
+from experiments.aryl_metrics import onloan_jobs, overall_usage, policy_metrics, subset_stats
 from experiments.spec import shared_data_dir
 from traces import aryl as W
 
@@ -63,7 +63,7 @@ def _one(job: dict) -> dict:
         return json.loads(done.read_text())
     cfg = RunConfig(trace=job["trace"], cluster=job["cluster"], policies=(job["policy"],),
                     policy_params={job["policy"]: job["params"]}, contention=False, seed=job["seed"],
-                    costs=job["costs"], perf=job["perf"], load_series=job["series"])
+                    costs=job["costs"], perf=job["perf"], load_series=job["series"], write_decisions=True)
     t0 = time.perf_counter()
     run(cfg, d)
     wall = time.perf_counter() - t0
@@ -75,7 +75,7 @@ def _one(job: dict) -> dict:
         m2 = policy_metrics(d / job["policy"], job["window"], inference_gpus=8 * job["inf"], headroom=job["headroom"],
                             seed=job["seed"], inference_nodes=job["inf"])
         m["overall_usage"] = overall_usage(m2, 8 * job["tr"], 8 * job["inf"])
-    m.update(variant=job["variant"], wall_s=wall)
+    m.update(variant=job["variant"], wall_s=wall, train_servers=job["tr"], inference_servers=job["inf"])
     done.write_text(json.dumps(m))
     return m
 
@@ -139,6 +139,9 @@ def report(cat: dict, size: str, metrics: dict[str, dict], out: Path, command: s
         if t == "fig13":
             lines += _fig13(tab, metrics)
             continue
+        if t == "table7":
+            lines += _table7(tab, metrics, out)
+            continue
         paper = tab.get("paper", {})
         cols = [c for c in COLUMNS if any(c in paper.get(r, {}) for r in tab["rows"])] or list(COLUMNS[:8])
         lines.append("| variant | " + " | ".join(cols) + " |")
@@ -158,6 +161,22 @@ def report(cat: dict, size: str, metrics: dict[str, dict], out: Path, command: s
     path = out / "REPORT.md"
     path.write_text("\n".join(lines) + "\n")
     return path
+
+
+def _table7(tab: dict, metrics: dict[str, dict], out: Path) -> list[str]:
+    """Jobs that ran on on-loan servers under `cl-aryl`, and the same jobs under Baseline."""
+    a, b = metrics.get("cl-aryl"), metrics.get("baseline")
+    if not a or not b:
+        return ["(needs the cl-aryl and baseline runs)", ""]
+    ids = onloan_jobs(out / "runs" / "cl-aryl" / "aryl", 8 * int(a["train_servers"]))
+    cols = ("qt_mean_s", "qt_median_s", "qt_p95_s", "jct_mean_s", "jct_median_s", "jct_p95_s")
+    lines = [f"{len(ids)} jobs ran on on-loan servers under cl-aryl.", "",
+             "| | " + " | ".join(cols) + " |", "|---" * (len(cols) + 1) + "|"]
+    for name, run in (("baseline", "baseline"), ("aryl", "cl-aryl")):
+        m = subset_stats(out / "runs" / run / "aryl", ids)
+        p = tab["paper"][name]
+        lines.append(f"| {name} | " + " | ".join(f"{_fmt(p.get(c), c)} / {_fmt(m.get(c), c)}" for c in cols) + " |")
+    return lines + [""]
 
 
 def _fig13(tab: dict, metrics: dict[str, dict]) -> list[str]:

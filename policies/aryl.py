@@ -23,6 +23,7 @@ elasticity) is `order=fifo scaling=none loaning=false`.
 
 from __future__ import annotations
 
+import itertools
 import time
 from dataclasses import dataclass
 from typing import ClassVar
@@ -99,6 +100,8 @@ class Aryl(BasePolicy):
         super().__init__(config)
         self.needs = frozenset({NEED_DURATION_ORACLE})
         self.base: dict[int, frozenset[int]] = {}  # job -> GPUs of its base (or whole inelastic) gang
+        self._held: dict[int, tuple[int, ...]] = {}  # job -> its GPUs as last seen (sorted)
+        self._el = np.zeros(0, bool)  # elastic jobs of this round
         self._err: np.ndarray | None = None
         self.reclaim_stats: list[dict] = []
 
@@ -126,25 +129,33 @@ class Aryl(BasePolicy):
         return r * int(jobs.num_gpus[j]) / max(1, at_gpus) * float(self._err[j])
 
     def _flex_of(self, view: ClusterView, j: int) -> np.ndarray:
-        g = np.asarray(view.allocation_of(j), np.int64)
         base = self.base.get(j, frozenset())
-        return g[~np.isin(g, np.fromiter(base, np.int64, len(base)))]
+        return np.array([x for x in self._held[j] if x not in base], np.int64)
 
     def _sync_base(self, view: ClusterView, running: np.ndarray) -> None:
         """Keep each running job's base gang within its GPUs (a reclaim may have scaled it in)."""
         jobs = view.jobs
+        self._el = (jobs.max_gpus > jobs.min_gpus) & (self.config.scaling != "none")
         alive = set(running.tolist())
         self.base = {j: b for j, b in self.base.items() if j in alive}
+        self._held = {j: h for j, h in self._held.items() if j in alive}
+        counts = jobs.alloc_count
         for j in running.tolist():
-            g = np.asarray(view.allocation_of(j), np.int64)
-            want = int(jobs.min_gpus[j]) if self._elastic(view, j) else g.size
-            b = [x for x in g.tolist() if x in self.base.get(j, frozenset())]
-            if len(b) < min(want, g.size):
-                b += [x for x in g.tolist() if x not in b][:want - len(b)]
-            self.base[j] = frozenset(b[:max(want, 0)] if self._elastic(view, j) else g.tolist())
+            h = self._held.get(j)
+            if h is not None and len(h) == int(counts[j]) and j in self.base:
+                continue  # unchanged: only this policy grows a job, reclaims only shrink it
+            g = tuple(sorted(int(x) for x in view.allocation_of(j)))
+            self._held[j] = g
+            el = bool(self._el[j])
+            want = int(jobs.min_gpus[j]) if el else len(g)
+            old = self.base.get(j, frozenset())
+            b = [x for x in g if x in old]
+            if len(b) < min(want, len(g)):
+                b += [x for x in g if x not in b][:want - len(b)]
+            self.base[j] = frozenset(b[:max(want, 0)] if el else g)
 
     def _elastic(self, view: ClusterView, j: int) -> bool:
-        return self.config.scaling != "none" and int(view.jobs.max_gpus[j]) > int(view.jobs.min_gpus[j])
+        return bool(self._el[j])
 
     # ---- placement ----------------------------------------------------------------------
     def _place(self, view: ClusterView, j: int, k: int, role: str, avail: np.ndarray, inf: np.ndarray,
@@ -211,10 +222,10 @@ class Aryl(BasePolicy):
                 avail[prev_flex[j]] = True
         n_nodes = inf.shape[0]
         has_base = np.zeros(n_nodes, bool)
-        for b in self.base.values():
-            has_base[c.gpu_node[np.fromiter(b, np.int64, len(b))]] = True
+        all_base = np.fromiter(itertools.chain.from_iterable(self.base.values()), np.int64)
+        has_base[c.gpu_node[all_base]] = True
         has_flex = np.zeros(n_nodes, bool)
-        out: dict[int, np.ndarray] = {j: np.fromiter(self.base[j], np.int64, len(self.base[j])) for j in running.tolist()}
+        out: dict[int, np.ndarray] = {j: np.fromiter(self.base[j], np.int64, len(self.base[j])) for j in prev_flex}
         # phase 1: inelastic jobs and elastic base demand
         queued = view.queued()
         if cfg.order == "sjf":
@@ -265,7 +276,15 @@ class Aryl(BasePolicy):
                     g = np.concatenate([keep, more])
             has_flex[c.gpu_node[g]] = True
             out[j] = np.concatenate([out[j], g])
-        alloc = {j: Allocation(tuple(sorted(int(x) for x in g.tolist()))) for j, g in out.items()}
+        changes: dict[int, Allocation] = {}
+        for j, g in out.items():
+            t = tuple(sorted(int(x) for x in g.tolist()))
+            if self._held.get(j) != t:
+                changes[j] = Allocation(t)
+        if view.accepts_changes:
+            return Decision(changes, changes_only=True)
+        alloc = view.keep_running()
+        alloc.update(changes)
         return Decision(alloc)
 
     def _flexible(self, view: ClusterView, elastic: list[int], avail: np.ndarray, inf: np.ndarray,
@@ -286,6 +305,8 @@ class Aryl(BasePolicy):
         on_inf = inf[c.gpu_node]
         units = 4  # capacity in quarter training-GPUs: an inference GPU counts t4_ratio
         cap = int(units * (int((avail & ~on_inf).sum()) + cfg.t4_ratio * int((avail & on_inf).sum())))
+        if cap <= 0:
+            return [0] * len(elastic)
         groups = []
         for j, s in zip(elastic, span):
             wmin = int(jobs.min_gpus[j])

@@ -128,6 +128,17 @@ class Aryl(BasePolicy):
             r = float(jobs.duration[j]) if np.isfinite(jobs.duration[j]) else 3600.0
         return r * int(jobs.num_gpus[j]) / max(1, at_gpus) * float(self._err[j])
 
+    def _estimates(self, view: ClusterView, js: np.ndarray, at_gpus: np.ndarray) -> np.ndarray:
+        """`_estimate` for many jobs at once (the phase-1 sort key)."""
+        if js.size == 0:
+            return np.zeros(0)
+        self._estimate(view, int(js[0]), int(at_gpus[0]))  # draws the error table if needed
+        jobs = view.jobs
+        r = jobs.remaining_s[js].astype(float)
+        d = np.where(np.isfinite(jobs.duration[js]), jobs.duration[js], 3600.0)
+        r = np.where(np.isfinite(r), r, d)
+        return r * jobs.num_gpus[js] / np.maximum(1, at_gpus) * self._err[js]
+
     def _flex_of(self, view: ClusterView, j: int) -> np.ndarray:
         base = self.base.get(j, frozenset())
         return np.array([x for x in self._held[j] if x not in base], np.int64)
@@ -229,16 +240,19 @@ class Aryl(BasePolicy):
         # phase 1: inelastic jobs and elastic base demand
         queued = view.queued()
         if cfg.order == "sjf":
-            key = [self._estimate(view, j, int(jobs.min_gpus[j]) if self._elastic(view, j) else int(jobs.num_gpus[j]))
-                   for j in queued.tolist()]
-            queued = queued[np.lexsort((queued, jobs.submit_time[queued], np.asarray(key, float)))]
+            at = np.where(self._el[queued], jobs.min_gpus[queued], jobs.num_gpus[queued])
+            key = self._estimates(view, queued, at)
+            queued = queued[np.lexsort((queued, jobs.submit_time[queued], key))]
         else:
             queued = queued[np.lexsort((queued, jobs.submit_time[queued]))]
         started: list[int] = []
-        for j in queued.tolist():
-            el = self._elastic(view, j)
-            k = int(jobs.min_gpus[j]) if el else int(jobs.num_gpus[j])
-            if k > int(avail.sum()):
+        n_free = int(avail.sum())
+        need = np.where(self._el[queued], jobs.min_gpus[queued], jobs.num_gpus[queued]).tolist()
+        for j, k in zip(queued.tolist(), need):
+            if n_free == 0 and cfg.order != "fifo-strict":
+                break
+            el = bool(self._el[j])
+            if k > n_free:
                 if cfg.order == "fifo-strict":
                     break
                 continue
@@ -248,6 +262,7 @@ class Aryl(BasePolicy):
                     break
                 continue
             avail[g] = False
+            n_free -= g.size
             has_base[c.gpu_node[g]] = True
             out[j] = g
             self.base[j] = frozenset(g.tolist())

@@ -36,7 +36,7 @@ from policies.config import PolicyConfig, param
 from policies.registry import POLICIES
 from simcore.api import NEED_DURATION_ORACLE, Allocation, ClusterView, Decision, ReclaimAnswer, ReclaimDemand
 
-RECLAIMS = ("aryl", "random", "scf", "static", "engine")
+RECLAIMS = ("aryl", "random", "scf", "static")
 SCALINGS = ("mckp", "gandiva", "none")
 ORDERS = ("sjf", "fifo", "fifo-strict")
 
@@ -66,7 +66,7 @@ class ArylConfig(PolicyConfig):
                                           "separate server groups (false: plain BFD, training servers first; Table 6)")
     reclaim: str = param("aryl", "which on-loan servers go back: aryl = idle and flexible-only servers first, then "
                                  "Algorithm 1; random; scf = fewest jobs first (static); static = Algorithm 1 "
-                                 "without cost updates; engine = the engine's default answer", choices=RECLAIMS,
+                                 "without cost updates", choices=RECLAIMS,
                          source="Table 5 rows 5-7, Table 12 ('Static' is undefined in the paper: [I])")
     tie_break: str = param("gpu_fraction", "Algorithm 1 ties: gpu_fraction = lower Σ GPU fraction, then server id; "
                                            "server_id; random (seeded)", choices=core.TIE_BREAKS,
@@ -356,16 +356,10 @@ class Aryl(BasePolicy):
 
     def answer_reclaim(self, view: ClusterView, demand: ReclaimDemand) -> ReclaimAnswer:
         """Which on-loan servers go back (see `reclaim`); solver time kept in `reclaim_stats`."""
-        from simcore.capacity import default_answer
-
         cfg, c = self.config, view.cluster
         cand = np.asarray(demand.candidates, np.int64)
         t0 = time.perf_counter()
         self._sync_base(view, view.running())
-        if cfg.reclaim == "engine":
-            alloc = {int(j): tuple(int(x) for x in view.allocation_of(j)) for j in view.running().tolist()}
-            return default_answer(demand, c.node_first_gpu, c.node_num_gpus, c.gpu_owner, alloc,
-                                  view.jobs.min_gpus, view.now)
         host, flex_only = self.hosting(view, cand)
         if cfg.reclaim == "random":
             chosen = core.random_reclaim(cand, demand.count, int(self.rng.integers(1 << 31)))

@@ -9,7 +9,7 @@ import policies
 from cli.app import app
 from cosim.errors import InputError, UnknownNameError
 
-ALL = ["afs", "allox", "fifo", "fifo-backfill", "gandiva", "gavel", "mechanisms-demo", "optimus", "sjf", "srjf", "srtf",
+ALL = ["afs", "allox", "aryl", "fifo", "fifo-backfill", "gandiva", "gavel", "mechanisms-demo", "optimus", "sjf", "srjf", "srtf",
        "tiresias", "tiresias-pollux"]
 
 
@@ -24,7 +24,7 @@ def test_unknown_parameter_lists_valid_ones():
 
 
 def test_unknown_policy_lists_names():
-    with pytest.raises(UnknownNameError, match="valid: afs, allox, fifo, fifo-backfill, gandiva, gavel"):
+    with pytest.raises(UnknownNameError, match="valid: afs, allox, aryl, fifo, fifo-backfill, gandiva, gavel"):
         policies.make("lottery")
 
 
@@ -71,4 +71,4 @@ def test_cli_show_and_unknown_name():
     assert res.exit_code == 0 and "large_placement: str = random (one of: random, consolidate)" in res.output
     res = CliRunner().invoke(app, ["policies", "show", "nope"])
     assert res.exit_code == 2
-    assert "unknown policy 'nope'; valid: afs, allox, fifo, fifo-backfill" in res.output
+    assert "unknown policy 'nope'; valid: afs, allox, aryl, fifo, fifo-backfill" in res.output

@@ -11,6 +11,7 @@ each row, and OUT/REPORT.md gets paper | cosim per cell and each claim's verdict
 from __future__ import annotations
 
 import json
+import math
 import time
 import tomllib
 from concurrent.futures import ProcessPoolExecutor
@@ -117,7 +118,7 @@ def plan(cat: dict, size: str, shared: Path, out: Path, seed: int = 0) -> list[d
 
 
 def _fmt(v, col: str) -> str:
-    if v is None or (isinstance(v, float) and v != v):
+    if v is None or (isinstance(v, float) and math.isnan(v)):
         return "—"
     if col in ("training_usage", "overall_usage"):
         return f"{v:.2f}"
@@ -131,8 +132,8 @@ def report(cat: dict, size: str, metrics: dict[str, dict], out: Path, command: s
     lines = [f"# {cat['title']}", "", f"Paper: {cat['paper']}", "",
              f"Size `{size}`: {cat['sizes'][size]['desc']}.", "",
              f"Command: `{command}` — {wall_s:.0f} s wall on this machine.", "",
-             "Cells read `paper / cosim` (times in s). Workload, cluster and metric definitions: "
-             "traces/aryl.py, experiments/aryl_metrics.py.", ""]
+             ("Cells read `paper / cosim` (times in s). Workload, cluster and metric definitions: "
+              "traces/aryl.py, experiments/aryl_metrics.py."), ""]
     for t in cat["sizes"][size]["tables"]:
         tab = cat["tables"][t]
         lines += [f"## {tab['title']}", ""]
@@ -198,8 +199,6 @@ def _fig13(tab: dict, metrics: dict[str, dict]) -> list[str]:
 
 def reproduce_aryl(size: str, out: Path | None, workers: int, shared: Path | None = None) -> tuple[Path, float]:
     """Run the size's tables and write OUT/REPORT.md; (report path, wall s)."""
-    from experiments.spec import shared_data_dir
-
     t0 = time.perf_counter()
     cat = load_catalog()
     out = Path(out or f"reproduce/aryl-{size}")
@@ -217,4 +216,4 @@ def reproduce_aryl(size: str, out: Path | None, workers: int, shared: Path | Non
     return report(cat, size, metrics, out, cmd, wall), wall
 
 
-__all__ = ["reproduce_aryl", "plan", "load_catalog", "report"]
+__all__ = ["load_catalog", "plan", "report", "reproduce_aryl"]

@@ -24,7 +24,7 @@ from __future__ import annotations
 import heapq
 import itertools
 import math
-from typing import Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 
@@ -48,7 +48,7 @@ def server_cost(hosting: Hosting, servers: Sequence[int], kind: str = "server_fr
     `gpu_fraction` Σ GPUs of j on s / GPUs of j, `job_count` the number of jobs."""
     cand = {int(s) for s in servers}
     out = {int(s): 0.0 for s in servers}
-    for j, where in hosting.items():
+    for where in hosting.values():
         here = {int(s): int(g) for s, g in where.items() if int(s) in cand}
         if not here:
             continue

@@ -32,7 +32,7 @@ def test_testbed_workload(shared_data):
 def test_reproduce_aryl_small(shared_data, tmp_path):
     from experiments.aryl_repro import reproduce_aryl
 
-    report, wall = reproduce_aryl("small", tmp_path, workers=1, shared=shared_data)
+    report, _ = reproduce_aryl("small", tmp_path, workers=1, shared=shared_data)
     text = report.read_text()
     assert "## Table 5" in text and "## Table 12" in text
     assert "- basic < baseline on qt_mean_s: yes" in text  # the headline direction

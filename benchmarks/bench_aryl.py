@@ -42,12 +42,12 @@ def bench_reclaim() -> list[dict]:
     for n_r in (1, 10, 60, 200):
         greedy_reclaim(host, servers, n_r)
         reps = 5
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         for _ in range(reps):
             greedy_reclaim(host, servers, n_r)
-        dt = (time.perf_counter() - t0) / reps
-        out.append(dict(name=f"aryl reclaim N_R={n_r}", value=dt * 1e3, unit="ms", target="ms (paper 1-3 ms)",
-                        detail=f"{len(servers)} on-loan of 963 servers, {len(host)} jobs"))
+        dt, dc = (time.perf_counter() - t0) / reps, (time.process_time() - c0) / reps
+        out.append(dict(name=f"aryl reclaim N_R={n_r}", value=dc * 1e3, unit="ms CPU", target="ms (paper 1-3 ms)",
+                        detail=f"{len(servers)} on-loan of 963 servers, {len(host)} jobs; wall {dt * 1e3:.1f} ms"))
     return out
 
 
@@ -101,4 +101,4 @@ if __name__ == "__main__":
     if "--run" in sys.argv:
         rows.append(bench_run(float(sys.argv[sys.argv.index("--run") + 1])))
     for r in rows:
-        print(f"{r['name']:<32} {r['value']:>10.3f} {r['unit']:<4} target {r['target']:<18} {r['detail']}")
+        print(f"{r['name']:<32} {r['value']:>10.3f} {r['unit']:<7} target {r['target']:<18} {r['detail']}")

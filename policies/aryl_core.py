@@ -93,9 +93,9 @@ def greedy_reclaim(hosting: Hosting, servers: Sequence[int], n_r: int, tie_break
     servers = [int(s) for s in servers]
     if not 0 <= n_r <= len(servers):
         raise ValueError(f"reclaim demand {n_r} not in [0, {len(servers)}]")
-    gpu_frac = server_cost(hosting, servers, "gpu_fraction")
-    rng = np.random.default_rng(seed)
-    rank = dict(zip(servers, rng.permutation(len(servers)).tolist()))
+    gpu_frac = server_cost(hosting, servers, "gpu_fraction") if tie_break == "gpu_fraction" else {}
+    rank = (dict(zip(servers, np.random.default_rng(seed).permutation(len(servers)).tolist()))
+            if tie_break == "random" else {})
     key = _order_key(tie_break, gpu_frac, rank)
     on = _jobs_on(hosting, servers)
     if n_r == 1:  # FindBestServer: fewest preempted jobs, exact

@@ -9,7 +9,7 @@ import policies
 from cli.app import app
 from cosim.errors import InputError, UnknownNameError
 
-ALL = ["afs", "allox", "ares", "ares-artifact", "dally", "dally-fullyconsolidated", "dally-manual",
+ALL = ["afs", "allox", "ares", "ares-artifact", "aryl", "dally", "dally-fullyconsolidated", "dally-manual",
        "dally-nowait", "fft", "fifo", "fifo-backfill", "gandiva", "gavel", "mechanisms-demo", "optimus", "pal",
        "sjf", "srjf", "srtf", "themis", "themis-ftf-lp", "tiresias", "tiresias-dally", "tiresias-dally-2das",
        "tiresias-pollux", "tiresias-typed"]

@@ -41,7 +41,7 @@ FIGURE_KEYS = ("name", "title", "grid", "metric", "better", "rows", "source", "c
 CLAIM_KEYS = ("better", "worse", "factor", "qualifier", "note")
 TRACE_KEYS = ("shared", "synth", "path", "name", "group", "fallback")
 #: coordinates a figure's rows may follow (`group`: the trace's group, else its label)
-ROW_AXES = ("group", "trace", "cluster", "contention", "calibration")
+ROW_AXES = ("group", "trace", "cluster", "cluster_nodes", "contention", "calibration")
 #: where the shared data lives unless COSIM_SHARED_DATA says otherwise (the checkout's sibling)
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_SHARED = REPO.parent / "shared" / "data"

@@ -38,6 +38,12 @@ class OnesConfig(PolicyConfig):
     generations: int = param(1, "generations per policy call", source="artifact: one per ~1 s loop")
     update_epochs: int = param(1, "epochs a job must finish since its last change before a full update moves it",
                                source="paper: every running job finishes >= 1 epoch; artifact update_interval = 1")
+    gate: str = param(
+        "all", "epoch gate of a deployment: 'all' = S*'s moves (scale, migrate, preempt) apply only when every job "
+        "they touch has finished update_epochs epochs since its last change (else only starts on free GPUs); "
+        "'per-job' = the moves of the jobs that are ready apply whenever their target GPUs are free or held by other "
+        "ready jobs", choices=("all", "per-job"),
+        source="paper: after all running jobs finish >= 1 epoch; artifact: every moved job (" + _NOTES + " §2.6)")
     warmup_epochs: int = param(2, "epochs a new job runs on one GPU before it may scale (start policy)",
                                source="artifact num_epochs_before_next_scaling = 2 (paper: 'a few warm-up steps')")
     scale_every_epochs: int = param(1, "epochs between two doublings of R (scale-up R' = 2R)",

@@ -341,46 +341,59 @@ class Ones(BasePolicy):
         return self._deploy(view, slots, deployed, best)
 
     def _deploy(self, view: ClusterView, slots: np.ndarray, deployed: np.ndarray, best: np.ndarray) -> Decision:
-        """Immediate starts on free GPUs; the full schedule when every moved job is epoch-gated out."""
+        """Apply S*: jobs whose target GPUs are all free start at once; moves of running jobs
+        (scale in/out, migrate, preempt) wait for the epoch gate (`OnesConfig.gate`)."""
         jv = view.jobs
         r = Round(view)
         want = {int(j): slots[best == j] for j in np.unique(best[best >= 0]).tolist()}
         ep = jv.epochs_done
-        running = view.running()
         state = jv.state
-        changed = []
-        for j in running.tolist():
-            cur = np.sort(np.asarray(view.allocation_of(j), np.int64))
+        owner = view.cluster.gpu_owner
+        cur: dict[int, np.ndarray] = {}
+        changed: list[int] = []
+        for j in view.running().tolist():
+            c = np.sort(np.asarray(view.allocation_of(j), np.int64))
+            cur[j] = c
             w = want.get(j)
-            if w is None or w.size != cur.size or not np.array_equal(np.sort(w), cur):
+            if w is None or w.size != c.size or not np.array_equal(np.sort(w), c):
                 changed.append(j)
-        gate_ok = all(int(state[j]) == _RUNNING and int(ep[j]) - int(self.last_change_epoch[j]) >= self.config.update_epochs
-                      for j in changed)
-        free = view.cluster.gpu_owner < 0
-        if gate_ok:
-            for j in changed:
-                r.release(j)
-            starts = []
-            for j, w in want.items():
-                if j in changed or int(state[j]) not in (_RUNNING, _RESTARTING):
-                    starts.append(j)
-            for j in starts:
-                w = want[j]
-                r.claim(j, w, keep=bool(int(state[j]) in (_RUNNING, _RESTARTING)), batch=self.batch_for(view, j, w.size))
-                self.last_change_epoch[j] = int(ep[j])
-                self.ran_before[j] = True
-            for j in changed:
-                if j not in want:  # preempted: may resume at most at its size before
-                    self.limit[j] = max(1, min(int(self.limit[j]), int(jv.alloc_count[j])))
+        ready = [j for j in changed if int(state[j]) == _RUNNING
+                 and int(ep[j]) - int(self.last_change_epoch[j]) >= self.config.update_epochs]
+        if self.config.gate == "all":
+            movers = ready if len(ready) == len(changed) else []
+        else:  # per-job: the ready movers whose targets are free or held by other ready movers (fixpoint)
+            movers = list(ready)
+            while True:
+                mset = set(movers)
+                keep = []
+                for j in movers:
+                    w = want.get(j)
+                    if w is None or all(o < 0 or int(o) in mset for o in owner[w].tolist()):
+                        keep.append(j)
+                if len(keep) == len(movers):
+                    break
+                movers = keep
+        mset = set(movers)
+        for j in movers:
+            r.release(j)
+        started = 0
+        for j, w in want.items():
+            running = int(state[j]) in (_RUNNING, _RESTARTING)
+            if running and j not in mset:
+                continue
+            if not all(o < 0 or int(o) in mset for o in owner[w].tolist()):
+                continue  # its GPUs are held by a job that does not move now
+            r.claim(j, w, keep=running, batch=self.batch_for(view, j, w.size))
+            self.last_change_epoch[j] = int(ep[j])
+            self.ran_before[j] = True
+            started += not running
+        for j in movers:
+            if j not in want:  # preempted: may resume at most at its size before
+                self.limit[j] = max(1, min(int(self.limit[j]), int(jv.alloc_count[j])))
+        if movers or not changed:
             for j in view.queued().tolist():  # resume: a waiting job left out halves its limit
                 if self.ran_before[j] and j not in want and self.limit[j] > 1:
                     self.limit[j] //= 2
             self.stats["full_updates"] += 1
-        else:
-            for j, w in want.items():
-                if int(state[j]) not in (_RUNNING, _RESTARTING) and free[w].all():
-                    r.claim(j, w, batch=self.batch_for(view, j, w.size))
-                    self.last_change_epoch[j] = int(ep[j])
-                    self.ran_before[j] = True
-                    self.stats["immediate_starts"] += 1
+        self.stats["immediate_starts"] += started
         return r.decision()

@@ -99,15 +99,25 @@ def cdf(values: np.ndarray, points: np.ndarray) -> np.ndarray:
 
 
 def load_runs(dirs: list[Path]) -> dict[str, pd.DataFrame]:
-    """Per-policy per-job tables pooled over run folders (job ids prefixed by the folder index)."""
+    """Per-policy per-job tables pooled over run folders: `cosim simulate --out` folders
+    (`<dir>/<policy>/jobs.parquet`) or sweep cells (`<cell>/jobs.parquet` + config.json). Job ids
+    are prefixed by the run's (seed, trace, nodes) so the same job pairs across policies."""
+    import json
+
     per: dict[str, list[pd.DataFrame]] = {}
     for i, d in enumerate(dirs):
-        for jp in sorted(Path(d).glob("*/jobs.parquet")):
+        d = Path(d)
+        cfg_path = d / "config.json"
+        cfg = json.loads(cfg_path.read_text()).get("config", {}) if cfg_path.is_file() else {}
+        key = f"{cfg.get('seed', i)}:{cfg.get('trace', '')}:{cfg.get('cluster_nodes', '')}"
+        found = [(d / "jobs.parquet", (cfg.get("policies") or [d.name])[0])] if (d / "jobs.parquet").is_file() \
+            else [(jp, jp.parent.name) for jp in sorted(d.glob("*/jobs.parquet"))]
+        for jp, pol in found:
             t = per_job(pd.read_parquet(jp))
-            t["job_id"] = f"{i}:" + t["job_id"]
-            per.setdefault(jp.parent.name, []).append(t)
+            t["job_id"] = key + ":" + t["job_id"]
+            per.setdefault(pol, []).append(t)
     if not per:
-        raise InputError.at(str(dirs[0]) if dirs else "run folder", expected="<policy>/jobs.parquet inside")
+        raise InputError.at(str(dirs[0]) if dirs else "run folder", expected="jobs.parquet (or <policy>/jobs.parquet)")
     return {p: pd.concat(v, ignore_index=True) for p, v in per.items()}
 
 

@@ -36,6 +36,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from cosim.errors import InputError
+from traces.ones import epochs_to_target_of, total_epochs  # noqa: F401  one definition, with the trace
 
 JUMP_PENALTIES = ("none", "log2")
 
@@ -69,17 +70,6 @@ class ConvergenceModel:
         r = b[1:] / b[:-1]
         jumps = r[r > self.max_growth]
         return e + float(self.penalty_epochs * np.log2(jumps / self.max_growth).sum())
-
-
-def total_epochs(epochs_to_target: float, patience: int) -> float:
-    """Epochs a job trains: the first epoch at the target, then `patience − 1` more (notes §5.2)."""
-    return float(epochs_to_target) + max(int(patience), 1) - 1
-
-
-def epochs_to_target_of(total: float, patience: float) -> float:
-    """The inverse of `total_epochs` (≥ 1): the epoch at which the target is first reached."""
-    p = 1 if not np.isfinite(patience) else max(int(patience), 1)
-    return max(1.0, float(total) - p + 1)
 
 
 def initial_loss_of(num_classes: float) -> float:

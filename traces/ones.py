@@ -31,7 +31,6 @@ import numpy as np
 import pandas as pd
 
 from cosim.errors import InputError
-from simcore.convergence import epochs_to_target_of, total_epochs
 from traces.formats.workloads import ONES_CLASSES, ONES_EPOCHS
 from traces.io import normalize
 
@@ -69,6 +68,17 @@ ARTIFACT_SIZES: dict[str, tuple[int, ...]] = {"imagenet": (10000, 20000), "cifar
                                               "cola": (5000, 8000), "mrpc": (3600,), "sst2": (10000, 20000)}
 
 LIKES = ("ones", "ones-artifact")
+
+
+def total_epochs(epochs_to_target: float, patience: int) -> float:
+    """Epochs a job trains: the first epoch at the target, then `patience − 1` more (notes §5.2)."""
+    return float(epochs_to_target) + max(int(patience), 1) - 1
+
+
+def epochs_to_target_of(total: float, patience: float) -> float:
+    """The inverse of `total_epochs` (≥ 1): the epoch at which the target is first reached."""
+    p = 1 if not np.isfinite(patience) else max(int(patience), 1)
+    return max(1.0, float(total) - p + 1)
 
 
 def class_total_epochs(model: str, task: str, size: float) -> float:

@@ -40,13 +40,14 @@ def bench_ones_generation(probe_s: float = PROBE_S, repeats: int = REPEATS) -> d
             owner = view.cluster.gpu_owner
             deployed = np.where(owner[slots] >= 0, owner[slots], -1).astype(np.int32)
             super().decide(view, now)  # warm: caches of this instant
-            pop, times = self.pop.copy(), []
+            pop, times, cpu = self.pop.copy(), [], []
             for _ in range(repeats):
                 self.pop = pop.copy()
-                t0 = time.perf_counter()
+                t0, c0 = time.perf_counter(), time.process_time()
                 self.evolve(view, slots, deployed)
                 times.append(time.perf_counter() - t0)
-            out.update(best=min(times), mean=float(np.mean(times)), active=int(view.active().size),
+                cpu.append(time.process_time() - c0)
+            out.update(best=min(times), mean=float(np.mean(times)), cpu=min(cpu), active=int(view.active().size),
                        running=int(view.running().size), K=int(pop.shape[0]), G=int(slots.size))
             raise _Done
 
@@ -66,7 +67,7 @@ def bench_ones_generation(probe_s: float = PROBE_S, repeats: int = REPEATS) -> d
     ms = 1e3 * out["best"]
     return {"name": "ones_generation_64gpu_50jobs", "value": round(ms, 2), "unit": "ms",
             "target": f"< {TARGET_MS:.0f} ms",
-            "detail": f"mean {1e3 * out['mean']:.1f} ms over {repeats}; K={out['K']}, G={out['G']}, "
+            "detail": f"mean {1e3 * out['mean']:.1f} ms over {repeats}, best CPU time {1e3 * out['cpu']:.1f} ms; K={out['K']}, G={out['G']}, "
                       f"{out['active']} active / {out['running']} running jobs at t={probe_s:.0f} s"}
 
 

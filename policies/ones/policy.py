@@ -238,7 +238,19 @@ class Ones(BasePolicy):
     def _fill_key(self, view: ClusterView, slots: np.ndarray, rho: np.ndarray):
         sd = view.jobs.samples_done
         sub = view.jobs.submit_time
+        memo: dict[tuple[int, int, int], float] = {}  # keys are pure within a generation (one ρ draw)
+
+        def cached(f):
+            def k(j: int, c: int, c2: int) -> float:
+                t = (j, c, c2)
+                v = memo.get(t)
+                if v is None:
+                    v = memo[t] = f(j, c, c2)
+                return v
+            return k
+
         if self.config.fill == "delta-phi":
+            @cached
             def key(j: int, c: int, c2: int) -> float:
                 y = float(sd[j]) * (1.0 / rho[j] - 1.0) if np.isfinite(rho[j]) else 0.0
                 phi2 = c2 / self.xput_count(view, j, c2, -(-c2 // self._per_node))
@@ -247,6 +259,7 @@ class Ones(BasePolicy):
             return key
         req = view.jobs.num_gpus
 
+        @cached
         def key_art(j: int, c: int, c2: int) -> float:  # new first, then SRPT on one GPU
             if not np.isfinite(rho[j]):
                 return -1e18 + float(sub[j])

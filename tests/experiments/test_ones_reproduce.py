@@ -62,3 +62,10 @@ def test_per_job_queue_is_jct_minus_execution():
     assert d["queue_s"].tolist() == [40.0, 0.0]
     s = M.summary({"ones": d})
     assert s.loc[0, "frac_jct_le_200s"] == 1.0 and s.loc[0, "avg_queue_s"] == 20.0
+
+
+def test_fitted_predictor_beats_the_prior_on_held_out_jobs():
+    acc = M.predictor_accuracy(num_jobs=20, seed=1)
+    assert acc["test_points"] > 50
+    assert acc["mae_rho"] < 0.8 * acc["mae_rho_prior"]
+    assert 0.0 <= acc["coverage_90"] <= 1.0

@@ -33,7 +33,7 @@ def bench_ones_generation(probe_s: float = PROBE_S, repeats: int = REPEATS) -> d
     out: dict = {}
 
     class Probe(Ones):
-        def decide(self, view, now):  # noqa: ANN001
+        def decide(self, view, now):
             if now < probe_s or out:
                 return super().decide(view, now)
             slots = np.flatnonzero(view.cluster.gpu_online).astype(np.int64)

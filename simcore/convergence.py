@@ -30,8 +30,9 @@ global batch fixed by default).
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -148,7 +149,7 @@ class ConvergenceLog:
 
     def __init__(self, num_epochs: np.ndarray, attrs: dict[str, Any], job_ids: np.ndarray) -> None:
         n = int(np.asarray(num_epochs).shape[0])
-        get = lambda c: np.asarray(attrs[c], np.float64) if c in attrs else np.full(n, np.nan)  # noqa: E731
+        get = lambda c: np.asarray(attrs[c], np.float64) if c in attrs else np.full(n, np.nan)
         self._target, self._patience = get("target_acc"), get("patience")
         self._classes = num_classes_of(attrs.get("task"), get("epoch_size"), n)
         self._epochs = np.asarray(num_epochs, np.float64)

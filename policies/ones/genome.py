@@ -26,8 +26,8 @@ jobs and never more genes of job j than its limit `R[j]` (a GPU count).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import numba
 import numpy as np

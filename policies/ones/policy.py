@@ -24,8 +24,15 @@ import numpy as np
 
 from policies.base import BasePolicy, Round
 from policies.ones.config import OnesConfig
-from policies.ones.genome import (GenomeContext, counts_of, crossover, enforce_limits, fill, mutate, place_new,
-                                  reorder)
+from policies.ones.genome import (
+    GenomeContext,
+    crossover,
+    enforce_limits,
+    fill,
+    mutate,
+    place_new,
+    reorder,
+)
 from policies.ones.predictor import BetaPredictor, FitOptions, features
 from policies.registry import POLICIES
 from simcore.api import ClusterView, Decision, JobState
@@ -257,7 +264,6 @@ class Ones(BasePolicy):
                 phi1 = c / self.xput_count(view, j, c, -(-c // self._per_node)) if c > 0 else 0.0
                 return (phi2 - phi1) * y * 1e6 + float(sub[j]) * 1e-9
             return key
-        req = view.jobs.num_gpus
 
         @cached
         def key_art(j: int, c: int, c2: int) -> float:  # new first, then SRPT on one GPU

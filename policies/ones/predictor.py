@@ -83,7 +83,7 @@ class BetaPredictor:
         if self.opts.kind == "linear":
             return [z.T @ g_out, np.array([g_out.sum()])]
         (hid,) = cache
-        w1, b1, w2, b2 = self.params
+        w2 = self.params[2]
         g_hid = np.outer(g_out, w2) * (1.0 - hid ** 2)
         return [z.T @ g_hid, g_hid.sum(0), hid.T @ g_out, np.array([g_out.sum()])]
 
@@ -130,7 +130,7 @@ class BetaPredictor:
         o, t = self.opts, 0
         n = z.shape[0]
         bs = n if o.kind == "linear" else max(1, o.batch)  # linear: full batch (tiny model)
-        steps = o.epochs * (1 if o.kind == "linear" else 1) * max(1, (n + bs - 1) // bs)
+        steps = o.epochs * max(1, (n + bs - 1) // bs)
         if o.kind == "linear":
             steps = max(steps, 400)
         order = self.rng.permutation(n)

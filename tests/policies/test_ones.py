@@ -4,12 +4,21 @@ the Beta predictor recovering known parameters, and a small end-to-end run throu
 from __future__ import annotations
 
 import numpy as np
-import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from policies.ones.genome import (GenomeContext, counts_of, crossover, enforce_limits, fill, migrations, mutate,
-                                  place_new, reorder, valid)
+from policies.ones.genome import (
+    GenomeContext,
+    counts_of,
+    crossover,
+    enforce_limits,
+    fill,
+    migrations,
+    mutate,
+    place_new,
+    reorder,
+    valid,
+)
 from policies.ones.predictor import BetaPredictor, FitOptions
 
 

@@ -44,6 +44,7 @@ class GenomeContext:
     t_processed: np.ndarray  # float64[J], executed seconds (steal order)
     slot_node: np.ndarray  # int64[G], node of each genome slot
     gpus_per_node: int = 4
+    floor: np.ndarray | None = None  # int64[J], fewest GPUs a job may run on (its min_gpus); None: 1
 
     @property
     def num_jobs(self) -> int:
@@ -110,12 +111,16 @@ def fill(genome: np.ndarray, ctx: GenomeContext, candidates: np.ndarray,
         return g
     c = counts_of(g, ctx.num_jobs)
     pool = [int(j) for j in candidates.tolist() if c[j] < ctx.limit[j]]
+    fl = ctx.floor
     used = 0
     while used < idle.size and pool:
         left = idle.size - used
         best, best_k = -1, np.inf
         for j in pool:
-            k = key(j, int(c[j]), int(min(ctx.limit[j], c[j] + left)))
+            c2 = int(min(ctx.limit[j], c[j] + left))
+            if fl is not None and c2 < fl[j]:
+                continue  # cannot reach its minimum with the GPUs left
+            k = key(j, int(c[j]), c2)
             if k < best_k:
                 best, best_k = j, k
         if best < 0:
@@ -125,6 +130,20 @@ def fill(genome: np.ndarray, ctx: GenomeContext, candidates: np.ndarray,
         used += add
         c[best] += add
         pool.remove(best)
+    return g
+
+
+def drop_below_floor(genome: np.ndarray, ctx: GenomeContext) -> np.ndarray:
+    """Jobs holding fewer genes than their minimum (`floor`, the trace's min_gpus) do not run."""
+    if ctx.floor is None:
+        return genome
+    c = counts_of(genome, ctx.num_jobs)
+    bad = (c > 0) & (c < ctx.floor)
+    if not bad.any():
+        return genome
+    g = genome.copy()
+    occ = g >= 0
+    g[occ & bad[np.where(occ, g, 0)]] = -1
     return g
 
 

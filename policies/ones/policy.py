@@ -27,6 +27,7 @@ from policies.ones.config import OnesConfig
 from policies.ones.genome import (
     GenomeContext,
     crossover,
+    drop_below_floor,
     enforce_limits,
     fill,
     mutate,
@@ -188,12 +189,16 @@ class Ones(BasePolicy):
         active[view.active()] = True
         ep = jv.epochs_done
         new = active & (ep < self.config.warmup_epochs)
+        lo = np.maximum(np.asarray(jv.min_gpus, np.int64), 1)
+        hi = np.maximum(np.asarray(jv.max_gpus, np.int64), lo)
         lim = self.limit.copy()
         lim[new] = 1
+        lim = np.clip(lim, lo, hi)  # R within the job's [min_gpus, max_gpus]
         nodes = view.cluster.gpu_node[slots].astype(np.int64)
         per = int(np.bincount(nodes).max()) if nodes.size else 1
         return GenomeContext(limit=lim, active=active, new=new, executed=active & ~new,
-                             t_processed=np.asarray(jv.executed_s, np.float64), slot_node=nodes, gpus_per_node=per)
+                             t_processed=np.asarray(jv.executed_s, np.float64), slot_node=nodes, gpus_per_node=per,
+                             floor=None if (lo <= 1).all() else lo)
 
     def _rho(self, view: ClusterView, jobs: np.ndarray) -> np.ndarray:
         """One ρ draw per job for this generation (NaN: no prediction, contributes 0)."""
@@ -275,6 +280,8 @@ class Ones(BasePolicy):
     def _finish(self, g: np.ndarray, ctx: GenomeContext, jobs: np.ndarray, key, deployed: np.ndarray) -> np.ndarray:
         g = place_new(enforce_limits(g, ctx), ctx, jobs[ctx.new[jobs]])
         g = fill(g, ctx, jobs, key)
+        if ctx.floor is not None:  # jobs that cannot reach their min_gpus give their GPUs back
+            g = fill(drop_below_floor(g, ctx), ctx, jobs, key)
         return reorder(g, deployed, ctx) if self.config.reorder else g
 
     def evolve(self, view: ClusterView, slots: np.ndarray, deployed: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

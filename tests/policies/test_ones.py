@@ -177,3 +177,18 @@ def test_ones_runs_end_to_end_without_oracles(tmp_path):
     assert dec["num_gpus"].max() > 1
     first = dec[dec["action"] == "start"].groupby("job_id").first()
     assert (first["num_gpus"] == 1).all()
+
+
+def test_fill_and_floor_respect_min_gpus():
+    from policies.ones.genome import drop_below_floor
+
+    ctx = ctx_of([4, 4], [True, True], G=8)
+    ctx.floor = np.array([3, 1], np.int64)
+    g = np.array([0, 0, 1, -1, -1, -1, -1, -1], np.int32)
+    assert counts_of(drop_below_floor(g, ctx), 2).tolist() == [0, 1]
+    # with 2 idle GPUs job 0 (floor 3, limit 4) cannot start from 0; job 1 grows instead
+    g2 = np.array([1, 1, 1, -1, -1, 1, 1, 1], np.int32)
+    ctx2 = ctx_of([4, 8], [True, True], G=8)
+    ctx2.floor = np.array([3, 1], np.int64)
+    out = fill(g2, ctx2, np.array([0, 1]), lambda j, c, c2: float(j == 1))
+    assert counts_of(out, 2).tolist() == [0, 8]

@@ -60,7 +60,7 @@ class OnesConfig(PolicyConfig):
         source=_NOTES + " §2.7, §2.11-4. Default 'artifact', not the notes' 'paper-gated': with sigma = lambda = "
                "1/30 s every job that has run 30 s shrinks at each epoch, which left 80 % of the GPUs idle on the "
                "50-job trace (avg JCT 0.44 h vs Tiresias 0.06 h, measured)")
-    sigma_per_s: float | None = param(None, "scale-down factor sigma (1/s); none = the observed arrival rate lambda",
+    sigma: float | None = param(None, "scale-down factor sigma (1/s); none = the observed arrival rate lambda",
                                       unit="1/s", source="paper: sigma = lambda, the average arrival rate")
     fill: str = param(
         "delta-phi",
@@ -102,7 +102,7 @@ class OnesConfig(PolicyConfig):
         self.check("warmup_epochs", self.warmup_epochs >= 0, "an integer >= 0")
         self.check("scale_every_epochs", self.scale_every_epochs >= 1, "an integer >= 1")
         self.check("request_cap_factor", self.request_cap_factor >= 0, "an integer >= 0")
-        self.check("sigma_per_s", self.sigma_per_s is None or self.sigma_per_s > 0, "a positive rate or none")
+        self.check("sigma", self.sigma is None or self.sigma > 0, "a positive rate or none")
         self.check("prior_beta", self.prior_beta >= 1.0, "a number >= 1")
         self.check("predictor_lr", self.predictor_lr > 0, "a positive number")
         self.check("predictor_epochs", self.predictor_epochs >= 1, "an integer >= 1")

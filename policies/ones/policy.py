@@ -141,8 +141,8 @@ class Ones(BasePolicy):
 
     # ---- R_j policies -------------------------------------------------------------------
     def _arrival_rate(self, view: ClusterView, now: float) -> float:
-        if self.config.sigma_per_s is not None:
-            return float(self.config.sigma_per_s)
+        if self.config.sigma is not None:
+            return float(self.config.sigma)
         t = view.jobs.submit_time
         t = t[t <= now]
         if t.size < 2 or t.max() <= t.min():

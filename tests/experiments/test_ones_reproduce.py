@@ -65,7 +65,9 @@ def test_per_job_queue_is_jct_minus_execution():
 
 
 def test_fitted_predictor_beats_the_prior_on_held_out_jobs():
-    acc = M.predictor_accuracy(num_jobs=20, seed=1)
+    from benchmarks.bench_ones import predictor_accuracy
+
+    acc = predictor_accuracy(num_jobs=20, seed=1)
     assert acc["test_points"] > 50
     assert acc["mae_rho"] < 0.8 * acc["mae_rho_prior"]
     assert 0.0 <= acc["coverage_90"] <= 1.0

@@ -7,7 +7,8 @@ unrelated machines is a matching: a job placed k-th from the end of a machine's 
 itself and the k jobs behind it, so it costs (k + 1) × its processing time there. Job i's
 processing time on a GPU of type t is its remaining work over its throughput there. The
 jobs matched to the front of each queue start now; the rest are re-matched next round.
-Running jobs are never preempted. The matching is `policies.solvers.assign`.
+Running jobs are never preempted. The matching is solved as a transportation LP over (type,
+queue level) (`allox_match`), with `policies.solvers.assign` on the full slot matrix as fallback.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from policies.base import BasePolicy, Round
 from policies.config import PlacedConfig, param
 from policies.gavel import OracleWork, job_matrix
 from policies.registry import POLICIES
-from policies.solvers import assign
+from policies.solvers import Model, assign
 from simcore.api import NEED_DURATION_ORACLE, ClusterView, Decision
 
 
@@ -60,33 +61,72 @@ def slots_for(free: np.ndarray, num_jobs: int) -> Slots:
     return Slots(np.concatenate(ty), np.concatenate(mach), np.concatenate(pos))
 
 
+#: slot-matrix size (jobs × slots) above which `allox_match` solves the aggregated LP instead
+#: of the slot matching (both exact; the matching is faster on small matrices)
+LP_ABOVE_CELLS = 100_000
+
+
 def allox_match(proc_s: np.ndarray, free: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The least Σ completion time assignment of jobs (rows of `proc_s`, seconds on one GPU of
     each type; inf where a job cannot run) to queues of the `free[t]` GPUs of each type.
 
     Returns per job (type, machine within the type, position from the front: 0 = starts now),
     -1 for jobs that cannot run on any free type. Σ_j (k_j + 1) · proc_s[j, type_j] over the
-    matched jobs is the minimum sum of completion times."""
+    matched jobs is the minimum sum of completion times.
+
+    The machines of a type are identical, so AlloX's matching of jobs to (machine, position
+    from the end k) slots is solved in its aggregated form: jobs to (type, k) levels holding
+    up to min(free[t], jobs) jobs each, at cost (k + 1) × the job's processing time there — a
+    transportation problem (integral LP, HiGHS), m × Σ_t ceil(m / w_t) instead of the m × Σ_t
+    w_t·ceil(m / w_t) slot matrix (`slots_for`), which is matched directly (scipy) when it has
+    at most `LP_ABOVE_CELLS` cells. Either way only each job's type is kept; each type's jobs are then
+    queued shortest first, dealt round-robin over its machines (SPT, optimal on identical
+    machines for that set): the shortest `free[t]` of them start now."""
     m = proc_s.shape[0]
     typ = np.full(m, -1, np.int64)
     mach = np.full(m, -1, np.int64)
     front = np.full(m, -1, np.int64)
-    ok_rows = np.flatnonzero(np.isfinite(proc_s[:, np.asarray(free) > 0]).any(axis=1)) if m else np.zeros(0, int)
+    free = np.asarray(free, np.int64)
+    ok_rows = np.flatnonzero(np.isfinite(proc_s[:, free > 0]).any(axis=1)) if m else np.zeros(0, int)
     if ok_rows.size == 0:
         return typ, mach, front
-    s = slots_for(free, ok_rows.size)
-    p = proc_s[ok_rows][:, s.gpu_type]
-    forbidden = ~np.isfinite(p)
-    cost = np.where(forbidden, 0.0, p * (s.from_end + 1)[None, :])
-    a = assign(cost, forbidden, complete=True)
-    rows, cols = ok_rows[a.rows], a.cols
-    typ[rows], mach[rows] = s.gpu_type[cols], s.machine[cols]
-    k = s.from_end[cols]
-    # position from the front: the jobs on the same machine with more jobs behind them go first
-    key = typ[rows] * (int(mach.max()) + 1) + mach[rows]
-    for q in np.unique(key).tolist():
-        on = np.flatnonzero(key == q)
-        front[rows[on]] = np.argsort(np.argsort(-k[on], kind="stable"), kind="stable")
+    n = ok_rows.size
+    p = proc_s[ok_rows]
+    lt, lk = [], []
+    for t, f in enumerate(free.tolist()):
+        w = min(f, n)
+        if w > 0:
+            k = -(-n // w)
+            lt.append(np.full(k, t))
+            lk.append(np.arange(k))
+    lt, lk = np.concatenate(lt), np.concatenate(lk)
+    cap = np.minimum(free[lt], n)
+    t_of = None
+    if n * int((cap).sum()) > LP_ABOVE_CELLS:  # big: the aggregated transportation LP
+        pl = p[:, lt]
+        ok = np.isfinite(pl)
+        model = Model()
+        y = model.var("y", pl.shape, ub=ok.astype(float))
+        model.add(y.sum(axis=1) == 1.0)
+        model.add(y.sum(axis=0) <= cap.astype(float))
+        model.minimize(y.sum(coef=np.where(ok, pl, 0.0) * (lk + 1)[None, :]))
+        sol = model.solve(check=False)
+        if sol.ok and np.abs(sol["y"] - np.round(sol["y"])).max() < 1e-6:
+            t_of = lt[sol["y"].argmax(axis=1)]
+    if t_of is None:  # small (the slot matching is faster), or a fractional LP vertex / solver failure
+        s = slots_for(free, n)
+        ps = p[:, s.gpu_type]
+        forbidden = ~np.isfinite(ps)
+        a = assign(np.where(forbidden, 0.0, ps * (s.from_end + 1)[None, :]), forbidden, complete=True)
+        t_of = np.full(n, -1, np.int64)
+        t_of[a.rows] = s.gpu_type[a.cols]
+    for t in np.unique(t_of).tolist():
+        on = np.flatnonzero(t_of == t)
+        on = on[np.lexsort((on, p[on, t]))]  # shortest first, then row order
+        w = min(int(free[t]), n)
+        rank = np.arange(on.size)
+        rows = ok_rows[on]
+        typ[rows], mach[rows], front[rows] = t, rank % w, rank // w
     return typ, mach, front
 
 

@@ -286,6 +286,10 @@ def from_spec(spec: str, seed: int) -> pd.DataFrame:
         from traces import ones
 
         df = ones.generate(parts[1], int(parts[2]), seed)
+    elif parts[1].startswith("fft-"):  # FFT's Traces 1-9 (traces.fft): Philly-distribution, Table 2 models
+        from traces import fft
+
+        df = fft.synthesize(parts[1], int(parts[2]), seed)
     else:
         df = synthesize(parts[1], int(parts[2]), seed)
     if len(parts) == 4:

@@ -14,6 +14,7 @@ import pytest
 from typer.testing import CliRunner
 
 from cli.app import app
+from experiments.spec import names
 from tests.conftest import SHARED_DATA as _CHECKOUT_SHARED
 
 PAPER = "tiresias-vs-fifo"
@@ -123,7 +124,7 @@ def test_synthetic_fallback_is_labelled_and_figures_skip_without_matplotlib(tmp_
 
 
 @pytest.mark.parametrize("args, needle", [
-    (["reproduce", "no-such-paper"], "unknown experiment 'no-such-paper'; valid: pollux, tiresias-vs-fifo"),
+    (["reproduce", "no-such-paper"], "unknown experiment 'no-such-paper'; valid: " + ", ".join(sorted(names()))),
     (["reproduce", PAPER, "--figure", "fig-9"], "unknown figure 'fig-9'; valid: avg-jct, p99-jct"),
     (["reproduce", PAPER, "--size", "huge"], "unknown size 'huge'; valid: full, small"),
     (["reproduce", PAPER, "--backend", "slurm"], "unknown backend 'slurm'; valid: local, ray"),

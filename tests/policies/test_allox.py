@@ -112,3 +112,35 @@ def test_alpha_is_validated():
 
     with pytest.raises(InputError):
         make("allox", alpha=0.0)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.data())
+def test_aggregated_lp_path_equals_brute_force(data):
+    """The transportation-LP path (used on big matrices; forced here) is optimal too."""
+    import policies.allox as A
+
+    m = data.draw(st.integers(1, 4))
+    ntypes = data.draw(st.integers(1, 2))
+    free = np.array(data.draw(st.lists(st.integers(0, 2), min_size=ntypes, max_size=ntypes)))
+    if free.sum() == 0:
+        free[0] = 1
+    vals = data.draw(st.lists(st.one_of(st.integers(1, 20).map(float), st.just(np.inf)),
+                              min_size=m * ntypes, max_size=m * ntypes))
+    proc = np.array(vals).reshape(m, ntypes)
+    big = int(np.argmax(free))
+    proc[:, big] = np.where(np.isfinite(proc[:, big]), proc[:, big], 7.0)
+    old = A.LP_ABOVE_CELLS
+    A.LP_ABOVE_CELLS = -1
+    try:
+        typ, mach, front = A.allox_match(proc, free)
+    finally:
+        A.LP_ABOVE_CELLS = old
+    assert (typ >= 0).all()
+    assert _schedule_cost(proc, typ, mach, front) == pytest.approx(_brute_force(proc, free))
+
+
+def test_shortest_jobs_of_a_type_start_now():
+    """Three jobs on one GPU (one type): SPT, so the 1-s job starts, then 2 s, then 5 s."""
+    typ, mach, front = allox_match(np.array([[5.0], [1.0], [2.0]]), np.array([1]))
+    assert typ.tolist() == [0, 0, 0] and front.tolist() == [2, 0, 1]

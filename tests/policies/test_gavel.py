@@ -6,6 +6,8 @@ import dataclasses
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from policies import make
 from policies.gavel import (finish_time_fairness, max_min_fairness, max_sum_throughput, priorities,
@@ -200,3 +202,70 @@ def test_sjf_like_on_fft_table_1_toy_gives_the_fair_split():
     assert x == pytest.approx(np.full((2, 2), 0.5), abs=2e-3)
     rate = (x * np.array([8.0, 1.0])).sum(axis=1)
     assert (16.0 / rate).sum() == pytest.approx(64 / 9, rel=1e-4)
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.data())
+def test_one_type_exact_path_is_optimal_and_never_worse_than_the_cutting_plane_lp(data):
+    """One GPU type (the Pollux workloads' T4 cluster): the KKT solution of the FTF and SJF-like
+    programs is feasible, satisfies the optimality conditions (SJF-like: w/(sf·x²) equal over
+    the jobs below 1 and no smaller for jobs at 1, unless capacity is slack; FTF: a smaller ρ
+    needs more GPUs than there are, unless ρ is at its lower bound), and its objective is never
+    worse than the cutting-plane LP's (which stops at its tolerance or iteration cap)."""
+    from policies.gavel import _inverse_rate_lp
+
+    J = data.draw(st.integers(1, 8))
+    sf = np.array(data.draw(st.lists(st.sampled_from([1, 2, 4]), min_size=J, max_size=J)), np.int64)
+    tput = np.array(data.draw(st.lists(st.floats(0.5, 50.0), min_size=J, max_size=J)))[:, None]
+    cap = np.array([float(data.draw(st.sampled_from([4, 8, 16])))])
+    tput[sf > cap[0]] = 0.0
+    live = tput[:, 0] > 0
+    if not live.any():
+        return
+    c = np.array(data.draw(st.lists(st.one_of(st.just(0.0), st.floats(1e-3, 10.0)), min_size=J, max_size=J)))
+    a = np.array(data.draw(st.lists(st.floats(0.0, 3.0), min_size=J, max_size=J)))
+    for kw in (dict(weight=c), dict(ftf=(a, c))):
+        x, obj, it = _inverse_rate_lp(tput, sf, cap, tol=1e-6, max_iter=60, **kw)
+        x = x[:, 0]
+        assert it == 0
+        assert (x >= 0).all() and (x <= 1 + 1e-12).all() and (sf * x).sum() <= cap[0] * (1 + 1e-9)
+        _, lp_obj, _ = _inverse_rate_lp(tput, sf, cap, tol=1e-6, max_iter=60, exact_one_type=False, **kw)
+        assert obj <= lp_obj * (1 + 1e-5) + 1e-9
+        pos = live & (c > 0)
+        if "weight" in kw:
+            if pos.any() and (sf[pos]).sum() > cap[0]:
+                assert (sf * x).sum() == pytest.approx(cap[0], rel=1e-9)
+                price = c[pos] / (sf[pos] * x[pos] ** 2)
+                below = x[pos] < 1 - 1e-9
+                if below.any():
+                    assert price[below] == pytest.approx(np.full(below.sum(), price[below][0]), rel=1e-6)
+                    assert (price[~below] >= price[below][0] * (1 - 1e-6)).all()
+        elif pos.any():
+            lo = max(a[live].max(), (a + c)[pos].max())
+            if obj > lo * (1 + 1e-9):
+                smaller = obj * (1 - 1e-7)
+                assert (sf[pos] * c[pos] / (smaller - a[pos])).sum() > cap[0]
+
+
+@settings(max_examples=20, deadline=None)
+@given(st.data())
+def test_ftf_dinkelbach_reaches_the_optimum_of_long_cutting_planes(data):
+    """Two or three GPU types: the Dinkelbach-type method's min-max ρ equals the cutting-plane
+    LP's run to 1e-7 (up to 300 rounds), and is never above it."""
+    from policies.gavel import _inverse_rate_lp
+
+    J = data.draw(st.integers(1, 6))
+    T = data.draw(st.integers(2, 3))
+    sf = np.array(data.draw(st.lists(st.sampled_from([1, 2]), min_size=J, max_size=J)), np.int64)
+    tput = np.array(data.draw(st.lists(st.lists(st.sampled_from([0.0, 1.0, 2.0, 5.0]), min_size=T, max_size=T),
+                                       min_size=J, max_size=J)))
+    tput[:, 0] = np.maximum(tput[:, 0], 1.0)  # every job runs somewhere
+    num = np.array(data.draw(st.lists(st.sampled_from([2.0, 4.0]), min_size=T, max_size=T)))
+    c = np.array(data.draw(st.lists(st.floats(0.05, 5.0), min_size=J, max_size=J)))
+    a = np.array(data.draw(st.lists(st.floats(0.0, 2.0), min_size=J, max_size=J)))
+    x, obj, it = _inverse_rate_lp(tput, sf, num, ftf=(a, c))
+    assert it <= 10
+    assert (x >= 0).all() and (x.sum(axis=1) <= 1 + 1e-9).all() and ((sf[:, None] * x).sum(axis=0) <= num + 1e-9).all()
+    _, ref, _ = _inverse_rate_lp(tput, sf, num, ftf=(a, c), tol=1e-7, max_iter=300, ftf_method="kelley")
+    assert obj <= ref * (1 + 1e-6)
+    assert obj == pytest.approx(ref, rel=1e-4)

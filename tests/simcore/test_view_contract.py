@@ -194,7 +194,9 @@ def test_policies_declare_what_they_read():
             # remaining work: Optimus (as the Pollux simulator's Optimus+Oracle), SRJF (Ares' Lucid
             # stand-in), AFS with its default gain=job_fraction (aryl.md §6)
             "optimus": {NEED_DURATION_ORACLE}, "srjf": {NEED_DURATION_ORACLE}, "afs": {NEED_DURATION_ORACLE},
-            "allox": {NEED_DURATION_ORACLE}}  # AlloX: processing time = remaining work / throughput
+            "allox": {NEED_DURATION_ORACLE},  # AlloX: processing time = remaining work / throughput
+            # Themis: ρ needs the remaining time (its agents' estimate); themis-ftf-lp is Gavel's FTF LP
+            "themis": {NEED_DURATION_ORACLE}, "themis-ftf-lp": {NEED_DURATION_ORACLE}}
     for name in policies.POLICIES:
         p = policies.make(name)
         assert set(p.needs) == want.get(name, set()), name

@@ -116,6 +116,11 @@ class JobsView:
     #: int8[J], how the job's work is counted (`simcore.work.WorkMode`: 0 replay, 1 iterations, 2 samples,
     #: 3 convergence, 4 epochs) — what a job's own launcher knows, so always visible
     work_mode: np.ndarray | None = None
+    #: the job's submitted training configuration beyond the request (trace columns such as ONES'
+    #: task, epoch_size, lr, max_lr, target_acc, patience, num_classes): what its user wrote in the
+    #: job script, so always visible; {} when the trace has none
+    attrs: Mapping[str, np.ndarray] | None = None
+    _epoch_log: Callable[[int, int], Any] | None = field(default=None, repr=False, compare=False)
     _samples_done: np.ndarray | None = field(default=None, repr=False)
     _iters_per_s: np.ndarray | None = field(default=None, repr=False)
     _waiting_s: np.ndarray | None = field(default=None, repr=False)
@@ -146,6 +151,15 @@ class JobsView:
     def epochs_done(self) -> np.ndarray | None:
         """int32[J], epochs finished (jobs whose epochs are known, else 0; lazy)."""
         return self._lazy(self._epochs_done)
+
+    def epoch_log(self, j: int) -> Any:
+        """Job j's training log up to its finished epochs (`simcore.convergence.EpochLog`: initial
+        loss, per-epoch loss and validation accuracy), None for jobs without a convergence curve.
+        Observations only: nothing past `epochs_done[j]`."""
+        if self._epoch_log is None:
+            return None
+        done = self.epochs_done
+        return self._epoch_log(int(j), int(done[j]) if done is not None else 0)
 
     @property
     def waiting_s(self) -> np.ndarray | None:

@@ -45,6 +45,7 @@ from simcore import kernels
 from simcore.api import (NEED_DURATION_ORACLE, NEED_PROGRESS_ORACLE, ORACLE_NEEDS, Allocation, ClusterView, Decision,
                          JobState, ReclaimDemand)
 from simcore.capacity import CapacityPlan, ReclaimLog, check_answer, default_answer
+from simcore.convergence import ConvergenceLog
 from simcore.costs import ChangeCosts, CostCharger
 from simcore.events import Event, EventQueue, Priority
 from simcore.marks import ProgressMarks
@@ -727,7 +728,8 @@ class Engine:
         ro = _ro
         return dict(_samples_done=ro(self._v_samples), _iters_per_s=ro(self._v_ips), _waiting_s=ro(self._v_wait),
                     _epochs_done=ro(self._v_epochs), last_gpu_type=ro(self._last_type),
-                    exposed_comm_s=ro(self.jobs.exposed_comm_s), _sync=self._sync_counters)
+                    exposed_comm_s=ro(self.jobs.exposed_comm_s), _sync=self._sync_counters,
+                    _epoch_log=ConvergenceLog(self.jobs.num_epochs, self.jobs.attrs, self.jobs.job_id).log)
 
     def _fold(self, j: int) -> None:
         p = self.jobs.progress.item(j)

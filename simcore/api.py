@@ -244,8 +244,9 @@ class ClusterView:
     #: (additive, optional) indices of the jobs holding GPUs (running or restarting), ascending,
     #: maintained by the engine so `running()` costs nothing
     running_jobs: np.ndarray | None = None
-    #: (additive) the engine accepts `Decision(changes_only=True)`; otherwise a decision must
-    #: list the complete running set
+    #: (additive) `Decision(changes_only=True)` is accepted: always True in engine views (the
+    #: engine accepts both forms); False only in views built by hand without an engine, whose
+    #: readers (`policies.round.Round.decision`) then build the complete form
     accepts_changes: bool = False
     #: (additive) the epoch ends and milestones reached at this instant, in job order, when
     #: the policy declared `wants_epoch_events` / `milestones`; empty otherwise

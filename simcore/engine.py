@@ -104,9 +104,6 @@ class EngineOptions:
     incremental_contention: bool = True
     #: after every decision, check that GPU ownership matches the allocations (tests)
     check_invariants: bool = False
-    #: offer policies the changes-only decision form (`ClusterView.accepts_changes`); False:
-    #: they must list the complete running set (the reference the short form is tested against)
-    accept_changes: bool = True
 
 
 @dataclass
@@ -572,7 +569,7 @@ class Engine:
         view = _new(ClusterView)
         view.__dict__.update(now=t, jobs=self._jobs_view, cluster=self._cluster_view, iteration_time=self._iter_time,
                              allocation_of=self._alloc_of, active_jobs=active, current=self._current_ro,
-                             running_jobs=running, accepts_changes=self.opt.accept_changes, progress_events=events,
+                             running_jobs=running, accepts_changes=True, progress_events=events,
                              whatif=w)
         if self.opt.check_invariants:
             if view.__dict__.keys() != _VIEW_FIELDS:

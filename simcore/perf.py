@@ -175,9 +175,11 @@ class PerfModel:
         self._facts: dict[str, ModelFacts] = {}
         self._max_local: dict[tuple[str, int, int], int] = {}
         self._compute: dict[tuple[str, int, int], float] = {}
-        #: the placement cache: (model, allocation's GPU ids as a tuple, global batch) → phases
-        #: (None: cannot run); `phases` and `phases_of` share it
+        #: the placement cache: (model, GPU ids as a tuple, global batch) → phases (None: cannot
+        #: run), of this class's `phases` (a backend's `phases` calls it for sub-placements)
         self._phases: dict[tuple[str, tuple[int, ...], int], Phases | None] = {}
+        #: `phases_of`'s answers, whatever class: the same key (the allocation's own tuple)
+        self._phases_t: dict[tuple[str, tuple[int, ...], int], Phases | None] = {}
         self._comm_cache: dict[tuple[str, bytes], Any] = {}
         #: the solver's prepared form (None: contention off); a solver without one (a test
         #: fake, a wrapped solver) behind the same interface (`_AsPrepared`), so the engine has
@@ -368,12 +370,13 @@ class PerfModel:
 
     def phases_of(self, model: str, gpus_t: tuple[int, ...], gpus: np.ndarray, batch: int) -> Phases | None:
         """`phases(model, gpus, batch)` keyed by the allocation tuple `gpus_t` (whose sorted
-        array is `gpus`, from `placed`): the same cache, without building the tuple."""
+        array is `gpus`, from `placed`), without building a key from the array. Kept apart
+        from `phases`' own cache: a backend overriding `phases` (`perf_backends`) calls this
+        class's `phases` for other placements, whose answers must not be taken for its own."""
         key = (model, gpus_t, batch)
-        res = self._phases.get(key, _MISSING)
+        res = self._phases_t.get(key, _MISSING)
         if res is _MISSING:
-            n = len(gpus_t)
-            res = _put(self._phases, key, self._compute_phases(model, gpus, batch, n) if n > 0 else None)
+            res = _put(self._phases_t, key, self.phases(model, gpus, batch))
         return res
 
     def _allreduce(self, model: str, gpus: np.ndarray, facts: ModelFacts) -> Any:

@@ -13,7 +13,7 @@ Policies never import `netmodel` or the engine; everything they may know is here
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any, Callable, ClassVar, Mapping, Protocol, runtime_checkable
 
 import numpy as np
@@ -258,8 +258,9 @@ class ClusterView:
     #: (additive, optional) indices of the jobs holding GPUs (running or restarting), ascending,
     #: maintained by the engine so `running()` costs nothing
     running_jobs: np.ndarray | None = None
-    #: (additive) the engine accepts `Decision(changes_only=True)`; otherwise a decision must
-    #: list the complete running set
+    #: (additive) `Decision(changes_only=True)` is accepted: always True in engine views (the
+    #: engine accepts both forms); False only in views built by hand without an engine, whose
+    #: readers (`policies.round.Round.decision`) then build the complete form
     accepts_changes: bool = False
     #: (additive) the epoch ends and milestones reached at this instant, in job order, when
     #: the policy declared `wants_epoch_events` / `milestones`; empty otherwise
@@ -313,6 +314,31 @@ class ClusterView:
         return {int(j): Allocation(tuple(self.allocation_of(int(j)))) for j in self.running()}
 
 
+@dataclass(frozen=True)
+class PolicyFlags:
+    """The optional behaviour flags of `Policy` with their defaults: the one place they are
+    declared and read (`PolicyFlags.of`, once when a run starts; a policy declares the ones
+    that hold for it as class or instance attributes, set before the run)."""
+
+    rounds_need_queue: bool = False
+    ignores_restart_ends: bool = False
+    wants_epoch_events: bool = False
+    milestones: tuple = ()
+    answers_reclaims: bool = False
+    #: oracle information the policy uses (`ORACLE_NEEDS`; required of a `Policy`, empty if absent)
+    needs: frozenset = frozenset()
+
+    @classmethod
+    def of(cls, policy: object) -> PolicyFlags:
+        """The flags `policy` declares, the defaults for the others (milestones as given:
+        the engine checks them)."""
+        d = {f.name: getattr(policy, f.name, f.default) for f in fields(cls)}
+        return cls(rounds_need_queue=bool(d["rounds_need_queue"]),
+                   ignores_restart_ends=bool(d["ignores_restart_ends"]),
+                   wants_epoch_events=bool(d["wants_epoch_events"]), milestones=tuple(d["milestones"] or ()),
+                   answers_reclaims=bool(d["answers_reclaims"]), needs=frozenset(d["needs"] or ()))
+
+
 @runtime_checkable
 class Policy(Protocol):
     """A scheduling policy. One signature for all (no name-based dispatch in the engine).
@@ -323,7 +349,8 @@ class Policy(Protocol):
     - `needs`: oracle information the policy uses (`NEED_DURATION_ORACLE`,
       `NEED_PROGRESS_ORACLE`); anything it reads that is not declared is NaN.
 
-    Optional (read with getattr, default False):
+    Optional behaviour flags (declared with their defaults in `PolicyFlags`, which the engine
+    reads once at the start of a run):
     - `rounds_need_queue`: the policy declares that a periodic round can change nothing
       while no job is queued (it reacts to service thresholds through `Decision.wake_at`),
       so the engine skips rounds at instants with an empty queue. Events and wake-ups

@@ -200,7 +200,9 @@ def test_policies_declare_what_they_read():
             # Ares: L_j (GPU-seconds at the requested count) read once at arrival
             "ares": {NEED_DURATION_ORACLE}, "ares-artifact": {NEED_DURATION_ORACLE},
             # FFT: the JCT term phi from remaining epochs; tiresias-typed: A11's fastest-finish type rule
-            "fft": {NEED_DURATION_ORACLE}, "tiresias-typed": {NEED_DURATION_ORACLE}}
+            "fft": {NEED_DURATION_ORACLE}, "tiresias-typed": {NEED_DURATION_ORACLE},
+            # Aryl: SJF-with-skip on running-time estimates (with injected error as an option)
+            "aryl": {NEED_DURATION_ORACLE}}
     for name in policies.POLICIES:
         p = policies.make(name)
         assert set(p.needs) == want.get(name, set()), name

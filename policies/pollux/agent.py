@@ -113,45 +113,6 @@ def iteration_s(params: ThroughputParams | np.ndarray, nodes, reps, micro, accum
     return np.asarray(accum) * grad + np.exp(_log_iter_s(p, grad, sync))
 
 
-def _objective(p: np.ndarray, nodes, reps, micro, grad_obs, iter_obs) -> tuple[float, np.ndarray]:
-    """The fit's loss and its gradient in the seven parameters: RMS log error of the micro-step
-    and of the synchronised step, plus the artifact's two regularisers (prefer little overlap:
-    γ near 1; prefer no retrogression: β small against α)."""
-    inter = nodes > 1
-    intra = (reps > 1) & ~inter
-    r2 = np.maximum(reps - 2, _EPS)
-    grad = p[0] + p[1] * micro
-    sync = _sync_s(p, nodes, reps)
-    g = p[6]
-    gg, sg = grad ** g, sync ** g
-    u = gg + sg
-    log_it = np.log(u) / g
-    e1 = np.log(grad) - np.log(grad_obs)
-    e2 = log_it - np.log(iter_obs)
-    err1 = math.sqrt(np.mean(e1 ** 2))
-    err2 = math.sqrt(np.mean(e2 ** 2))
-    an, bn, ar, br = p[2], p[3], p[4], p[5]
-    f = err1 + err2 + 1e-3 * (g - 1.0) ** 2 + 1e-2 * ((bn / an) ** 2 + (br / ar) ** 2)
-    d = np.zeros(7)
-    w1 = e1 / (e1.size * max(err1, 1e-12))  # d err1 / d log(grad)
-    w2 = e2 / (e2.size * max(err2, 1e-12))  # d err2 / d log_it
-    d_lg = w1 / grad  # through the micro-step prediction
-    d_g = w2 * gg / (grad * u)  # d log_it / d grad = grad^(γ-1) / u
-    d_s = w2 * sg / (sync * u)
-    d[0] = np.sum(d_lg + d_g)
-    d[1] = np.sum((d_lg + d_g) * micro)
-    d[2] = np.sum(d_s * inter)
-    d[3] = np.sum(d_s * inter * r2)
-    d[4] = np.sum(d_s * intra)
-    d[5] = np.sum(d_s * intra * r2)
-    d[6] = np.sum(w2 * ((gg * np.log(grad) + sg * np.log(sync)) / u / g - np.log(u) / g ** 2)) + 2e-3 * (g - 1.0)
-    d[2] -= 2e-2 * bn ** 2 / an ** 3
-    d[3] += 2e-2 * bn / an ** 2
-    d[4] -= 2e-2 * br ** 2 / ar ** 3
-    d[5] += 2e-2 * br / ar ** 2
-    return f, d
-
-
 def fit_throughput(nodes: Sequence[int], reps: Sequence[int], micro: Sequence[float],
                    grad_s: Sequence[float], iter_s: Sequence[float]) -> ThroughputParams:
     """Fit `ThroughputParams` to observed (nodes, replicas, micro-batch) → (micro-step seconds,
@@ -160,7 +121,7 @@ def fit_throughput(nodes: Sequence[int], reps: Sequence[int], micro: Sequence[fl
     bound (no multi-node data: α_n, β_n; no single-node multi-GPU data: α_r, β_r; ≤ 2 replicas:
     both β); finally α_n, β_n ≥ 1.1 × α_r, β_r when no multi-node data (crossing nodes is never
     modelled faster than staying inside one)."""
-    from scipy.optimize import minimize
+    from policies.pollux._kernels import fit_z
 
     nodes, reps = np.asarray(nodes, np.int64), np.asarray(reps, np.int64)
     micro = np.asarray(micro, np.float64)
@@ -182,31 +143,17 @@ def fit_throughput(nodes: Sequence[int], reps: Sequence[int], micro: Sequence[fl
     gam = free & (np.arange(7) == 6)
     pos = free & ~gam
 
-    # unconstrained search (BFGS) over z: p = lo + e^z for the positive terms, γ = 1 + 9·sigmoid(z)
-    def params_of(z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        p, dp = x0.copy(), np.zeros(7)
-        zz = np.zeros(7)
-        zz[free] = z
-        e = np.exp(np.clip(zz, -60.0, 30.0))
-        p[pos] = lo[pos] + e[pos]
-        dp[pos] = e[pos]
-        sg = 1.0 / (1.0 + np.exp(-zz[gam]))
-        p[gam] = 1.0 + 9.0 * sg
-        dp[gam] = 9.0 * sg * (1.0 - sg)
-        return p, dp
-
-    def f(z: np.ndarray) -> tuple[float, np.ndarray]:
-        p, dp = params_of(z)
-        v, d = _objective(p, nodes, reps, micro, grad_obs, iter_obs)
-        return v, (d * dp)[free]
-
+    # the loss (RMS log errors of both step times plus the artifact's regularisers: γ near 1, β
+    # small against α) by BFGS over z: p = lo + e^z for α, β; γ = 1 + 9·sigmoid(z) (`_kernels.fit_z`)
     z0 = np.zeros(7)
     z0[pos] = np.log(np.maximum(x0[pos] - lo[pos], 1e-12))
     z0[gam] = np.log((x0[6] - 1.0) / (10.0 - x0[6]))
-    # 50 iterations: the loss is flat to 4 digits by then (its RMS terms are kinks at a perfect fit,
-    # where BFGS would otherwise wander for hundreds more)
-    res = minimize(f, z0[free], jac=True, method="BFGS", options={"maxiter": 50})
-    p, _ = params_of(res.x)
+    z = fit_z(z0[free], x0, lo, free, nodes.astype(np.float64), reps.astype(np.float64), micro, grad_obs, iter_obs, 50)
+    zz = np.zeros(7)
+    zz[free] = z
+    p = x0.copy()
+    p[pos] = lo[pos] + np.exp(np.clip(zz[pos], -60.0, 30.0))
+    p[gam] = 1.0 + 9.0 / (1.0 + np.exp(-zz[gam]))
     if not np.any(nodes > 1):
         p[2] = max(p[2], p[4] * 1.1)
         p[3] = max(p[3], p[5] * 1.1)

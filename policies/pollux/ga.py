@@ -54,109 +54,88 @@ class Problem:
     max_nodes: int = 16
     interference: bool = True
 
+    def __post_init__(self) -> None:
+        for name in ("base", "node_cap", "job_node_cap", "max_gpus", "min_gpus"):
+            setattr(self, name, np.ascontiguousarray(getattr(self, name), np.int64))
+        self.speedups = np.ascontiguousarray(self.speedups, np.float64)
+
     @property
     def shape(self) -> tuple[int, int]:
         return self.base.shape
 
     # ---- objectives -------------------------------------------------------------------
-    def job_speedups(self, X: np.ndarray) -> np.ndarray:
-        """float64[P, J]: SPEEDUP_j of each individual's row j (unscaled, no penalty)."""
-        nodes = np.minimum(np.count_nonzero(X, axis=2), self.speedups.shape[1] - 1)
-        reps = np.minimum(X.sum(axis=2), self.speedups.shape[2] - 1)
-        jj = np.broadcast_to(np.arange(X.shape[1]), nodes.shape)
-        return self.speedups[jj, nodes, reps]
-
-    def fitness(self, X: np.ndarray, sp: np.ndarray | None = None) -> np.ndarray:
+    def fitness(self, X: np.ndarray) -> np.ndarray:
         """float64[P]: the power mean of penalised, scaled speedups (module doc)."""
-        sp = self.job_speedups(X) if sp is None else sp
-        scaled = sp * self.scale
-        changed = np.any(X != self.base, axis=2)
-        scaled = np.where(changed, scaled * self.penalty, scaled)
-        if self.p == 0:
-            return np.exp(np.mean(np.log(np.maximum(scaled, 1e-3)), axis=1))
-        return np.mean((scaled + 1e-3) ** self.p, axis=1) ** (1.0 / self.p)
+        return -self.objectives(X)[:, 0]
 
-    def utility(self, X: np.ndarray, sp: np.ndarray | None = None) -> np.ndarray:
+    def utility(self, X: np.ndarray) -> np.ndarray:
         """float64[P]: Σ_j (speedup_j / GPUs_j) × GPUs_j / GPUs of the nodes in use."""
-        sp = self.job_speedups(X) if sp is None else sp
-        reps = X.sum(axis=2)
-        total = ((X.sum(axis=1) > 0) * self.node_cap).sum(axis=1)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            per = np.where(reps > 0, sp / reps, 0.0)
-            share = np.where(reps > 0, reps / np.maximum(total, 1)[:, None], 0.0)
-        return np.sum(per * share, axis=1)
+        return -self.objectives(X)[:, 1]
 
     def objectives(self, X: np.ndarray) -> np.ndarray:
-        """float64[P, 2] to minimise: (−fitness, −utility)."""
-        sp = self.job_speedups(X)
-        return np.column_stack([-self.fitness(X, sp), -self.utility(X, sp)])
+        """float64[P, 2] to minimise: (−fitness, −utility) (`_kernels.objectives`, the same formulas)."""
+        from policies.pollux._kernels import objectives
+
+        return objectives(np.ascontiguousarray(X, np.int64), self.speedups, self.base,
+                          np.ascontiguousarray(self.penalty, np.float64), float(self.scale), float(self.p),
+                          self.node_cap)
 
     # ---- operators --------------------------------------------------------------------
     def crossover(self, a: np.ndarray, b: np.ndarray, rng: np.random.Generator, prob: float) -> np.ndarray:
         """Two children per parent pair: rows (jobs) before a random point swapped, with probability `prob`."""
+        from policies.pollux._kernels import crossover
+
         m, J, _ = a.shape
         point = rng.integers(0, J, size=m)
-        swap = (np.arange(J)[None, :] < point[:, None]) & (rng.random(m) < prob)[:, None]
-        c1 = np.where(swap[:, :, None], b, a)
-        c2 = np.where(swap[:, :, None], a, b)
-        return np.concatenate([c1, c2])
+        swap = rng.random(m) < prob
+        return crossover(np.ascontiguousarray(a, np.int64), np.ascontiguousarray(b, np.int64), point, swap)
 
-    def mutate(self, X: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-        """(1) a job's row reset to its current allocation (10 %); (2) 10 % of its entries zeroed
-        (for 10 % of jobs); (3) entries on nodes with free GPUs raised to a random count up to
-        the node's size, with probability 1/J per node plus 1/(jobs on the node) for jobs already there."""
-        P, J, N = X.shape
-        reset = rng.random((P, J)) < 0.1
-        X = np.where(reset[:, :, None], self.base[None], X)
-        pz = np.where(rng.random((P, J)) < 0.1, 0.1, 0.0)
-        X = np.where(rng.random(X.shape) < pz[:, :, None], 0, X)
-        free = self.node_cap[None, :] - X.sum(axis=1)  # (P, N)
-        fits = np.broadcast_to((free > 0)[:, None, :], X.shape)
-        p1 = fits / np.maximum(fits.sum(axis=1, keepdims=True), 1.0)
-        on = (X > 0) & fits
-        p2 = on / np.maximum(on.sum(axis=1, keepdims=True), 1.0)
-        hit = rng.random(X.shape) < p1 + p2 - p1 * p2
-        hi = self.job_node_cap[None] + 1
-        r = X + np.floor(rng.random(X.shape) * np.maximum(hi - X, 1)).astype(np.int64)
-        return np.where(hit, np.minimum(r, self.job_node_cap[None]), X)
+    def _seed(self, rng: np.random.Generator) -> int:
+        return int(rng.integers(0, 2**31 - 1))
+
+    def mutate_repair(self, X: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        """Mutation then repair of every individual (in place; `_kernels.mutate_repair`).
+
+        Mutation: (1) a job's row reset to its current allocation (10 %); (2) 10 % of its entries
+        zeroed (for 10 % of jobs); (3) on each node with free GPUs, each job's entry raised to a
+        random count up to the node's size with probability 1/J, plus 1/(jobs on the node) for
+        jobs already there."""
+        from policies.pollux._kernels import mutate_repair
+
+        X = np.ascontiguousarray(X, np.int64)
+        mutate_repair(X, self.base, self.node_cap, self.job_node_cap, self.max_gpus, self.min_gpus,
+                      int(self.max_nodes), bool(self.interference), self._seed(rng))
+        return X
 
     def repair(self, X: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-        """Make every individual feasible (module doc, in that order)."""
-        X = np.minimum(np.maximum(X, 0), self.job_node_cap[None]).astype(np.int64)
-        if self.interference:
-            dist = np.count_nonzero(X, axis=2) > 1
-            on = (X > 0) & dist[:, :, None]
-            X = np.where(on & (np.cumsum(on, axis=1) > 1), 0, X)
-        order = np.argsort(rng.random(X.shape), axis=2)  # random node order per (individual, job)
-        S = np.take_along_axis(X, order, axis=2)
-        S = np.diff(np.minimum(np.cumsum(S, axis=2), self.max_gpus[None, :, None]), axis=2, prepend=0)
-        used = np.cumsum(S > 0, axis=2) <= self.max_nodes
-        S = np.where(used, S, 0)
-        X = np.empty_like(S)
-        np.put_along_axis(X, order, S, axis=2)
-        X = np.diff(np.minimum(np.cumsum(X, axis=1), self.node_cap[None, None, :]), axis=1, prepend=0)
-        short = X.sum(axis=2) < self.min_gpus[None, :]
-        return np.where(short[:, :, None], 0, X)
+        """Make every individual feasible (module doc, in that order; `_kernels.repair`)."""
+        from policies.pollux._kernels import repair
+
+        X = np.array(X, np.int64, order="C")
+        repair(X, self.node_cap, self.job_node_cap, self.max_gpus, self.min_gpus, int(self.max_nodes),
+               bool(self.interference), self._seed(rng))
+        return X
 
 
 # ---- NSGA-II ------------------------------------------------------------------------------
 
 def _fronts(F: np.ndarray) -> np.ndarray:
-    """Non-dominated front index of each row of F (minimisation)."""
-    le = np.all(F[:, None, :] <= F[None, :, :], axis=2)
-    lt = np.any(F[:, None, :] < F[None, :, :], axis=2)
-    dom = le & lt  # dom[a, b]: a dominates b
-    count = dom.sum(axis=0)
-    rank = np.full(F.shape[0], -1, np.int64)
-    k = 0
-    cur = np.flatnonzero(count == 0)
-    while cur.size:
-        rank[cur] = k
-        count = count - dom[cur].sum(axis=0)
-        count[rank >= 0] = -1
-        cur = np.flatnonzero(count == 0)
-        k += 1
-    return rank
+    """Non-dominated front index of each row of F[:, :2] (minimisation), O(n log n): in
+    lexicographic order every earlier distinct point has f0 ≤ and, if f0 ties, f1 <, so a point
+    belongs to the first front whose smallest f1 so far exceeds its f1; equal points share a front."""
+    from bisect import bisect_right
+
+    uniq, inv = np.unique(F[:, :2], axis=0, return_inverse=True)  # lexicographic order
+    rank_u = np.empty(uniq.shape[0], np.int64)
+    best: list[float] = []  # smallest f1 of each front so far (increasing)
+    for i, f1 in enumerate(uniq[:, 1].tolist()):
+        k = bisect_right(best, f1)  # an equal f1 came with a smaller f0: it dominates, so past it
+        if k == len(best):
+            best.append(f1)
+        else:
+            best[k] = f1
+        rank_u[i] = k
+    return rank_u[inv.ravel()]
 
 
 def _crowding(F: np.ndarray) -> np.ndarray:
@@ -237,7 +216,7 @@ def evolve(problem: Problem, init: np.ndarray, rng: np.random.Generator, pop_siz
             m = -(-(pop_size - got) // 2)
             par = _tournament(F, crowd, 2 * m, rng)
             C = problem.crossover(X[par[:m]], X[par[m:]], rng, crossover_prob)
-            C = problem.repair(problem.mutate(C, rng), rng)
+            C = problem.mutate_repair(C, rng)
             C = _unique_new(C, seen)[:pop_size - got]
             kids.append(C)
             got += C.shape[0]

@@ -207,3 +207,56 @@ def test_fixed_batch_config_is_validated():
         make("pollux", fixed_batch=("neumf",))
     with pytest.raises(InputError, match="interval_s"):
         make("pollux", interval_s=None)
+
+
+def test_fit_loss_gradient_matches_finite_differences():
+    from policies.pollux._kernels import _loss
+
+    cfg = [(1, 1, 32), (1, 2, 64), (1, 4, 64), (2, 8, 100), (4, 16, 128)]
+    n, r, m = (np.array(x, np.float64) for x in zip(*cfg))
+    g_obs = (TRUE.alpha_c + TRUE.beta_c * m) * 1.05
+    i_obs = iteration_s(TRUE, n, r, m, 0) * 0.97
+    x0 = np.array([0.1, 0.01, 0.1, 0.01, 0.1, 0.01, 1.001])
+    lo = np.array([1e-8] * 6 + [1.0])
+    free = np.ones(7, bool)
+    z = np.array([-3.0, -7.0, -2.5, -4.0, -3.2, -5.0, 0.3])
+    grad = np.empty(7)
+    _loss(z, x0, lo, free, n, r, m, g_obs, i_obs, grad)
+    h = 1e-6
+    for i in range(7):
+        e = np.zeros(7)
+        e[i] = h
+        fd = (_loss(z + e, x0, lo, free, n, r, m, g_obs, i_obs, np.empty(7))
+              - _loss(z - e, x0, lo, free, n, r, m, g_obs, i_obs, np.empty(7))) / (2 * h)
+        assert grad[i] == pytest.approx(fd, rel=1e-4, abs=1e-7)
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 5), st.integers(0, 5)), min_size=1, max_size=30))
+def test_fronts_match_brute_force(points):
+    F = np.array(points, float)
+    dom = np.all(F[:, None] <= F[None], axis=2) & np.any(F[:, None] < F[None], axis=2)  # dom[a, b]: a dominates b
+    rank = np.full(len(F), -1)
+    k = 0
+    while (rank < 0).any():
+        left = rank < 0
+        front = left & ~(dom[left][:, :].any(axis=0))
+        rank[front] = k
+        k += 1
+    assert _fronts(F).tolist() == rank.tolist()
+
+
+def test_crossover_swaps_the_rows_before_the_point():
+    prob = _problem(J=3, N=2)
+    a = np.zeros((1, 3, 2), np.int64)
+    b = np.ones((1, 3, 2), np.int64)
+
+    class Fixed:  # the rng draws: point 2, crossed
+        def integers(self, lo, hi, size):
+            return np.full(size, 2)
+
+        def random(self, size):
+            return np.zeros(size)
+
+    c = prob.crossover(a, b, Fixed(), 0.9)
+    assert c[0].sum(axis=1).tolist() == [2, 2, 0] and c[1].sum(axis=1).tolist() == [0, 0, 2]

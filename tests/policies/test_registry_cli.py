@@ -9,7 +9,7 @@ import policies
 from cli.app import app
 from cosim.errors import InputError, UnknownNameError
 
-ALL = ["afs", "allox", "fifo", "fifo-backfill", "gandiva", "gavel", "mechanisms-demo", "optimus", "sjf", "srjf", "srtf",
+ALL = ["afs", "allox", "fifo", "fifo-backfill", "gandiva", "gavel", "mechanisms-demo", "optimus", "pollux", "sjf", "srjf", "srtf",
        "tiresias", "tiresias-pollux"]
 
 

@@ -79,10 +79,10 @@ def _time(view, name: str, target: str, repeats: int, **params) -> dict:
         wall.append(time.perf_counter() - t0)
     gens = max(pol.config.generations, 1)
     G, J = view.cluster.num_gpus, view.jobs.num_jobs
-    return dict(name=name, value=min(wall), unit="s", target=target,
-                detail=f"{G} GPUs, {J} jobs; population {pol.config.population}, {pol.config.generations} "
-                       f"generations ({min(wall) / gens * 1e3:.1f} ms per generation); {len(d.allocations)} jobs "
-                       f"run after the round; best of {repeats} (mean {np.mean(wall):.3f} s)")
+    return {"name": name, "value": min(wall), "unit": "s", "target": target,
+            "detail": f"{G} GPUs, {J} jobs; population {pol.config.population}, {pol.config.generations} "
+                      f"generations ({min(wall) / gens * 1e3:.1f} ms per generation); {len(d.allocations)} jobs "
+                      f"run after the round; best of {repeats} (mean {np.mean(wall):.3f} s)"}
 
 
 def bench_pollux_round_16x4() -> dict:

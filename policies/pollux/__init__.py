@@ -16,13 +16,20 @@ import numpy as np
 
 from policies.base import BasePolicy, Round
 from policies.config import PolicyConfig, param
-from policies.pollux.agent import (POLLUX_APPS, GoodputModel, JobAgent, best_batch, limits_of, micro_batching,
-                                   noise_ratio_from)
+from policies.pollux.agent import (
+    POLLUX_APPS,
+    GoodputModel,
+    JobAgent,
+    best_batch,
+    limits_of,
+    micro_batching,
+    noise_ratio_from,
+)
 from policies.pollux.ga import Problem, evolve
 from policies.registry import POLICIES
-from simcore.api import JobState, ClusterView, Decision
+from simcore.api import ClusterView, Decision, JobState
 
-__all__ = ["Pollux", "PolluxConfig", "best_batch", "POLLUX_APPS"]
+__all__ = ["POLLUX_APPS", "Pollux", "PolluxConfig", "best_batch"]
 
 
 @dataclass(frozen=True)

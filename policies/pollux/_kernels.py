@@ -163,10 +163,8 @@ def _repair_one(X, k, node_cap, job_node_cap, max_gpus, min_gpus, max_nodes, int
     for j in range(J):
         for n in range(N):
             v = X[k, j, n]
-            if v < 0:
-                v = 0
-            if v > job_node_cap[j, n]:
-                v = job_node_cap[j, n]
+            v = max(v, 0)
+            v = min(v, job_node_cap[j, n])
             X[k, j, n] = v
     if interference:
         dist = np.zeros(J, np.bool_)
@@ -194,8 +192,7 @@ def _repair_one(X, k, node_cap, job_node_cap, max_gpus, min_gpus, max_nodes, int
         for i in range(N):
             n = order[i]
             v = X[k, j, n]
-            if v > max_gpus[j] - cum:
-                v = max_gpus[j] - cum
+            v = min(v, max_gpus[j] - cum)
             if v > 0:
                 if used >= max_nodes:
                     v = 0
@@ -207,8 +204,7 @@ def _repair_one(X, k, node_cap, job_node_cap, max_gpus, min_gpus, max_nodes, int
         cum = 0
         for j in range(J):
             v = X[k, j, n]
-            if v > node_cap[n] - cum:
-                v = node_cap[n] - cum
+            v = min(v, node_cap[n] - cum)
             X[k, j, n] = v
             cum += v
     for j in range(J):
@@ -245,7 +241,6 @@ def mutate_repair(X, base, node_cap, job_node_cap, max_gpus, min_gpus, max_nodes
                 for n in range(N):
                     if np.random.random() < 0.1:
                         X[k, j, n] = 0
-        nfit = 0
         for n in range(N):  # (3) raise entries on nodes with free GPUs
             used = 0
             c = 0

@@ -28,8 +28,8 @@ Our code after the paper and the artifact's simulator (petuum/adaptdl `osdi21-ar
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Callable, Sequence
 
 import numpy as np
 

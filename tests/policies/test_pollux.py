@@ -7,12 +7,21 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from policies import make
 from policies.pollux import best_batch
-from policies.pollux.agent import (AppLimits, GoodputModel, ThroughputParams, efficiency, fit_throughput,
-                                   iteration_s, micro_batching, noise_ratio_from)
+from policies.pollux.agent import (
+    AppLimits,
+    GoodputModel,
+    ThroughputParams,
+    efficiency,
+    fit_throughput,
+    iteration_s,
+    micro_batching,
+    noise_ratio_from,
+)
 from policies.pollux.ga import Problem, _fronts, evolve
 from tests.policies.conftest import Job, build_view
 
@@ -165,7 +174,7 @@ def test_speedup_grows_with_gpus_when_the_network_is_free():
     good = gm.optimize(np.ones(4, np.int64), np.array([1, 2, 3, 4]))[0]
     assert (np.diff(good) > 0).all()
     # and the batch chosen is the best candidate: no candidate beats it
-    g1, b1, m1, a1 = (x[0] for x in gm.optimize(1, 2))
+    g1 = gm.optimize(1, 2)[0][0]
     for b in np.geomspace(128, 4096, 50):
         mm, aa = micro_batching(np.array([b]), np.array([2]), gm.lim)
         bb = 2 * mm[0] * (aa[0] + 1)

@@ -11,7 +11,7 @@ from cosim.errors import InputError, UnknownNameError
 
 ALL = ["afs", "allox", "ares", "ares-artifact", "aryl", "dally", "dally-fullyconsolidated", "dally-manual",
        "dally-nowait", "fft", "fifo", "fifo-backfill", "gandiva", "gavel", "mechanisms-demo", "ones", "optimus",
-       "pal", "sjf", "srjf", "srtf", "themis", "themis-ftf-lp", "tiresias", "tiresias-dally",
+       "pal", "pollux", "sjf", "srjf", "srtf", "themis", "themis-ftf-lp", "tiresias", "tiresias-dally",
        "tiresias-dally-2das", "tiresias-pollux", "tiresias-typed"]
 
 

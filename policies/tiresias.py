@@ -16,6 +16,8 @@ import numpy as np
 
 from numba import njit
 
+from cosim.nsort import argsort_stable
+
 from policies import _round_kernels as RK
 from policies.base import BasePolicy, Round
 from policies import placement as P
@@ -381,7 +383,7 @@ def _prepare(active, holding, now, submit, executed, attained, first_start, svc_
     # stable sort by submit time (ties: index, as `active` is ascending), then a stable
     # counting sort by class (traces are usually in submit order already: then the stable
     # sort is the identity)
-    by_submit = active if in_order else active[np.argsort(submit[active], kind="mergesort")]
+    by_submit = active if in_order else active[argsort_stable(submit[active])]
     for c in range(ncls):
         count[c + 1] += count[c]
     bounds = count.copy()
@@ -505,7 +507,8 @@ def _prepare_walk(active, holding, now, submit, executed, attained, first_start,
     order = _prepare(active, holding, now, submit, executed, attained, first_start, svc_base, exec_base, pend_base,
                      promotions, thr, eps, knob, q, waited)[0]
     n = order.shape[0]
-    out_order[:n] = order
+    for i in range(n):  # a loop, not `out_order[:n] = order`: the slice copy's shape check
+        out_order[i] = order[i]  # compiles an error formatter (2 s on the first run)
     _walk_inputs_into(order, rows, thr.shape[0] + 1, with_keys, out_klass[:n], out_keys[:n], out_kernel[:n])
 
 

@@ -44,7 +44,7 @@ RING, TREE, HIER, DIRECT, NONE = range(5)
 
 
 # ----------------------------------------------------------------------------- numba helpers
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def _beta(coef, edges, ring_Bps, intra_cap, nic_usable, leaf_cap, pod_cap, sc):
     """max over links of coef / (usable bandwidth × tier efficiency): the slowest link."""
     n = ring_Bps.shape[0]

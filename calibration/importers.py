@@ -78,6 +78,9 @@ def read_platforms(path: str | Path | None = None) -> dict[str, tuple[str, str]]
 
 GAVEL_GPUS = {"k80": "k80", "p100": "p100", "v100": "v100"}
 
+#: bound on a per-GPU batch in a measurement file (far above any real one; keeps int64 math exact)
+MAX_LOCAL_BSZ = 10**9
+
 STEP_COLUMNS = ["source", "file", "row", "model", "app", "platform", "preset", "gpu_type", "placement",
                 "num_nodes", "num_gpus", "local_bsz", "step_time_s", "sync_time_s"]
 
@@ -169,6 +172,11 @@ def read_pollux_placements(file: str | Path, app: str | None = None,
             pl.append("".join(str(base + (1 if k < extra else 0)) for k in range(n)))
         pl = pd.Series(pl, index=df.index)
     _check_positive(file, df, ["local_bsz", "step_time", "sync_time"])
+    bsz = pd.to_numeric(df["local_bsz"]).round()
+    if ((bsz < 1) | (bsz > MAX_LOCAL_BSZ)).any():  # 1e30 used to wrap to a negative batch
+        i = int(np.flatnonzero(((bsz < 1) | (bsz > MAX_LOCAL_BSZ)).to_numpy())[0])
+        raise InputError.at(file, row=i + 2, field="local_bsz", expected=f"a batch size from 1 to {MAX_LOCAL_BSZ:,}",
+                            got=df["local_bsz"].iloc[i])
     counts = [placement_counts(p) for p in pl]
     out = pd.DataFrame({
         "source": f"pollux-{kind}", "file": str(file), "row": np.arange(len(df)) + 2, "model": model, "app": app,
@@ -252,8 +260,9 @@ def read_gavel(file: str | Path) -> pd.DataFrame:
             thr = entry.get("null") if isinstance(entry, dict) else None
             if isinstance(thr, bool) or not isinstance(thr, (int, float)) or not np.isfinite(thr) or thr <= 0:
                 raise InputError.at(file, row=f"{g}/{key}", field="null", expected="a positive throughput", got=thr)
-            if m.group("bs") is not None and int(m.group("bs")) < 1:
-                raise InputError.at(file, row=f"{g}/{key}", expected="a batch size of at least 1", got=m.group("bs"))
+            if m.group("bs") is not None and not 1 <= int(m.group("bs")) <= MAX_LOCAL_BSZ:
+                raise InputError.at(file, row=f"{g}/{key}", expected=f"a batch size from 1 to {MAX_LOCAL_BSZ:,}",
+                                    got=m.group("bs"))
             rows.append(dict(source="gavel", file=str(file), row=f"{g}/{key}", model=model, app=m.group("job"),
                              platform=f"gavel-{g}", preset="", gpu_type=GAVEL_GPUS[g], placement="1", num_nodes=1,
                              num_gpus=1, local_bsz=int(m.group("bs") or 1), step_time_s=1.0 / float(thr),

@@ -30,6 +30,7 @@ same default-run outputs cell for cell (`--compare`). What is left is spread ove
 number on this shared host; wall s is inflated by the load):
 
     main 173.7 s wall, 56.7 s CPU (load 14.7) | this tree 102.1 s wall, 41.3 s CPU (load 12.8)
+    main 263.9 s wall, 60.6 s CPU (load 12.7) | this tree 124.0 s wall, 45.4 s CPU (load 11.4)
 
 Fresh venv (`python -m venv V && V/bin/pip install .`, then `V/bin/cosim simulate` from
 another folder with a new COSIM_NUMBA_CACHE_DIR, `/usr/bin/time`), load 15–21:
@@ -37,7 +38,8 @@ another folder with a new COSIM_NUMBA_CACHE_DIR, `/usr/bin/time`), load 15–21:
     main (b6c3ccd):  install 142 s wall (28 s user CPU); first simulate 207 s wall, 57.1 s CPU;
                      warm 8.4 / 7.8 s wall, 2.5 / 2.4 s CPU
     this tree:       install 138 s wall; first simulate 189 s wall, 47.5 s CPU (before the
-                     literal/_beta commit); warm 7.9 / 8.7 s wall, 2.3 / 2.4 s CPU
+                     literal/_beta commit), 204 s wall, 44.9 s CPU (after it, load 12.5);
+                     warm 7.9-12.1 s wall, 2.3-2.5 s CPU
 
 `--compare` is the before/after check for start-up work (lazy imports, fewer kernel
 specialisations): summary.parquet and every policy's jobs.parquet and timeline.parquet must be

@@ -18,9 +18,10 @@ Insertion sort on runs of 16, then bottom-up merges: O(n log n), stable, one scr
 
 from __future__ import annotations
 
-import cosim  # noqa: F401  (numba's cache folder is set before the kernels below are decorated)
 import numpy as np
 from numba import njit
+
+# (importing cosim.nsort runs cosim/__init__ first: numba's cache folder is set before these kernels)
 
 _RUN = 16
 
@@ -40,7 +41,7 @@ def argsort_stable(a):  # pragma: no cover - compiled
             j = i - 1
             while j >= lo:
                 y = a[src[j]]
-                if x < y or (y != y and x == x):  # x strictly before y (NaN last)
+                if x < y or (y != y and x == x):  # x strictly before y (NaN last)  # noqa: PLR0124 (NaN test)
                     src[j + 1] = src[j]
                     j -= 1
                 else:
@@ -56,7 +57,7 @@ def argsort_stable(a):  # pragma: no cover - compiled
             while i < mid and j < hi:
                 x = a[src[j]]
                 y = a[src[i]]
-                if x < y or (y != y and x == x):  # right strictly before left: take it
+                if x < y or (y != y and x == x):  # right strictly before left: take it  # noqa: PLR0124 (NaN test)
                     dst[k] = src[j]
                     j += 1
                 else:
@@ -90,7 +91,7 @@ def sorted_copy(a):  # pragma: no cover - compiled
             j = i - 1
             while j >= lo:
                 y = src[j]
-                if x < y or (y != y and x == x):
+                if x < y or (y != y and x == x):  # noqa: PLR0124 (NaN test)
                     src[j + 1] = y
                     j -= 1
                 else:
@@ -106,7 +107,7 @@ def sorted_copy(a):  # pragma: no cover - compiled
             while i < mid and j < hi:
                 x = src[j]
                 y = src[i]
-                if x < y or (y != y and x == x):
+                if x < y or (y != y and x == x):  # noqa: PLR0124 (NaN test)
                     dst[k] = x
                     j += 1
                 else:

@@ -11,6 +11,36 @@ average is recorded beside it because the host is shared.
     python -m benchmarks.bench_startup --compare DIR   # rerun, and fail unless its outputs equal DIR's
     python -m benchmarks.bench_startup --repo /work/main   # measure another checkout (before/after)
 
+Where the first run's time goes (issue 15): all of it is numba compiling the 23 kernels the
+default run calls (with their callees, 209 compiles on main). Per-kernel times come from numba's
+`numba:compile` events (an in-process listener around `cli.app simulate`, process CPU; the
+`numba:llvm_lock` event gives the LLVM share). On main (b6c3ccd) at load ≈ 21: 58.7 s CPU, of it
+56.7 s compiling (LLVM 26.8 s); the biggest were numba's own sorts (np.sort / np.argsort
+mergesort / np.unique, 1.3–2.8 s per function and dtype, ≈ 10 s together, each built from 5–8
+separately compiled helpers), an array-slice shape check whose error formatter compiled str()
+and unicode concatenation (2.3 s), copies of `consolidate_gpus`/`take_gpus`/`prefix_next`
+specialised on a literal `-1`/`False` argument (≈ 2 s), and `_beta` inlined at 5 call sites.
+After (this tree): `cosim.nsort` sorts (0.4–0.7 s each), loops instead of slice copies, typed
+constants, `_beta` compiled once: 42.0 s CPU at load ≈ 16–21 (LLVM 19.4 s, 144 compiles), the
+same default-run outputs cell for cell (`--compare`). What is left is spread over the kernels
+(walk_run 6.4 s, solve_large_groups 7.4 s, consolidate_gpus 5.5 s, _gather_and_cost 4.8 s, …);
+≤ 20 s would need fewer / smaller kernels on the default path, not fewer specialisations.
+
+`bench_startup --fresh`, interleaved main / this tree, same load (CPU s is the comparable
+number on this shared host; wall s is inflated by the load):
+
+    main 173.7 s wall, 56.7 s CPU (load 14.7) | this tree 102.1 s wall, 41.3 s CPU (load 12.8)
+    main 263.9 s wall, 60.6 s CPU (load 12.7) | this tree 124.0 s wall, 45.4 s CPU (load 11.4)
+
+Fresh venv (`python -m venv V && V/bin/pip install .`, then `V/bin/cosim simulate` from
+another folder with a new COSIM_NUMBA_CACHE_DIR, `/usr/bin/time`), load 15–21:
+
+    main (b6c3ccd):  install 142 s wall (28 s user CPU); first simulate 207 s wall, 57.1 s CPU;
+                     warm 8.4 / 7.8 s wall, 2.5 / 2.4 s CPU
+    this tree:       install 138 s wall; first simulate 189 s wall, 47.5 s CPU (before the
+                     literal/_beta commit), 204 s wall, 44.9 s CPU (after it, load 12.5);
+                     warm 7.9-12.1 s wall, 2.3-2.5 s CPU
+
 `--compare` is the before/after check for start-up work (lazy imports, fewer kernel
 specialisations): summary.parquet and every policy's jobs.parquet and timeline.parquet must be
 equal cell for cell (NaN equal to NaN) to the saved run's; wall-clock columns are excluded.

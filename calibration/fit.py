@@ -370,6 +370,20 @@ def _read_measurements(p: str, platforms) -> pd.DataFrame:
     return importers.read_any(p, platform_map=platforms)
 
 
+def _check_numbers(p: str, d: pd.DataFrame, positive: tuple[str, ...], non_negative: tuple[str, ...] = ()) -> None:
+    """Rows present and the named columns finite numbers (> 0, or ≥ 0 for `non_negative`): a
+    measurement table read from Parquet is not checked by an importer."""
+    if d.empty:
+        raise InputError.at(p, expected="at least one measurement row", got="no rows")
+    for c in positive + non_negative:
+        v = pd.to_numeric(d[c], errors="coerce").to_numpy(dtype=float, na_value=np.nan)
+        bad = ~np.isfinite(v) | ((v < 0) if c in non_negative else (v <= 0))
+        if bad.any():
+            i = int(np.flatnonzero(bad)[0])
+            raise InputError.at(p, row=i, field=c, expected="a non-negative number" if c in non_negative
+                                else "a positive number", got=d[c].iloc[i])
+
+
 def fit_files(paths, preset: str | None = None, folds: int = 5, platforms=None) -> FitReport:
     """Fit whatever the files hold: step tables (Pollux CSVs/folders, import-profiles Parquet),
     single-GPU compute tables (`cosim calibrate compute` Parquet → the profile's [compute])
@@ -388,14 +402,23 @@ def fit_files(paths, preset: str | None = None, folds: int = 5, platforms=None) 
             if missing:
                 raise InputError.at(p, field=missing[0], expected=f"a collectives sweep with columns "
                                     f"{', '.join(COLLECTIVE_COLUMNS)}")
+            _check_numbers(p, d, ("group_size", "nbytes", "time_s"))
             colls.append(d.assign(source=d["source"] if "source" in cols else p))
         elif set(STEP_TABLE_COLUMNS) <= cols:
+            if p.endswith(".parquet"):  # `calibrate import-profiles` output: the importers' columns
+                from calibration.importers import STEP_COLUMNS
+
+                missing = [c for c in STEP_COLUMNS if c not in cols]
+                if missing:
+                    raise InputError.at(p, field=missing[0], expected=f"a step table with columns {', '.join(STEP_COLUMNS)}")
+                _check_numbers(p, d, ("num_nodes", "num_gpus", "local_bsz", "step_time_s"), ("sync_time_s",))
             steps.append(d)
         elif "step_time_s" in cols and "sync_time_s" not in cols:
             missing = [c for c in COMPUTE_TABLE_COLUMNS if c not in cols]
             if missing:
                 raise InputError.at(p, field=missing[0], expected=f"a compute table with columns "
                                     f"{', '.join(COMPUTE_TABLE_COLUMNS)}")
+            _check_numbers(p, d, ("local_bsz", "step_time_s"))
             comps.append(d.assign(source=d["source"] if "source" in cols else "cosim-compute"))
         else:
             missing = [c for c in STEP_TABLE_COLUMNS if c not in cols]

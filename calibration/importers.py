@@ -78,6 +78,9 @@ def read_platforms(path: str | Path | None = None) -> dict[str, tuple[str, str]]
 
 GAVEL_GPUS = {"k80": "k80", "p100": "p100", "v100": "v100"}
 
+#: bound on a per-GPU batch in a measurement file (far above any real one; keeps int64 math exact)
+MAX_LOCAL_BSZ = 10**9
+
 STEP_COLUMNS = ["source", "file", "row", "model", "app", "platform", "preset", "gpu_type", "placement",
                 "num_nodes", "num_gpus", "local_bsz", "step_time_s", "sync_time_s"]
 
@@ -154,13 +157,26 @@ def read_pollux_placements(file: str | Path, app: str | None = None,
     else:
         df = _read_csv(file, ["local_bsz", "step_time", "sync_time", "num_nodes", "num_replicas"])
         _check_positive(file, df, ["num_nodes", "num_replicas"])
-        nodes, reps = df["num_nodes"].astype(int), df["num_replicas"].astype(int)
+        nodes, reps = pd.to_numeric(df["num_nodes"]), pd.to_numeric(df["num_replicas"])
+        # whole numbers, at least one replica per node, at most 9 per node (a placement is a
+        # string of per-node digits): 2e-12 nodes used to divide by zero, 1e30 to build a 1e30-long string
+        bad = (nodes % 1 != 0) | (reps % 1 != 0) | (reps < nodes) | (reps > 9 * nodes)
+        if bad.any():
+            i = int(np.flatnonzero(bad.to_numpy())[0])
+            raise InputError.at(file, row=i + 2, field="num_nodes, num_replicas",
+                                expected="whole numbers with 1 to 9 replicas per node",
+                                got=f"{df['num_nodes'].iloc[i]}, {df['num_replicas'].iloc[i]}")
         pl = []
-        for n, r in zip(nodes, reps):  # replicas spread evenly, the remainder on the first nodes
+        for n, r in zip(nodes.astype(int), reps.astype(int)):  # replicas spread evenly, the remainder first
             base, extra = divmod(r, n)
-            pl.append("".join(str(base + (1 if k < extra else 0)) for k in range(n)) if base < 10 else "")
+            pl.append("".join(str(base + (1 if k < extra else 0)) for k in range(n)))
         pl = pd.Series(pl, index=df.index)
     _check_positive(file, df, ["local_bsz", "step_time", "sync_time"])
+    bsz = pd.to_numeric(df["local_bsz"]).round()
+    if ((bsz < 1) | (bsz > MAX_LOCAL_BSZ)).any():  # 1e30 used to wrap to a negative batch
+        i = int(np.flatnonzero(((bsz < 1) | (bsz > MAX_LOCAL_BSZ)).to_numpy())[0])
+        raise InputError.at(file, row=i + 2, field="local_bsz", expected=f"a batch size from 1 to {MAX_LOCAL_BSZ:,}",
+                            got=df["local_bsz"].iloc[i])
     counts = [placement_counts(p) for p in pl]
     out = pd.DataFrame({
         "source": f"pollux-{kind}", "file": str(file), "row": np.arange(len(df)) + 2, "model": model, "app": app,
@@ -216,28 +232,37 @@ def read_gavel(file: str | Path) -> pd.DataFrame:
     """Gavel's isolated single-GPU throughputs as step times (s = 1 / steps per second)."""
     file = Path(file)
     try:
-        data = json.loads(file.read_text())
+        data = json.loads(file.read_text(encoding="utf-8"))
     except FileNotFoundError as exc:
         raise InputError.at(file, detail="file not found") from exc
-    except json.JSONDecodeError as exc:
-        raise InputError.at(file, expected="JSON", detail=str(exc)) from exc
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise InputError.at(file, expected="JSON (UTF-8)", detail=str(exc)) from exc
+    if not isinstance(data, dict):
+        raise InputError.at(file, expected="a JSON object with GPU keys", got=type(data).__name__)
     rows = []
     found = [g for g in GAVEL_GPUS if g in data]
     if not found:
-        raise InputError.at(file, expected=f"GPU keys {', '.join(GAVEL_GPUS)}", got=sorted(data)[:5])
+        raise InputError.at(file, expected=f"GPU keys {', '.join(GAVEL_GPUS)}", got=sorted(map(str, data))[:5])
     for g in found:
+        if not isinstance(data[g], dict):
+            raise InputError.at(file, field=g, expected="an object of \"(job, scale)\" keys", got=type(data[g]).__name__)
         for key, entry in data[g].items():
             try:
                 job, scale = ast.literal_eval(key)
-            except (ValueError, SyntaxError) as exc:
-                raise InputError.at(file, row=f"{g}/{key}", expected="a key like \"('ResNet-50 (batch size 64)', 1)\"") from exc
-            if int(scale) != 1:
+            except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+                job, scale = None, None
+            if not isinstance(job, str) or isinstance(scale, bool) or not isinstance(scale, int):
+                raise InputError.at(file, row=f"{g}/{key}", expected="a key like \"('ResNet-50 (batch size 64)', 1)\"")
+            if scale != 1:
                 continue
             m = _GAVEL_KEY.match(job)
             model = _model(file, m.group("job"))
             thr = entry.get("null") if isinstance(entry, dict) else None
-            if thr is None or not np.isfinite(thr) or thr <= 0:
+            if isinstance(thr, bool) or not isinstance(thr, (int, float)) or not np.isfinite(thr) or thr <= 0:
                 raise InputError.at(file, row=f"{g}/{key}", field="null", expected="a positive throughput", got=thr)
+            if m.group("bs") is not None and not 1 <= int(m.group("bs")) <= MAX_LOCAL_BSZ:
+                raise InputError.at(file, row=f"{g}/{key}", expected=f"a batch size from 1 to {MAX_LOCAL_BSZ:,}",
+                                    got=m.group("bs"))
             rows.append(dict(source="gavel", file=str(file), row=f"{g}/{key}", model=model, app=m.group("job"),
                              platform=f"gavel-{g}", preset="", gpu_type=GAVEL_GPUS[g], placement="1", num_nodes=1,
                              num_gpus=1, local_bsz=int(m.group("bs") or 1), step_time_s=1.0 / float(thr),

@@ -218,6 +218,13 @@ def _curve(src: str, where: str, t: Any) -> dict:
     out["times_s"] = [_num(src, f"{where}.times_s", x, positive=True) for x in ts]
     out["t0_s"] = _num(src, f"{where}.t0_s", t["t0_s"])
     out["per_sample_s"] = _num(src, f"{where}.per_sample_s", t["per_sample_s"])
+    for k in ("batch_min", "batch_max"):  # whole batch sizes (batch_max 0: no measured range)
+        if k in t and (_num(src, f"{where}.{k}", t[k]) < 0 or t[k] != int(t[k])):
+            raise InputError.at(src, field=f"{where}.{k}", expected="a whole number >= 0", got=t[k])
+    for k, v in t.items():  # any other number the curve carries (effective_flops, ...) must be finite
+        if k not in out or k in ("batch_min", "batch_max") or not isinstance(v, (int, float)):
+            continue
+        _num(src, f"{where}.{k}", v)
     return out
 
 

@@ -44,7 +44,7 @@ RING, TREE, HIER, DIRECT, NONE = range(5)
 
 
 # ----------------------------------------------------------------------------- numba helpers
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def _beta(coef, edges, ring_Bps, intra_cap, nic_usable, leaf_cap, pod_cap, sc):
     """max over links of coef / (usable bandwidth × tier efficiency): the slowest link."""
     n = ring_Bps.shape[0]
@@ -203,7 +203,8 @@ def _shape_costs(op, k, ring_Bps, intra_cap, intra_lat, nic_usable, nic_lat, sta
         alpha0[HIER] = intra_phases * (kmax - 1) * intra_max + inter_steps * net_lat
         steps[HIER] = intra_phases * (kmax - 1) + inter_steps
         beta[HIER] = (b_intra + b_net) / sc[8]
-        coef[HIER] = ci + cn
+        for j in range(K):  # a loop, not `coef[HIER] = ci + cn`: the array expression's shape
+            coef[HIER, j] = ci[j] + cn[j]  # check compiles an error formatter (2.3 s on first run)
 
     # ---- double binary tree (all-reduce only): heap tree + its mirror; S/2 per tree
     if op == 0:

@@ -11,6 +11,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from cosim.nsort import argsort_stable, sorted_copy
+
 _NONE = 4611686018427387904  # 2**62: 'impossible' (a plain int, so numba inlines it)
 
 
@@ -52,7 +54,7 @@ def take_gpus(avail, gpu_type, want_type, node_first_gpu, node_num_gpus, nodes, 
                 out[k] = g
                 k += 1
                 c -= 1
-    return np.sort(out)
+    return sorted_copy(out)
 
 
 @njit(cache=True)
@@ -90,7 +92,7 @@ def _group_nodes_needed(f, group_of, num_groups, demand):
     key = np.empty(f.shape[0], np.int64)
     for n in range(f.shape[0]):
         key[n] = group_of[n] * (maxf + 1) + (maxf - f[n])
-    order = np.argsort(key, kind="mergesort")
+    order = argsort_stable(key)
     needed = np.full(num_groups, _NONE, np.int64)
     total = np.zeros(num_groups, np.int64)
     cnt = np.zeros(num_groups, np.int64)
@@ -133,7 +135,7 @@ def _select(f, member, demand, k, node_leaf, leaf_total):
     for i in range(m):
         n = cand[i]
         key[i] = ((maxf - f[n]) * (maxl + 1) + (maxl - leaf_total[node_leaf[n]])) * (n_nodes + 1) + n
-    cand = cand[np.argsort(key)]
+    cand = cand[argsort_stable(key)]  # keys are distinct (they end in the node id): any sort agrees
     nodes = np.empty(k, np.int64)
     counts = np.empty(k, np.int64)
     used_leaf = np.zeros(leaf_total.shape[0], np.bool_)
@@ -211,7 +213,7 @@ def spread_nodes(f, demand):
         total += f[n]
     if demand <= 0 or total < demand:
         return empty, empty
-    order = np.argsort(-f, kind="mergesort")
+    order = argsort_stable(-f)
     counts = np.zeros(f.shape[0], np.int64)
     left = demand
     r = 0

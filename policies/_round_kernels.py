@@ -277,7 +277,7 @@ def _kfit(avail, req, demand, topo):
     if req > 0:
         return np.empty(0, np.int32)
     gpu_node, gpu_type, first, num, node_leaf, leaf_pod, num_leaves, num_pods = topo
-    return K.consolidate_gpus(avail, gpu_node, gpu_type, -1, first, num, node_leaf, leaf_pod, num_leaves, num_pods,
+    return K.consolidate_gpus(avail, gpu_node, gpu_type, np.int64(-1), first, num, node_leaf, leaf_pod, num_leaves, num_pods,
                             demand)
 
 
@@ -290,7 +290,7 @@ def _kpreempt(j, d, req, victims, owner, online, claimed, held, topo, undecided,
     if lo == 0:
         return np.empty(0, np.int32), none
     st = prefix_start(lo, cand.shape[0])
-    m = prefix_next(st, False)
+    m = prefix_next(st, np.bool_(False))
     gpus = np.empty(0, np.int32)
     while m >= 0:
         gpus = _kfit(pool_mask(online, claimed, held, vr, m), req, d, topo)

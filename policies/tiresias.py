@@ -16,6 +16,8 @@ import numpy as np
 
 from numba import njit
 
+from cosim.nsort import argsort_stable
+
 from policies import _round_kernels as RK
 from policies.base import BasePolicy, Round
 from policies import placement as P
@@ -385,7 +387,7 @@ def _prepare(active, holding, now, submit, executed, attained, first_start, svc_
     # stable sort by submit time (ties: index, as `active` is ascending), then a stable
     # counting sort by class (traces are usually in submit order already: then the stable
     # sort is the identity); class c = 2 × queue + (0 running, 1 waiting)
-    by_submit = active if in_order else active[np.argsort(submit[active], kind="mergesort")]
+    by_submit = active if in_order else active[argsort_stable(submit[active])]
     for c in range(ncls):
         count[c + 1] += count[c]
     bounds = count.copy()

@@ -39,6 +39,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from cosim.nsort import unique_sorted
+
 
 @njit(cache=True)
 def _level(class_demand, class_count, capacity):  # pragma: no cover - compiled
@@ -114,7 +116,7 @@ def gps_completion(submit, demand, solo_s, cap_t, cap_v):  # pragma: no cover - 
     """
     n = submit.shape[0]
     done = np.full(n, np.nan)
-    classes = np.unique(demand)
+    classes = unique_sorted(demand)
     nk = classes.shape[0]
     cls = np.searchsorted(classes, demand)
     total = np.zeros(nk, np.int64)

@@ -11,7 +11,7 @@ Anything else — another exception type, a multi-line message, a traceback, exi
 success whose result fails its checks ("nonsense accepted") — fails the test.
 
 Budgets: the fast slice (CI, the default) runs `FAST` examples per test; `COSIM_FUZZ_FULL=1`
-runs `FULL` per test (17 generated tests × 800 = 13,600 cases, plus the explicit examples), e.g.
+runs `FULL` per test (23 generated tests × 800 = 18,400 cases, plus the explicit examples), e.g.
 
     COSIM_FUZZ_FULL=1 python -m pytest -q tests/fuzz
 """

@@ -109,10 +109,10 @@ def main(argv: list[str] | None = None) -> int:
                     help="JOBSxNODESxSEED,... settings of the Optimus-teacher runs")
     ap.add_argument("--sl-epochs", type=int, default=400)
     ap.add_argument("--sl-lr", type=float, default=3e-3)
-    ap.add_argument("--rl-iters", type=int, default=12)
-    ap.add_argument("--rl-episodes", type=int, default=4)
-    ap.add_argument("--rl-lr", type=float, default=3e-4)
-    ap.add_argument("--rl-trace", default="20x4x110", help="JOBSxNODESxSEED of the REINFORCE episodes (seed "
+    ap.add_argument("--rl-iters", type=int, default=30)
+    ap.add_argument("--rl-episodes", type=int, default=6)
+    ap.add_argument("--rl-lr", type=float, default=1e-3)
+    ap.add_argument("--rl-trace", default="50x16x110", help="JOBSxNODESxSEED of the REINFORCE episodes (seed "
                                                            "cycles over 4 consecutive values)")
     a = ap.parse_args(argv)
     t0 = time.perf_counter()

@@ -10,7 +10,7 @@ jobs keep every GPU they hold (never preempted, never shrunk); a job grows up to
 network says so, when no GPU is free, or after `max_actions`. Training (numpy, seeded, deterministic):
 
     python -m policies.drl.train --out policies/drl/data/drl_ones.npz \\
-        --curve docs/reproductions/ones/drl-training.csv
+        --curve docs/reproductions/ones/drl-training.csv --plot docs/reproductions/ones/drl-training.png
 
 (a) supervised warm start: Optimus' round allocations on `synth:ones` traces become action sequences
 (the largest GPU deficit first, then stop) fitted by cross-entropy; (b) REINFORCE with a per-trace

@@ -98,10 +98,32 @@ def reinforce(net: Net, iters: int, episodes: int, lr: float, jobs: int, nodes: 
     return curve
 
 
+def plot_curve(curve_csv: Path, png: Path) -> None:
+    """The training curve as a PNG: supervised loss per epoch, then REINFORCE's average JCTs."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    df = pd.read_csv(curve_csv)
+    sl, rl = df[df["stage"] == "supervised"], df[df["stage"] == "reinforce"]
+    fig, (a, b) = plt.subplots(1, 2, figsize=(9, 3.2))
+    a.plot(sl["iteration"], sl["loss"])
+    a.set(xlabel="Adam step (full batch)", ylabel="cross-entropy", title="(a) supervised from Optimus")
+    b.plot(rl["iteration"], rl["sampled_avg_jct_s"], label="sampled (mean of episodes)")
+    b.plot(rl["iteration"], rl["greedy_avg_jct_s"], label="greedy after the step")
+    b.set(xlabel="REINFORCE iteration (trace seed cycles 110-113)", ylabel="avg JCT (s)", title="(b) REINFORCE")
+    b.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(png, dpi=90)
+    plt.close(fig)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m policies.drl.train", description=__doc__.splitlines()[0])
     ap.add_argument("--out", default=str(DEFAULT_WEIGHTS), help="weights .npz to write")
     ap.add_argument("--curve", default="", help="training-curve CSV to write ('' = none)")
+    ap.add_argument("--plot", default="", help="training-curve PNG to write (needs --curve and matplotlib)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--slots", type=int, default=20, help="job slots of the state")
     ap.add_argument("--hidden", type=int, default=64)
@@ -134,6 +156,8 @@ def main(argv: list[str] | None = None) -> int:
     if a.curve:
         Path(a.curve).parent.mkdir(parents=True, exist_ok=True)
         pd.DataFrame(rows).to_csv(a.curve, index=False)
+        if a.plot:
+            plot_curve(Path(a.curve), Path(a.plot))
     print(f"wrote {a.out} ({Path(a.out).stat().st_size} bytes) in {time.perf_counter() - t0:.0f} s")
     return 0
 

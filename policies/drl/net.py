@@ -78,7 +78,7 @@ class Net:
                             features=np.int64(FEATURES), meta=np.array(repr(meta)))
 
     @classmethod
-    def load(cls, path: Path) -> "Net":
+    def load(cls, path: Path) -> Net:
         p = Path(path)
         try:
             z = np.load(p, allow_pickle=False)

@@ -28,7 +28,7 @@ import numpy as np
 from policies.base import BasePolicy
 from policies.config import PlacedConfig, param
 from policies.drl.net import FEATURES, GLOBAL, Net
-from policies.optimus import Optimus, OptimusConfig, StepTimes, apply_counts, caps_of
+from policies.optimus import Optimus, StepTimes, apply_counts, caps_of
 from policies.registry import POLICIES
 from simcore.api import NEED_DURATION_ORACLE, ClusterView, Decision
 

@@ -88,7 +88,7 @@ def test_supervised_stage_lowers_loss_deterministically():
         data = collect_teacher(net, [(6, 4, 100)])
         return data, supervised(net, data, 30, 3e-3)
 
-    (x, m, a), losses = once()
+    (_, _, a), losses = once()
     assert a.size > 5 and (a < 21).all()
     assert losses[-1] < 0.8 * losses[0]
     _, again = once()

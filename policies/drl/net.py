@@ -83,7 +83,7 @@ class Net:
         try:
             z = np.load(p, allow_pickle=False)
         except (OSError, ValueError) as exc:
-            raise InputError.at(p, expected="a DRL weights .npz written by `python -m policies.drl.train`",
+            raise InputError.at(p, expected="a DRL weights .npz written by `python -m cli.drl_train`",
                                 detail=str(exc)[:200]) from None
         if int(z["features"]) != FEATURES:
             raise InputError.at(p, field="features", expected=FEATURES, got=int(z["features"]))

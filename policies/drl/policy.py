@@ -9,7 +9,7 @@ jobs keep every GPU they hold (never preempted, never shrunk); a job grows up to
 `caps_of`: `max_gpus` and global batch // the model's smallest local batch); actions stop when the
 network says so, when no GPU is free, or after `max_actions`. Training (numpy, seeded, deterministic):
 
-    python -m policies.drl.train --out policies/drl/data/drl_ones.npz \\
+    python -m cli.drl_train --out policies/drl/data/drl_ones.npz \\
         --curve docs/reproductions/ones/drl-training.csv --plot docs/reproductions/ones/drl-training.png
 
 (a) supervised warm start: Optimus' round allocations on `synth:ones` traces become action sequences
@@ -32,7 +32,7 @@ from policies.optimus import Optimus, StepTimes, apply_counts, caps_of
 from policies.registry import POLICIES
 from simcore.api import NEED_DURATION_ORACLE, ClusterView, Decision
 
-#: the committed weights (trained by `python -m policies.drl.train`, command in the module docstring)
+#: the committed weights (trained by `python -m cli.drl_train`, command in the module docstring)
 DEFAULT_WEIGHTS = Path(__file__).parent / "data" / "drl_ones.npz"
 
 
@@ -40,13 +40,13 @@ DEFAULT_WEIGHTS = Path(__file__).parent / "data" / "drl_ones.npz"
 class DrlConfig(PlacedConfig):
     """A DL2-style DRL scheduler (ONES' DRL baseline): each round, a small policy network adds GPUs
     to jobs one at a time (one action = one more GPU for one job, or stop), never preempting or
-    shrinking a running job. Weights trained by `python -m policies.drl.train` (supervised from
+    shrinking a running job. Weights trained by `python -m cli.drl_train` (supervised from
     Optimus, then REINFORCE on −average JCT) on synthetic `synth:ones` traces."""
 
     reference: ClassVar[str] = ("ONES SC'21 §5.1 DRL baseline, after Peng et al., \"DL2: A Deep Learning-driven "
                                 "Scheduler for Deep Learning Clusters\", TPDS'21")
 
-    weights: str = param("", "policy-network weights (.npz from `python -m policies.drl.train`); '' = the "
+    weights: str = param("", "policy-network weights (.npz from `python -m cli.drl_train`); '' = the "
                              "committed policies/drl/data/drl_ones.npz",
                          source="trained here: ONES gives no network, training or reward details (notes §6)")
     interval_s: float | None = param(

@@ -1,4 +1,6 @@
-"""Training of the `drl` policy network: `python -m policies.drl.train [options]`.
+"""Training of the `drl` policy network: `python -m cli.drl_train [options]` (the command line and the
+simulation wiring live in cli/drl_train.py: policies may not import the runner, so every function here
+takes `simulate(policy, jobs, nodes, seed) -> average JCT s`).
 
 (a) Supervised warm start: the `drl` policy runs with Optimus as its teacher (Optimus' round
     allocation turned into add-one-GPU actions, the largest deficit first, then stop) on
@@ -16,42 +18,31 @@ training-curve CSV (stage, iteration, loss or avg JCT).
 
 from __future__ import annotations
 
-import argparse
-import time
-from dataclasses import replace
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 from policies.drl.net import Net
-from policies.drl.policy import DEFAULT_WEIGHTS, Drl, DrlConfig
+from policies.drl.policy import Drl, DrlConfig
 from policies.optimus import Optimus, OptimusConfig
 
-
-def _simulate(policy: Drl, jobs: int, nodes: int, seed: int) -> float:
-    """Average JCT (s) of `policy` on `synth:ones:jobs` (trace seed `seed`) on `nodes` Longhorn nodes,
-    with the catalog's setting (20 s checkpoint-restart per resize)."""
-    from experiments.runner import RunConfig, real_backends, run
-
-    cfg = RunConfig(trace=f"synth:ones:{jobs}", cluster="ones-longhorn", cluster_nodes=nodes, policies=("drl",),
-                    costs=20.0, seed=seed)
-    be = replace(real_backends(cfg), make_policy=lambda name, params: policy)
-    res = run(cfg, None, backends=be)
-    return float(res.summary["avg_jct_s"].iloc[0])
+#: runs `policy` on `synth:ones:JOBS` (trace seed SEED) on NODES Longhorn nodes; returns the average JCT (s)
+Simulate = Callable[[Drl, int, int, int], float]
 
 
 def _stack(traj: list) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return (np.array([t[0] for t in traj]), np.array([t[1] for t in traj]), np.array([t[2] for t in traj], np.int64))
 
 
-def collect_teacher(net: Net, settings: list[tuple[int, int, int]]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def collect_teacher(simulate: Simulate, net: Net, settings: list[tuple[int, int, int]]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(states, masks, actions) of Optimus-as-teacher runs, one per (jobs, nodes, seed) setting."""
     traj: list = []
     for jobs, nodes, seed in settings:
         teacher = Optimus(OptimusConfig(interval_s=60.0, remaining="continuous"))
         p = Drl(DrlConfig(), net=net, teacher=teacher)
-        _simulate(p, jobs, nodes, seed)
+        simulate(p, jobs, nodes, seed)
         traj += p.trajectory
     return _stack(traj)
 
@@ -68,7 +59,7 @@ def supervised(net: Net, data: tuple, epochs: int, lr: float) -> list[float]:
     return losses
 
 
-def reinforce(net: Net, iters: int, episodes: int, lr: float, jobs: int, nodes: int, seed: int,
+def reinforce(simulate: Simulate, net: Net, iters: int, episodes: int, lr: float, jobs: int, nodes: int, seed: int,
               log=print) -> list[tuple[float, float]]:
     """REINFORCE with a mean baseline; per iteration (mean sampled avg JCT, greedy avg JCT)."""
     curve = []
@@ -77,7 +68,7 @@ def reinforce(net: Net, iters: int, episodes: int, lr: float, jobs: int, nodes: 
         rets, trajs = [], []
         for e in range(episodes):
             p = Drl(DrlConfig(sample=True, seed=1000 * it + e), net=net)
-            jct = _simulate(p, jobs, nodes, trace_seed)
+            jct = simulate(p, jobs, nodes, trace_seed)
             rets.append(-jct / 1000.0)
             trajs.append(p.trajectory)
         r = np.array(rets)
@@ -92,7 +83,7 @@ def reinforce(net: Net, iters: int, episodes: int, lr: float, jobs: int, nodes: 
             g, _ = net.grads(np.concatenate(xs), np.concatenate(ms), np.concatenate(as_), np.concatenate(ws))
             # grads() minimises −Σ w log π; its normalisation by Σ|w| keeps the step size fixed
             net.adam(g, lr)
-        greedy = _simulate(Drl(DrlConfig(), net=net), jobs, nodes, trace_seed)
+        greedy = simulate(Drl(DrlConfig(), net=net), jobs, nodes, trace_seed)
         curve.append((float(-r.mean() * 1000.0), greedy))
         log(f"reinforce {it}: sampled avg JCT {-r.mean() * 1000:.1f} s, greedy {greedy:.1f} s (trace seed {trace_seed})")
     return curve
@@ -117,50 +108,3 @@ def plot_curve(curve_csv: Path, png: Path) -> None:
     fig.tight_layout()
     fig.savefig(png, dpi=90)
     plt.close(fig)
-
-
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m policies.drl.train", description=__doc__.splitlines()[0])
-    ap.add_argument("--out", default=str(DEFAULT_WEIGHTS), help="weights .npz to write")
-    ap.add_argument("--curve", default="", help="training-curve CSV to write ('' = none)")
-    ap.add_argument("--plot", default="", help="training-curve PNG to write (needs --curve and matplotlib)")
-    ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--slots", type=int, default=20, help="job slots of the state")
-    ap.add_argument("--hidden", type=int, default=64)
-    ap.add_argument("--teacher-traces", default="12x4x100,12x4x101,20x4x102,20x8x103,30x8x104,50x16x105",
-                    help="JOBSxNODESxSEED,... settings of the Optimus-teacher runs")
-    ap.add_argument("--sl-epochs", type=int, default=400)
-    ap.add_argument("--sl-lr", type=float, default=3e-3)
-    ap.add_argument("--rl-iters", type=int, default=30)
-    ap.add_argument("--rl-episodes", type=int, default=6)
-    ap.add_argument("--rl-lr", type=float, default=1e-3)
-    ap.add_argument("--rl-trace", default="50x16x110", help="JOBSxNODESxSEED of the REINFORCE episodes (seed "
-                                                           "cycles over 4 consecutive values)")
-    a = ap.parse_args(argv)
-    t0 = time.perf_counter()
-    net = Net(a.slots, a.hidden, seed=a.seed)
-    settings = [tuple(int(v) for v in s.split("x")) for s in a.teacher_traces.split(",") if s]
-    data = collect_teacher(net, settings)
-    print(f"teacher: {data[2].size} actions from {len(settings)} runs ({time.perf_counter() - t0:.0f} s)")
-    losses = supervised(net, data, a.sl_epochs, a.sl_lr)
-    acc = float((np.argmax(net.probs(data[0], data[1])[0], 1) == data[2]).mean())
-    print(f"supervised: loss {losses[0]:.3f} -> {losses[-1]:.3f}, action accuracy {acc:.3f} "
-          f"({time.perf_counter() - t0:.0f} s)")
-    rows = [{"stage": "supervised", "iteration": i, "loss": v, "sampled_avg_jct_s": np.nan,
-             "greedy_avg_jct_s": np.nan} for i, v in enumerate(losses)]
-    jobs, nodes, seed = (int(v) for v in a.rl_trace.split("x"))
-    curve = reinforce(net, a.rl_iters, a.rl_episodes, a.rl_lr, jobs, nodes, seed)
-    rows += [{"stage": "reinforce", "iteration": i, "loss": np.nan, "sampled_avg_jct_s": s, "greedy_avg_jct_s": g}
-             for i, (s, g) in enumerate(curve)]
-    net.save(Path(a.out), args=vars(a), teacher_accuracy=acc)
-    if a.curve:
-        Path(a.curve).parent.mkdir(parents=True, exist_ok=True)
-        pd.DataFrame(rows).to_csv(a.curve, index=False)
-        if a.plot:
-            plot_curve(Path(a.curve), Path(a.plot))
-    print(f"wrote {a.out} ({Path(a.out).stat().st_size} bytes) in {time.perf_counter() - t0:.0f} s")
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

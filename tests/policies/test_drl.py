@@ -81,11 +81,12 @@ def test_never_preempts_never_exceeds_capacity_or_max_gpus(tmp_path_factory, job
 
 
 def test_supervised_stage_lowers_loss_deterministically():
+    from cli.drl_train import simulate
     from policies.drl.train import collect_teacher, supervised
 
     def once():
         net = Net(20, 16, seed=3)
-        data = collect_teacher(net, [(6, 4, 100)])
+        data = collect_teacher(simulate, net, [(6, 4, 100)])
         return data, supervised(net, data, 30, 3e-3)
 
     (_, _, a), losses = once()

@@ -1,0 +1,94 @@
+"""The DRL scheduler's policy network: a one-hidden-layer MLP with a masked softmax, numpy only.
+
+Input: `slots` job slots of `FEATURES` features each plus `GLOBAL` cluster features (flat, as DL2
+lays its state out); output: one logit per slot ("add one GPU to this job") and one for "stop".
+Gradients are written out by hand (cross-entropy and REINFORCE both need d log π(a|s) / d logits
+= onehot(a) − π), with Adam as the optimiser.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from cosim.errors import InputError
+
+#: per-job features (policies.drl.policy.features): GPUs held (tentative), GPUs requested, epochs done,
+#: queueing s, executed s, epoch rate, speed-up of one more GPU, running flag
+FEATURES = 8
+#: cluster features: free GPUs / GPUs, jobs beyond the slots / slots
+GLOBAL = 2
+
+
+class Net:
+    """π(a | s) = softmax over the valid actions of `W2 · tanh(W1 · s + b1) + b2`."""
+
+    def __init__(self, slots: int, hidden: int, seed: int = 0) -> None:
+        rng = np.random.default_rng(seed)
+        d = slots * FEATURES + GLOBAL
+        self.slots, self.hidden = slots, hidden
+        self.p = {"W1": rng.normal(0, 1 / np.sqrt(d), (d, hidden)), "b1": np.zeros(hidden),
+                  "W2": rng.normal(0, 1 / np.sqrt(hidden), (hidden, slots + 1)), "b2": np.zeros(slots + 1)}
+        self._m = {k: np.zeros_like(v) for k, v in self.p.items()}
+        self._v = {k: np.zeros_like(v) for k, v in self.p.items()}
+        self._t = 0
+
+    @property
+    def input_dim(self) -> int:
+        return self.slots * FEATURES + GLOBAL
+
+    def probs(self, x: np.ndarray, mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(π over actions, hidden activations) for states `x` [B, d] and valid-action `mask` [B, A]."""
+        h = np.tanh(x @ self.p["W1"] + self.p["b1"])
+        z = h @ self.p["W2"] + self.p["b2"]
+        z = np.where(mask, z, -np.inf)
+        z = z - z.max(axis=1, keepdims=True)
+        e = np.exp(z)
+        return e / e.sum(axis=1, keepdims=True), h
+
+    def grads(self, x: np.ndarray, mask: np.ndarray, a: np.ndarray, w: np.ndarray) -> tuple[dict, float]:
+        """Gradients of `−Σ w_i log π(a_i | x_i) / Σ|w|` (weighted cross-entropy; REINFORCE with w =
+        advantages) and the weighted loss."""
+        pr, h = self.probs(x, mask)
+        n = max(float(np.abs(w).sum()), 1e-12)
+        idx = np.arange(a.size)
+        loss = float(-(w * np.log(np.maximum(pr[idx, a], 1e-300))).sum() / n)
+        dz = pr.copy()
+        dz[idx, a] -= 1.0
+        dz *= (w / n)[:, None]
+        g = {"W2": h.T @ dz, "b2": dz.sum(0)}
+        dh = (dz @ self.p["W2"].T) * (1 - h * h)
+        g["W1"], g["b1"] = x.T @ dh, dh.sum(0)
+        return g, loss
+
+    def adam(self, g: dict, lr: float, b1: float = 0.9, b2: float = 0.999, eps: float = 1e-8) -> None:
+        self._t += 1
+        for k, gk in g.items():
+            self._m[k] = b1 * self._m[k] + (1 - b1) * gk
+            self._v[k] = b2 * self._v[k] + (1 - b2) * gk * gk
+            mh = self._m[k] / (1 - b1 ** self._t)
+            vh = self._v[k] / (1 - b2 ** self._t)
+            self.p[k] = self.p[k] - lr * mh / (np.sqrt(vh) + eps)
+
+    def save(self, path: Path, **meta: object) -> None:
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        np.savez_compressed(path, **{k: v.astype(np.float32) for k, v in self.p.items()},
+                            slots=np.int64(self.slots), hidden=np.int64(self.hidden),
+                            features=np.int64(FEATURES), meta=np.array(repr(meta)))
+
+    @classmethod
+    def load(cls, path: Path) -> Net:
+        p = Path(path)
+        try:
+            z = np.load(p, allow_pickle=False)
+        except (OSError, ValueError) as exc:
+            raise InputError.at(p, expected="a DRL weights .npz written by `python -m cli.drl_train`",
+                                detail=str(exc)[:200]) from None
+        if int(z["features"]) != FEATURES:
+            raise InputError.at(p, field="features", expected=FEATURES, got=int(z["features"]))
+        net = cls(int(z["slots"]), int(z["hidden"]))
+        net.p = {k: z[k].astype(np.float64) for k in ("W1", "b1", "W2", "b2")}
+        if net.p["W1"].shape != (net.input_dim, net.hidden):
+            raise InputError.at(p, field="W1", expected=(net.input_dim, net.hidden), got=net.p["W1"].shape)
+        return net

@@ -88,7 +88,7 @@ class TiresiasConfig(PlacedConfig):
         "placement = walk the priority order placing each job, preempting strictly lower queues (the "
         "paper); gpu-count = admit jobs in priority order while their GPU count fits the cluster's online "
         "GPUs (skipping those that do not), preempt running jobs not admitted, then place the admitted "
-        "waiting jobs with `placement`",
+        "waiting jobs with `placement` (needs promote_knob=0)",
         choices=ADMISSIONS,
         source="gpu-count: the Pollux OSDI'21 simulator (tiresias.py, 'Update statuses' then 'Update allocations')",
     )
@@ -97,6 +97,8 @@ class TiresiasConfig(PlacedConfig):
         t = self.thresholds_gpu_s
         self.check("queue_order", self.queue_order == "running-first" or self.admission == "gpu-count",
                    "running-first unless admission=gpu-count")
+        self.check("promote_knob", self.admission == "placement" or self.promote_knob == 0,
+                   "0 with admission=gpu-count (the Pollux simulator's Tiresias has no promotion)")
         self.check("thresholds_gpu_s", all(x > 0 for x in t) and all(a < b for a, b in zip(t, t[1:])),
                    "positive, strictly ascending GPU-seconds")
         self.check("promote_knob", self.promote_knob >= 0, "a non-negative number")
@@ -249,8 +251,8 @@ class Tiresias(BasePolicy):
     def _decide_by_count(self, view: ClusterView, now: float) -> Decision:
         """`admission=gpu-count` (the Pollux OSDI'21 simulator's Tiresias): admit by GPU count in
         priority order, preempt running jobs left out, keep the others where they are, place the
-        admitted waiting ones. Queues by attained service as in `queues` (no promotion here:
-        `validate` of the preset sets promote_knob=0); with `queue_order=entry` a job demoted this
+        admitted waiting ones. Queues by attained service as in `queues` (no promotion: `validate`
+        requires promote_knob=0 with this admission); with `queue_order=entry` a job demoted this
         call enters its new queue now, behind those demoted before it."""
         jobs = view.jobs
         q = self.queues(view)

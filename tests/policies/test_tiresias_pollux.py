@@ -94,3 +94,11 @@ def test_entry_order_needs_gpu_count_admission():
     from cosim.errors import InputError
     with pytest.raises((InputError, ValueError)):
         make("tiresias", queue_order="entry")
+
+
+def test_gpu_count_admission_needs_promotion_off():
+    import pytest
+    from cosim.errors import InputError
+    with pytest.raises((InputError, ValueError)):
+        make("tiresias", admission="gpu-count")  # stock promote_knob = 8
+    assert make("tiresias", admission="gpu-count", promote_knob=0.0).config.admission == "gpu-count"

@@ -155,6 +155,9 @@ class Tiresias(BasePolicy):
         self._knob = float(config.promote_knob)
         self._flags_of = None  # the cluster `_flags` (deterministic placer, consolidate) are for
         self._flags = (False, False)
+        if config.admission == "gpu-count":
+            # it records the round each job is demoted in (queue_order=entry): every round is needed
+            self.rounds_need_queue = False
 
     # -- per-run state ---------------------------------------------------------------
     def _reset(self, n: int) -> None:
@@ -374,8 +377,6 @@ class TiresiasPollux(Tiresias):
     def __init__(self, config: TiresiasPolluxConfig) -> None:
         super().__init__(config)
         self.event_driven = False
-        # admission by count records the round each job is demoted in: every round is needed
-        self.rounds_need_queue = config.admission != "gpu-count"
 
     def decide(self, view: ClusterView, now: float) -> Decision:
         d = super().decide(view, now)

@@ -31,6 +31,8 @@ def test_preset_follows_the_peer_semantics_options():
     assert (c.placement, c.queue_order, c.admission) == ("most-free", "entry", "gpu-count")
     d = make("tiresias").config  # the stock policy keeps the paper's walk
     assert (d.placement, d.queue_order, d.admission) == ("consolidate", "running-first", "placement")
+    # demotion rounds are recorded exactly only if every round calls the policy
+    assert make("tiresias-pollux").rounds_need_queue is False and make("tiresias").rounds_need_queue is True
 
 
 def test_most_free_placement_takes_the_emptiest_nodes_first():

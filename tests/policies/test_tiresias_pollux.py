@@ -93,6 +93,7 @@ def test_lower_queue_ordered_by_demotion_round_not_arrival():
 
 def test_entry_order_needs_gpu_count_admission():
     import pytest
+
     from cosim.errors import InputError
     with pytest.raises((InputError, ValueError)):
         make("tiresias", queue_order="entry")
@@ -100,6 +101,7 @@ def test_entry_order_needs_gpu_count_admission():
 
 def test_gpu_count_admission_needs_promotion_off():
     import pytest
+
     from cosim.errors import InputError
     with pytest.raises((InputError, ValueError)):
         make("tiresias", admission="gpu-count")  # stock promote_knob = 8

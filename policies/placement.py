@@ -17,6 +17,9 @@ Strategies (`STRATEGIES`):
   spread across leaves (for jobs whose collectives suffer most at the leaf→spine tier).
 - ``spread``: one GPU per node per round, fullest nodes first (load spreading).
 - ``random``: uniformly random usable GPUs from a seeded `numpy.random.Generator`.
+- ``most-free``: all usable GPUs of the node with the most, then of the next (ties: lower
+  node index), until the demand is met: the Pollux OSDI'21 simulator's Tiresias/Optimus
+  allocation (`Counter.most_common(1)` per step), which ignores leaves and pods.
 
 Plus `affinity_fit` (Gandiva's per-demand machine affinity) and `span` (nodes, leaves, pods
 a placement touches).
@@ -38,7 +41,7 @@ import numpy as np
 from policies import _kernels as K
 from simcore.api import ClusterArrays
 
-STRATEGIES = ("consolidate", "topo", "spread", "random")
+STRATEGIES = ("consolidate", "topo", "spread", "random", "most-free")
 TIERS = ("node", "leaf", "pod", "cluster")
 
 Accept = Callable[[np.ndarray], bool]
@@ -118,9 +121,21 @@ def _one_type(c, avail, demand, want_type, strategy, rng) -> np.ndarray | None:
         nodes, counts = _topo_f(c, f, demand)
     elif strategy == "spread":
         nodes, counts = K.spread_nodes(f, int(demand))
+    elif strategy == "most-free":
+        nodes, counts = _most_free_nodes(f, int(demand))
     else:
         raise ValueError(f"unknown placement strategy {strategy!r}; valid: {', '.join(STRATEGIES)}")
     return _take(c, avail, want_type, nodes, counts)
+
+
+def _most_free_nodes(f: np.ndarray, demand: int) -> tuple[np.ndarray, np.ndarray]:
+    """Nodes by free GPUs, most first (stable: lower index on ties), each emptied in turn."""
+    if demand <= 0 or int(f.sum()) < demand:
+        return np.empty(0, np.int64), np.empty(0, np.int64)
+    order = np.argsort(-f, kind="stable")
+    take = np.minimum(f[order], np.maximum(demand - (np.cumsum(f[order]) - f[order]), 0))
+    keep = take > 0
+    return order[keep].astype(np.int64), take[keep].astype(np.int64)
 
 
 def place(

@@ -26,6 +26,8 @@ from policies.registry import POLICIES
 from simcore.api import ClusterView, Decision
 
 CONSOLIDATION = ("tier", "min-nodes")
+QUEUE_ORDERS = ("running-first", "entry")
+ADMISSIONS = ("placement", "gpu-count")
 _EPS_GPU_S = 1e-6  # service within this of a threshold counts as reached (float round-off at wake-ups)
 
 
@@ -75,8 +77,30 @@ class TiresiasConfig(PlacedConfig):
         "round of round-based simulators (the Ares artifact's)",
     )
 
+    queue_order: str = param(
+        "running-first",
+        "order within a queue: running-first = running jobs before waiting ones, each by arrival (a queue "
+        "never preempts itself); entry = by the time the job entered the queue (queue 0: arrival; lower "
+        "queues: the round it was demoted), running or not (needs admission=gpu-count)",
+        choices=QUEUE_ORDERS,
+        source="entry: the Pollux OSDI'21 simulator (tiresias.py appends a demoted job to _queue_1)",
+    )
+    admission: str = param(
+        "placement",
+        "placement = walk the priority order placing each job, preempting strictly lower queues (the "
+        "paper); gpu-count = admit jobs in priority order while their GPU count fits the cluster's online "
+        "GPUs (skipping those that do not), preempt running jobs not admitted, then place the admitted "
+        "waiting jobs with `placement` (needs promote_knob=0)",
+        choices=ADMISSIONS,
+        source="gpu-count: the Pollux OSDI'21 simulator (tiresias.py, 'Update statuses' then 'Update allocations')",
+    )
+
     def validate(self) -> None:
         t = self.thresholds_gpu_s
+        self.check("queue_order", self.queue_order == "running-first" or self.admission == "gpu-count",
+                   "running-first unless admission=gpu-count")
+        self.check("promote_knob", self.admission == "placement" or self.promote_knob == 0,
+                   "0 with admission=gpu-count (the Pollux simulator's Tiresias has no promotion)")
         self.check("thresholds_gpu_s", all(x > 0 for x in t) and all(a < b for a, b in zip(t, t[1:])),
                    "positive, strictly ascending GPU-seconds")
         self.check("promote_knob", self.promote_knob >= 0, "a non-negative number")
@@ -133,6 +157,9 @@ class Tiresias(BasePolicy):
         self._knob = float(config.promote_knob)
         self._flags_of = None  # the cluster `_flags` (deterministic placer, consolidate) are for
         self._flags = (False, False)
+        if config.admission == "gpu-count":
+            # it records the round each job is demoted in (queue_order=entry): every round is needed
+            self.rounds_need_queue = False
 
     # -- per-run state ---------------------------------------------------------------
     def _reset(self, n: int) -> None:
@@ -155,6 +182,7 @@ class Tiresias(BasePolicy):
         # the walk inputs of a call (its first `len(active)` entries): order, klass, keys, kernel
         self._wbuf = (np.empty(n, np.int64), np.empty(n, np.int64), np.empty(n, np.int64), np.empty(n, np.bool_))
         self._skew = np.array([], bool)
+        self._entered = None
 
     def queues(self, view: ClusterView) -> np.ndarray:
         """Queue index of every job (0 = highest priority)."""
@@ -176,6 +204,8 @@ class Tiresias(BasePolicy):
         if n_jobs != self._n or now < self._last_now:
             self._reset(n_jobs)
         self._last_now = now
+        if self.config.admission == "gpu-count":
+            return self._decide_by_count(view, now)
         active = view.active()
         if active.dtype != np.int64:
             active = active.astype(np.int64)
@@ -222,6 +252,52 @@ class Tiresias(BasePolicy):
             if r.place(j, placer, victims=r.victims) is None:
                 r.walk_failed()
         return r.decision(wake_at=self._next_jump(view, r, q, waited, now, active))
+
+    def _decide_by_count(self, view: ClusterView, now: float) -> Decision:
+        """`admission=gpu-count` (the Pollux OSDI'21 simulator's Tiresias): admit by GPU count in
+        priority order, preempt running jobs left out, keep the others where they are, place the
+        admitted waiting ones. Queues by attained service as in `queues` (no promotion: `validate`
+        requires promote_knob=0 with this admission); with `queue_order=entry` a job demoted this
+        call enters its new queue now, behind those demoted before it."""
+        jobs = view.jobs
+        q = self.queues(view)
+        if getattr(self, "_entered", None) is None or self._entered.size != self._n:
+            self._entered = np.array(jobs.submit_time, float)
+            self._qseen = np.zeros(self._n, np.int64)
+        active = view.active().astype(np.int64)
+        moved = active[q[active] != self._qseen[active]]
+        self._entered[moved] = now
+        self._qseen[active] = q[active]
+        running = view.running()
+        run = np.zeros(self._n, bool)
+        run[running] = True
+        sub = jobs.submit_time
+        if self.config.queue_order == "entry":
+            keys = [(int(q[j]), float(self._entered[j]), float(sub[j]), int(j)) for j in active.tolist()]
+        else:
+            keys = [(int(q[j]), not run[j], float(sub[j]), int(j)) for j in active.tolist()]
+        order = [k[-1] for k in sorted(keys)]
+        r = Round(view, self)
+        free = int(np.count_nonzero(view.cluster.gpu_online))
+        admitted = []
+        for j in order:
+            d = int(r.dem[j])
+            if d <= free:
+                free -= d
+                admitted.append(j)
+        ok = np.zeros(self._n, bool)
+        ok[admitted] = True
+        for j in running.tolist():
+            if not ok[j]:
+                r.preempt(j)
+        for j in running.tolist():
+            if ok[j]:
+                r.keep(j)
+        skew = self._is_skewed(view)
+        for j in admitted:
+            if not run[j]:
+                r.place(j, lambda jj, avail: self._place(view, r, jj, avail, skew, self._caps(view)))
+        return r.decision()
 
     def _caps(self, view: ClusterView) -> "_TierCaps":
         if self._tier_caps is None or self._tier_caps.c is not view.cluster:
@@ -276,6 +352,15 @@ class TiresiasPolluxConfig(TiresiasConfig):
         source="the Pollux simulator has no skew-aware placement")
     interval_s: float | None = param(
         60.0, "time between rounds, the only decision points", source="Pollux simulator --interval default 60")
+    placement: str = param(
+        "most-free", "placement strategy: GPUs from the node with the most free ones first",
+        choices=P.STRATEGIES, source="Pollux simulator: free_gpus.most_common(1) per step (tiresias.py)")
+    queue_order: str = param(
+        "entry", "order within a queue: by the time the job entered it (arrival; demotion round)",
+        choices=QUEUE_ORDERS, source="Pollux simulator: _queue_0/_queue_1 lists, demoted jobs appended")
+    admission: str = param(
+        "gpu-count", "admit by GPU count in priority order, then place the admitted waiting jobs",
+        choices=ADMISSIONS, source="Pollux simulator: max_replicas <= num_gpus, then most_common allocation")
 
 
 @POLICIES.register("tiresias-pollux")

@@ -61,7 +61,7 @@ def test_policy_overrides_parse_and_type_values():
 
 @pytest.mark.parametrize("item,pattern", [
     ("tiresias.knob=3", r"policy 'tiresias': field 'knob': unknown parameter; valid parameters: thresholds_gpu_s, "
-                        r"promote_knob, skew_models, consolidation, placement, interval_s, seed"),
+                        r"promote_knob, skew_models, consolidation, queue_order, admission, placement, interval_s, seed"),
     ("tiresias.promote_knob=abc", r"policy 'tiresias': field 'promote_knob': expected a number, got 'abc'"),
     ("sjf.by=size", r"policy 'sjf': field 'by': expected one of duration, gpu_time, got 'size'"),
     ("gandiva.migrate=maybe", r"policy 'gandiva': field 'migrate': expected true or false"),
@@ -90,7 +90,7 @@ def _fail_if_run(monkeypatch):
 
 @pytest.mark.parametrize("args,expect", [
     (["--set", "tiresias.knob=3"], "error: policy 'tiresias': field 'knob': unknown parameter; valid parameters: "),
-    (["--set", "fifo.placement=scatter"], "expected one of consolidate, topo, spread, random, got 'scatter'"),
+    (["--set", "fifo.placement=scatter"], "expected one of consolidate, topo, spread, random, most-free, got 'scatter'"),
     (["--policy", "fifo", "--set", "tiresias.promote_knob=2"],
      "parameters given for policy 'tiresias', which this run does not simulate (policies: fifo)"),
     (["--set", "nope"], "expected POLICY.KEY=VALUE"),

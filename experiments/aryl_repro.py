@@ -4,7 +4,7 @@ The experiment is `experiments/catalog/aryl/aryl.toml`: its sizes, its variants 
 policy with options, or another policy, with or without the inference load) and its tables
 with the paper's numbers and ordering claims. For each table the needed variants run once
 each (`simcore.runner.run`, `--perf linear`, `aryl` costs) on the size's workload
-(`traces.aryl`), in a process pool, resuming finished runs in OUT; then `aryl_metrics` makes
+(an `aryl:` trace spec, `traces.aryl.from_spec`), in a process pool, resuming finished runs in OUT; then `aryl_metrics` makes
 each row, and OUT/REPORT.md gets paper | cosim per cell and each claim's verdict.
 """
 
@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import time
 import tomllib
 from concurrent.futures import ProcessPoolExecutor
@@ -21,7 +22,6 @@ import pandas as pd
 
 from cosim.errors import InputError
 from experiments.aryl_metrics import onloan_jobs, overall_usage, policy_metrics, subset_stats
-from experiments.spec import shared_data_dir
 from traces import aryl as W
 
 CATALOG = Path(__file__).resolve().parent / "catalog" / "aryl" / "aryl.toml"
@@ -33,25 +33,13 @@ def load_catalog(path: Path = CATALOG) -> dict:
     return tomllib.loads(Path(path).read_text())
 
 
-def _workload(cat: dict, size: str, scenario: str, shared: Path, out: Path, extra: dict | None = None):
-    """(trace path, train servers, inference servers, window s) of a scenario at `size`."""
+def workload_spec(cat: dict, size: str, scenario: str, extra: dict | None = None) -> str:
+    """The `aryl:` trace spec (traces.aryl.parse_spec) of a scenario at `size`; the runner builds it."""
     sz = cat["sizes"][size]
-    tag = scenario + ("" if not extra else "-" + "-".join(f"{k}{v}" for k, v in sorted(extra.items())))
-    path = out / "traces" / f"{tag}.parquet"
     if sz["workload"] == "testbed":
-        tr, inf, window = 4, 4, 8 * 3600.0
-        if not path.is_file():
-            df, st = W.testbed(shared, scenario=scenario)
-            W.write(df, st, path)
-    else:
-        w = W.ArylWorkload(scenario=scenario, scale=float(sz["scale"]), **(extra or {}))
-        tr = max(1, int(round(w.train_servers * w.scale)))
-        inf = max(1, int(round(w.inference_servers * w.scale)))
-        window = w.window_days * 86400.0
-        if not path.is_file():
-            df, st = W.build(w, shared)
-            W.write(df, st, path)
-    return path, tr, inf, window
+        return f"aryl:testbed:{scenario}"
+    ef = f":ef{extra['elastic_frac']}" if extra else ""
+    return f"aryl:{scenario}:{float(sz['scale'])}{ef}"
 
 
 def _one(job: dict) -> dict:
@@ -81,7 +69,7 @@ def _one(job: dict) -> dict:
     return m
 
 
-def plan(cat: dict, size: str, shared: Path, out: Path, seed: int = 0) -> list[dict]:
+def plan(cat: dict, size: str, out: Path, seed: int = 0) -> list[dict]:
     """Every run the size's tables need (variant × workload)."""
     if size not in cat["sizes"]:
         raise InputError.at(CATALOG, field="--size", expected=f"one of {', '.join(cat['sizes'])}", got=size)
@@ -100,7 +88,8 @@ def plan(cat: dict, size: str, shared: Path, out: Path, seed: int = 0) -> list[d
     for key, extra in want.items():
         name = key.split("@")[0]
         var = cat["variants"][name]
-        trace, tr, inf, window = _workload(cat, size, var.get("scenario", "basic"), shared, out, extra)
+        trace = workload_spec(cat, size, var.get("scenario", "basic"), extra)
+        tr, inf, window = W.servers(trace)
         cluster = out / "traces" / f"cluster-{tr}+{inf}.toml"
         if not cluster.is_file():
             cluster.write_text(W.cluster_toml(tr, inf))
@@ -203,7 +192,9 @@ def reproduce_aryl(size: str, out: Path | None, workers: int, shared: Path | Non
     cat = load_catalog()
     out = Path(out or f"reproduce/aryl-{size}")
     (out / "traces").mkdir(parents=True, exist_ok=True)
-    jobs = plan(cat, size, shared or shared_data_dir(), out)
+    if shared is not None:  # the runner (and its worker processes) read the shared data from here
+        os.environ["COSIM_SHARED_DATA"] = str(shared)
+    jobs = plan(cat, size, out)
     if workers <= 1:
         results = [_one(j) for j in jobs]
     else:

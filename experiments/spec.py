@@ -148,7 +148,7 @@ def resolve_traces(experiment: Experiment, grid: str, size: str, shared: Path | 
     for i, v in enumerate(values):
         where = f"grids.{grid}.traces[{i}] ({size})"
         if isinstance(v, str):
-            v = {"synth": v} if v.startswith(("synth:", "dally:")) else {"path": v}
+            v = {"synth": v} if v.startswith(("synth:", "dally:", "aryl:")) else {"path": v}
         if not isinstance(v, dict):
             raise InputError.at(src, field=where, expected="a synth spec, a file or a table", got=v)
         unknown = sorted(set(v) - set(TRACE_KEYS))

@@ -407,6 +407,10 @@ def load_trace(config: RunConfig) -> pd.DataFrame:
         from traces import dally
 
         df = dally.from_spec(spec, config.seed)
+    elif spec.startswith("aryl:"):  # Aryl's Philly-derived workloads (testbed, Basic/Advanced/Ideal at a scale)
+        from traces import aryl
+
+        df = aryl.from_spec(spec, config.seed)
     else:
         path = Path(spec)
         if not path.exists():

@@ -191,6 +191,56 @@ def write(df: pd.DataFrame, stats: dict, path: Path) -> Path:
     return path
 
 
+SPEC_HELP = "aryl:testbed[:SCENARIO] or aryl:SCENARIO:SCALE[:efF] (SCENARIO basic|advanced|ideal, 0 < SCALE <= 1)"
+
+
+def parse_spec(spec: str, seed: int = 0) -> ArylWorkload | tuple[str, int]:
+    """`aryl:testbed[:SCENARIO]` → ("testbed"-scenario, seed); `aryl:SCENARIO:SCALE[:efF]` → the
+    Philly stand-in at SCALE (`efF`: F of the jobs elastic holding all elastic GPU-time, the
+    elastic-fraction sweep of Figs. 13-14). The run's seed seeds the workload."""
+    parts = str(spec).split(":")
+    bad = InputError.at(field="trace", expected=SPEC_HELP, got=spec)
+    if len(parts) < 2 or parts[0] != "aryl":
+        raise bad
+    if parts[1] == "testbed":
+        if len(parts) > 3 or (len(parts) == 3 and parts[2] not in SCENARIOS):
+            raise bad
+        return (parts[2] if len(parts) == 3 else "basic", int(seed))
+    if parts[1] not in SCENARIOS or len(parts) not in (3, 4) or (len(parts) == 4 and not parts[3].startswith("ef")):
+        raise bad
+    try:
+        scale = float(parts[2])
+        extra = dict(elastic_frac=float(parts[3][2:]), elastic_share=1.0) if len(parts) == 4 else {}
+    except ValueError:
+        raise bad from None
+    w = ArylWorkload(scenario=parts[1], scale=scale, seed=int(seed), **extra)
+    w.validate()
+    return w
+
+
+def from_spec(spec: str, seed: int = 0, shared: Path | None = None) -> pd.DataFrame:
+    """The canonical job table of an `aryl:` trace spec (`parse_spec`), as the runner loads it."""
+    from cosim.paths import shared_data_dir
+    from traces.io import normalize
+
+    w = parse_spec(spec, seed)
+    root = Path(shared) if shared is not None else shared_data_dir()
+    if isinstance(w, tuple):
+        df, _ = testbed(root, seed=w[1], scenario=w[0])
+    else:
+        df, _ = build(w, root)
+    return normalize(df, source=spec)
+
+
+def servers(spec: str) -> tuple[int, int, float]:
+    """(training servers, inference servers, submission window s) of an `aryl:` spec's cluster."""
+    w = parse_spec(spec)
+    if isinstance(w, tuple):
+        return 4, 4, 8 * 3600.0
+    return (max(1, int(round(w.train_servers * w.scale))), max(1, int(round(w.inference_servers * w.scale))),
+            w.window_days * 86400.0)
+
+
 def cluster_toml(train_servers: int, inference_servers: int, repo: Path | None = None) -> str:
     """The `aryl` preset with its two groups resized (proportional scale-downs)."""
     repo = Path(__file__).resolve().parents[1] if repo is None else repo

@@ -94,6 +94,8 @@ def run_config_for(module: Any, cell: Cell, trace_spec: str, write_decisions: bo
         extra["perf"] = cell.perf
     if cell.progress != "plain":
         extra["progress"] = cell.progress
+    if cell.load_series is not None:
+        extra["load_series"] = cell.load_series
     if cell.costs is not None:  # a table travels as JSON text (cells are hashable)
         c = cell.costs
         extra["costs"] = json.loads(c) if isinstance(c, str) and c.startswith("{") else c

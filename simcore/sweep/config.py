@@ -22,6 +22,8 @@ TOML shape (every key but `traces` and `policies` optional)::
     skip_invalid = false                                         # run without jobs that can never run
     costs = ["flat30", "inplace"]                                # costs of change: an axis (presets,
                                                                  # seconds or tables, `simcore.costs`)
+    load_series = "diurnal:0.05"                                 # inference load (not swept): a CSV
+                                                                 # time_s,pool,nodes_needed or diurnal:H
     [policy_costs]                                               # one policy's costs (not swept)
     ones = "inplace"
     optimus = { base = "flat30", migrate_s = "state" }
@@ -50,7 +52,7 @@ from cosim.errors import InputError
 
 #: top-level keys a sweep file may have
 KNOWN_KEYS = ("name", "traces", "clusters", "policies", "contention", "calibration", "seeds", "write_decisions",
-              "skip_invalid", "perf", "costs", "policy_costs", "progress")
+              "skip_invalid", "perf", "costs", "policy_costs", "progress", "load_series")
 #: keys of a trace table (a sampled file)
 TRACE_KEYS = ("path", "jobs", "window", "seed", "name")
 #: keys of a cluster table
@@ -118,6 +120,8 @@ class Cell:
     #: runner's default — and no coordinate, so ids of sweeps without costs do not change
     costs: str | float | None = None
     progress: str = "plain"  # progress model (simcore.runner.RunConfig.progress, simcore.goodput)
+    #: inference load driving loans/reclaims (`RunConfig.load_series`); None: none, and no coordinate
+    load_series: str | None = None
 
     def coordinates(self) -> dict[str, Any]:
         """The grid coordinates as plain JSON-able values (the identity of the cell)."""
@@ -139,6 +143,8 @@ class Cell:
             coords["costs"] = self.costs
         if self.progress != "plain":  # like perf: ids of sweeps on the default progress model are unchanged
             coords["progress"] = self.progress
+        if self.load_series is not None:  # only when set: ids of sweeps without one are unchanged
+            coords["load_series"] = self.load_series
         return coords
 
     @property
@@ -166,6 +172,7 @@ class SweepConfig:
     costs: tuple[str | float | None, ...] = (None,)  # the costs axis (see `Cell.costs`)
     policy_costs: tuple[tuple[str, str | float], ...] = ()  # (policy, costs): fixed for that policy
     progress: tuple[str, ...] = ("plain",)
+    load_series: str | None = None  # one per sweep (a grid with and one without: two sweeps)
 
     def cells(self) -> list[Cell]:
         grid = itertools.product(self.traces, self.clusters, self.contention, self.calibration, self.perf,
@@ -179,7 +186,8 @@ class SweepConfig:
                 if key in seen:
                     continue
                 seen.add(key)
-            cells.append(Cell(len(cells), t, c, p, cont, cal, s, self.skip_invalid, pf, cost, pg))
+            cells.append(Cell(len(cells), t, c, p, cont, cal, s, self.skip_invalid, pf, cost, pg,
+                              load_series=self.load_series))
         ids = [c.cell_id for c in cells]
         if len(set(ids)) != len(ids):
             raise InputError.at(self.source, detail="the grid lists the same cell twice (duplicate axis values)")
@@ -264,9 +272,25 @@ def parse_sweep(data: Mapping[str, Any], source: Path | str | None = None, base_
         dup = [v for v in values if list(values).count(v) > 1]
         if dup:
             raise InputError.at(src, field=axis, expected="distinct values", got=dup[0])
+    load_series = _load_series(data.get("load_series"), src, base)
     return SweepConfig(name, src, traces, clusters, policies, contention, calibration, seeds, write_decisions,
                        skip_invalid, raw=dict(data), perf=perf, costs=costs, policy_costs=policy_costs,
-                       progress=progress)
+                       progress=progress, load_series=load_series)
+
+
+def _load_series(value: Any, src: Path | None, base: Path) -> str | None:
+    """`diurnal:H` as written; a CSV file resolved against the sweep file's folder (must exist)."""
+    if value is None:
+        return None
+    if not isinstance(value, str) or not value:
+        raise InputError.at(src, field="load_series", expected="a CSV time_s,pool,nodes_needed or diurnal:H",
+                            got=value)
+    if value.startswith("diurnal:"):
+        return value
+    path = _resolve(value, base)
+    if not path.is_file():
+        raise InputError.at(src, field="load_series", expected="an existing CSV file or diurnal:H", got=value)
+    return str(path)
 
 
 def _progress(value: Any, i: int, src: Path | None) -> str:
@@ -347,6 +371,8 @@ def _trace(value: Any, i: int, src: Path | None, base: Path) -> TraceSpec:
             raise InputError.at(src, field=where, expected="a file path or synth:<like>:<jobs>", got=value)
         if value.startswith("synth:"):
             _check_synth(value, where, src)
+            return TraceSpec(label=value, spec=value)
+        if value.startswith("aryl:"):  # Aryl's Philly-derived workloads: checked when the runner builds them
             return TraceSpec(label=value, spec=value)
         path = _resolve(value, base)
         if not path.exists():

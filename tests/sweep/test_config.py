@@ -160,3 +160,23 @@ def test_bad_synth_specs_name_the_field(tmp_path, spec):
 def test_examples_load(name):
     cfg = load_sweep(REPO / "examples" / name)
     assert len(cfg.cells()) > 0
+
+
+def test_load_series_key_reaches_the_run_config_and_the_cell_id(tmp_path):
+    """`load_series` (Aryl's inference load) is passed to RunConfig; only a sweep that sets it has
+    it in the cell ids, and a CSV resolves against the sweep file's folder."""
+    import simcore.runner as R
+    from simcore.sweep.cell import run_config_for
+
+    base = {"traces": ["synth:philly:4"], "policies": ["fifo"]}
+    plain = parse_sweep(dict(base)).cells()[0]
+    diurnal = parse_sweep(dict(base, load_series="diurnal:0.05")).cells()[0]
+    assert "load_series" not in plain.coordinates() and plain.cell_id != diurnal.cell_id
+    assert run_config_for(R, diurnal, "synth:philly:4", False).load_series == "diurnal:0.05"
+    assert run_config_for(R, plain, "synth:philly:4", False).load_series is None
+    (tmp_path / "load.csv").write_text("time_s,pool,nodes_needed\n0,inference,1\n")
+    cfg = parse_sweep(dict(base, load_series="load.csv"), base_dir=tmp_path)
+    assert cfg.cells()[0].load_series == str(tmp_path / "load.csv")
+    for bad in ("missing.csv", 3, ""):
+        with pytest.raises(InputError, match="load_series"):
+            parse_sweep(dict(base, load_series=bad), base_dir=tmp_path)

@@ -10,8 +10,8 @@ from cli.app import app
 from cosim.errors import InputError, UnknownNameError
 
 ALL = ["afs", "allox", "ares", "ares-artifact", "aryl", "dally", "dally-fullyconsolidated", "dally-manual",
-       "dally-nowait", "fft", "fifo", "fifo-backfill", "gandiva", "gavel", "mechanisms-demo", "ones", "optimus",
-       "pal", "pollux", "sjf", "srjf", "srtf", "themis", "themis-ftf-lp", "tiresias", "tiresias-dally",
+       "dally-nowait", "drl", "fft", "fifo", "fifo-backfill", "gandiva", "gavel", "mechanisms-demo", "ones",
+       "optimus", "pal", "pollux", "sjf", "srjf", "srtf", "themis", "themis-ftf-lp", "tiresias", "tiresias-dally",
        "tiresias-dally-2das", "tiresias-pollux", "tiresias-typed"]
 
 

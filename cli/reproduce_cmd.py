@@ -37,6 +37,13 @@ def reproduce(
         from experiments.spec import names
 
         raise InputError.at(field="PAPER", expected=f"an experiment name ({', '.join(names())}) or --list")
+    n_workers = workers or (os.cpu_count() or 1)
+    if paper == "aryl":  # its own driver: load series + Philly-derived workloads (experiments/aryl_repro.py)
+        from experiments.aryl_repro import reproduce_aryl
+
+        path, wall = reproduce_aryl(size, out, n_workers)
+        typer.echo(f"wrote {path} ({wall:.1f} s)")
+        return
     from experiments.reproduction import reproduce as run
 
     n_workers = workers or (os.cpu_count() or 1)
@@ -61,3 +68,9 @@ def _list() -> None:
         typer.echo(f"  figures: {', '.join(f.name for f in exp.figures)}")
         for s, desc in exp.sizes.items():
             typer.echo(f"  {s}: {desc}")
+    from experiments.aryl_repro import load_catalog
+
+    cat = load_catalog()
+    typer.echo(f"aryl: {cat['paper']}")
+    for s, sz in cat["sizes"].items():
+        typer.echo(f"  {s}: {sz['desc']}")

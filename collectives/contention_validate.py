@@ -85,7 +85,9 @@ def check_inputs(compute_s, comm_start_s, comm_s, weight, ptr, link_ids, link_de
         i = _first_bad(dem < 0)
         raise InputError.at(_WHERE, row=i, field="link_demand_Bps", expected="bytes/s >= 0",
                             got=float(dem[i]))
-    j, lk = _first_duplicate_link(p, lids, cap.shape[0])
+    # (no entries, e.g. `PreparedContention` checking its capacities: no kernel call, so a
+    # run that never meets bad inputs never loads this kernel)
+    j, lk = _first_duplicate_link(p, lids, cap.shape[0]) if nnz else (-1, -1)
     if j >= 0:
         raise InputError.at(_WHERE, row=int(j), field="link_ids", expected="each link at most once per job",
                             got=int(lk))

@@ -41,7 +41,7 @@ FIGURE_KEYS = ("name", "title", "grid", "metric", "better", "rows", "source", "c
 CLAIM_KEYS = ("better", "worse", "factor", "qualifier", "note")
 TRACE_KEYS = ("shared", "synth", "path", "name", "group", "fallback")
 #: coordinates a figure's rows may follow (`group`: the trace's group, else its label)
-ROW_AXES = ("group", "trace", "cluster", "contention", "calibration")
+ROW_AXES = ("group", "trace", "cluster", "cluster_nodes", "contention", "calibration")
 #: where the shared data lives unless COSIM_SHARED_DATA says otherwise (the checkout's sibling)
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_SHARED = REPO.parent / "shared" / "data"
@@ -148,7 +148,7 @@ def resolve_traces(experiment: Experiment, grid: str, size: str, shared: Path | 
     for i, v in enumerate(values):
         where = f"grids.{grid}.traces[{i}] ({size})"
         if isinstance(v, str):
-            v = {"synth": v} if v.startswith("synth:") else {"path": v}
+            v = {"synth": v} if v.startswith(("synth:", "dally:")) else {"path": v}
         if not isinstance(v, dict):
             raise InputError.at(src, field=where, expected="a synth spec, a file or a table", got=v)
         unknown = sorted(set(v) - set(TRACE_KEYS))

@@ -22,7 +22,9 @@ def make_policy(name: str, params: Mapping[str, Any]) -> Any:
 def policy_registry() -> tuple[Callable[[str, Mapping[str, Any]], Any], Callable[[], list[str]]]:
     """`(make, names)` of the project's policy registry (the loader `install` hands simcore)."""
     from policies.registry import POLICIES
+    from experiments import fft_metrics
 
+    fft_metrics.install()  # FFT's summary columns (also in sweep workers, which load the registry here)
     return make_policy, POLICIES.names
 
 

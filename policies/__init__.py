@@ -10,6 +10,6 @@ import cosim  # noqa: F401  first: points numba's kernel cache outside the packa
 from policies.registry import POLICIES, describe, make, make_config, params_of
 
 # built-in policies register themselves on import (one decorator line beside each class)
-from policies import afs, allox, ares, fifo, gandiva, gavel, mechanisms_demo, optimus, pal, sjf, srjf, themis, tiresias  # noqa: E402,F401  isort: skip
+from policies import afs, allox, ares, aryl, dally, fft, fifo, gandiva, gavel, mechanisms_demo, ones, optimus, pal, pollux, sjf, srjf, themis, tiresias  # noqa: E402,F401  isort: skip
 
 __all__ = ["POLICIES", "describe", "make", "make_config", "params_of"]

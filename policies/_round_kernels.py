@@ -170,24 +170,32 @@ def walk_run(order, start, undecided, fast, all_fast, klass, num_classes, demand
         if online[g] and not claimed[g] and not held[g]:
             free += 1
     vic = np.zeros(num_classes + 1, np.int64)
-    # one pass over every undecided job (also one a caller passed over without deciding): GPUs
-    # per class, and on the first call the victim candidates (running at the round's start,
-    # lowest priority first)
-    list_run = counts[3] < 0
-    nrun = 0
-    for i in range(n - 1, -1, -1):
-        j = order[i]
-        if undecided[j]:
-            vic[klass[i]] += alloc_count[j]
-            if list_run:
-                run_rev[nrun] = j
-                run_cls[nrun] = klass[i]
-                nrun += 1
-    if list_run:
-        counts[3] = nrun
+    # GPUs per class of every undecided job (also one a caller passed over without deciding).
+    # `counts[3]`: -1, list the victim candidates (running at the round's start, lowest
+    # priority first) in the same pass over the order; -2, no victims (count only); >= 0,
+    # that many are listed (by an earlier call, or by the caller), so count over the list,
+    # which holds every undecided job of the order, instead of over the order
+    if counts[3] < 0:
+        list_run = counts[3] == -1
+        nrun = 0
+        for i in range(n - 1, -1, -1):
+            j = order[i]
+            if undecided[j]:
+                vic[klass[i]] += alloc_count[j]
+                if list_run:
+                    run_rev[nrun] = j
+                    run_cls[nrun] = klass[i]
+                    nrun += 1
+        if list_run:
+            counts[3] = nrun
+    else:
+        for x in range(counts[3]):
+            j = run_rev[x]
+            if undecided[j]:
+                vic[run_cls[x]] += alloc_count[j]
     for c in range(num_classes - 1, -1, -1):  # vic[c] = GPUs of victims of class >= c
         vic[c] += vic[c + 1]
-    nrun = counts[3]
+    nrun = max(counts[3], 0)
     nk = 0
     nrec = 0
     nrel = 0

@@ -259,6 +259,8 @@ def _inverse_rate_lp(tput, sf, num_gpus, *, weight=None, ftf=None, tol=1e-3, max
     tput = np.asarray(tput, float)
     J = tput.shape[0]
     cols = np.flatnonzero((tput > 0).any(axis=0)) if J else np.zeros(0, np.int64)
+    if cols.size == 0:  # no job can run on any type now: nothing to allocate (an empty program)
+        return np.zeros(tput.shape), 0.0, 0
     if exact_one_type and cols.size == 1:
         t = int(cols[0])
         live1 = tput[:, t] > 0

@@ -393,7 +393,8 @@ class Round:
 
     # -- the walk ------------------------------------------------------------------------
     def walk(self, order: np.ndarray, klass: np.ndarray | None = None, keys: np.ndarray | None = None,
-             num_classes: int | None = None, kernel: np.ndarray | bool = False, preempt: bool = False):
+             num_classes: int | None = None, kernel: np.ndarray | bool = False, preempt: bool = False,
+             listed: int = -1):
         """Walk `order` (all jobs of the round in priority order) doing "for j in order: keep j
         if it runs, else place it (preempting, with `preempt`, running jobs of a strictly
         higher class, lowest priority first)", yielding the jobs Python must handle; the
@@ -410,6 +411,12 @@ class Round:
         victims); `num_classes` (optional) an upper bound on `klass` + 1. Both skips are exact:
         the count bound is checked first by every placement and preemption attempt (before
         any random draw). So the walk costs Python time per job that needs Python only.
+
+        `listed` (with `preempt`, ≥ 0): the caller's kernel already wrote the victim
+        candidates — the jobs of `order` undecided now, from the last position to the first,
+        with their classes — into this workspace's `walk_state` buffers (8: jobs, 9: classes),
+        `listed` of them (Tiresias lists them from its class blocks), so the walk does not
+        scan the order for them.
         """
         n = order.shape[0]
         if n == 0:
@@ -440,7 +447,8 @@ class Round:
             kfit = kernel
         else:
             kfit = np.ascontiguousarray(kernel, bool)
-        counts[3] = -1 if preempt else 0  # victim candidates: listed by the kernel's first call
+        # victim candidates: listed by the caller, or by the kernel's first call; -2: none
+        counts[3] = (listed if listed >= 0 else -1) if preempt else -2
         if ws.memo.shape[0] <= n:  # room for every shape of the order (the kernel records while it has room)
             ws.memo = np.concatenate([ws.memo, np.empty(n + 1, np.int64)])
         cnt, req = jobs.alloc_count, jobs.gpu_type_req

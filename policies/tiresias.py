@@ -170,8 +170,9 @@ class Tiresias(BasePolicy):
     # -- the decision ------------------------------------------------------------------
     def decide(self, view: ClusterView, now: float) -> Decision:
         jobs = view.jobs
-        if jobs.num_jobs != self._n or now < self._last_now:
-            self._reset(jobs.num_jobs)
+        n_jobs = jobs.num_jobs
+        if n_jobs != self._n or now < self._last_now:
+            self._reset(n_jobs)
         self._last_now = now
         active = view.active()
         if active.dtype != np.int64:
@@ -179,7 +180,7 @@ class Tiresias(BasePolicy):
         # per-job quantities live in J-sized buffers written on the active set only (never read
         # elsewhere): a call costs the active set, not the trace
         q, waited = self._q, self._waited
-        skew = self._is_skewed(view)
+        skew = self._skew if self._skew.size == n_jobs else self._is_skewed(view)
         nq = self._thr.size + 1
         # the priority order, and per position: queue (preemption class), placement shape key
         # (only for deterministic placers: a job shaped like one that just failed on the same
@@ -198,12 +199,13 @@ class Tiresias(BasePolicy):
         wb = self._wbuf
         # the round's initial masks (`round_begin`) and this call's bookkeeping and walk inputs
         # in one kernel call; the round takes the masks (`Round(begun=)`)
-        und = ws.take_mask(jobs.num_jobs)
+        und = ws.take_mask(n_jobs)
         running = view.running()
-        claimed, held, n_off = _begin_prepare_walk(
+        w = ws.walk_state(c, n_jobs)  # the walk's victim-candidate buffers (run_rev, run_cls)
+        claimed, held, n_off, nrun = _begin_prepare_walk(
             c.gpu_owner, c.gpu_online, running, active, und, float(now), jobs.submit_time, jobs.executed_s,
             jobs.attained_gpu_s, jobs.first_start, self.svc_base, self.exec_base, self.pend_base, self.promotions,
-            self._thr, _EPS_GPU_S, self._knob, q, waited, self._istate, self._flags[0], *wb)
+            self._thr, _EPS_GPU_S, self._knob, q, waited, self._istate, self._flags[0], *wb, w[8], w[9])
         r = Round(view, self, begun=(und, claimed, held, n_off))
         n = active.shape[0]
         order, klass, keys, kernel = wb[0][:n], wb[1][:n], wb[2][:n], wb[3][:n]
@@ -212,7 +214,7 @@ class Tiresias(BasePolicy):
             return self._place(view, r, jj, avail, skew, self._caps(view))
 
         # the walk places most jobs itself; it hands back skewed ones and running jobs to check
-        for j in r.walk(order, klass=klass, keys=keys, num_classes=nq, kernel=kernel, preempt=True):
+        for j in r.walk(order, klass=klass, keys=keys, num_classes=nq, kernel=kernel, preempt=True, listed=nrun):
             if und[j] and r.keep(j):
                 continue
             if r.place(j, placer, victims=r.victims) is None:
@@ -341,10 +343,12 @@ def _queue(svc, thr):
 
 @njit(cache=True)
 def _prepare(active, holding, now, submit, executed, attained, first_start, svc_base, exec_base, pend_base,
-             promotions, thr, eps, knob, q, waited):
-    """`prepare`, also returning where each class starts in the order (`bounds`, one more
-    entry than classes: class c = 2 × queue + (0 running, 1 waiting) occupies positions
-    bounds[c] .. bounds[c + 1])."""
+             promotions, thr, eps, knob, q, waited, rows, with_keys, order, klass, keys, kernel, run_rev, run_cls):
+    """`prepare`, writing the order into `order[:n]`; with state `rows` (at least one row:
+    `_walk_input`'s columns) also the walk inputs of each position into `klass`, `keys`,
+    `kernel`, and the running jobs (`holding`) in reverse priority order with their queues
+    into `run_rev`, `run_cls` (the walk's victim candidates), returning their number (-1
+    without rows)."""
     n = active.shape[0]
     ncls = 2 * (thr.shape[0] + 1)
     count = np.zeros(ncls + 1, np.int64)
@@ -380,18 +384,32 @@ def _prepare(active, holding, now, submit, executed, attained, first_start, svc_
         count[2 * qj + (0 if hold else 1) + 1] += 1
     # stable sort by submit time (ties: index, as `active` is ascending), then a stable
     # counting sort by class (traces are usually in submit order already: then the stable
-    # sort is the identity)
+    # sort is the identity); class c = 2 × queue + (0 running, 1 waiting)
     by_submit = active if in_order else active[np.argsort(submit[active], kind="mergesort")]
     for c in range(ncls):
         count[c + 1] += count[c]
     bounds = count.copy()
-    order = np.empty(n, np.int64)
+    inputs = rows.shape[0] > 0
+    nq = thr.shape[0] + 1
     for i in range(n):
         j = by_submit[i]
         c = 2 * q[j] + (0 if holding[j] else 1)
-        order[count[c]] = j
+        x = count[c]
+        order[x] = j
+        if inputs:  # the walk inputs at the position, while the job's row is in cache
+            _walk_input(rows, j, nq, with_keys, x, klass, keys, kernel)
         count[c] += 1
-    return order, bounds
+    if not inputs:
+        return -1
+    # the victim candidates: the running classes' blocks of the order, from the lowest priority
+    # (what the walk kernel's first pass over the whole order would list)
+    nrun = 0
+    for qq in range(nq - 1, -1, -1):
+        for x in range(bounds[2 * qq + 1] - 1, bounds[2 * qq] - 1, -1):
+            run_rev[nrun] = order[x]
+            run_cls[nrun] = qq
+            nrun += 1
+    return nrun
 
 
 @njit(cache=True)
@@ -406,8 +424,12 @@ def prepare(active, holding, now, submit, executed, attained, first_start, svc_b
     goes back to queue 0, its counters restarting). Returns the active jobs in priority
     order: queue, then running before waiting, then submit time, then index.
     """
-    return _prepare(active, holding, now, submit, executed, attained, first_start, svc_base, exec_base, pend_base,
-                    promotions, thr, eps, knob, q, waited)[0]
+    order = np.empty(active.shape[0], np.int64)
+    none = np.empty(0, np.int64)
+    _prepare(active, holding, now, submit, executed, attained, first_start, svc_base, exec_base, pend_base,
+             promotions, thr, eps, knob, q, waited, np.zeros((0, 4), np.int64), False, order, none,
+             none, np.empty(0, np.bool_), none, none)
+    return order
 
 
 @njit(cache=True)
@@ -470,7 +492,7 @@ def walk_inputs(order, q, demand, type_req, skewed, num_queues, with_keys, conso
     `keys[i]` = its placement shape (`shape_key`(demand, type), skewed and queue as one int),
     or -1 for all when `with_keys` is False (a placer that is not deterministic);
     `kernel[i]`: its placer is the walk kernel's (`consolidate` for a job not skewed).
-    (`Tiresias.decide` keeps the per-job columns in its state rows and calls `_prepare_walk`.)
+    (`Tiresias.decide` keeps the per-job columns in its state rows and calls `_begin_prepare_walk`.)
     """
     n = order.shape[0]
     J = q.shape[0]
@@ -488,25 +510,21 @@ def walk_inputs(order, q, demand, type_req, skewed, num_queues, with_keys, conso
 
 @njit(cache=True)
 def _walk_inputs_into(order, rows, num_queues, with_keys, klass, keys, kernel):
-    """The walk inputs from per-job rows (column 1 queue, 2 shape × 2 + skewed, 3 kernel placer)."""
+    """The walk inputs of every position of `order` (`_walk_input`)."""
     for i in range(order.shape[0]):
-        j = order[i]
-        qj = rows[j, 1]
-        klass[i] = qj
-        kernel[i] = rows[j, 3] != 0
-        keys[i] = rows[j, 2] * num_queues + qj if with_keys else -1
+        _walk_input(rows, order[i], num_queues, with_keys, i, klass, keys, kernel)
 
 
-@njit(cache=True)
-def _prepare_walk(active, holding, now, submit, executed, attained, first_start, svc_base, exec_base, pend_base,
-                  promotions, thr, eps, knob, q, waited, rows, with_keys, out_order, out_klass, out_keys, out_kernel):
-    """`prepare` and `walk_inputs` in one call, written into the first len(active) entries of
-    the `out_` buffers (order, klass, keys, kernel); `rows`: the state rows (`_walk_inputs_into`)."""
-    order = _prepare(active, holding, now, submit, executed, attained, first_start, svc_base, exec_base, pend_base,
-                     promotions, thr, eps, knob, q, waited)[0]
-    n = order.shape[0]
-    out_order[:n] = order
-    _walk_inputs_into(order, rows, thr.shape[0] + 1, with_keys, out_klass[:n], out_keys[:n], out_kernel[:n])
+@njit(cache=True, inline="always")
+def _walk_input(rows, j, num_queues, with_keys, x, klass, keys, kernel):
+    """The walk inputs of job j at position x, from its state row (column 1 queue, 2 shape
+    × 2 + skewed, 3 kernel placer): its preemption class (the queue), its placement shape
+    key with the queue (-1 when the placer is not deterministic) and whether the walk kernel
+    places it."""
+    qj = rows[j, 1]
+    klass[x] = qj
+    kernel[x] = rows[j, 3] != 0
+    keys[x] = rows[j, 2] * num_queues + qj if with_keys else -1
 
 
 def _aligned(shape: tuple[int, int], dtype) -> np.ndarray:
@@ -522,11 +540,15 @@ def _aligned(shape: tuple[int, int], dtype) -> np.ndarray:
 @njit(cache=True)
 def _begin_prepare_walk(owner, online, running, active, undecided, now, submit, executed, attained, first_start,
                         svc_base, exec_base, pend_base, promotions, thr, eps, knob, q, waited, rows, with_keys,
-                        out_order, out_klass, out_keys, out_kernel):
+                        out_order, out_klass, out_keys, out_kernel, run_rev, run_cls):
     """`_round_kernels.round_begin` (the round's masks; `undecided` marks the running jobs,
-    which `prepare` reads as holding) then `_prepare_walk`, in one kernel call. Returns
-    `round_begin`'s (claimed, held, offline GPUs) for `Round(begun=)`."""
+    which `prepare` reads as holding) then `prepare` with the walk inputs written into the
+    first len(active) entries of the `out_` buffers (order, klass, keys, kernel) and the
+    walk's victim candidates into `run_rev`, `run_cls`, in one kernel call. Returns
+    `round_begin`'s (claimed, held, offline GPUs) for `Round(begun=)` and the number of
+    victim candidates (`Round.walk(listed=)`)."""
     claimed, held, off = RK.round_begin(owner, online, running, undecided)
-    _prepare_walk(active, undecided, now, submit, executed, attained, first_start, svc_base, exec_base, pend_base,
-                  promotions, thr, eps, knob, q, waited, rows, with_keys, out_order, out_klass, out_keys, out_kernel)
-    return claimed, held, off
+    nrun = _prepare(active, undecided, now, submit, executed, attained, first_start, svc_base, exec_base, pend_base,
+                    promotions, thr, eps, knob, q, waited, rows, with_keys, out_order, out_klass, out_keys,
+                    out_kernel, run_rev, run_cls)
+    return claimed, held, off, nrun

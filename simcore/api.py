@@ -13,7 +13,7 @@ Policies never import `netmodel` or the engine; everything they may know is here
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any, Callable, ClassVar, Mapping, Protocol, runtime_checkable
 
 import numpy as np
@@ -116,6 +116,11 @@ class JobsView:
     #: int8[J], how the job's work is counted (`simcore.work.WorkMode`: 0 replay, 1 iterations, 2 samples,
     #: 3 convergence, 4 epochs) — what a job's own launcher knows, so always visible
     work_mode: np.ndarray | None = None
+    #: the job's submitted training configuration beyond the request (trace columns such as ONES'
+    #: task, epoch_size, lr, max_lr, target_acc, patience, num_classes): what its user wrote in the
+    #: job script, so always visible; {} when the trace has none
+    attrs: Mapping[str, np.ndarray] | None = None
+    _epoch_log: Callable[[int, int], Any] | None = field(default=None, repr=False, compare=False)
     _samples_done: np.ndarray | None = field(default=None, repr=False)
     _iters_per_s: np.ndarray | None = field(default=None, repr=False)
     _waiting_s: np.ndarray | None = field(default=None, repr=False)
@@ -146,6 +151,15 @@ class JobsView:
     def epochs_done(self) -> np.ndarray | None:
         """int32[J], epochs finished (jobs whose epochs are known, else 0; lazy)."""
         return self._lazy(self._epochs_done)
+
+    def epoch_log(self, j: int) -> Any:
+        """Job j's training log up to its finished epochs (`simcore.convergence.EpochLog`: initial
+        loss, per-epoch loss and validation accuracy), None for jobs without a convergence curve.
+        Observations only: nothing past `epochs_done[j]`."""
+        if self._epoch_log is None:
+            return None
+        done = self.epochs_done
+        return self._epoch_log(int(j), int(done[j]) if done is not None else 0)
 
     @property
     def waiting_s(self) -> np.ndarray | None:
@@ -244,8 +258,9 @@ class ClusterView:
     #: (additive, optional) indices of the jobs holding GPUs (running or restarting), ascending,
     #: maintained by the engine so `running()` costs nothing
     running_jobs: np.ndarray | None = None
-    #: (additive) the engine accepts `Decision(changes_only=True)`; otherwise a decision must
-    #: list the complete running set
+    #: (additive) `Decision(changes_only=True)` is accepted: always True in engine views (the
+    #: engine accepts both forms); False only in views built by hand without an engine, whose
+    #: readers (`policies.round.Round.decision`) then build the complete form
     accepts_changes: bool = False
     #: (additive) the epoch ends and milestones reached at this instant, in job order, when
     #: the policy declared `wants_epoch_events` / `milestones`; empty otherwise
@@ -299,6 +314,31 @@ class ClusterView:
         return {int(j): Allocation(tuple(self.allocation_of(int(j)))) for j in self.running()}
 
 
+@dataclass(frozen=True)
+class PolicyFlags:
+    """The optional behaviour flags of `Policy` with their defaults: the one place they are
+    declared and read (`PolicyFlags.of`, once when a run starts; a policy declares the ones
+    that hold for it as class or instance attributes, set before the run)."""
+
+    rounds_need_queue: bool = False
+    ignores_restart_ends: bool = False
+    wants_epoch_events: bool = False
+    milestones: tuple = ()
+    answers_reclaims: bool = False
+    #: oracle information the policy uses (`ORACLE_NEEDS`; required of a `Policy`, empty if absent)
+    needs: frozenset = frozenset()
+
+    @classmethod
+    def of(cls, policy: object) -> PolicyFlags:
+        """The flags `policy` declares, the defaults for the others (milestones as given:
+        the engine checks them)."""
+        d = {f.name: getattr(policy, f.name, f.default) for f in fields(cls)}
+        return cls(rounds_need_queue=bool(d["rounds_need_queue"]),
+                   ignores_restart_ends=bool(d["ignores_restart_ends"]),
+                   wants_epoch_events=bool(d["wants_epoch_events"]), milestones=tuple(d["milestones"] or ()),
+                   answers_reclaims=bool(d["answers_reclaims"]), needs=frozenset(d["needs"] or ()))
+
+
 @runtime_checkable
 class Policy(Protocol):
     """A scheduling policy. One signature for all (no name-based dispatch in the engine).
@@ -309,7 +349,8 @@ class Policy(Protocol):
     - `needs`: oracle information the policy uses (`NEED_DURATION_ORACLE`,
       `NEED_PROGRESS_ORACLE`); anything it reads that is not declared is NaN.
 
-    Optional (read with getattr, default False):
+    Optional behaviour flags (declared with their defaults in `PolicyFlags`, which the engine
+    reads once at the start of a run):
     - `rounds_need_queue`: the policy declares that a periodic round can change nothing
       while no job is queued (it reacts to service thresholds through `Decision.wake_at`),
       so the engine skips rounds at instants with an empty queue. Events and wake-ups

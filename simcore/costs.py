@@ -116,8 +116,9 @@ COST_PRESETS: dict[str, ChangeCosts] = {
     # checkpoint-restart (Optimus, Ares) with moves charged their state transfer on top
     "migrate-state": ChangeCosts(restart_s=30.0, migrate_state=True),
     # Pollux OSDI'21 simulator: rescale_time = 30 s on every new placement, the first start included
-    # (simulator.py:159-168, docs/peers.md)
-    "pollux-sim": ChangeCosts(restart_s=30.0, start_s=30.0),
+    # (simulator.py:159-168, docs/peers.md); a batch change on the same GPUs is free (its agent
+    # re-chooses the batch at each epoch end without a re-scale, simulator.py:155-156)
+    "pollux-sim": ChangeCosts(restart_s=30.0, start_s=30.0, batch_change_s=0.0),
 }
 
 

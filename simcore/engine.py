@@ -34,7 +34,7 @@ from __future__ import annotations
 import logging
 import math
 import time as _time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from types import MappingProxyType
 from typing import Any, Callable, Sequence
 
@@ -43,8 +43,9 @@ import numpy as np
 from cosim.errors import CosimError, PolicyError
 from simcore import kernels
 from simcore.api import (NEED_DURATION_ORACLE, NEED_PROGRESS_ORACLE, ORACLE_NEEDS, Allocation, ClusterView, Decision,
-                         JobState, ReclaimDemand)
+                         JobState, PolicyFlags, ReclaimDemand)
 from simcore.capacity import CapacityPlan, ReclaimLog, check_answer, default_answer
+from simcore.convergence import ConvergenceLog
 from simcore.costs import ChangeCosts, CostCharger
 from simcore.events import Event, EventQueue, Priority
 from simcore.marks import ProgressMarks
@@ -69,6 +70,11 @@ assert (int(_RESTART_END), int(_ARRIVAL), int(_CAPACITY)) == (1, 2, 3)
 _UNIT_GAIN = frozenset((int(WorkMode.REPLAY), int(WorkMode.ITERATIONS)))  # modes whose `work_gain` is 1
 _EMPTY = np.zeros(0, np.int32)
 _EMPTY.flags.writeable = False
+_NONE = np.zeros(0, np.int64)  # no job done / at a mark in a step
+_NONE.flags.writeable = False
+_new = object.__new__
+_TIMELINE = ("busy_gpus", "online_gpus", "running", "restarting", "queued")  # columns beside time_s
+_VIEW_FIELDS = {f.name: None for f in fields(ClusterView)}.keys()  # `Engine._view` fills every one
 
 
 def _ro(a: np.ndarray) -> np.ndarray:
@@ -99,9 +105,6 @@ class EngineOptions:
     incremental_contention: bool = True
     #: after every decision, check that GPU ownership matches the allocations (tests)
     check_invariants: bool = False
-    #: offer policies the changes-only decision form (`ClusterView.accepts_changes`); False:
-    #: they must list the complete running set (the reference the short form is tested against)
-    accept_changes: bool = True
 
 
 @dataclass
@@ -154,14 +157,17 @@ class Engine:
         # jobs holding GPUs, unordered, in `_held[:_held_n]` (the kernels' input), with each
         # one's position: O(1) per start/stop instead of a sorted rebuild per change
         self._held = np.zeros(max(cluster.num_gpus, 1), np.int64)
+        self._done_buf = np.empty_like(self._held)  # `kernels.step`'s outputs (as long as `_held`)
+        self._hit_buf = np.empty_like(self._held)
         self._held_n = 0
         self._held_pos: dict[int, int] = {}
         self._running_arr: np.ndarray | None = None  # `_held[:_held_n]` sorted, read-only; None: stale
         self._queued_since = np.full(jobs.num_jobs, np.nan)  # waiting is accounted on leaving the queue
         self._changed = True  # occupancy may have changed since the last timeline row
         self._restarting: set[int] = set()  # jobs holding GPUs while paying a change cost
-        self._rounds_need_queue = bool(getattr(policy, "rounds_need_queue", False))
-        self._call_on_restart_end = policy.event_driven and not getattr(policy, "ignores_restart_ends", False)
+        self.flags = flags = PolicyFlags.of(policy)  # the optional behaviour flags, read once
+        self._rounds_need_queue = flags.rounds_need_queue
+        self._call_on_restart_end = policy.event_driven and not flags.ignores_restart_ends
         self._phases: dict[int, Phases] = {}
         # active jobs (submitted, unfinished), ascending; replaced (never mutated) on change,
         # so arrays handed to policies stay valid
@@ -187,34 +193,34 @@ class Engine:
         self._next_progress = 0
         self.num_calls = 0
         self.policy_wall_s = 0.0
-        needs = set(getattr(policy, "needs", ()) or ())
+        needs = flags.needs
         if needs - ORACLE_NEEDS:
             raise PolicyError(f"policy '{self.name}' declares unknown needs {sorted(needs - ORACLE_NEEDS)} "
                               f"(known: {', '.join(sorted(ORACLE_NEEDS))})")
-        if getattr(policy, "milestones", ()) and NEED_PROGRESS_ORACLE not in needs:
+        if flags.milestones and NEED_PROGRESS_ORACLE not in needs:
             raise PolicyError(f"policy '{self.name}' declares milestones (fractions of a job's work) without "
                               f"needs {NEED_PROGRESS_ORACLE!r}: milestones reveal progress, an oracle fact")
         self._needs_oracle = NEED_DURATION_ORACLE in needs
         self.charger = CostCharger(costs, getattr(perf, "topo", None), getattr(perf, "zoo", None))
-        self.timeline: dict[str, list] = {k: [] for k in ("time_s", "busy_gpus", "online_gpus", "running",
-                                                          "restarting", "queued")}
+        self._rows: list[tuple] = []  # timeline rows (time_s, *_TIMELINE), columns at the end (`timeline`)
         self.decisions: dict[str, list] | None = (
             {k: [] for k in ("time_s", "job_id", "action", "num_gpus", "gpus", "batch_size", "cost_s")}
             if self.opt.record_decisions else None)
         self._last_obs: tuple | None = None
-        self.marks = ProgressMarks(jobs, policy, self.name, goodput, self.eff)  # epoch ends, milestones
+        self.marks = ProgressMarks(jobs, flags, self.name, goodput, self.eff)  # epoch ends, milestones
         self._init_counters(jobs, goodput)
         self._jobs_view = jobs.views(oracle=self._needs_oracle, progress_oracle=NEED_PROGRESS_ORACLE in needs,
                                      **self._counter_views())
         self._cluster_view = cluster.arrays()
         self.whatif = WhatIf(jobs, perf, self.name, goodput, self._last_type)
+        self._iter_time, self._alloc_of = self.whatif.iteration_time, self._allocation_of  # bound once
         for ch in sorted(capacity_changes, key=lambda c: (c.time_s, c.node, c.online)):
             self._push(Event(ch.time_s, _CAPACITY, node=ch.node, online=ch.online))
         # capacity protocol (`simcore.capacity`): demand i is Event(job=i, node=-1, version=0);
         # the nodes of its answer leaving later, Event(job=i, node=-1, version=1)
         self._plan = capacity_plan
         self.reclaims = ReclaimLog() if capacity_plan is not None else None
-        self._answers_reclaims = bool(getattr(policy, "answers_reclaims", False))
+        self._answers_reclaims = flags.answers_reclaims
         self._promised: set[int] = set()  # nodes answered but not yet returned
         self._answered: dict[int, tuple[tuple[int, ...], int]] = {}  # demand → (nodes, log row)
         for i, d in enumerate(capacity_plan.demands if capacity_plan is not None else ()):
@@ -252,11 +258,13 @@ class Engine:
                 if self._is_stuck(did, decision):
                     stuck = True
                     break
-            self.rates.refresh()
-            self._observe(t)  # timeline row when occupancy changed
+            if self.rates.dirty:
+                self.rates.refresh()
+            if self._changed:
+                self._observe(t)  # timeline row when occupancy changed
         self._finish_unfinished()
         self._close_reclaims()
-        res = EngineResult(self.jobs, self.timeline, self.decisions, self.now, self.num_events, self.num_calls,
+        res = EngineResult(self.jobs, self.timeline(), self.decisions, self.now, self.num_events, self.num_calls,
                            stuck, _time.perf_counter() - t0, self.policy_wall_s, self._online_gpu_s,
                            self._busy_gpu_s, self.reclaims)
         return res
@@ -288,6 +296,8 @@ class Engine:
         n = self._held_n
         if n == self._held.shape[0]:
             self._held = np.concatenate([self._held, np.zeros(n, np.int64)])
+            self._done_buf = np.empty_like(self._held)
+            self._hit_buf = np.empty_like(self._held)
         self._held[n] = j
         self._held_pos[j] = n
         self._held_n = n + 1
@@ -309,9 +319,12 @@ class Engine:
         ascending (`kernels.step`)."""
         j = self.jobs
         now = self.now
-        t, done, hit = kernels.step(self._held, self._held_n, now, self.queue.peek_time(), self.opt.completion_tol_s,
-                                    j.state, j.rate, j.progress, j.mark, j.alloc_count, j.attained_gpu_s,
-                                    j.executed_s, j.restart_s, j.exposed_frac, j.exposed_comm_s)
+        t, m, h = kernels.step(self._held, self._held_n, now, self.queue.peek_time(), self.opt.completion_tol_s,
+                               j.state, j.rate, j.progress, j.mark, j.alloc_count, j.attained_gpu_s, j.executed_s,
+                               j.restart_s, j.exposed_frac, j.exposed_comm_s, self._done_buf, self._hit_buf)
+        # views of the step buffers: read before the next step overwrites them
+        done = self._done_buf[:m] if m else _NONE
+        hit = self._hit_buf[:h] if h else _NONE
         if t < now:
             raise AssertionError(f"time went backwards: {now} → {t}")
         if math.isfinite(t):
@@ -548,14 +561,20 @@ class Engine:
         if self._needs_oracle:
             j = self.jobs
             j.remaining_s[active] = (1.0 - j.progress[active]) * j.work_iters[active] * j.ref_iter_s[active]
-        events = self.marks.take_events() if events else ()
-        self.whatif.now = t
-        view = ClusterView(now=t, jobs=self._jobs_view, cluster=self._cluster_view,
-                           iteration_time=self.whatif.iteration_time, allocation_of=self._allocation_of,
-                           active_jobs=active, current=self._current_ro,
-                           running_jobs=running, accepts_changes=self.opt.accept_changes,
-                           progress_events=events, whatif=self.whatif)
+        events = self.marks.take_events() if events and self.marks.events else ()
+        w = self.whatif
+        w.now = t
+        # a frozen dataclass's __init__ sets each of its 12 fields through object.__setattr__;
+        # the view is built once per call, so its fields go into a fresh instance's __dict__
+        # directly: the same object `ClusterView(**fields)` gives, at a third of the cost
+        view = _new(ClusterView)
+        view.__dict__.update(now=t, jobs=self._jobs_view, cluster=self._cluster_view, iteration_time=self._iter_time,
+                             allocation_of=self._alloc_of, active_jobs=active, current=self._current_ro,
+                             running_jobs=running, accepts_changes=True, progress_events=events,
+                             whatif=w)
         if self.opt.check_invariants:
+            if view.__dict__.keys() != _VIEW_FIELDS:
+                raise AssertionError(f"view fields {sorted(view.__dict__)} differ from ClusterView's")
             s = self.jobs.state
             want = np.flatnonzero((s == _RUNNING) | (s == _RESTARTING))
             if not np.array_equal(view.running_jobs, want):
@@ -601,20 +620,25 @@ class Engine:
             action, cost = self.charger.change(model, self._last_alloc.get(j, ()), tuple(gpus.tolist()))
             if cost > 0 or action != "rebatch":
                 jobs.num_restarts[j] += 1
-        self._fold(j)  # the samples counter's segment ends where batch and gain may change
+        # the samples counter's segment ends where batch and gain may change (`_fold`, inlined)
+        p = jobs.progress.item(j)
+        self._s_base[j] += (p - self._p_base.item(j)) * self._spp.item(j)
+        self._p_base[j] = p
         if batch != jobs.batch_size.item(j):
             jobs.batch_size[j] = batch
         mode = jobs.work_mode.item(j)
         if mode in _UNIT_GAIN:
-            jobs.gain[j] = 1.0
+            g = 1.0
         else:
             ref = jobs.global_batch.item(j)
-            g = work_gain(mode, batch, ref, self.eff, j, jobs.progress.item(j))
-            jobs.gain[j] = g
+            g = work_gain(mode, batch, ref, self.eff, j, p)
             jobs.stat_eff[j] = g * ref / batch
-        self._segment(j)
-        self._last_type[j] = self.perf.placed(tuple(gpus.tolist()))[1]  # a cached lookup
-        self._hold(j, gpus, plan.alloc)
+        jobs.gain[j] = g
+        # the next segment (`_segment`, inlined)
+        self._spp[j] = jobs.work_iters.item(j) * batch / g if g > 0 else 0.0
+        a = plan.alloc
+        self._last_type[j] = self.perf.placed(a.gpus)[1]  # cached: the validator looked this tuple up
+        self._hold(j, gpus, a)
         jobs.last_start[j] = t
         version = jobs.version.item(j) + 1
         jobs.version[j] = version
@@ -727,7 +751,8 @@ class Engine:
         ro = _ro
         return dict(_samples_done=ro(self._v_samples), _iters_per_s=ro(self._v_ips), _waiting_s=ro(self._v_wait),
                     _epochs_done=ro(self._v_epochs), last_gpu_type=ro(self._last_type),
-                    exposed_comm_s=ro(self.jobs.exposed_comm_s), _sync=self._sync_counters)
+                    exposed_comm_s=ro(self.jobs.exposed_comm_s), _sync=self._sync_counters,
+                    _epoch_log=ConvergenceLog(self.jobs.num_epochs, self.jobs.attrs, self.jobs.job_id).log)
 
     def _fold(self, j: int) -> None:
         p = self.jobs.progress.item(j)
@@ -740,11 +765,15 @@ class Engine:
         self._spp[j] = jobs.work_iters.item(j) * jobs.batch_size.item(j) / g if g > 0 else 0.0
 
     def _finish_counters(self, j: int) -> None:
-        self._fold(j)
-        self._v_samples[j] = self._s_base[j]
+        jobs = self.jobs
+        p = jobs.progress.item(j)  # `_fold`, inlined (once per completion)
+        b = self._s_base.item(j) + (p - self._p_base.item(j)) * self._spp.item(j)
+        self._s_base[j] = b
+        self._p_base[j] = p
+        self._v_samples[j] = b
         self._v_ips[j] = 0.0
-        self._v_wait[j] = self.jobs.waiting_s[j]
-        self._v_epochs[j] = self._ep_max[j] if self._ep_est[j] else self.jobs.epochs_done[j]
+        self._v_wait[j] = jobs.waiting_s.item(j)
+        self._v_epochs[j] = self._ep_max.item(j) if self._ep_est.item(j) else jobs.epochs_done.item(j)
 
     def _sync_counters(self) -> None:
         """Bring the lazy counters of the active jobs up to `now` (once per policy call)."""
@@ -778,18 +807,20 @@ class Engine:
             return
         self._changed = False
         restarting = len(self._restarting)
-        running = len(self._alloc) - restarting
-        obs = (self._busy, self._online, running, restarting, self._active_n - len(self._alloc))
+        held = len(self._alloc)
+        obs = (self._busy, self._online, held - restarting, restarting, self._active_n - held)
         if obs == self._last_obs:
             return
-        tl = self.timeline
-        if tl["time_s"] and tl["time_s"][-1] == t:  # several steps at one instant: keep the last
-            for k in tl:
-                tl[k].pop()
+        rows = self._rows
+        if rows and rows[-1][0] == t:  # several steps at one instant: keep the last
+            rows.pop()
         self._last_obs = obs
-        tl["time_s"].append(t)
-        for k, v in zip(("busy_gpus", "online_gpus", "running", "restarting", "queued"), obs):
-            tl[k].append(v)
+        rows.append((t, *obs))
+
+    def timeline(self) -> dict[str, list]:
+        """The timeline rows as columns: time_s and the occupancy after each change."""
+        cols = list(zip(*self._rows)) if self._rows else [()] * (1 + len(_TIMELINE))
+        return {k: list(c) for k, c in zip(("time_s",) + _TIMELINE, cols)}
 
     def _record(self, t: float, j: int, action: str, gpus: np.ndarray, batch: int, cost: float) -> None:
         """One row of `decisions.parquet`; callers call it only when decisions are recorded

@@ -21,7 +21,7 @@ RESTARTING = 3
 
 @njit(cache=True)
 def step(held, n, now, t_event, tol_s, state, rate, progress, mark, alloc_count, attained_gpu_s, executed_s,
-         restart_s, exposed_frac, exposed_comm_s):  # pragma: no cover - compiled
+         restart_s, exposed_frac, exposed_comm_s, out, hit):  # pragma: no cover - compiled
     """One step of simulated time, in one call: the next instant `t` (the first instant a job
     among the `n` jobs `held[:n]` reaches its progress mark, or the next queued event at
     `t_event`, whichever is first), every held job advanced to it, and, ascending, the
@@ -32,8 +32,11 @@ def step(held, n, now, t_event, tol_s, state, rate, progress, mark, alloc_count,
     efficiency or calls the policy there. With every mark at 1 this is the plain completion
     step, to the bit.
 
-    Returns `(t, done, marked)`; `t = inf` (nothing advanced) when nothing runs and nothing
-    is queued, and `t < now` (nothing advanced) only on a queue bug the caller reports.
+    Returns `(t, m, h)`: the RUNNING jobs done at `t` are `out[:m]` and those at a mark below 1
+    `hit[:h]`, each ascending (`out`, `hit`: the caller's buffers of at least `n` entries,
+    reused across steps: no array is allocated or boxed per step); `t = inf` (nothing
+    advanced) when nothing runs and nothing is queued, and `t < now` (nothing advanced) only
+    on a queue bug the caller reports.
     RUNNING jobs gain `rate * dt` progress (capped at their mark), GPU-seconds and exposed
     communication; RESTARTING jobs hold GPUs without progress (time counted in
     `restart_s`). A RUNNING job reaches its mark when it has no progress left to it or would
@@ -49,7 +52,7 @@ def step(held, n, now, t_event, tol_s, state, rate, progress, mark, alloc_count,
                 best = x
     t = min(t_event, now + best)
     if not np.isfinite(t) or t < now:
-        return t, np.empty(0, np.int64), np.empty(0, np.int64)
+        return t, 0, 0
     dt = t - now
     if dt > 0.0:
         for k in range(n):
@@ -66,8 +69,6 @@ def step(held, n, now, t_event, tol_s, state, rate, progress, mark, alloc_count,
                 attained_gpu_s[j] += alloc_count[j] * dt
                 executed_s[j] += dt
                 restart_s[j] += dt
-    out = np.empty(n, np.int64)
-    hit = np.empty(n, np.int64)
     m = 0
     h = 0
     for k in range(n):
@@ -83,7 +84,11 @@ def step(held, n, now, t_event, tol_s, state, rate, progress, mark, alloc_count,
                 else:
                     hit[h] = j
                     h += 1
-    return t, np.sort(out[:m]), np.sort(hit[:h])
+    if m > 1:
+        out[:m].sort()
+    if h > 1:
+        hit[:h].sort()
+    return t, m, h
 
 
 @njit(cache=True)

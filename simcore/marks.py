@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from cosim.errors import PolicyError
-from simcore.api import JobState, ProgressEvent
+from simcore.api import JobState, PolicyFlags, ProgressEvent
 from simcore.work import WorkMode, work_gain
 
 _UNSCHEDULABLE = int(JobState.UNSCHEDULABLE)
@@ -32,10 +32,11 @@ _UNSCHEDULABLE = int(JobState.UNSCHEDULABLE)
 class ProgressMarks:
     """Per-run mark bookkeeping for the engine (see module doc)."""
 
-    def __init__(self, jobs: Any, policy: Any, name: str, goodput: Any, eff: Any) -> None:
+    def __init__(self, jobs: Any, flags: PolicyFlags, name: str, goodput: Any, eff: Any) -> None:
+        """`flags`: the policy's (`simcore.api.PolicyFlags`): epoch events, milestones."""
         self.jobs, self.eff = jobs, eff
-        self.wants_epochs = bool(getattr(policy, "wants_epoch_events", False))
-        ms = tuple(getattr(policy, "milestones", ()) or ())
+        self.wants_epochs = flags.wants_epoch_events
+        ms = flags.milestones
         for m in ms:
             if isinstance(m, bool) or not (isinstance(m, (int, float)) and 0.0 < float(m) < 1.0):
                 raise PolicyError(f"policy '{name}' declares milestone {m!r}: expected fractions in (0, 1)")

@@ -25,6 +25,21 @@ _MODE_NAMES = np.array([WORK_MODE_NAMES[k] for k in sorted(WORK_MODE_NAMES)], dt
 
 FTF_TOLERANCE = 1e-6
 
+#: extra summary columns: callables (jobs frame, EngineResult, policy, type_speed, gpu_type, ftf_ref) → dict,
+#: registered by the layer above (e.g. `experiments.fft_metrics`); type_speed is None unless
+#: decisions were recorded
+SUMMARY_EXTRAS: list = []
+
+
+def summary_extras(jobs: pd.DataFrame, res: EngineResult, policy=None, type_speed=None, gpu_type=None,
+                   ftf_ref=None) -> dict:
+    """The registered `SUMMARY_EXTRAS` columns of one run; `ftf_ref(name)` gives the reference
+    JCTs of FTF reference `name` (`simcore.gps.FTF_REFERENCES`) for this run's jobs."""
+    out: dict = {}
+    for f in SUMMARY_EXTRAS:
+        out.update(f(jobs, res, policy, type_speed, gpu_type, ftf_ref))
+    return out
+
 
 def jobs_frame(res: EngineResult, gps_jct_s: np.ndarray) -> pd.DataFrame:
     j = res.jobs
@@ -61,6 +76,15 @@ def jobs_frame(res: EngineResult, gps_jct_s: np.ndarray) -> pd.DataFrame:
     )
 
 
+def _done_at(jobs: pd.DataFrame, frac: float) -> float:
+    """Time from the first arrival until `frac` of all jobs have finished (NaN if they never do)."""
+    end = np.sort(jobs.loc[jobs["finished"], "end_time_s"].to_numpy(np.float64))
+    k = int(np.ceil(frac * len(jobs)))
+    if k == 0 or end.size < k:
+        return float("nan")
+    return float(end[k - 1] - jobs["submit_time_s"].min())
+
+
 def _pct(x: np.ndarray, q: float) -> float:
     return float(np.percentile(x, q)) if x.size else float("nan")
 
@@ -77,8 +101,8 @@ def summary_row(policy: str, jobs: pd.DataFrame, res: EngineResult, progress: st
     util = res.busy_gpu_s / res.online_gpu_s if res.online_gpu_s > 0 else float("nan")
     return {
         "policy": policy,
-        "jobs": int(len(jobs)),
-        "finished": int(len(fin)),
+        "jobs": len(jobs),
+        "finished": len(fin),
         "unfinished": int(len(jobs) - len(fin)),
         "stuck": bool(res.stuck),
         "avg_jct_s": float(jct.mean()) if jct.size else float("nan"),
@@ -89,6 +113,13 @@ def summary_row(policy: str, jobs: pd.DataFrame, res: EngineResult, progress: st
         "avg_queueing_s": float(np.nanmean(fin["queueing_delay_s"])) if len(fin) else float("nan"),
         "avg_waiting_s": float(fin["waiting_s"].mean()) if len(fin) else float("nan"),
         "starvation_s": float(jobs["waiting_s"].max()) if len(jobs) else 0.0,
+        # total waiting incl. re-queueing after preemptions (Dally Fig. 8a), its tail; mean exposed
+        # communication per job (Fig. 8b); when half / 90 % of the jobs are done (Fig. 12's curve)
+        "p95_waiting_s": _pct(fin["waiting_s"].to_numpy(), 95),
+        "p99_waiting_s": _pct(fin["waiting_s"].to_numpy(), 99),
+        "avg_exposed_comm_s": float(jobs["exposed_comm_s"].mean()) if len(jobs) else 0.0,
+        "t50_done_s": _done_at(jobs, 0.5),
+        "t90_done_s": _done_at(jobs, 0.9),
         "gpu_utilization": float(util),
         "avg_ftf": float(ftf.mean()) if ftf.size else float("nan"),
         "unfair_fraction": float((ftf > 1.0 + FTF_TOLERANCE).mean()) if ftf.size else float("nan"),

@@ -23,9 +23,10 @@ One iteration of job j on GPUs P at global batch b is the phase model of the con
 - with contention, every running job's `(C, s, M, link demands)` goes to
   `collectives.contention.solve`, which gives each job's iteration time when jobs whose
   communication overlaps on a link share it max-min fairly. The solver caches by group
-  signature, so only groups a change touched are recomputed. When the solver offers a
-  prepared form (`solve.prepared`, the real one does), each placement's contention inputs
-  are checked and quantised once (`contention_inputs`) instead of on every solve.
+  signature, so only groups a change touched are recomputed. The solver's prepared form
+  (`solve.prepared`, the real one has it) checks and quantises each placement's contention
+  inputs once (`contention_inputs`) instead of on every solve; a solver without one runs
+  behind the same interface (`_AsPrepared`), so there is one contention path.
 
 The zoo and the comm model are injected (`zoo`, `comm`, `solve`), so tests use small fakes
 and the runner uses `calibration.zoo` and `collectives`.
@@ -35,13 +36,24 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any, Callable, Protocol
+from typing import Any, Callable, NamedTuple, Protocol
 
 import numpy as np
 
 #: Largest local batch searched when finding the memory limit.
 MAX_LOCAL_BATCH = 1 << 16
 _MISSING = object()  # cache sentinel (None is a cached answer: the placement cannot run)
+#: entries a placement-keyed cache may hold; the one eviction rule (`_put`)
+CACHE_MAX_ENTRIES = 200_000
+
+
+def _put(cache: dict, key: Any, value: Any) -> Any:
+    """Store `value` under `key`, first emptying a cache past `CACHE_MAX_ENTRIES` (bounds memory
+    on very long runs; entries are recomputed on demand, to the same values). Returns `value`."""
+    if len(cache) > CACHE_MAX_ENTRIES:
+        cache.clear()
+    cache[key] = value
+    return value
 
 
 class ZooLike(Protocol):
@@ -102,6 +114,38 @@ def _memory_gb(spec: Any, local_batch: int) -> float:
     raise AttributeError(f"model spec {spec!r} has no memory footprint method")
 
 
+class JobInputs(NamedTuple):
+    """One job's contention inputs as `_AsPrepared.job` keeps them (the fields of
+    `collectives.contention.JobInputs`)."""
+
+    compute_s: float
+    comm_start_s: float
+    comm_s: float
+    link_ids: np.ndarray  # int64
+    link_demand_Bps: np.ndarray  # float64
+
+
+class _AsPrepared:
+    """A contention solver without a prepared form, behind the prepared interface
+    (`collectives.contention.PreparedContention`): `job` keeps a job's inputs as given, and
+    `solve` calls the solver on the gathered CSR inputs (int32 link ids, as `solve` takes them)."""
+
+    def __init__(self, solve: SolveFn, link_capacity_Bps: np.ndarray) -> None:
+        self._solve = solve
+        self.link_capacity_Bps = link_capacity_Bps
+        self.num_links = int(link_capacity_Bps.shape[0])
+
+    def job(self, compute_s: float, comm_start_s: float, comm_s: float, link_ids: np.ndarray,
+            link_demand_Bps: np.ndarray) -> JobInputs:
+        return JobInputs(float(compute_s), float(comm_start_s), float(comm_s),
+                         np.ascontiguousarray(link_ids, np.int64), np.ascontiguousarray(link_demand_Bps, np.float64))
+
+    def solve(self, c: np.ndarray, s: np.ndarray, m: np.ndarray, ptr: np.ndarray, link_ids: np.ndarray,
+              demand: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        it, exposed = self._solve(c, s, m, ptr, link_ids.astype(np.int32), demand, self.link_capacity_Bps)
+        return np.asarray(it, np.float64), np.asarray(exposed, np.float64)
+
+
 class PerfModel:
     """Compute/communication phases and iteration times for (model, placement, batch)."""
 
@@ -131,14 +175,22 @@ class PerfModel:
         self._facts: dict[str, ModelFacts] = {}
         self._max_local: dict[tuple[str, int, int], int] = {}
         self._compute: dict[tuple[str, int, int], float] = {}
-        self._phases: dict[tuple[str, bytes, int], Phases | None] = {}
+        #: the placement cache: (model, GPU ids as a tuple, global batch) → phases (None: cannot
+        #: run), of this class's `phases` (a backend's `phases` calls it for sub-placements)
+        self._phases: dict[tuple[str, tuple[int, ...], int], Phases | None] = {}
+        #: `phases_of`'s answers, whatever class: the same key (the allocation's own tuple)
+        self._phases_t: dict[tuple[str, tuple[int, ...], int], Phases | None] = {}
         self._comm_cache: dict[tuple[str, bytes], Any] = {}
-        #: the solver's prepared form (None: contention off, or a solver without one)
-        factory = getattr(solve, "prepared", None) if self.contention else None
-        self.prepared = factory(self.link_capacity_Bps) if factory is not None else None
+        #: the solver's prepared form (None: contention off); a solver without one (a test
+        #: fake, a wrapped solver) behind the same interface (`_AsPrepared`), so the engine has
+        #: one contention path and tests take it too
+        self.prepared = None
+        if self.contention:
+            factory = getattr(solve, "prepared", None)
+            self.prepared = (factory(self.link_capacity_Bps) if factory is not None
+                             else _AsPrepared(solve, self.link_capacity_Bps))
         self._inputs: dict[int, tuple[Phases, Any]] = {}  # id(Phases) → (Phases, prepared inputs)
         self._placed: dict[tuple[int, ...], tuple[np.ndarray, int]] = {}  # allocation tuple → (GPUs, type)
-        self._phases_t: dict[tuple[str, tuple[int, ...], int], Phases | None] = {}
         self._compute_part: dict[tuple[str, int, int, int], tuple[float, float, int] | None] = {}
 
     # ---- per-model facts -------------------------------------------------------------
@@ -215,17 +267,11 @@ class PerfModel:
     def phases(self, model: str, gpus: np.ndarray, batch: int) -> Phases | None:
         """Phases of one iteration on `gpus` at global batch `batch`; None if it cannot run."""
         gpus = np.asarray(gpus, dtype=np.int32)
-        key = (model, gpus.tobytes(), int(batch))
+        key = (model, tuple(gpus.tolist()), int(batch))
         res = self._phases.get(key, _MISSING)
-        if res is not _MISSING:
-            return res
-        n = int(gpus.shape[0])
-        res = None
-        if n > 0:
-            res = self._compute_phases(model, gpus, batch, n)
-        if len(self._phases) > 200_000:  # bound memory on very long runs
-            self._phases.clear()
-        self._phases[key] = res
+        if res is _MISSING:
+            n = int(gpus.shape[0])
+            res = _put(self._phases, key, self._compute_phases(model, gpus, batch, n) if n > 0 else None)
         return res
 
     def _compute_phases(self, model: str, gpus: np.ndarray, batch: int, n: int) -> Phases | None:
@@ -302,7 +348,7 @@ class PerfModel:
             key = ("tp", g.tobytes(), nbytes)
             cost = self._comm_cache.get(key)
             if cost is None:
-                cost = self._comm_cache[key] = self.comm.allreduce(g, nbytes)
+                cost = _put(self._comm_cache, key, self.comm.allreduce(g, nbytes))
             worst = max(worst, float(cost.seconds))
         return spec.tp_allreduces() * worst
 
@@ -319,32 +365,25 @@ class PerfModel:
                 arr.sort()
             arr.setflags(write=False)
             tys = self.gpu_type[arr]
-            hit = (arr, int(tys[0]) if (tys == tys[0]).all() else -2)
-            if len(self._placed) > 200_000:  # bound memory on very long runs
-                self._placed.clear()
-            self._placed[gpus] = hit
+            hit = _put(self._placed, gpus, (arr, int(tys[0]) if (tys == tys[0]).all() else -2))
         return hit
 
     def phases_of(self, model: str, gpus_t: tuple[int, ...], gpus: np.ndarray, batch: int) -> Phases | None:
         """`phases(model, gpus, batch)` keyed by the allocation tuple `gpus_t` (whose sorted
-        array is `gpus`, from `placed`): same objects, without the array-to-bytes key."""
+        array is `gpus`, from `placed`), without building a key from the array. Kept apart
+        from `phases`' own cache: a backend overriding `phases` (`perf_backends`) calls this
+        class's `phases` for other placements, whose answers must not be taken for its own."""
         key = (model, gpus_t, batch)
         res = self._phases_t.get(key, _MISSING)
         if res is _MISSING:
-            res = self.phases(model, gpus, batch)
-            if len(self._phases_t) > 200_000:
-                self._phases_t.clear()
-            self._phases_t[key] = res
+            res = _put(self._phases_t, key, self.phases(model, gpus, batch))
         return res
 
     def _allreduce(self, model: str, gpus: np.ndarray, facts: ModelFacts) -> Any:
         key = (model, gpus.tobytes())
         cost = self._comm_cache.get(key)
         if cost is None:
-            cost = self.comm.allreduce(gpus, facts.grad_bytes, facts.bucket_bytes)
-            if len(self._comm_cache) > 200_000:
-                self._comm_cache.clear()
-            self._comm_cache[key] = cost
+            cost = _put(self._comm_cache, key, self.comm.allreduce(gpus, facts.grad_bytes, facts.bucket_bytes))
         return cost
 
     def solo_iter_s(self, model: str, gpus: np.ndarray, batch: int) -> float:
@@ -357,41 +396,18 @@ class PerfModel:
         once per `Phases` object (phases are cached per placement, so once per placement)."""
         v = self._inputs.get(id(ph))
         if v is None:
-            if len(self._inputs) > 200_000:
-                self._inputs.clear()
             demand = ph.link_bytes / ph.comm_s if ph.comm_s > 0 else np.zeros_like(ph.link_bytes)
-            v = (ph, self.prepared.job(ph.compute_s, ph.comm_start_s, ph.comm_s, ph.link_ids, demand))
-            self._inputs[id(ph)] = v  # the entry keeps `ph` alive, so its id is not reused
+            # the entry keeps `ph` alive, so its id is not reused
+            v = _put(self._inputs, id(ph), (ph, self.prepared.job(ph.compute_s, ph.comm_start_s, ph.comm_s,
+                                                                    ph.link_ids, demand)))
         return v[1]
 
     def iteration_times(self, phases: list[Phases]) -> tuple[np.ndarray, np.ndarray]:
-        """(iteration s, exposed communication s) for jobs running together."""
-        if self.prepared is not None and phases:
-            return self._iteration_times_prepared(phases)
+        """(iteration s, exposed communication s) for jobs running together, through the
+        prepared solver (what the engine's `RateBook` solves); solo times without contention
+        or links."""
         k = len(phases)
-        c = np.fromiter((p.compute_s for p in phases), np.float64, k)
-        s = np.fromiter((p.comm_start_s for p in phases), np.float64, k)
-        m = np.fromiter((p.comm_s for p in phases), np.float64, k)
-        if not self.contention or k == 0:
-            it = np.maximum(c, s + m)
-            return it, it - c
-        counts = np.fromiter((p.link_ids.shape[0] for p in phases), np.int64, k)
-        ptr = np.zeros(k + 1, np.int64)
-        np.cumsum(counts, out=ptr[1:])
-        if ptr[-1] == 0:
-            it = np.maximum(c, s + m)
-            return it, it - c
-        ids = np.concatenate([p.link_ids for p in phases]).astype(np.int32, copy=False)
-        demand = np.concatenate(
-            [p.link_bytes / p.comm_s if p.comm_s > 0 else np.zeros_like(p.link_bytes) for p in phases]
-        )
-        it, exposed = self._solve(c, s, m, ptr, ids, demand, self.link_capacity_Bps)
-        return np.asarray(it, np.float64), np.asarray(exposed, np.float64)
-
-    def _iteration_times_prepared(self, phases: list[Phases]) -> tuple[np.ndarray, np.ndarray]:
-        """`iteration_times` through the prepared solver: same answer, bit for bit."""
-        k = len(phases)
-        if not any(p.link_ids.shape[0] for p in phases):  # no links: solo times, unquantised
+        if not self.contention or not any(p.link_ids.shape[0] for p in phases):  # solo times, unquantised
             c = np.fromiter((p.compute_s for p in phases), np.float64, k)
             it = np.maximum(c, np.fromiter((p.comm_start_s + p.comm_s for p in phases), np.float64, k))
             return it, it - c

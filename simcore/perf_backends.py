@@ -32,6 +32,10 @@ inputs), chosen per run by `RunConfig.perf`, `cosim simulate --perf` or the swee
   placement ratio: 1 for `linear`, the table's for `measured`). Jobs without a positive
   `time_per_iteration` run the `network` model on their own work.
 
+- `astra`: the Dally authors' ArtISt-sim model (`simcore.perf_dally`): trace time = compute,
+  × (1 + r) with r the exposed-comm/compute ratio of the job's model on its placement shape
+  (Table I's method, the per-layer workload files); no link demands (no contention).
+
 `linear` and `measured` phases have no link demands, so contention does not touch them
 (the measured step already contains the job's network).
 """
@@ -46,7 +50,7 @@ from cosim.errors import UnknownNameError
 from simcore.perf import Phases, PerfModel
 
 #: backend names, the default first
-PERF_BACKENDS = ("network", "linear", "measured", "trace")
+PERF_BACKENDS = ("network", "linear", "measured", "trace", "astra")
 DEFAULT_PERF = "network"
 
 _NO_IDS = np.zeros(0, np.int32)
@@ -75,6 +79,10 @@ def make_perf(name: str, topology: Any, zoo: Any, comm: Any, solve: Any = None, 
         from simcore.perf_measured import MeasuredPerf
 
         return MeasuredPerf(topology, zoo, comm, solve, tables=tables, **kw)
+    if name == "astra":  # the Dally authors' ratio model (simcore.perf_dally)
+        from simcore.perf_dally import AstraRatioPerf
+
+        return AstraRatioPerf(topology, zoo, comm, solve, **kw)
     return PerfModel(topology, zoo, comm, solve, step=step, **kw)  # step: the profile's form (calibration.stepform)
 
 

@@ -9,14 +9,11 @@ restart end) re-solves only the groups that contain the changed job or a link it
 joined. Other groups keep their rates: their inputs did not change, and the contention
 solver's result for a group depends on that group alone.
 
-Two implementations of that rule, giving the same rates bit for bit (tested):
-
-- with the real solver (`PerfModel.prepared`), running jobs with links sit in a slot
-  table of numpy arrays holding their prepared (checked, quantised) solver inputs; one
-  numba pass (`kernels.linked_inputs`) finds the touched components and gathers their
-  inputs, so a re-solve costs no Python loop over the group;
-- with any other solver (test fakes), a job → links / link → jobs map walked in Python and
-  `PerfModel.iteration_times`.
+Running jobs with links sit in a slot table of numpy arrays holding their prepared
+(checked, quantised) solver inputs (`PerfModel.prepared`; a solver without a prepared form
+runs behind the same interface, so tests with fake solvers take this path too); one numba
+pass (`kernels.linked_inputs`) finds the touched components and gathers their inputs, so a
+re-solve costs no Python loop over the group. Without contention every job runs solo.
 """
 
 from __future__ import annotations
@@ -118,12 +115,9 @@ class RateBook:
         self.jobs, self.perf, self.phases, self.alloc = jobs, perf, phases, alloc
         self.incremental = incremental
         self.dirty: set[int] = set()
-        prepared = getattr(perf, "prepared", None)
+        prepared = perf.prepared  # None: contention off (every job solo)
         self._net = _LinkedJobs(jobs.num_jobs, prepared.num_links) if prepared is not None else None
         self._all_links = np.arange(prepared.num_links if prepared is not None else 0, dtype=np.int64)
-        # the generic path (solvers without a prepared form)
-        self.link_jobs: dict[int, set[int]] = {}  # link → RUNNING jobs whose collective crosses it
-        self.net_links: dict[int, list[int]] = {}  # job → its links (jobs registered in link_jobs)
 
     def mark(self, j: int) -> None:
         """Job j's allocation, batch or state changed."""
@@ -133,7 +127,7 @@ class RateBook:
         if not self.dirty:
             return
         if self._net is None:
-            self._refresh_generic()
+            self._refresh_solo()
             return
         jobs, net, dirty = self.jobs, self._net, self.dirty
         state, alloc, phases = jobs.state, self.alloc, self.phases
@@ -171,55 +165,10 @@ class RateBook:
         jobs.rate[j] = jobs.gain[j] / (jobs.work_iters[j] * it)
         jobs.exposed_frac[j] = (it - ph.compute_s) / it
 
-    # ---- the generic path ------------------------------------------------------------
-    def _refresh_generic(self) -> None:
-        dirty = self.dirty
-        jobs, contention = self.jobs, self.perf.contention
-        link_jobs, net_links = self.link_jobs, self.net_links
-        seeds: set[int] = set()
-        solo: list[int] = []
-        for j in sorted(dirty):
-            old = net_links.pop(j, None)
-            if old is not None:
-                for link in old:
-                    link_jobs[link].discard(j)
-                seeds.update(old)
-            if j in self.alloc and jobs.state[j] == _RUNNING:
-                ph = self.phases[j]
-                if contention and ph.link_ids.shape[0]:
-                    ls = ph.link_ids.tolist()
-                    net_links[j] = ls
-                    for link in ls:
-                        link_jobs.setdefault(link, set()).add(j)
-                    seeds.update(ls)
-                else:
-                    solo.append(j)
-        dirty.clear()
-        if not self.incremental:
-            seeds.update(link_jobs)
-        for j in solo:
-            self._solo(j, self.phases[j])
-        group = self._components(seeds)
-        if not group:
-            return
-        todo = sorted(group)
-        it, exposed = self.perf.iteration_times([self.phases[j] for j in todo])
-        idx = np.asarray(todo, np.int64)
-        jobs.rate[idx] = jobs.gain[idx] / (jobs.work_iters[idx] * it)
-        jobs.exposed_frac[idx] = exposed / it
-
-    def _components(self, seeds: set[int]) -> set[int]:
-        """Jobs in the connected components of the job–link graph around `seeds` (links)."""
-        link_jobs, net_links = self.link_jobs, self.net_links
-        group: set[int] = set()
-        seen = set(seeds)
-        stack = list(seeds)
-        while stack:
-            for k in link_jobs.get(stack.pop(), ()):
-                if k not in group:
-                    group.add(k)
-                    for link in net_links[k]:
-                        if link not in seen:
-                            seen.add(link)
-                            stack.append(link)
-        return group
+    def _refresh_solo(self) -> None:
+        """Without contention: every changed running job at its solo speed."""
+        state, alloc = self.jobs.state, self.alloc
+        for j in sorted(self.dirty):
+            if j in alloc and state.item(j) == _RUNNING:
+                self._solo(j, self.phases[j])
+        self.dirty.clear()

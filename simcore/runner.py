@@ -22,9 +22,10 @@ from __future__ import annotations
 import json
 import logging
 import time
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -33,14 +34,21 @@ import pyarrow as pa
 from cosim import __version__
 from cosim.atomic import write_parquet, write_text
 from cosim.errors import InputError
+from simcore.api import JobState
 from simcore.capacity import load_series_plan
 from simcore.costs import resolve_costs
 from simcore.engine import CapacityChange, Engine, EngineOptions
 from simcore.goodput import PROGRESS_OPTIONS, assign_goodput, fill_run_epochs
 from simcore.gps import FTF_REFERENCES, ftf_reference_jct
-from simcore.metrics import decisions_frame, jobs_frame, summary_row, timeline_frame
+from simcore.metrics import (
+    SUMMARY_EXTRAS,
+    decisions_frame,
+    jobs_frame,
+    summary_extras,
+    summary_row,
+    timeline_frame,
+)
 from simcore.perf import PerfModel
-from simcore.api import JobState
 from simcore.perf_backends import check_perf, make_perf, table_gaps
 from simcore.prepare import InvalidJob, build_jobs, describe_invalid
 from simcore.state import ClusterState, JobTable
@@ -212,6 +220,16 @@ def run(config: RunConfig, out_dir: Path | None, progress: bool = False, backend
     gps = ftf_reference_jct(config.ftf_reference, base.submit_time, base.num_gpus, base.max_gpus, solo, node_gpus,
                             _node_types(topo), _type_speed(base, perf, topo) if config.ftf_reference ==
                             "hetero-1-over-n" else None, ref_changes)
+    ref_cache: dict = {}
+
+    def ftf_ref(name: str) -> np.ndarray:
+        """Reference JCTs of another FTF reference (summary extras compare references), cached."""
+        if name not in ref_cache:
+            ref_cache[name] = gps if name == config.ftf_reference else ftf_reference_jct(
+                name, base.submit_time, base.num_gpus, base.max_gpus, solo, node_gpus, _node_types(topo),
+                _type_speed(base, perf, topo) if name == "hetero-1-over-n" else None, ref_changes)
+        return ref_cache[name]
+
     meta = {"config": config.to_dict(), "seed": config.seed, "version": __version__, "perf_source": be.perf_source,
             "perf": config.perf}
     rows, jobs_out, tls, decs, walls, pwalls, recl = [], {}, {}, {}, {}, {}, {}
@@ -236,7 +254,10 @@ def run(config: RunConfig, out_dir: Path | None, progress: bool = False, backend
             if res.reclaims is not None:
                 recl[name] = res.reclaims.frame()
             rows.append({"policy": name, "perf": config.perf,
-                         **summary_row(name, jf, res, config.progress, config.ftf_reference)})
+                         **summary_row(name, jf, res, config.progress, config.ftf_reference),
+                         **summary_extras(jf, res, policy, _type_speed(base, perf, topo) if SUMMARY_EXTRAS and
+                                          res.decisions is not None else None, np.asarray(topo.gpu_type),
+                                          ftf_ref=ftf_ref)})
             bar.done(name)
             log.info("%s: %d events, %d policy calls, %.2f s", name, res.num_events, res.num_policy_calls, walls[name])
             if out is not None:
@@ -382,6 +403,10 @@ def load_trace(config: RunConfig) -> pd.DataFrame:
         from traces import synth
 
         df = synth.from_spec(spec, config.seed)
+    elif spec.startswith("dally:"):  # the Dally paper's SenseTime batch / Poisson workloads
+        from traces import dally
+
+        df = dally.from_spec(spec, config.seed)
     else:
         path = Path(spec)
         if not path.exists():
@@ -449,7 +474,7 @@ def perf_backends(config: RunConfig) -> Backends:
 
         raise CosimError("perf_backends has no policy registry")
 
-    return Backends(load_trace, lambda cfg: None, zoo, comm, solve, no_policy, lambda: [], source)
+    return Backends(load_trace, lambda cfg: None, zoo, comm, solve, no_policy, list, source)
 
 
 def engine_for(preset: str, profile_data: Mapping[str, Any], source: str = "profile") -> PerfModel:

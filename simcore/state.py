@@ -7,7 +7,7 @@ same memory (`views()`), so building a `ClusterView` copies nothing.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 import numpy as np
@@ -66,6 +66,8 @@ class JobTable:
     mark: np.ndarray  # float64, next progress at which the engine stops (epoch end, milestone; 1 = done)
     epochs_done: np.ndarray  # int32, epoch boundaries crossed (jobs whose epochs are tracked)
     stat_eff: np.ndarray  # float64, statistical efficiency now (1 unless EPOCHS/CONVERGENCE)
+    #: the trace's training-configuration columns (`ATTR_COLUMNS`), visible to policies
+    attrs: dict = field(default_factory=dict)
 
     @property
     def num_jobs(self) -> int:
@@ -106,9 +108,10 @@ class JobTable:
         view arrays (lazy counters, last GPU type)."""
         nan = np.full(self.num_jobs, np.nan)
         nan.flags.writeable = False
-        hidden = ("duration", "remaining_s", "progress")
+        hidden = ("duration", "remaining_s", "progress", "attrs")
         names = {f.name for f in fields(JobsView)} & set(vars(self))
         kw = {k: _ro(getattr(self, k)) for k in names if k not in hidden}
+        kw["attrs"] = {k: _ro(v) for k, v in self.attrs.items()}
         kw["duration"] = _ro(self.duration) if oracle else nan
         kw["remaining_s"] = _ro(self.remaining_s) if oracle else nan
         kw["progress"] = _ro(self.progress) if progress_oracle else nan
@@ -209,7 +212,12 @@ def static_columns(df: pd.DataFrame, type_names: tuple[str, ...]) -> dict[str, n
         app_id=np.full(n, -1, np.int16),
         vc=col("vc", "", object),
         user=col("user", "", object),
+        attrs={c: df[c].to_numpy() for c in ATTR_COLUMNS if c in df.columns and df[c].notna().any()},
     )
+
+
+#: trace columns of a job's training configuration that policies may read (`JobsView.attrs`)
+ATTR_COLUMNS = ("task", "dataset", "epoch_size", "lr", "max_lr", "target_acc", "patience")
 
 
 __all__ = ["JobTable", "ClusterState", "static_columns", "WorkMode"]

@@ -143,7 +143,7 @@ def validate_decision(
     emptied: list[int] = []
     objs = current_objs or {}
     get = objs.get
-    changes_only = bool(getattr(decision, "changes_only", False))
+    changes_only = decision.changes_only
     if changes_only:  # only changes listed: nothing to scan, no running job left out
         suspects, gone = list(allocs), []
     else:  # unchanged allocations (the engine's own objects, or equal fresh ones) skipped at C speed

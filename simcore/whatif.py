@@ -34,7 +34,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from cosim.errors import PolicyError
+from cosim.errors import CosimError, PolicyError
 
 # per perf model: (model, n, type, batch) → iteration s; (model, gpus tuple, batch) → s;
 # ("row", model, n, req, batch) → row index in the matrix table
@@ -174,6 +174,19 @@ class WhatIf:
         jj = self._job(j)
         b = self._batch(jj, batch)
         return self.throughput(jj, placement, b, gpu_type) * self.efficiency(jj, b)
+
+    def model_facts(self, j: Any) -> tuple[float, str]:
+        """(parameter count, dataset name) of job j's model from the zoo the run uses: what a
+        policy needs to price a state transfer or keep data local, without reaching into the
+        engine. NaN parameters / the model's name when the zoo does not say."""
+        jj = self._job(j)
+        model = str(self.jobs.model[jj])
+        try:
+            spec = self.perf.zoo.get(model)
+        except (CosimError, LookupError, ValueError, AttributeError):
+            return math.nan, model
+        params = getattr(spec, "params", None)
+        return (float(params) if params else math.nan), str(getattr(spec, "dataset", None) or model)
 
     def throughput_matrix(self, jobs: Any, batch: Any = None) -> np.ndarray:
         """float64[len(jobs), T]: samples/s of each job with its requested GPU count

@@ -35,7 +35,7 @@ def test_blas_probe_deferred_but_answers_as_numba_would():
 
 
 def test_default_run_setup_loads_neither_networkx_nor_scipy_linalg():
-    """The default simulate's set-up (cluster, network model with its first kernels, trace):
+    """The default simulate's set-up (cluster, network model, a first kernel, trace):
     networkx only serves `Topology.graph()`, scipy's BLAS no cosim kernel."""
     out = _run(
         "import sys\n"
@@ -44,7 +44,8 @@ def test_default_run_setup_loads_neither_networkx_nor_scipy_linalg():
         "cfg = RunConfig(trace=DEFAULT_TRACE, cluster='dgx-a100')\n"
         "be = real_backends(cfg)\n"
         "topo = be.topology(cfg)\n"
-        "build_perf(topo, be, cfg)\n"
+        "perf = build_perf(topo, be, cfg)\n"
+        "perf.prepared.job(1.0, 0.5, 0.1, [0], [1e9])  # a first kernel load (the set-up itself loads none)\n"
         "be.load_trace(cfg)\n"
         "print('networkx' in sys.modules, 'scipy.linalg' in sys.modules, 'numba.np.arraymath' in sys.modules)\n")
     assert out.split() == ["False", "False", "True"]

@@ -24,10 +24,12 @@ block to `scipy.optimize.milp` (HiGHS branch-and-cut). Example (FFT's per-round 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import scipy.sparse as sp
+
+if TYPE_CHECKING:
+    import scipy.sparse as sp
 
 #: scipy/HiGHS status code → our status (the same codes for linprog and milp)
 _STATUS = {0: "optimal", 1: "limit", 2: "infeasible", 3: "unbounded", 4: "error"}
@@ -238,6 +240,8 @@ class Model:
 
     def matrix(self) -> tuple[sp.csr_matrix, np.ndarray, np.ndarray]:
         """(A, row_lb, row_ub) with row_lb ≤ A·x ≤ row_ub; duplicate entries are summed."""
+        import scipy.sparse as sp  # on use: registering the policies keeps `cosim simulate` free of scipy
+
         if not self._groups:
             return sp.csr_matrix((0, self.num_vars)), np.zeros(0), np.zeros(0)
         offs = np.cumsum([0] + [g.expr.n_rows for g in self._groups])
@@ -305,6 +309,7 @@ class Model:
 
 def _linprog(c, a: sp.csr_matrix, rlb, rub, lb, ub, options):
     """linprog's form: equality rows, ≤ rows, and ≥ rows negated into ≤ rows."""
+    import scipy.sparse as sp
     from scipy.optimize import linprog
 
     eq = np.isfinite(rlb) & (rlb == rub)

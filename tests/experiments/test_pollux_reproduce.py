@@ -34,6 +34,7 @@ def small(tmp_path_factory):
 
 def test_small_report_rows_match_the_cells_and_the_peer(small):
     cells = pd.read_parquet(small.out_dir / "cells.parquet")
+    cells = cells[cells["grid"] == "workloads"]  # the `pollux` grid is checked below
     assert len(cells) == 2 and (cells["status"] == "ok").all(), cells.get("error")
     assert set(cells["policy"]) == set(PEER_S) and set(cells["trace"]) == {"workload-1"}
     assert (cells["perf"] == "measured").all() and (cells["progress"] == "goodput").all()
@@ -78,3 +79,17 @@ def test_pollux_sim_costs_charge_the_first_start():
     c = resolve_costs("pollux-sim")
     assert (c.start_s, c.restart_s, c.migrate_for("resnet50"), c.resize_for("bert_base")) == (30.0, 30.0, 30.0, 30.0)
     assert resolve_costs("flat30").start_s == 0.0
+
+
+def test_small_pollux_cell_runs_with_its_reduced_ga_and_the_peer_column(small):
+    cells = pd.read_parquet(small.out_dir / "cells.parquet")
+    p = cells[cells["grid"] == "pollux"]
+    assert len(p) == 1 and (p["status"] == "ok").all() and p["finished"].iloc[0] == 160, p.get("error")
+    assert p["policy_label"].iloc[0] == "pollux(generations=4,population=10)"
+    rows = _table((small.out_dir / "REPORT.md").read_text(), "pollux-avg-jct",
+                  "| row | pollux(generations=4,population=10) | n | cosim order | same ordering? |")
+    got, paper = (float(x) for x in re.fullmatch(r"([0-9.]+) h \(paper ([0-9.]+) h\)", rows[0][1]).groups())
+    assert paper == pytest.approx(2093.1 / 3600, rel=5e-3)
+    assert got == pytest.approx(p["avg_jct_s"].iloc[0] / 3600, rel=5e-3)
+    # a loose guard (the GA here has 10 individuals and 4 generations): within 30 % of the peer's Pollux
+    assert got * 3600 / 2093.1 == pytest.approx(1.0, abs=0.3)

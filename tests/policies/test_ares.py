@@ -250,8 +250,10 @@ def test_delay_bound_holds_in_idealised_mode(jobs, alpha):
     simcore.gps's fluid GPS (every job uncapped, L_j = d_j·T_j(d_j) GPU-s), 𝓛 the longest
     interval during which all M GPUs are busy."""
     m = 16
-    rows = [{"submit_time": a, "num_gpus": d, "min_gpus": 1, "max_gpus": m, "total_iterations": it, "global_batch": 256}
-            for a, d, it in sorted(jobs)]
+    # zero-padded ids: the engine orders jobs by (submit time, id), so row i stays job i
+    rows = [{"job_id": f"j{i:03d}", "submit_time": a, "num_gpus": d, "min_gpus": 1, "max_gpus": m,
+             "total_iterations": it, "global_batch": 256}
+            for i, (a, d, it) in enumerate(sorted(jobs))]
     pol = make("ares", alpha=alpha)
     res, table = _run_engine(rows, pol)
     assert not res.stuck

@@ -20,7 +20,7 @@ def test_every_policy_satisfies_the_protocol_and_declares_needs():
         p = policies.make(name)
         assert isinstance(p, Policy) and p.name == name
     oracle = {n for n in policies.POLICIES.names() if NEED_DURATION_ORACLE in policies.make(n).needs}
-    assert oracle == {"afs", "allox", "ares", "ares-artifact", "fifo-backfill", "optimus", "sjf", "srjf", "srtf", "themis", "themis-ftf-lp"}
+    assert oracle == {"afs", "allox", "ares", "ares-artifact", "aryl", "fft", "fifo-backfill", "optimus", "sjf", "srjf", "srtf", "themis", "themis-ftf-lp", "tiresias-typed"}
     assert policies.make("fifo-backfill", reservation="none").needs == frozenset()
 
 

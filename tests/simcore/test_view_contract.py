@@ -196,7 +196,13 @@ def test_policies_declare_what_they_read():
             "optimus": {NEED_DURATION_ORACLE}, "srjf": {NEED_DURATION_ORACLE}, "afs": {NEED_DURATION_ORACLE},
             "allox": {NEED_DURATION_ORACLE},  # AlloX: processing time = remaining work / throughput
             # Themis: ρ needs the remaining time (its agents' estimate); themis-ftf-lp is Gavel's FTF LP
-            "themis": {NEED_DURATION_ORACLE}, "themis-ftf-lp": {NEED_DURATION_ORACLE}}
+            "themis": {NEED_DURATION_ORACLE}, "themis-ftf-lp": {NEED_DURATION_ORACLE},
+            # Ares: L_j (GPU-seconds at the requested count) read once at arrival
+            "ares": {NEED_DURATION_ORACLE}, "ares-artifact": {NEED_DURATION_ORACLE},
+            # FFT: the JCT term phi from remaining epochs; tiresias-typed: A11's fastest-finish type rule
+            "fft": {NEED_DURATION_ORACLE}, "tiresias-typed": {NEED_DURATION_ORACLE},
+            # Aryl: SJF-with-skip on running-time estimates (with injected error as an option)
+            "aryl": {NEED_DURATION_ORACLE}}
     for name in policies.POLICIES:
         p = policies.make(name)
         assert set(p.needs) == want.get(name, set()), name

@@ -1,0 +1,134 @@
+"""ONES' evaluation metrics (SC'21 §5, Fig. 15, Table 4; ONES notes §7) over cosim's per-job outputs.
+
+Per job: JCT, execution time (seconds it held GPUs) and queueing time = JCT − execution (so time
+spent preempted counts as queueing, as the artifact computes it). Per policy: averages, the
+fraction of jobs with JCT ≤ 200 s, the % reduction of ONES against each baseline
+((baseline − ONES) / baseline), and paired Wilcoxon signed-rank tests on per-job JCT (scipy):
+two-sided, `alternative='greater'` (what the paper's "one-sided negative test" p ≈ 1 is: p_one =
+1 − p_two/2 when ONES is smaller) and the conventional `alternative='less'` (p ≈ p_two/2).
+
+`python -m experiments.ones_metrics RUN_DIR [RUN_DIR …]` prints the tables for run folders
+(`<dir>/<policy>/jobs.parquet`, as `cosim simulate --out` and each sweep cell write them);
+several folders (seeds) are pooled job by job for the tests.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from scipy.stats import wilcoxon
+
+from cosim.errors import InputError
+
+#: the paper's numbers (Fig. 15, Table 4; implied baseline averages from the reductions)
+PAPER = {
+    "avg_jct_s": {"ones": 244.97, "drl": 335.1, "tiresias": 450.3, "optimus": 420.2},
+    "jct_reduction_pct": {"drl": 26.9, "tiresias": 45.6, "optimus": 41.7},
+    "queue_reduction_pct": {"drl": 31.3, "tiresias": 19.1, "optimus": 56.6},
+    "exec_reduction_pct": {"tiresias": 53.9},
+    "frac_jct_le_200s": {"ones": 0.86},
+    "wilcoxon_two_sided": {"drl": 5.17e-4, "tiresias": 4.53e-8, "optimus": 7.55e-10},
+}
+
+
+def per_job(jobs: pd.DataFrame) -> pd.DataFrame:
+    """job_id, jct_s, exec_s, queue_s of the finished jobs of one policy's jobs.parquet."""
+    need = ("job_id", "jct_s", "executed_s")
+    for c in need:
+        if c not in jobs.columns:
+            raise InputError.at(field=c, expected="a column of jobs.parquet")
+    done = jobs[jobs["finished"]] if "finished" in jobs.columns else jobs
+    out = pd.DataFrame({"job_id": done["job_id"].astype(str).to_numpy(), "jct_s": done["jct_s"].to_numpy(float),
+                        "exec_s": done["executed_s"].to_numpy(float)})
+    out["queue_s"] = out["jct_s"] - out["exec_s"]
+    return out
+
+
+def summary(per: dict[str, pd.DataFrame]) -> pd.DataFrame:
+    """One row per policy: averages, max, medians and the fraction of JCT ≤ 200 s."""
+    rows = []
+    for p, d in per.items():
+        rows.append({"policy": p, "jobs": len(d), "avg_jct_s": d.jct_s.mean(), "median_jct_s": d.jct_s.median(),
+                     "max_jct_s": d.jct_s.max(), "avg_exec_s": d.exec_s.mean(), "max_exec_s": d.exec_s.max(),
+                     "avg_queue_s": d.queue_s.mean(), "max_queue_s": d.queue_s.max(),
+                     "frac_jct_le_200s": float((d.jct_s <= 200.0).mean())})
+    return pd.DataFrame(rows)
+
+
+def reduction_pct(ones: float, base: float) -> float:
+    """(baseline − ONES) / baseline, in %."""
+    return 100.0 * (base - ones) / base if base else float("nan")
+
+
+def paired_wilcoxon(a: np.ndarray, b: np.ndarray) -> dict[str, float]:
+    """Wilcoxon signed-rank on paired samples a (ONES) vs b (baseline): two-sided, 'greater', 'less'."""
+    a, b = np.asarray(a, float), np.asarray(b, float)
+    if a.shape != b.shape or a.size < 2 or np.allclose(a, b):
+        return {"two_sided": float("nan"), "greater": float("nan"), "less": float("nan"), "n": int(a.size)}
+    return {"two_sided": float(wilcoxon(a, b).pvalue), "greater": float(wilcoxon(a, b, alternative="greater").pvalue),
+            "less": float(wilcoxon(a, b, alternative="less").pvalue), "n": int(a.size)}
+
+
+def compare(per: dict[str, pd.DataFrame], ref: str = "ones") -> pd.DataFrame:
+    """ONES against every other policy: % reductions (JCT, exec, queue) and paired Wilcoxon on JCT."""
+    if ref not in per:
+        raise InputError.at(field="policy", expected=f"a run of {ref!r}", got=sorted(per))
+    o = per[ref].set_index("job_id")
+    rows = []
+    for p, d in per.items():
+        if p == ref:
+            continue
+        m = o.join(d.set_index("job_id").add_suffix("_b"), how="inner")
+        w = paired_wilcoxon(m["jct_s"].to_numpy(), m["jct_s_b"].to_numpy())
+        rows.append({"baseline": p, "paired_jobs": len(m),
+                     "jct_reduction_pct": reduction_pct(m.jct_s.mean(), m.jct_s_b.mean()),
+                     "exec_reduction_pct": reduction_pct(m.exec_s.mean(), m.exec_s_b.mean()),
+                     "queue_reduction_pct": reduction_pct(m.queue_s.mean(), m.queue_s_b.mean()),
+                     "wilcoxon_two_sided": w["two_sided"], "wilcoxon_greater": w["greater"],
+                     "wilcoxon_less": w["less"]})
+    return pd.DataFrame(rows)
+
+
+def cdf(values: np.ndarray, points: np.ndarray) -> np.ndarray:
+    """Cumulative fraction of `values` ≤ each of `points` (the paper's CF curves)."""
+    v = np.sort(np.asarray(values, float))
+    return np.searchsorted(v, np.asarray(points, float), side="right") / max(v.size, 1)
+
+
+def load_runs(dirs: list[Path]) -> dict[str, pd.DataFrame]:
+    """Per-policy per-job tables pooled over run folders: `cosim simulate --out` folders
+    (`<dir>/<policy>/jobs.parquet`) or sweep cells (`<cell>/jobs.parquet` + config.json). Job ids
+    are prefixed by the run's (seed, trace, nodes) so the same job pairs across policies."""
+    import json
+
+    per: dict[str, list[pd.DataFrame]] = {}
+    for i, d in enumerate(dirs):
+        d = Path(d)
+        cfg_path = d / "config.json"
+        cfg = json.loads(cfg_path.read_text()).get("config", {}) if cfg_path.is_file() else {}
+        key = f"{cfg.get('seed', i)}:{cfg.get('trace', '')}:{cfg.get('cluster_nodes', '')}"
+        found = [(d / "jobs.parquet", (cfg.get("policies") or [d.name])[0])] if (d / "jobs.parquet").is_file() \
+            else [(jp, jp.parent.name) for jp in sorted(d.glob("*/jobs.parquet"))]
+        for jp, pol in found:
+            t = per_job(pd.read_parquet(jp))
+            t["job_id"] = key + ":" + t["job_id"]
+            per.setdefault(pol, []).append(t)
+    if not per:
+        raise InputError.at(str(dirs[0]) if dirs else "run folder", expected="jobs.parquet (or <policy>/jobs.parquet)")
+    return {p: pd.concat(v, ignore_index=True) for p, v in per.items()}
+
+
+def main(argv: list[str]) -> None:
+    per = load_runs([Path(a) for a in argv])
+    pd.set_option("display.width", 200)
+    print(summary(per).round(3).to_string(index=False))
+    if "ones" in per:
+        print(compare(per).to_string(index=False, float_format=lambda x: f"{x:.3g}"))
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
+

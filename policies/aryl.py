@@ -1,0 +1,389 @@
+"""Aryl: capacity loaning from an inference cluster plus elastic scaling by multiple-choice knapsack.
+
+Li et al., "Aryl: An Elastic Cluster Scheduler for Deep Learning", EuroSys'22
+(`../shared/seeds/notes/aryl.md`). The inference side decides when servers are lent and how many
+come back (`--load-series`, `simcore.capacity`); this policy decides *which* return
+(`answer_reclaim`, Algorithm 1 in `policies.aryl_core`) and schedules the training jobs:
+
+- Phase 1, SJF with skip over inelastic jobs and elastic jobs' base demand (w_min GPUs): each
+  queued job in order of its running-time estimate is placed if it fits, skipped otherwise.
+  The pool is the idle GPUs plus every flexible worker's GPUs (a queued job may take them: the
+  elastic job scales in, no preemption).
+- Phase 2, the GPUs left go to elastic jobs' flexible workers by the MCKP (DP), value
+  T^max·w/(w + w_min), T^max the *remaining* running time at w_min; re-decided every round.
+- BFD placement: inelastic jobs to training servers, elastic jobs' base workers to on-loan
+  servers without flexible workers, flexible workers to on-loan servers without base workers
+  (the flexible group, returned first without preemption), then the rest; best fit on one
+  server when one holds the gang, else the emptiest servers first.
+
+Baselines and ablations are options of the same policy (`loaning`, `scaling`, `order`,
+`special_placement`, `reclaim`), so every comparison runs one code path: FIFO (no loaning, no
+elasticity) is `order=fifo scaling=none loaning=false`.
+"""
+
+from __future__ import annotations
+
+import itertools
+import time
+from dataclasses import dataclass
+from typing import ClassVar
+
+import numpy as np
+
+from policies import aryl_core as core
+from policies.base import BasePolicy
+from policies.config import PolicyConfig, param
+from policies.registry import POLICIES
+from simcore.api import NEED_DURATION_ORACLE, Allocation, ClusterView, Decision, ReclaimAnswer, ReclaimDemand
+
+RECLAIMS = ("aryl", "random", "scf", "static")
+SCALINGS = ("mckp", "gandiva", "none")
+ORDERS = ("sjf", "fifo", "fifo-strict")
+
+
+@dataclass(frozen=True)
+class ArylConfig(PolicyConfig):
+    """Aryl (EuroSys'22): SJF-with-skip for inelastic and base demand, MCKP for flexible
+    workers, BFD placement with on-loan server groups, and Algorithm 1 for reclaims. Needs the
+    duration oracle (the paper's profiler). Options reproduce its baselines and ablations:
+    FIFO = `order=fifo scaling=none loaning=false`; loaning-only = `scaling=none`; scaling-only
+    = `loaning=false`; Gandiva = `scaling=gandiva`; Table 6 = `special_placement=false`;
+    Random/SCF/Static reclaim = `reclaim=...`."""
+
+    reference: ClassVar[str] = ("Li et al., \"Aryl: An Elastic Cluster Scheduler for Deep Learning\", EuroSys'22 "
+                                "(../shared/seeds/notes/aryl.md)")
+
+    interval_s: float | None = param(60.0, "scheduler tick (also runs on arrivals and completions)",
+                                     source="aryl.md §2.0 [I]: not given in the paper")
+    loaning: bool = param(True, "use on-loan inference servers (false: FIFO baseline and scaling-only ablation)")
+    scaling: str = param("mckp", "flexible workers: mckp = Aryl's phase 2; gandiva = scale every elastic job to "
+                                 "w_max while no job is pending (opportunistic, Aryl §6); none = elastic jobs run "
+                                 "at their requested size", choices=SCALINGS)
+    order: str = param("sjf", "phase-1 order: sjf (running time, skip what does not fit: Aryl); fifo (arrival, "
+                              "skip); fifo-strict (arrival, stop at the first that does not fit)", choices=ORDERS,
+                       source="fifo skip vs strict: aryl.md §6 [I], the paper does not say")
+    special_placement: bool = param(True, "elastic jobs to on-loan servers with base and flexible workers in "
+                                          "separate server groups (false: plain BFD, training servers first; Table 6)")
+    reclaim: str = param("aryl", "which on-loan servers go back: aryl = idle and flexible-only servers first, then "
+                                 "Algorithm 1; random; scf = fewest jobs first (static); static = Algorithm 1 "
+                                 "without cost updates", choices=RECLAIMS,
+                         source="Table 5 rows 5-7, Table 12 ('Static' is undefined in the paper: [I])")
+    tie_break: str = param("gpu_fraction", "Algorithm 1 ties: gpu_fraction = lower Σ GPU fraction, then server id; "
+                                           "server_id; random (seeded)", choices=core.TIE_BREAKS,
+                           source="aryl.md §2.2 ambiguity 2 [I]")
+    literal_weights: bool = param(False, "MCKP item weight (w + w_min)·D_j as Algorithm 2 line 17 prints it "
+                                         "(false: the incremental w·D_j of the notes, capacity = remaining GPUs)",
+                                  source="aryl.md §2.4 ambiguity 1")
+    t4_ratio: float = param(0.25, "compute of an inference GPU relative to a training GPU when counting the "
+                                  "knapsack capacity (1/3 is the testbed remark)", source="Aryl App. A")
+    estimate_error_frac: float = param(0.0, "fraction of jobs whose running-time estimate is wrong (Table 9: 0-0.6)")
+    estimate_error_margin: float = param(0.25, "a wrong estimate is off by a factor U[1-m, 1+m] (Table 9 caption)")
+    mix_types: bool = param(False, "type-agnostic jobs may span training and inference GPUs in one gang "
+                                   "(heterogeneous training, Advanced/Ideal); it runs at the slowest type's pace "
+                                   "under --perf linear, not the paper's 0.7 of summed capacity")
+
+    def validate(self) -> None:
+        self.check("t4_ratio", 0.0 < self.t4_ratio <= 1.0, "a ratio in (0, 1]")
+        self.check("estimate_error_frac", 0.0 <= self.estimate_error_frac <= 1.0, "a fraction in [0, 1]")
+        self.check("estimate_error_margin", 0.0 <= self.estimate_error_margin < 1.0, "a margin in [0, 1)")
+
+
+@POLICIES.register("aryl")
+class Aryl(BasePolicy):
+    """Aryl (EuroSys'22): capacity loaning and elastic scaling (see the module doc)."""
+
+    name = "aryl"
+    Config = ArylConfig
+    answers_reclaims = True
+
+    def __init__(self, config: ArylConfig) -> None:
+        super().__init__(config)
+        self.needs = frozenset({NEED_DURATION_ORACLE})
+        self.base: dict[int, frozenset[int]] = {}  # job -> GPUs of its base (or whole inelastic) gang
+        self._held: dict[int, tuple[int, ...]] = {}  # job -> its GPUs as last seen (sorted)
+        self._el = np.zeros(0, bool)  # elastic jobs of this round
+        self._err: np.ndarray | None = None
+        self.reclaim_stats: list[dict] = []
+
+    # ---- views --------------------------------------------------------------------------
+    def _inference_nodes(self, view: ClusterView) -> np.ndarray:
+        c = view.cluster
+        names = tuple(c.node_group_names)
+        if c.node_group is None or "inference" not in names:
+            return np.zeros(c.node_first_gpu.shape[0], bool)
+        return np.asarray(c.node_group) == names.index("inference")
+
+    def _estimate(self, view: ClusterView, j: int, at_gpus: int) -> float:
+        """Running time of job j at `at_gpus` GPUs: the oracle's remaining time at its requested
+        size, scaled linearly, times its injected estimate error (Table 9)."""
+        jobs = view.jobs
+        if self._err is None or self._err.shape[0] < jobs.num_jobs:
+            rng = np.random.default_rng(self.config.seed + 7)
+            n = jobs.num_jobs
+            wrong = rng.random(n) < self.config.estimate_error_frac
+            m = self.config.estimate_error_margin
+            self._err = np.where(wrong, rng.uniform(1 - m, 1 + m, n), 1.0)
+        r = float(jobs.remaining_s[j])
+        if not np.isfinite(r):
+            r = float(jobs.duration[j]) if np.isfinite(jobs.duration[j]) else 3600.0
+        return r * int(jobs.num_gpus[j]) / max(1, at_gpus) * float(self._err[j])
+
+    def _estimates(self, view: ClusterView, js: np.ndarray, at_gpus: np.ndarray) -> np.ndarray:
+        """`_estimate` for many jobs at once (the phase-1 sort key)."""
+        if js.size == 0:
+            return np.zeros(0)
+        self._estimate(view, int(js[0]), int(at_gpus[0]))  # draws the error table if needed
+        jobs = view.jobs
+        r = jobs.remaining_s[js].astype(float)
+        d = np.where(np.isfinite(jobs.duration[js]), jobs.duration[js], 3600.0)
+        r = np.where(np.isfinite(r), r, d)
+        return r * jobs.num_gpus[js] / np.maximum(1, at_gpus) * self._err[js]
+
+    def _flex_of(self, view: ClusterView, j: int) -> np.ndarray:
+        base = self.base.get(j, frozenset())
+        return np.array([x for x in self._held[j] if x not in base], np.int64)
+
+    def _sync_base(self, view: ClusterView, running: np.ndarray) -> None:
+        """Keep each running job's base gang within its GPUs (a reclaim may have scaled it in)."""
+        jobs = view.jobs
+        self._el = (jobs.max_gpus > jobs.min_gpus) & (self.config.scaling != "none")
+        alive = set(running.tolist())
+        self.base = {j: b for j, b in self.base.items() if j in alive}
+        self._held = {j: h for j, h in self._held.items() if j in alive}
+        counts = jobs.alloc_count
+        for j in running.tolist():
+            h = self._held.get(j)
+            if h is not None and len(h) == int(counts[j]) and j in self.base:
+                continue  # unchanged: only this policy grows a job, reclaims only shrink it
+            g = tuple(sorted(int(x) for x in view.allocation_of(j)))
+            self._held[j] = g
+            el = bool(self._el[j])
+            want = int(jobs.min_gpus[j]) if el else len(g)
+            old = self.base.get(j, frozenset())
+            b = [x for x in g if x in old]
+            if len(b) < min(want, len(g)):
+                b += [x for x in g if x not in b][:want - len(b)]
+            self.base[j] = frozenset(b[:max(want, 0)] if el else g)
+
+    def _elastic(self, view: ClusterView, j: int) -> bool:
+        return bool(self._el[j])
+
+    # ---- placement ----------------------------------------------------------------------
+    def _place(self, view: ClusterView, j: int, k: int, role: str, avail: np.ndarray, inf: np.ndarray,
+               has_base: np.ndarray, has_flex: np.ndarray, like: int = -1) -> np.ndarray | None:
+        """k GPUs from `avail` for job j's `role` (inelastic|base|flex) by the tiered BFD rule;
+        `like`: the GPU type the gang must keep (flexible workers of a running job)."""
+        c = view.cluster
+        req = int(view.jobs.gpu_type_req[j])
+        ok = avail.copy()
+        if req >= 0:
+            ok &= c.gpu_type == req
+        if like >= 0 and not self.config.mix_types:
+            ok &= c.gpu_type == like
+        idx = np.flatnonzero(ok)
+        if idx.size < k:
+            return None
+        nodes_of = c.gpu_node[idx]
+        free = np.bincount(nodes_of, minlength=inf.shape[0])
+        nodes = np.flatnonzero(free)
+        if self.config.special_placement and role != "inelastic":
+            other = has_flex if role == "base" else has_base
+            tier = np.where(inf[nodes], 0, 2) + other[nodes].astype(int)
+        else:
+            tier = inf[nodes].astype(int)
+        types = [None] if self.config.mix_types or req >= 0 or like >= 0 else list(np.unique(c.gpu_type[idx]))
+        if len(types) > 1:  # single-type gang: the type of the best tier first
+            best_t = [int(tier[c.gpu_type[c.node_first_gpu[nodes]] == t].min()) for t in types]
+            types = [t for _, t in sorted(zip(best_t, types), key=lambda x: (x[0], x[1]))]
+        for t in types:
+            sel = nodes if t is None else nodes[c.gpu_type[c.node_first_gpu[nodes]] == t]
+            st = tier if t is None else tier[c.gpu_type[c.node_first_gpu[nodes]] == t]
+            f = free[sel]
+            if f.sum() < k:
+                continue
+            fits = f >= k
+            if fits.any():  # best fit: best tier, then the fewest free GPUs that still hold k
+                o = np.lexsort((sel[fits], f[fits], st[fits]))
+                node = int(sel[fits][o[0]])
+                return idx[nodes_of == node][:k]
+            o = np.lexsort((sel, -f, st))
+            take, left = [], k
+            for node in sel[o].tolist():
+                g = idx[nodes_of == node][:left]
+                take.append(g)
+                left -= g.size
+                if left == 0:
+                    return np.concatenate(take)
+        return None
+
+    # ---- decide ---------------------------------------------------------------------------
+    def decide(self, view: ClusterView, now: float) -> Decision:
+        c, jobs, cfg = view.cluster, view.jobs, self.config
+        inf = self._inference_nodes(view)
+        running = view.running()
+        self._sync_base(view, running)
+        allowed = c.gpu_online.copy()
+        if not cfg.loaning:
+            allowed &= ~inf[c.gpu_node]
+        avail = allowed & (c.gpu_owner < 0)
+        prev_flex: dict[int, np.ndarray] = {}
+        for j in running.tolist():
+            if self._elastic(view, j):
+                prev_flex[j] = self._flex_of(view, j)
+                avail[prev_flex[j]] = True
+        n_nodes = inf.shape[0]
+        has_base = np.zeros(n_nodes, bool)
+        all_base = np.fromiter(itertools.chain.from_iterable(self.base.values()), np.int64)
+        has_base[c.gpu_node[all_base]] = True
+        has_flex = np.zeros(n_nodes, bool)
+        out: dict[int, np.ndarray] = {j: np.fromiter(self.base[j], np.int64, len(self.base[j])) for j in prev_flex}
+        # phase 1: inelastic jobs and elastic base demand
+        queued = view.queued()
+        if cfg.order == "sjf":
+            at = np.where(self._el[queued], jobs.min_gpus[queued], jobs.num_gpus[queued])
+            key = self._estimates(view, queued, at)
+            queued = queued[np.lexsort((queued, jobs.submit_time[queued], key))]
+        else:
+            queued = queued[np.lexsort((queued, jobs.submit_time[queued]))]
+        started: list[int] = []
+        n_free = int(avail.sum())
+        need = np.where(self._el[queued], jobs.min_gpus[queued], jobs.num_gpus[queued]).tolist()
+        for j, k in zip(queued.tolist(), need):
+            if n_free == 0 and cfg.order != "fifo-strict":
+                break
+            el = bool(self._el[j])
+            if k > n_free:
+                if cfg.order == "fifo-strict":
+                    break
+                continue
+            g = self._place(view, j, k, "base" if el else "inelastic", avail, inf, has_base, has_flex)
+            if g is None:
+                if cfg.order == "fifo-strict":
+                    break
+                continue
+            avail[g] = False
+            n_free -= g.size
+            has_base[c.gpu_node[g]] = True
+            out[j] = g
+            self.base[j] = frozenset(g.tolist())
+            started.append(j)
+        # phase 2: flexible workers
+        elastic = [j for j in list(prev_flex) + started if self._elastic(view, j)]
+        extra = self._flexible(view, elastic, avail, inf, pending=len(started) < queued.size)
+        for j, w in sorted(zip(elastic, extra), key=lambda x: (-x[1], x[0])):
+            if w <= 0:
+                continue
+            like = int(c.gpu_type[out[j][0]])
+            had = prev_flex.get(j, np.zeros(0, np.int64))
+            keep = had[avail[had]][:w]
+            avail[keep] = False
+            g = keep
+            # grow only when no flexible GPU was taken: a set that both loses and gains GPUs is a
+            # migration (a restart) for the engine, a monotone one a free resize
+            if keep.size < w and keep.size == had.size:
+                more = None
+                for k in range(w - keep.size, 0, -1):  # as many as fit
+                    more = self._place(view, j, k, "flex", avail, inf, has_base, has_flex, like)
+                    if more is not None:
+                        break
+                if more is not None:
+                    avail[more] = False
+                    g = np.concatenate([keep, more])
+            has_flex[c.gpu_node[g]] = True
+            out[j] = np.concatenate([out[j], g])
+        changes: dict[int, Allocation] = {}
+        for j, g in out.items():
+            t = tuple(sorted(int(x) for x in g.tolist()))
+            if self._held.get(j) != t:
+                changes[j] = Allocation(t)
+        if view.accepts_changes:
+            return Decision(changes, changes_only=True)
+        alloc = view.keep_running()
+        alloc.update(changes)
+        return Decision(alloc)
+
+    def _flexible(self, view: ClusterView, elastic: list[int], avail: np.ndarray, inf: np.ndarray,
+                  pending: bool) -> list[int]:
+        """Extra workers per elastic job (1 GPU per worker): Aryl's MCKP or Gandiva's rule."""
+        cfg, jobs, c = self.config, view.jobs, view.cluster
+        if not elastic or cfg.scaling == "none":
+            return [0] * len(elastic)
+        span = [int(jobs.max_gpus[j]) - int(jobs.min_gpus[j]) for j in elastic]
+        if cfg.scaling == "gandiva":  # under-utilised = free GPUs and no pending job
+            if pending:
+                return [0] * len(elastic)
+            left, out = int(avail.sum()), []
+            for s in span:
+                out.append(min(s, left))
+                left -= out[-1]
+            return out
+        on_inf = inf[c.gpu_node]
+        units = 4  # capacity in quarter training-GPUs: an inference GPU counts t4_ratio
+        cap = int(units * (int((avail & ~on_inf).sum()) + cfg.t4_ratio * int((avail & on_inf).sum())))
+        if cap <= 0:
+            return [0] * len(elastic)
+        groups = []
+        for j, s in zip(elastic, span):
+            wmin = int(jobs.min_gpus[j])
+            t_max = self._estimate(view, j, wmin)
+            w, v = core.mckp_items(t_max, wmin, wmin + s, 1, cfg.literal_weights)
+            g0 = int(self.base[j] and next(iter(self.base[j])))
+            scale = units if not on_inf[g0] else max(1, int(round(units * cfg.t4_ratio)))
+            groups.append(([x * scale for x in w], v))
+        return core.allocate_flexible(groups, cap)
+
+    # ---- reclaims ---------------------------------------------------------------------------
+    def hosting(self, view: ClusterView, candidates: np.ndarray) -> tuple[dict[int, dict[int, int]], list[int]]:
+        """(job → {candidate node: its preemptible GPUs there}, nodes holding only flexible GPUs)."""
+        c = view.cluster
+        host: dict[int, dict[int, int]] = {}
+        flex_only: list[int] = []
+        for n in candidates.tolist():
+            f = int(c.node_first_gpu[n])
+            owners = c.gpu_owner[f:f + int(c.node_num_gpus[n])]
+            pre = 0
+            for g, o in enumerate(owners.tolist()):
+                if o < 0:
+                    continue
+                b = self.base.get(o)
+                if b is None or (f + g) in b:  # a base or inelastic worker: losing it preempts
+                    host.setdefault(o, {}).setdefault(n, 0)
+                    host[o][n] += 1
+                    pre += 1
+            if pre == 0 and (owners >= 0).any():
+                flex_only.append(n)
+        return host, flex_only
+
+    def answer_reclaim(self, view: ClusterView, demand: ReclaimDemand) -> ReclaimAnswer:
+        """Which on-loan servers go back (see `reclaim`); solver time kept in `reclaim_stats`."""
+        cfg, c = self.config, view.cluster
+        cand = np.asarray(demand.candidates, np.int64)
+        t0 = time.perf_counter()
+        self._sync_base(view, view.running())
+        host, flex_only = self.hosting(view, cand)
+        if cfg.reclaim == "random":
+            chosen = core.random_reclaim(cand, demand.count, int(self.rng.integers(1 << 31)))
+        elif cfg.reclaim == "scf":
+            chosen = core.scf_reclaim(host, cand, demand.count)
+        else:
+            chosen = reclaim_servers(host, cand, flex_only, c, demand.count, cfg.tie_break, cfg.seed,
+                                     update=cfg.reclaim == "aryl")
+        self.reclaim_stats.append(dict(t=view.now, n_r=demand.count, solver_s=time.perf_counter() - t0,
+                                       preempted=len(core.preempted_jobs(host, chosen))))
+        return ReclaimAnswer(tuple(sorted(int(n) for n in chosen)), None)
+
+
+def reclaim_servers(host: core.Hosting, cand: np.ndarray, flex_only: list[int], cluster, n_r: int,
+                    tie_break: str = "gpu_fraction", seed: int = 0, update: bool = True) -> list[int]:
+    """Aryl's full reclaim: idle servers first, then flexible-only ones (fewest busy GPUs
+    first; a scale-in, no preemption), then Algorithm 1 on the rest."""
+    busy = {int(n): int((cluster.gpu_owner[cluster.node_first_gpu[n]:cluster.node_first_gpu[n]
+                                           + cluster.node_num_gpus[n]] >= 0).sum()) for n in cand.tolist()}
+    hosted = {n for w in host.values() for n in w}
+    free = sorted((n for n in cand.tolist() if n not in hosted), key=lambda n: (busy[n], n))
+    chosen = free[:n_r]
+    rest = n_r - len(chosen)
+    if rest > 0:
+        others = [n for n in cand.tolist() if n in hosted]
+        chosen += core.greedy_reclaim(host, others, rest, tie_break, seed, update)
+    return chosen

@@ -1,0 +1,46 @@
+"""`cosim reproduce fft --size small` (what CI runs): Trace 2 (100 jobs) with FFT, Gavel SJF-like and
+Tiresias-typed, Trace 1 (60 jobs) with FFT and AlloX, on fft-hetero. Checks the cells ran, the
+FFT-specific columns are there and sane, and the REPORT.md rows are the cells' numbers."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from tests.experiments.test_reproduce import _hours, _table
+
+GAVEL = "gavel(objective='sjf_like')"
+
+
+@pytest.fixture(scope="module")
+def small(tmp_path_factory):
+    from experiments import reproduce
+
+    out = tmp_path_factory.mktemp("fft") / "small"
+    return reproduce("fft", "small", out, workers=1)
+
+
+def test_small_cells_and_fft_columns(small):
+    cells = pd.read_parquet(small.out_dir / "cells.parquet")
+    assert len(cells) == 13 and (cells["status"] == "ok").all(), cells.get("error")
+    assert (cells["unfinished"] == 0).all()
+    f = cells[(cells["policy"] == "fft") & (cells["grid"] == "testbed")].iloc[0]
+    assert f["fft_rounds"] > 10 and 0 < f["fft_solver_s_mean"] < 5
+    assert 0 <= f["ftf_hetero_share_below_1"] <= 1 and f["ftf_hetero_max"] >= f["ftf_hetero_mean"] > 0
+    assert f["fft_never_fit"] == 0 and f["type_switches"] == f["fft_type_switches"]  # two counts of one thing
+    t = cells[cells["policy"] == "tiresias-typed"].iloc[0]
+    assert t["type_switches"] == 0  # no cross-type migration
+
+
+def test_small_report_rows_are_the_cells(small):
+    cells = pd.read_parquet(small.out_dir / "cells.parquet")
+    tb = cells[cells["grid"] == "testbed"].set_index("policy_label")
+    report = (small.out_dir / "REPORT.md").read_text()
+    rows = _table(report, "avg-jct", f"| row | fft | {GAVEL} | tiresias-typed |")
+    assert len(rows) == 1
+    row, fft, gavel, tir = rows[0][:4]
+    assert row == "synth:fft-trace2:100"
+    for text, pol in ((fft, "fft"), (gavel, GAVEL), (tir, "tiresias-typed")):
+        assert _hours(text) == pytest.approx(tb.loc[pol, "avg_jct_s"] / 3600, rel=5e-3)
+    assert np.isfinite(tb["max_starvation_s"]).all()

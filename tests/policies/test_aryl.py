@@ -1,0 +1,210 @@
+"""Aryl (EuroSys'22): the paper's worked examples (aryl.md §2.2-2.4) and reclaim properties."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from policies import aryl_core as core
+
+# Figure 5 as the notes reconstruct it from Table 1 (8-GPU servers): a on 1+2 (half each),
+# b alone on 3, c 80 % on 4 and 20 % on 5, d 80 % on 6 and 20 % on 5. GPU counts per server.
+FIG5 = {0: {1: 4, 2: 4}, 1: {3: 8}, 2: {4: 8, 5: 2}, 3: {6: 8, 5: 2}}
+SERVERS = [1, 2, 3, 4, 5, 6]
+
+
+def test_table1_costs_on_fig5():
+    assert core.server_cost(FIG5, SERVERS, "job_count") == {1: 1, 2: 1, 3: 1, 4: 1, 5: 2, 6: 1}
+    gf = core.server_cost(FIG5, SERVERS, "gpu_fraction")
+    assert [round(gf[s], 2) for s in SERVERS] == [0.5, 0.5, 1.0, 0.8, 0.4, 0.8]
+    sf = core.server_cost(FIG5, SERVERS, "server_fraction")
+    assert [sf[s] for s in SERVERS] == [0.5, 0.5, 1.0, 0.5, 1.0, 0.5]
+
+
+def test_greedy_on_fig5_returns_1_2_with_one_preemption():
+    for tb in ("gpu_fraction", "server_id"):
+        chosen = core.greedy_reclaim(FIG5, SERVERS, 2, tie_break=tb)
+        assert sorted(chosen) == [1, 2]
+        assert len(core.preempted_jobs(FIG5, chosen)) == 1
+    assert core.exhaustive_reclaim(FIG5, SERVERS, 2) == ([1, 2], 1)
+    # the rejected GPU-fraction cost would pick server 5 first (cost 0.4), preempting 2 jobs
+    gf = core.server_cost(FIG5, SERVERS, "gpu_fraction")
+    assert min(SERVERS, key=lambda s: gf[s]) == 5 and len(core.preempted_jobs(FIG5, [5])) == 2
+    # plain job-count knapsack may pick {3, 4}: 2 preemptions
+    assert len(core.preempted_jobs(FIG5, [3, 4])) == 2
+
+
+def test_static_no_update_is_worse_on_fig5():
+    # without UPDATECOST, after server 1 the costs stay 0.5 for 2, 4, 6: id order still gives 2
+    assert sorted(core.greedy_reclaim(FIG5, SERVERS, 2, update=False)) == [1, 2]
+    # but on 3 servers the static order picks {1, 2, 4} and the updated one {1, 2, 4} too: both 2 jobs
+    assert len(core.preempted_jobs(FIG5, core.greedy_reclaim(FIG5, SERVERS, 3))) == 2
+
+
+def test_baselines_random_scf():
+    scf = core.scf_reclaim(FIG5, SERVERS, 2)
+    assert scf == [1, 2]  # fewest jobs (1 each), lowest ids
+    r = core.random_reclaim(SERVERS, 3, seed=1)
+    assert len(set(r)) == 3 and set(r) <= set(SERVERS)
+    assert r == core.random_reclaim(SERVERS, 3, seed=1)
+
+
+def test_table3_and_table4_arithmetic():
+    # Table 2: A w 2..6, 50 s at w_max -> work 300; B 2..6, 20 s -> work 120; 8 workers
+    wmax = (6, 6)
+    rows = {(6, 2): (50, 53.33), (2, 6): (63.33, 20), (4, 4): (60, 30)}
+    for alloc, (ja, jb) in rows.items():
+        a, b = core.two_job_jct((300, 120), alloc, wmax)
+        assert (round(a, 2), round(b, 2)) == (ja, jb)
+    avg = {k: sum(core.two_job_jct((300, 120), k, wmax)) / 2 for k in rows}
+    assert [round(avg[k], 2) for k in rows] == [51.67, 41.67, 45.0]
+    assert round(avg[(6, 2)] / avg[(2, 6)] - 1, 2) == 0.24  # "24 %" worst to best
+    # Table 4: A 2..3, 100 s at w_max -> work 300
+    fa = core.two_job_jct((300, 120), (3, 5), (3, 6))
+    fb = core.two_job_jct((300, 120), (2, 6), (3, 6))
+    assert (round(fa[0], 2), round(fa[1], 2), round(sum(fa) / 2, 2)) == (100, 24, 62)
+    assert (round(fb[0], 2), round(fb[1], 2), round(sum(fb) / 2, 2)) == (106.67, 20, 63.33)
+
+
+def test_fig6_item_values_and_weights():
+    # Table 4 with A at 2 GPUs/worker (T^max = 300/2 = 150) and B at 1 GPU/worker (120/2 = 60)
+    wa, va = core.mckp_items(150, 2, 3, gpus_per_worker=2)
+    assert (wa, va) == ([2], [50.0])
+    wb, vb = core.mckp_items(60, 2, 6, gpus_per_worker=1)
+    assert wb == [1, 2, 3, 4] and [round(v, 6) for v in vb] == [20, 30, 36, 40]
+    assert core.mckp_items(150, 2, 3, 2, literal_weights=True)[0] == [6]
+    assert core.mckp_items(60, 2, 6, 1, literal_weights=True)[0] == [3, 4, 5, 6]
+
+
+def test_mckp_on_table4_gives_a3_b5():
+    # 1 GPU per worker, 8 workers: phase 1 gives A = B = 2, the knapsack gets 4
+    groups = [core.mckp_items(150, 2, 3), core.mckp_items(60, 2, 6)]
+    extra = core.allocate_flexible(groups, 4)
+    assert extra == [1, 3]  # value 50 + 36 = 86 > 40 of B + 4
+    jct = core.two_job_jct((300, 120), (2 + extra[0], 2 + extra[1]), (3, 6))
+    assert round(sum(jct) / 2, 2) == 62.0
+
+
+def test_mckp_on_table2_is_not_optimal():
+    groups = [core.mckp_items(150, 2, 6), core.mckp_items(60, 2, 6)]
+    assert core.allocate_flexible(groups, 4) == [3, 1]  # A = 5, B = 3 (value 110); the optimum is B = 6
+
+
+def test_generalised_value_equals_linear_form():
+    t = [60 * 2 / (2 + w) for w in range(5)]
+    w, v = core.generalised_items(t, 2)
+    assert w == [1, 2, 3, 4] and np.allclose(v, core.mckp_items(60, 2, 6)[1])
+
+
+def test_imperfect_scaling_factor():
+    assert core.imperfect_factor(4, 2, 6) == 1.0  # midpoint 4
+    assert core.imperfect_factor(6, 2, 6) == pytest.approx(0.8)
+    assert core.imperfect_factor(6, 2, 6, form="compounding") == pytest.approx(0.81)
+
+
+@st.composite
+def hostings(draw, max_servers=8):
+    n = draw(st.integers(2, max_servers))
+    servers = list(range(n))
+    jobs = draw(st.integers(0, 8))
+    host = {}
+    for j in range(jobs):
+        span = draw(st.lists(st.sampled_from(servers), min_size=1, max_size=3, unique=True))
+        host[j] = {s: draw(st.integers(1, 8)) for s in span}
+    return host, servers
+
+
+@settings(max_examples=150, deadline=None)
+@given(hostings())
+def test_nr1_is_brute_force(hs):
+    host, servers = hs
+    g = core.greedy_reclaim(host, servers, 1)
+    assert len(core.preempted_jobs(host, g)) == core.exhaustive_reclaim(host, servers, 1)[1]
+
+
+@settings(max_examples=150, deadline=None)
+@given(hostings(), st.data())
+def test_greedy_never_beats_optimum_and_returns_distinct(hs, data):
+    host, servers = hs
+    n_r = data.draw(st.integers(0, len(servers)))
+    g = core.greedy_reclaim(host, servers, n_r)
+    assert len(g) == n_r == len(set(g)) and set(g) <= set(servers)
+    assert len(core.preempted_jobs(host, g)) >= core.exhaustive_reclaim(host, servers, n_r)[1]
+
+
+@settings(max_examples=200, deadline=None)
+@given(hostings(max_servers=9), st.data())
+def test_greedy_equals_exhaustive_when_jobs_are_single_server(hs, data):
+    """With every job on one server (|S_j| = 1, the Basic scenario's common case) the cost is the
+    job count and the greedy is exact for every N_R < 10."""
+    host, servers = hs
+    host = {j: {min(w): w[min(w)]} for j, w in host.items()}
+    n_r = data.draw(st.integers(0, len(servers)))
+    g = core.greedy_reclaim(host, servers, n_r)
+    assert len(core.preempted_jobs(host, g)) == core.exhaustive_reclaim(host, servers, n_r)[1]
+
+
+# ---- the policy through the engine ---------------------------------------------------------
+
+class _Cluster:
+    """The arrays `reclaim_servers` reads: 4 nodes of 8 GPUs."""
+
+    def __init__(self, owner):
+        self.gpu_owner = np.asarray(owner, np.int32)
+        self.node_first_gpu = np.arange(0, 32, 8, dtype=np.int32)
+        self.node_num_gpus = np.full(4, 8, np.int32)
+
+
+def test_reclaim_order_idle_then_flexible_only_then_algorithm1():
+    from policies.aryl import reclaim_servers
+
+    owner = [-1] * 32
+    owner[0:4] = [0] * 4        # node 0: job 0's base (preemptible)
+    owner[8:12] = [0] * 4       # node 1: job 0's flexible workers only
+    owner[16:24] = [1] * 8      # node 2: job 1 (inelastic)
+    host = {0: {0: 4}, 1: {2: 8}}  # node 3 idle
+    cand = np.arange(4)
+    c = _Cluster(owner)
+    assert reclaim_servers(host, cand, [1], c, 1) == [3]
+    assert reclaim_servers(host, cand, [1], c, 2) == [3, 1]
+    assert sorted(reclaim_servers(host, cand, [1], c, 3)) == [0, 1, 3]  # tie 1 vs 1: lower GPU fraction... id
+    assert len(core.preempted_jobs(host, reclaim_servers(host, cand, [1], c, 3))) == 1
+
+
+def _toy_trace(tmp_path):
+    import pandas as pd
+
+    rng = np.random.default_rng(0)
+    n = 40
+    g = rng.choice([1, 2, 4, 8], n).astype("int32")
+    df = pd.DataFrame(dict(job_id=[f"j{i}" for i in range(n)], submit_time=np.sort(rng.uniform(0, 4 * 3600, n)),
+                           num_gpus=g, duration=rng.uniform(300, 7200, n), model="resnet50",
+                           min_gpus=np.where(np.arange(n) % 6 == 0, np.maximum(1, g // 2), g).astype("int32"),
+                           max_gpus=g, gpu_type=np.where(np.arange(n) % 3 == 0, None, "V100-32GB")))
+    p = tmp_path / "toy.parquet"
+    df.to_parquet(p)
+    return p
+
+
+@pytest.mark.parametrize("params", [{}, {"loaning": False, "scaling": "none", "order": "fifo"},
+                                    {"scaling": "gandiva"}, {"reclaim": "random"}, {"special_placement": False}])
+def test_aryl_runs_through_the_engine(tmp_path, params):
+    from experiments.runner import RunConfig, run
+
+    cfg = RunConfig(trace=str(_toy_trace(tmp_path)), cluster="aryl-testbed", policies=("aryl",),
+                    policy_params={"aryl": params}, contention=False, perf="linear", costs="aryl",
+                    load_series="diurnal:0.05", write_decisions=True)
+    r = run(cfg, None)
+    jobs, dec = r.jobs["aryl"], r.decisions["aryl"]
+    assert jobs["finished"].all()
+    assert "migrate" not in set(dec["action"])  # flexible workers change monotonically: resizes only
+    assert set(r.reclaims["aryl"]["answered_by"]) == {"aryl"}
+    gpus = [int(x) for s in dec.loc[dec["action"].isin(["start", "resize", "resume"]), "gpus"] for x in s.split(",")]
+    if params.get("loaning", True) is False:
+        assert max(gpus) < 32  # the 4 inference servers (GPUs 32-63) are never used
+    else:
+        assert max(gpus) >= 32
+    if params.get("scaling") == "none":
+        assert "resize" not in set(dec["action"])

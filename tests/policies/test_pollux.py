@@ -1,0 +1,271 @@
+"""Pollux (OSDI'21): the GA's fitness by hand, repair invariants, the goodput agent, seeds, decisions."""
+
+from __future__ import annotations
+
+import math
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from policies import make
+from policies.pollux import best_batch
+from policies.pollux.agent import (
+    AppLimits,
+    GoodputModel,
+    ThroughputParams,
+    efficiency,
+    fit_throughput,
+    iteration_s,
+    micro_batching,
+    noise_ratio_from,
+)
+from policies.pollux.ga import Problem, _fronts, evolve
+from tests.policies.conftest import Job, build_view
+
+
+def _problem(J=3, N=2, per_node=4, base=None, penalty=None, max_gpus=None, p=-1.0, speed=None):
+    R = N * per_node
+    S = np.zeros((J, N + 1, R + 1))
+    for j in range(J):
+        for n in range(1, N + 1):
+            for r in range(n, R + 1):
+                S[j, n, r] = (speed[j] if speed is not None else 1.0) * r / (1 + 0.1 * (n - 1))
+    base = np.zeros((J, N), np.int64) if base is None else np.asarray(base, np.int64)
+    return Problem(S, base, np.full(N, per_node, np.int64), np.full((J, N), per_node, np.int64),
+                   np.full(J, R if max_gpus is None else max_gpus, np.int64), np.ones(J, np.int64),
+                   np.ones(J) if penalty is None else np.asarray(penalty, float), scale=N / (N * per_node), p=p)
+
+
+def test_fitness_by_hand():
+    # 2 jobs on 2 nodes × 4 GPUs; speedup r / (1 + 0.1 (n − 1)); scale N/G = 0.25.
+    # job 0 on 3 GPUs of node 0 (unchanged from base, no penalty): 3 × 0.25 = 0.75;
+    # job 1 moved to 2 + 2 GPUs on both nodes: 4 / 1.1 × 0.25 = 0.90909…, × penalty 0.5 = 0.454545…
+    # p = −1: 2 / (1 / 0.751 + 1 / 0.455545…) = 0.56709…
+    prob = _problem(J=2, base=[[3, 0], [0, 0]], penalty=[0.5, 0.5])
+    X = np.array([[[3, 0], [2, 2]]])
+    s0, s1 = 0.75, 4 / 1.1 * 0.25 * 0.5
+    expect = 2.0 / (1.0 / (s0 + 1e-3) + 1.0 / (s1 + 1e-3))
+    assert prob.fitness(X)[0] == pytest.approx(expect, rel=1e-12)
+    assert expect == pytest.approx(0.56709, abs=1e-5)
+    # the geometric mean (p = 0) and the utilitarian mean (p = 1) of the same speedups
+    assert _problem(J=2, base=[[3, 0], [0, 0]], penalty=[0.5, 0.5], p=0).fitness(X)[0] == pytest.approx(
+        math.sqrt(s0 * s1))
+    assert _problem(J=2, base=[[3, 0], [0, 0]], penalty=[0.5, 0.5], p=1).fitness(X)[0] == pytest.approx(
+        (s0 + s1) / 2 + 1e-3)
+    # utility: (0.75 / 0.75 … ) speedup per GPU weighted by GPU share of the 8 GPUs in use
+    assert prob.utility(X)[0] == pytest.approx((3 / 3) * 3 / 8 + (4 / 1.1 / 4) * 4 / 8)
+
+
+def test_fitness_prefers_serving_everyone():
+    # p = −1: one GPU each beats all GPUs to one job (a job at speedup 0 costs ~1/1e-3)
+    prob = _problem(J=3, N=1)
+    fair = np.array([[[1], [1], [2]]])
+    greedy = np.array([[[4], [0], [0]]])
+    assert prob.fitness(fair)[0] > prob.fitness(greedy)[0]
+    assert _problem(J=3, N=1, p=1).fitness(greedy)[0] == pytest.approx(_problem(J=3, N=1, p=1).fitness(fair)[0])
+
+
+def test_restart_penalty_formula():
+    pol = make("pollux")
+    jobs = [Job(gpus=1, submit=0.0, alloc=(0,)), Job(gpus=1, submit=40.0)]
+    view = build_view(jobs, now=100.0, nodes=2, gpus_per_node=4)
+    prob = pol.problem(view, np.array([0, 1]), 100.0)
+    # age 100, 0 restarts: 100 / 130; age 60: 60 / 90 (the views' num_restarts are 0)
+    assert prob.penalty.tolist() == pytest.approx([100 / 130, 60 / 90])
+    assert prob.base.tolist() == [[1, 0], [0, 0]]
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(1, 6), st.integers(1, 5), st.integers(0, 2**31 - 1), st.booleans())
+def test_repair_respects_every_limit(J, N, seed, interference):
+    rng = np.random.default_rng(seed)
+    per_node = 4
+    prob = _problem(J=J, N=N)
+    prob.max_gpus = rng.integers(1, N * per_node + 1, size=J)
+    prob.min_gpus = np.minimum(rng.integers(1, 3, size=J), prob.max_gpus)
+    prob.node_cap = rng.integers(0, per_node + 1, size=N)
+    prob.job_node_cap = np.minimum(rng.integers(0, per_node + 1, size=(J, N)), prob.node_cap[None])
+    prob.max_nodes = int(rng.integers(1, N + 1))
+    prob.interference = interference
+    X = prob.repair(rng.integers(0, 7, size=(20, J, N)), rng)
+    assert (X >= 0).all()
+    assert (X.sum(axis=1) <= prob.node_cap[None]).all()  # never more GPUs than a node has
+    assert (X <= prob.job_node_cap[None]).all()
+    reps = X.sum(axis=2)
+    assert (reps <= prob.max_gpus[None]).all()
+    assert ((reps == 0) | (reps >= prob.min_gpus[None])).all()
+    assert (np.count_nonzero(X, axis=2) <= prob.max_nodes).all()
+    if interference:
+        dist = np.count_nonzero(X, axis=2) > 1
+        assert (((X > 0) & dist[:, :, None]).sum(axis=1) <= 1).all()  # one distributed job per node
+
+
+def test_ga_is_deterministic_in_its_seed_and_feasible():
+    prob = _problem(J=4, N=3, speed=[1.0, 2.0, 0.5, 1.5])
+    prob.max_gpus = np.array([8, 8, 2, 4])
+    init = prob.base[None]
+    b1, p1 = evolve(prob, init, np.random.default_rng(7), pop_size=20, generations=15)
+    b2, p2 = evolve(prob, init, np.random.default_rng(7), pop_size=20, generations=15)
+    assert np.array_equal(b1, b2) and np.array_equal(p1, p2)
+    assert (b1.sum(axis=0) <= 4).all() and (b1.sum(axis=1) <= prob.max_gpus).all()
+    # the chosen individual is the fittest of the population, and every job got GPUs
+    assert prob.fitness(b1[None])[0] == pytest.approx(prob.fitness(p1).max())
+    assert (b1.sum(axis=1) > 0).all()
+
+
+def test_ga_finds_the_optimum_of_a_small_case():
+    # 2 identical jobs, 1 node of 4 GPUs, linear speedup: the best p = −1 split is 2 + 2
+    prob = _problem(J=2, N=1)
+    best, _ = evolve(prob, prob.base[None], np.random.default_rng(0), pop_size=30, generations=30)
+    assert best.sum(axis=1).tolist() == [2, 2]
+
+
+def test_fronts_rank_by_domination():
+    F = np.array([[0.0, 0.0], [1.0, 1.0], [0.0, 2.0], [2.0, 2.0], [-1.0, 5.0]])
+    assert _fronts(F).tolist() == [0, 1, 1, 2, 0]
+
+
+# ---- the agent --------------------------------------------------------------------------
+
+TRUE = ThroughputParams(0.02, 5e-4, 0.1, 0.01, 0.03, 0.002, 2.0)
+
+
+def test_fit_recovers_step_times():
+    cfg = [(1, 1, 32), (1, 2, 64), (1, 4, 64), (2, 8, 100), (4, 16, 128), (1, 1, 100)]
+    n, r, m = (np.array(x) for x in zip(*cfg))
+    g = TRUE.alpha_c + TRUE.beta_c * m
+    it = iteration_s(TRUE, n, r, m, 0)
+    p = fit_throughput(n, r, m, g, it)
+    assert iteration_s(p, n, r, m, 0) == pytest.approx(it, rel=0.02)
+    assert p.alpha_c + p.beta_c * 80 == pytest.approx(TRUE.alpha_c + TRUE.beta_c * 80, rel=0.02)
+
+
+def test_fit_is_optimistic_without_multi_node_data():
+    # only single-node runs: the inter-node terms are pinned, then raised to 1.1 × intra-node
+    n, r, m = np.array([1, 1, 1]), np.array([1, 2, 4]), np.array([32, 32, 32])
+    p = fit_throughput(n, r, m, TRUE.alpha_c + TRUE.beta_c * m, iteration_s(TRUE, n, r, m, 0))
+    assert p.alpha_c == pytest.approx(np.mean(TRUE.alpha_c + TRUE.beta_c * m) / 2)  # one micro-batch size seen
+    assert p.alpha_n == pytest.approx(max(1e-8, 1.1 * p.alpha_r)) and p.beta_n >= 1.1 * p.beta_r - 1e-15
+
+
+@given(st.floats(0.0, 1e4), st.integers(1, 512), st.integers(2, 64))
+def test_efficiency_inverts_and_falls_with_batch(rho, init, k):
+    b = init * k
+    e = float(efficiency(rho, init, b))
+    assert efficiency(rho, init, init) == pytest.approx(1.0)
+    assert 1.0 / k - 1e-12 <= e <= 1.0 + 1e-12
+    assert float(efficiency(rho, init, b + init)) <= e + 1e-12
+    if e < 1 - 1e-9:
+        assert noise_ratio_from(e, b, init) == pytest.approx(rho, rel=1e-6, abs=1e-6)
+
+
+def test_micro_batching_accumulates_as_the_agent():
+    lim = AppLimits(128, 4096, 32, 1024)
+    micro, acc = micro_batching(np.array([4096.0, 4096.0, 256.0, 128.0]), np.array([2, 8, 1, 1]), lim)
+    # 2048 per GPU > 1024: 2 micro-steps of 1024; 512 per GPU: none; one GPU above M0: one extra
+    assert micro.tolist() == [1024, 512, 128, 128] and acc.tolist() == [1, 0, 1, 0]
+
+
+def test_speedup_grows_with_gpus_when_the_network_is_free():
+    gm = GoodputModel(ThroughputParams(0.02, 5e-4, 1e-8, 1e-8, 1e-8, 1e-8, 1.0), 50.0, AppLimits(128, 4096, 32, 1024))
+    good = gm.optimize(np.ones(4, np.int64), np.array([1, 2, 3, 4]))[0]
+    assert (np.diff(good) > 0).all()
+    # and the batch chosen is the best candidate: no candidate beats it
+    g1 = gm.optimize(1, 2)[0][0]
+    for b in np.geomspace(128, 4096, 50):
+        mm, aa = micro_batching(np.array([b]), np.array([2]), gm.lim)
+        bb = 2 * mm[0] * (aa[0] + 1)
+        t = bb / iteration_s(gm.params, 1, 2, mm[0], aa[0])
+        assert t * efficiency(50.0, 128, bb) <= g1 * (1 + 1e-12)
+
+
+def test_best_batch_takes_the_highest_goodput():
+    view = SimpleNamespace(jobs=SimpleNamespace(global_batch=np.array([512]), model=np.array(["resnet18_cifar"])))
+    # goodput peaking at batch ~1000: best_batch picks the candidate nearest the peak
+    b = best_batch(view, 0, 4, goodput=lambda x: 1.0 / (1.0 + abs(math.log(x / 1000.0))))
+    cand = np.unique(np.round(np.geomspace(128, 4096, 50)))
+    assert b == int(cand[np.argmin(np.abs(np.log(cand / 1000.0)))])
+    # a model Pollux did not profile keeps its batch
+    view.jobs.model = np.array(["vgg16"])
+    assert best_batch(view, 0, 4, goodput=lambda x: x) == 512
+
+
+# ---- the policy -------------------------------------------------------------------------
+
+def test_decision_never_exceeds_capacity_and_keeps_unchanged_jobs():
+    jobs = [Job(gpus=1, submit=float(i), model="resnet18_cifar", max_gpus=8) for i in range(6)]
+    jobs[0].alloc = (0,)
+    view = build_view(jobs, now=120.0, nodes=2, gpus_per_node=4,
+                      iteration_time=lambda j, gpus, batch: 0.01 + batch / len(gpus) * 1e-4)
+    pol = make("pollux", population=20, generations=10)
+    d = pol.decide(view, 120.0)
+    gpus = [g for a in d.allocations.values() for g in a.gpus]
+    assert len(gpus) == len(set(gpus)) <= 8
+    # no job has run on more than its first GPU: each may use at most max(2 × 0, 1) = 1 (job 0: 2 × 1)
+    assert all(len(a.gpus) <= (2 if j == 0 else 1) for j, a in d.allocations.items())
+    assert len(d.allocations) == 6  # with 8 GPUs and p = −1 every job runs
+
+
+def test_fixed_batch_config_is_validated():
+    from cosim.errors import InputError
+
+    with pytest.raises(InputError, match="fixed_batch"):
+        make("pollux", fixed_batch=("neumf",))
+    with pytest.raises(InputError, match="interval_s"):
+        make("pollux", interval_s=None)
+
+
+def test_fit_loss_gradient_matches_finite_differences():
+    from policies.pollux._kernels import _loss
+
+    cfg = [(1, 1, 32), (1, 2, 64), (1, 4, 64), (2, 8, 100), (4, 16, 128)]
+    n, r, m = (np.array(x, np.float64) for x in zip(*cfg))
+    g_obs = (TRUE.alpha_c + TRUE.beta_c * m) * 1.05
+    i_obs = iteration_s(TRUE, n, r, m, 0) * 0.97
+    x0 = np.array([0.1, 0.01, 0.1, 0.01, 0.1, 0.01, 1.001])
+    lo = np.array([1e-8] * 6 + [1.0])
+    free = np.ones(7, bool)
+    z = np.array([-3.0, -7.0, -2.5, -4.0, -3.2, -5.0, 0.3])
+    grad = np.empty(7)
+    _loss(z, x0, lo, free, n, r, m, g_obs, i_obs, grad)
+    h = 1e-6
+    for i in range(7):
+        e = np.zeros(7)
+        e[i] = h
+        fd = (_loss(z + e, x0, lo, free, n, r, m, g_obs, i_obs, np.empty(7))
+              - _loss(z - e, x0, lo, free, n, r, m, g_obs, i_obs, np.empty(7))) / (2 * h)
+        assert grad[i] == pytest.approx(fd, rel=1e-4, abs=1e-7)
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 5), st.integers(0, 5)), min_size=1, max_size=30))
+def test_fronts_match_brute_force(points):
+    F = np.array(points, float)
+    dom = np.all(F[:, None] <= F[None], axis=2) & np.any(F[:, None] < F[None], axis=2)  # dom[a, b]: a dominates b
+    rank = np.full(len(F), -1)
+    k = 0
+    while (rank < 0).any():
+        left = rank < 0
+        front = left & ~(dom[left][:, :].any(axis=0))
+        rank[front] = k
+        k += 1
+    assert _fronts(F).tolist() == rank.tolist()
+
+
+def test_crossover_swaps_the_rows_before_the_point():
+    prob = _problem(J=3, N=2)
+    a = np.zeros((1, 3, 2), np.int64)
+    b = np.ones((1, 3, 2), np.int64)
+
+    class Fixed:  # the rng draws: point 2, crossed
+        def integers(self, lo, hi, size):
+            return np.full(size, 2)
+
+        def random(self, size):
+            return np.zeros(size)
+
+    c = prob.crossover(a, b, Fixed(), 0.9)
+    assert c[0].sum(axis=1).tolist() == [2, 2, 0] and c[1].sum(axis=1).tolist() == [0, 0, 2]

@@ -1,0 +1,200 @@
+"""Aryl's workloads, stood in from the public Philly trace (Aryl's ByteDance trace is private).
+
+`../shared/seeds/notes/aryl.md` §5: a 15-day window rescaled to 443×8 training GPUs; the ≈5 %
+of jobs with the largest GPU-time marked elastic so that they hold ≈36 % of the GPU-time
+(w_max = trace GPUs, w_min = w_max/2); ≈21 % of jobs GPU-type-agnostic (the rest require the
+training V100); scenarios Basic / Advanced (+10 % heterogeneous) / Ideal (every job elastic and
+heterogeneous); an elastic-fraction sweep; and the testbed configuration (4 + 4 servers, 180
+jobs of which 10 elastic over 8 h, durations 2 min–2 h, no job above 16 GPUs).
+
+Every choice is a field of `ArylWorkload`, recorded with the trace (`params` beside it):
+
+- *Rescaling*: each Philly job of the window is replicated `load_scale` times (the fraction by
+  a seeded coin), copies jittered by U[0, 300) s, so the offered GPU-time over the window is
+  `target_load` × the scaled training capacity. Philly's ≈750 jobs/day × 15 days × the factor
+  (≈4.5 at 0.8) gives ≈50k jobs, the size of Aryl's trace (50,390).
+- *Scale*: `train_servers` (443) and the cluster built by `cluster_toml` can be shrunk
+  proportionally (`scale`) so a run fits a small machine: same load, fewer servers and jobs.
+- *Elastic cut*: among all jobs ranked by GPU-time, the contiguous rank window of
+  `elastic_frac` × jobs whose GPU-time share is closest to `elastic_share`; elastic jobs scale in
+  [max(1, g/2), g], an elastic 1-GPU job in [1, `single_gpu_elastic_max`].
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from cosim.errors import InputError
+
+PHILLY = "traces/philly/philly_jobs.csv"  # under ../shared/data
+TRAIN_TYPE = "V100-32GB"
+SCENARIOS = ("basic", "advanced", "ideal")
+
+
+@dataclass(frozen=True)
+class ArylWorkload:
+    """The recorded parameters of one Aryl stand-in workload (see the module doc)."""
+
+    scenario: str = "basic"
+    window_start_day: int = 30  # days after the trace's first submission (2017-10-04: a busy stretch)
+    window_days: float = 15.0  # [S] 15-day trace
+    train_servers: int = 443  # [S] 443 x 8 V100
+    inference_servers: int = 520  # [D/I] 4,160 T4 / 8
+    scale: float = 1.0  # fraction of both clusters and of the job stream (1 = the paper's size)
+    target_load: float = 0.8  # offered GPU-time / training capacity over the window [I]
+    max_duration_s: float = 4 * 86400.0  # [I] cap: Philly has 53-day jobs; the paper "minutes to days"
+    elastic_frac: float = 0.05  # [S] ~5 % of jobs elastic
+    elastic_share: float = 0.36  # [S] holding 36 % of resources
+    agnostic_frac: float = 0.21  # [S] up to 21 % GPU-type-agnostic
+    hetero_frac: float = 0.10  # [S] Advanced: 10 % more jobs heterogeneous-capable
+    single_gpu_elastic_max: int = 2  # [I] an elastic 1-GPU job scales in [1, this] (Philly: 96 % of jobs are 1-GPU)
+    model: str = "resnet50"  # [I] one zoo model for every job: throughput ∝ GPUs under --perf linear
+    seed: int = 0
+
+    def validate(self) -> None:
+        if self.scenario not in SCENARIOS:
+            raise InputError.at(field="scenario", expected=f"one of {', '.join(SCENARIOS)}", got=self.scenario)
+        for name in ("elastic_frac", "elastic_share", "agnostic_frac", "hetero_frac"):
+            v = getattr(self, name)
+            if not 0.0 <= v <= 1.0:
+                raise InputError.at(field=name, expected="a fraction in [0, 1]", got=v)
+        if not (0 < self.scale <= 1 and self.target_load > 0 and self.window_days > 0):
+            raise InputError.at(field="scale/target_load/window_days", expected="positive (scale ≤ 1)",
+                                got=(self.scale, self.target_load, self.window_days))
+
+
+def read_philly(shared: Path) -> pd.DataFrame:
+    """The Philly job table: submit s from the first submission, duration s, GPUs."""
+    p = Path(shared) / PHILLY
+    if not p.is_file():
+        raise InputError.at(p, expected="the Philly trace (../shared/data/traces/philly/philly_jobs.csv)")
+    df = pd.read_csv(p, parse_dates=["timestamp"])
+    t = (df["timestamp"] - df["timestamp"].min()).dt.total_seconds().to_numpy()
+    out = pd.DataFrame({"submit": t, "duration": df["duration"].to_numpy(float),
+                        "gpus": df["num_gpus"].to_numpy(int)})
+    return out.sort_values("submit", kind="stable").reset_index(drop=True)
+
+
+def elastic_cut(gpu_time: np.ndarray, gpus: np.ndarray, frac: float, share: float) -> np.ndarray:
+    """Mask of the elastic jobs: among all jobs by GPU-time (largest first), the contiguous
+    rank window of round(frac × jobs) whose share of all GPU-time is closest to `share` (the
+    top 5 % of Philly's jobs hold far more than 36 %, so the window starts lower)."""
+    n = gpu_time.shape[0]
+    k = int(round(frac * n))
+    mask = np.zeros(n, bool)
+    multi = np.arange(n)
+    if k == 0 or multi.size == 0:
+        return mask
+    k = min(k, multi.size)
+    order = multi[np.argsort(-gpu_time[multi], kind="stable")]
+    cs = np.concatenate([[0.0], np.cumsum(gpu_time[order])]) / max(gpu_time.sum(), 1e-9)
+    shares = cs[k:] - cs[:-k]
+    a = int(np.argmin(np.abs(shares - share)))
+    mask[order[a:a + k]] = True
+    return mask
+
+
+def build(w: ArylWorkload, shared: Path) -> tuple[pd.DataFrame, dict]:
+    """The canonical job table of workload `w` and its recorded statistics."""
+    w.validate()
+    src = read_philly(shared)
+    t0 = w.window_start_day * 86400.0
+    horizon = w.window_days * 86400.0
+    win = src[(src["submit"] >= t0) & (src["submit"] < t0 + horizon)].copy()
+    win["submit"] -= t0
+    win["duration"] = win["duration"].clip(1.0, w.max_duration_s)
+    cap_gpus = int(round(w.train_servers * w.scale)) * 8
+    win = win[win["gpus"] <= cap_gpus]
+    offered = float((win["duration"] * win["gpus"]).sum())
+    factor = w.target_load * cap_gpus * horizon / max(offered, 1.0)
+    rng = np.random.default_rng(w.seed)
+    reps = np.floor(factor).astype(int) + (rng.random(len(win)) < factor - np.floor(factor))
+    rows = win.loc[win.index.repeat(reps)].reset_index(drop=True)
+    rows["submit"] = np.clip(rows["submit"] + rng.uniform(0, 300.0, len(rows)), 0, horizon)
+    rows = rows.sort_values("submit", kind="stable").reset_index(drop=True)
+    return _finish(rows, w, rng, dict(load_scale=factor, window_jobs=len(win)))
+
+
+def _finish(rows: pd.DataFrame, w: ArylWorkload, rng: np.random.Generator, extra: dict) -> tuple[pd.DataFrame, dict]:
+    n = len(rows)
+    gpus = rows["gpus"].to_numpy(int)
+    gt = rows["duration"].to_numpy(float) * gpus
+    if w.scenario == "ideal":
+        elastic = np.ones(n, bool)
+    else:
+        elastic = elastic_cut(gt, gpus, w.elastic_frac, w.elastic_share)
+    agn = elastic.copy()
+    want = int(round((w.agnostic_frac + (w.hetero_frac if w.scenario == "advanced" else 0.0)) * n))
+    if w.scenario == "ideal":
+        agn[:] = True
+    elif want > agn.sum():
+        pick = rng.permutation(np.flatnonzero(~agn))[:want - int(agn.sum())]
+        agn[pick] = True
+    min_g = np.where(elastic, np.maximum(1, gpus // 2), gpus)
+    max_g = np.where(elastic & (gpus == 1), max(1, w.single_gpu_elastic_max), gpus)
+    df = pd.DataFrame({
+        "job_id": [f"a{i}" for i in range(n)],
+        "submit_time": rows["submit"].to_numpy(float),
+        "num_gpus": gpus.astype(np.int32),
+        "duration": rows["duration"].to_numpy(float),
+        "model": w.model,
+        "gpu_type": np.where(agn, None, TRAIN_TYPE),
+        "min_gpus": min_g.astype(np.int32),
+        "max_gpus": max_g.astype(np.int32),
+        "source": f"aryl-{w.scenario} from philly_jobs.csv",
+    })
+    stats = dict(params=dataclasses.asdict(w), jobs=n, elastic_jobs=int(elastic.sum()),
+                 elastic_job_frac=float(elastic.mean()) if n else 0.0,
+                 elastic_gpu_time_share=float(gt[elastic].sum() / max(gt.sum(), 1e-9)),
+                 elastic_mean_duration_h=float(rows["duration"][elastic].mean() / 3600) if elastic.any() else 0.0,
+                 agnostic_frac=float(agn.mean()) if n else 0.0, **extra)
+    return df, stats
+
+
+def testbed(shared: Path, seed: int = 0, jobs: int = 180, elastic: int = 10, hours: float = 8.0,
+            gpu_weight_exponent: float = 1.5, scenario: str = "basic") -> tuple[pd.DataFrame, dict]:
+    """The testbed workload [S]: 180 jobs (10 elastic) over 8 h, 2 min–2 h, ≤ 16 GPUs, from
+    Philly's jobs in that range, sampled without replacement with weight GPUs^`gpu_weight_exponent`
+    [I] (uniform sampling gives 97 % 1-GPU jobs and an offered load of 0.47 of the 32 training
+    GPUs; 1.5 gives ≈0.95, the paper's testbed queues: Baseline mean queueing 1532 s), arrivals
+    rescaled to `hours`."""
+    src = read_philly(shared)
+    ok = src[(src["duration"] >= 120) & (src["duration"] <= 7200) & (src["gpus"] <= 16)]
+    rng = np.random.default_rng(seed)
+    wt = ok["gpus"].to_numpy(float) ** gpu_weight_exponent
+    pick = np.sort(rng.choice(len(ok), size=min(jobs, len(ok)), replace=False, p=wt / wt.sum()))
+    rows = ok.iloc[pick].reset_index(drop=True)
+    s = rows["submit"].to_numpy(float)
+    rows["submit"] = (s - s.min()) / max(np.ptp(s), 1.0) * hours * 3600.0
+    frac = elastic / len(rows)
+    share = 0.36
+    w = ArylWorkload(scenario=scenario, elastic_frac=frac, elastic_share=share, seed=seed,
+                     train_servers=4, inference_servers=4, window_days=hours / 24)
+    return _finish(rows, w, rng, dict(testbed=True, gpu_weight_exponent=gpu_weight_exponent,
+                                      offered_load=float((rows["gpus"] * rows["duration"]).sum() / (32 * hours * 3600))))
+
+
+def write(df: pd.DataFrame, stats: dict, path: Path) -> Path:
+    """The trace as canonical Parquet plus `<name>.json` with its recorded parameters."""
+    from traces.io import normalize, write_jobs
+
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_jobs(normalize(df, source=str(path)), path)
+    path.with_suffix(".json").write_text(json.dumps(stats, indent=1, default=str))
+    return path
+
+
+def cluster_toml(train_servers: int, inference_servers: int, repo: Path | None = None) -> str:
+    """The `aryl` preset with its two groups resized (proportional scale-downs)."""
+    repo = Path(__file__).resolve().parents[1] if repo is None else repo
+    text = (repo / "netmodel" / "presets" / "aryl.toml").read_text()
+    text = text.replace('name = "aryl"', f'name = "aryl-{train_servers}+{inference_servers}"', 1)
+    text = text.replace("nodes = 443", f"nodes = {int(train_servers)}", 1)
+    return text.replace("nodes = 520", f"nodes = {int(inference_servers)}", 1)

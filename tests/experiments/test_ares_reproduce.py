@@ -29,6 +29,10 @@ def test_catalog_grids_resolve_with_every_shared_workload():
     full = exp.grid("main", "full")
     assert {"ares", "ares-artifact", "themis-ftf-lp", "themis"} <= set(full["policies"])
     assert {"themis-ftf-lp", "themis"} <= set(exp.grid("testbed", "full")["policies"])
+    vs = exp.grid("vs-pollux", "full")
+    assert {"ares", "ares-artifact", "pollux", "themis-ftf-lp"} <= set(vs["policies"])
+    assert {k: vs[k] for k in ("clusters", "costs", "contention", "seeds")} == \
+        {k: full[k] for k in ("clusters", "costs", "contention", "seeds")}  # so its cells are the main grid's
     assert full["costs"] == ["ares-paper"] and full["clusters"] == ["ares-sim"]
     alphas = exp.grid("alpha", "full")["policies"]["ares"]["alpha"]
     assert alphas[0] == 0.55 and alphas[-1] == 0.95 and len(alphas) == 9

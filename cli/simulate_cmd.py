@@ -38,7 +38,7 @@ def simulate(
     load_series: Optional[str] = typer.Option(None, "--load-series", help="Inference load lending/reclaiming pool nodes: "
                                               "CSV time_s,pool,nodes_needed, or diurnal:H (seeded daily load, headroom H); "
                                               "writes reclaims.parquet."),
-    perf: str = typer.Option("network", "--perf", help="Iteration-time backend: network, linear, measured, trace or astra (Dally: trace time x Table-I-style ratio)."),
+    perf: str = typer.Option("network", "--perf", help="Iteration-time backend: network, linear, measured, trace, astra (Dally: trace time x Table-I-style ratio) or measured-pollux-sim (measured + the Pollux simulator's step-time quirks: yolov3 max local batch 8, extra accumulation step on 1 GPU)."),
     set_: Optional[list[str]] = typer.Option(None, "--set", help="Policy parameter POLICY.KEY=VALUE, e.g. "
                                              "tiresias.promote_knob=4 (repeatable; see `cosim policies show`)."),
     progress: str = typer.Option("plain", "--progress", help="Progress model: plain, or goodput (Pollux statistical efficiency, epochs of each pollux-sia application)."),

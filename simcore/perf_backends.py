@@ -13,6 +13,9 @@ inputs), chosen per run by `RunConfig.perf`, `cosim simulate --perf` or the swee
   (with the zoo's memory limit and gradient accumulation): no communication, no
   contention, no host sharing. So throughput at a fixed local batch is exactly ∝ n.
 - `measured`: the Pollux/Sia measured tables ("table mode", `simcore.perf_measured`).
+- `measured-pollux-sim`: `measured` with the Pollux OSDI'21 simulator's two step-time quirks
+  (yolov3's max local batch 8; one extra accumulation step for a one-GPU job above its initial
+  batch), to compare with that simulator (`simcore.perf_measured`; off unless named).
 - `trace`: the trace's own per-iteration time (`time_per_iteration`, SenseTime) scaled by
   the `network` model's placement sensitivity: job j on placement P at batch b takes
 
@@ -36,7 +39,7 @@ inputs), chosen per run by `RunConfig.perf`, `cosim simulate --perf` or the swee
   × (1 + r) with r the exposed-comm/compute ratio of the job's model on its placement shape
   (Table I's method, the per-layer workload files); no link demands (no contention).
 
-`linear` and `measured` phases have no link demands, so contention does not touch them
+`linear` and `measured` (either flavour) phases have no link demands, so contention does not touch them
 (the measured step already contains the job's network).
 """
 
@@ -50,7 +53,7 @@ from cosim.errors import UnknownNameError
 from simcore.perf import Phases, PerfModel
 
 #: backend names, the default first
-PERF_BACKENDS = ("network", "linear", "measured", "trace", "astra")
+PERF_BACKENDS = ("network", "linear", "measured", "trace", "astra", "measured-pollux-sim")
 DEFAULT_PERF = "network"
 
 _NO_IDS = np.zeros(0, np.int32)
@@ -75,10 +78,10 @@ def make_perf(name: str, topology: Any, zoo: Any, comm: Any, solve: Any = None, 
     kw = dict(contention=contention, allow_accumulation=allow_accumulation)
     if name == "linear":
         return LinearPerf(topology, zoo, comm, solve, **kw)  # ideal scaling: no fitted form
-    if name == "measured":
+    if name in ("measured", "measured-pollux-sim"):
         from simcore.perf_measured import MeasuredPerf
 
-        return MeasuredPerf(topology, zoo, comm, solve, tables=tables, **kw)
+        return MeasuredPerf(topology, zoo, comm, solve, tables=tables, pollux_sim=name != "measured", **kw)
     if name == "astra":  # the Dally authors' ratio model (simcore.perf_dally)
         from simcore.perf_dally import AstraRatioPerf
 

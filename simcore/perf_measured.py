@@ -41,11 +41,23 @@ the shipped platforms file (`calibration.importers.read_platforms`; T4 → `aws`
 files are read with `calibration.importers.read_pollux_placements`. A placement over several
 GPU types waits for the slowest (the largest of each type's table). Tables live under
 `profiles/` of `$COSIM_SHARED_DATA` or, by default, `../shared/data/profiles` beside the checkout.
+
+**`measured-pollux-sim`** (`MeasuredPerf(pollux_sim=True)`, off by default): the same tables with
+the two step-time quirks of the Pollux OSDI'21 artifact simulator, for runs that must agree with
+that simulator (issue 14, `experiments/catalog/pollux.toml`), not with the measured hardware:
+
+- yolov3's largest local batch is hand-set to 8 (`applications.py`, `APPLICATIONS`:
+  `max_local_bsz=8`) although its tables go to 16, so larger local batches accumulate;
+- a one-GPU job whose batch is above the application's initial batch (the smallest batch of
+  its `validation-<b>.csv` files) always runs at least one extra accumulation step
+  (`simulator.py`, `Job.update_local_bsz`: `accum_steps = max(1, accum_steps)`): 2 micro-steps
+  of `ceil(b / 2)` where the tables alone would need one.
 """
 
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -56,6 +68,8 @@ import pandas as pd
 from cosim.errors import InputError
 from simcore.perf import Phases, PerfModel
 
+#: the Pollux simulator's hand-set largest local batch per application (`measured-pollux-sim` only)
+POLLUX_SIM_MAX_LOCAL_BSZ = {"yolov3": 8}
 #: Pollux caps the node count of the 3-D interpolation at 16 (`min(num_nodes, 16)`)
 MAX_NODES = 16
 _NO_IDS = np.zeros(0, np.int32)
@@ -63,6 +77,7 @@ _NO_IDS.flags.writeable = False
 _NO_BYTES = np.zeros(0, np.float64)
 _NO_BYTES.flags.writeable = False
 _MISSING = object()
+_VALIDATION = re.compile(r"validation-(\d+)\.csv$")
 
 
 def default_profiles() -> Path:
@@ -201,18 +216,30 @@ class MeasuredTables:
             self._tables[k] = t
         return t
 
+    def init_batch(self, model: str) -> int | None:
+        """Pollux's initial batch of `model`: the smallest `validation-<b>.csv` of its folder (None: none)."""
+        app = self.apps().get(model)
+        if app is None:
+            return None
+        sizes = [int(m.group(1)) for p in app.glob("validation-*.csv") if (m := _VALIDATION.search(p.name))]
+        return min(sizes) if sizes else None
+
     def available(self, platform: str) -> list[str]:
         return sorted(m for m, d in self.apps().items() if (d / f"placements-{platform}.csv").is_file())
 
 
 class MeasuredPerf(PerfModel):
-    """`PerfModel` whose iteration is the measured table's (see the module docstring)."""
+    """`PerfModel` whose iteration is the measured table's (see the module docstring);
+    `pollux_sim`: with the Pollux simulator's two step-time quirks (`measured-pollux-sim`)."""
 
     def __init__(self, topology: Any, zoo: Any, comm: Any, solve: Any = None, contention: bool = True,
-                 allow_accumulation: bool = True, tables: MeasuredTables | None = None) -> None:
+                 allow_accumulation: bool = True, tables: MeasuredTables | None = None,
+                 pollux_sim: bool = False) -> None:
         super().__init__(topology, zoo, comm, solve, contention=contention, allow_accumulation=allow_accumulation)
         from calibration import zoo as zoo_mod
 
+        self.pollux_sim = bool(pollux_sim)
+        self._init_batch: dict[str, int | None] = {}
         self.tables = tables if tables is not None else MeasuredTables()
         plat = gpu_platforms()
         self.type_platform: tuple[str | None, ...] = tuple(plat.get(_gpu(zoo_mod, n)) for n in self.type_names)
@@ -235,7 +262,9 @@ class MeasuredPerf(PerfModel):
 
     def max_local_batch(self, model: str, type_idx: int, n_gpus: int = 1) -> int:
         t = self.table(model, int(type_idx))  # the measured runs' limit, whatever the GPU count
-        return 0 if t is None else t.max_local_bsz
+        if t is None:
+            return 0
+        return POLLUX_SIM_MAX_LOCAL_BSZ.get(model, t.max_local_bsz) if self.pollux_sim else t.max_local_bsz
 
     def phases(self, model: str, gpus: np.ndarray, batch: int) -> Phases | None:
         gpus = np.asarray(gpus, dtype=np.int32)
@@ -257,6 +286,12 @@ class MeasuredPerf(PerfModel):
         if mb is None:
             return None
         steps, micro = mb
+        if self.pollux_sim and n == 1 and steps == 1 and self.allow_accumulation:
+            b0 = self._init_batch.get(model, _MISSING)
+            if b0 is _MISSING:
+                b0 = self._init_batch[model] = self.tables.init_batch(model)
+            if b0 is not None and batch > b0:  # the simulator's forced extra accumulation step
+                steps, micro = 2, math.ceil(batch / 2)
         counts = np.bincount(self.gpu_node[gpus])
         worst = None
         for t in types:

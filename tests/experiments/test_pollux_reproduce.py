@@ -37,7 +37,7 @@ def test_small_report_rows_match_the_cells_and_the_peer(small):
     cells = cells[cells["grid"] == "workloads"]  # the `pollux` grid is checked below
     assert len(cells) == 2 and (cells["status"] == "ok").all(), cells.get("error")
     assert set(cells["policy"]) == set(PEER_S) and set(cells["trace"]) == {"workload-1"}
-    assert (cells["perf"] == "measured").all() and (cells["progress"] == "goodput").all()
+    assert (cells["perf"] == "measured-pollux-sim").all() and (cells["progress"] == "goodput").all()
     assert (cells["costs"] == "pollux-sim").all() and not cells["fallback"].any()
     cosim_h = dict(zip(cells["policy"], cells["avg_jct_s"] / 3600))
     report = (small.out_dir / "REPORT.md").read_text()
@@ -57,7 +57,7 @@ def test_small_report_rows_match_the_cells_and_the_peer(small):
     a, b = cosim_h["tiresias-pollux"], cosim_h["optimus"]
     rel = (b - a) / max(a, b)
     assert claims[0][3] == verdict == ("yes" if rel > 0.02 else "no" if rel < -0.02 else "tie")
-    assert "--perf measured --progress goodput --costs pollux-sim" in report  # the rerun command says how
+    assert "--perf measured-pollux-sim --progress goodput --costs pollux-sim" in report  # the rerun command says how
 
 
 def test_progress_axis_validates_and_keeps_default_ids():

@@ -34,8 +34,10 @@ CIFAR = zoo.resolve("cifar10")  # the zoo's name of Pollux/Sia's cifar10 applica
 
 
 def test_names_and_unknown_backend():
-    assert PERF_BACKENDS[0] == "network" and set(PERF_BACKENDS) == {"network", "linear", "measured", "trace", "astra"}
-    with pytest.raises(UnknownNameError, match="unknown perf backend 'nope'; valid: astra, linear, measured, network, trace"):
+    assert PERF_BACKENDS[0] == "network" and set(PERF_BACKENDS) == {"network", "linear", "measured", "trace", "astra",
+                                                                       "measured-pollux-sim"}
+    with pytest.raises(UnknownNameError, match="unknown perf backend 'nope'; valid: astra, linear, measured, "
+                                               "measured-pollux-sim, network, trace"):
         check_perf("nope")
     topo = fake_topology()
     assert type(make_perf("network", topo, FakeZoo(), FakeComm(topo), fake_solve)) is PerfModel
@@ -46,7 +48,8 @@ def test_cli_unknown_backend_one_line_exit_2():
     res = cli.invoke(app, ["simulate", "--synth", "philly:5", "--policy", "fifo", "--perf", "nope"])
     assert res.exit_code == 2
     lines = [ln for ln in res.output.splitlines() if ln.strip()]
-    assert len(lines) == 1 and "unknown perf backend 'nope'; valid: astra, linear, measured, network, trace" in lines[0]
+    assert len(lines) == 1 and ("unknown perf backend 'nope'; valid: astra, linear, measured, measured-pollux-sim, "
+                                "network, trace") in lines[0]
 
 
 # ---- linear ------------------------------------------------------------------------------
@@ -188,6 +191,41 @@ def test_measured_accumulation_and_clamps(tables):
     assert perf.solo_iter_s(CIFAR, _gpus_for([4]), 4 * 2) == pytest.approx(s4)  # below the range: its end
     big = perf.solo_iter_s(CIFAR, _gpus_for([8, 8, 8, 8]), 32 * 64)  # beyond the set's scale: capped
     assert math.isfinite(big) and big > 0
+
+
+def test_pollux_sim_yolov3_max_local_batch_8(tables):
+    """Quirk 1: the Pollux simulator caps yolov3's local batch at 8, so 16 per GPU accumulates."""
+    yolo, topo = zoo.resolve("yolov3"), _measured_topo()
+    plain = make_perf("measured", topo, FakeZoo(), FakeComm(topo), fake_solve, tables=tables)
+    sim = make_perf("measured-pollux-sim", topo, FakeZoo(), FakeComm(topo), fake_solve, tables=tables)
+    g = _gpus_for([4])
+    k = 1.0 + 0.5 * APPS.index("yolov3")
+    s16, _ = _step(1, 4, 16, k)
+    s8, y8 = _step(1, 4, 8, k)
+    assert plain.max_local_batch(yolo, 0) == 128 and sim.max_local_batch(yolo, 0) == 8
+    ph = plain.phases(yolo, g, 4 * 16)
+    assert ph.accumulation_steps == 1 and ph.solo_s == pytest.approx(s16, rel=1e-12)
+    ph = sim.phases(yolo, g, 4 * 16)  # 2 micro-steps of 8, one synchronisation
+    assert ph.accumulation_steps == 2 and ph.solo_s == pytest.approx(s8 + (s8 - y8), rel=1e-12)
+    assert sim.solo_iter_s(CIFAR, g, 4 * 16) == plain.solo_iter_s(CIFAR, g, 4 * 16)  # other apps untouched
+
+
+def test_pollux_sim_one_gpu_extra_accumulation_step(tables):
+    """Quirk 2: one GPU above the initial batch (smallest validation file) runs 2 micro-steps."""
+    for b in (16, 64):
+        (tables.root / "cifar10" / f"validation-{b}.csv").write_text("progress,grad_sqr,grad_var\n1,1,1\n")
+    topo = _measured_topo()
+    plain = make_perf("measured", topo, FakeZoo(), FakeComm(topo), fake_solve, tables=tables)
+    sim = make_perf("measured-pollux-sim", topo, FakeZoo(), FakeComm(topo), fake_solve, tables=tables)
+    one, four = _gpus_for([1]), _gpus_for([4])
+    s32, _ = _step(1, 1, 32, 1.5)
+    s16, y16 = _step(1, 1, 16, 1.5)
+    assert plain.solo_iter_s(CIFAR, one, 32) == pytest.approx(s32, rel=1e-12)
+    ph = sim.phases(CIFAR, one, 32)  # 32 > initial batch 16: 2 micro-steps of 16
+    assert ph.accumulation_steps == 2 and ph.solo_s == pytest.approx(s16 + (s16 - y16), rel=1e-12)
+    assert sim.phases(CIFAR, one, 16).accumulation_steps == 1  # at the initial batch: no extra step
+    assert sim.solo_iter_s(CIFAR, four, 4 * 32) == plain.solo_iter_s(CIFAR, four, 4 * 32)  # several GPUs: none
+    assert sim.phases(CIFAR, one, 512).accumulation_steps == plain.phases(CIFAR, one, 512).accumulation_steps == 4
 
 
 def test_measured_platform_by_gpu_type_and_missing_tables(tmp_path):

@@ -60,7 +60,7 @@ COLUMNS: dict[str, tuple[str, str]] = {
     "cost_s": ("s", "change cost charged for the decision"),
     # summary.parquet (one row per policy, or per sweep cell)
     "policy": ("name", "scheduling policy"),
-    "perf": ("name", "iteration-time backend: network, linear, measured or trace (simcore.perf_backends)"),
+    "perf": ("name", "iteration-time backend: network, linear, measured, measured-pollux-sim, trace or astra (simcore.perf_backends)"),
     "progress_model": ("name", "progress model: plain or goodput (simcore.goodput)"),
     "ftf_reference": ("name", "finish-time-fairness reference: gps, gps-capped or hetero-1-over-n (simcore.gps)"),
     "jobs": ("count", "jobs in the trace (after skipped invalid ones)"),

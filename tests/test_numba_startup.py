@@ -49,3 +49,10 @@ def test_default_run_setup_loads_neither_networkx_nor_scipy_linalg():
         "be.load_trace(cfg)\n"
         "print('networkx' in sys.modules, 'scipy.linalg' in sys.modules, 'numba.np.arraymath' in sys.modules)\n")
     assert out.split() == ["False", "False", "True"]
+
+
+def test_registering_every_policy_loads_no_scipy_special():
+    """`import policies` registers all policies for every command; scipy.special (≈ 0.12 s) is
+    imported only where a policy first uses it (ONES' Beta predictor)."""
+    out = _run("import sys\nimport policies\nprint('scipy.special' in sys.modules, len(policies.POLICIES.names()) > 0)\n")
+    assert out.split() == ["False", "True"]

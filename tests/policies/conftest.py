@@ -121,3 +121,22 @@ def draw_fabric(draw) -> tuple[int, int, int, int]:
     leaves = draw(st.integers(1, nodes))
     pods = draw(st.integers(1, leaves))
     return nodes, gpn, leaves, pods
+
+
+class FixedThroughput:
+    """A what-if stand-in answering `throughput_matrix` from a fixed job × GPU-type table."""
+
+    def __init__(self, tput):
+        self.tput = np.asarray(tput, float)
+
+    def throughput_matrix(self, jobs, batch=None):
+        return self.tput[np.asarray(jobs)]
+
+
+def typed_view(tput, jobs: list[Job], now: float = 0.0, gpu_types=(0, 0, 0, 0, 1, 1, 1, 1)) -> ClusterView:
+    """Two 4-GPU nodes (types per GPU as given) whose what-if throughputs are `tput`."""
+    import dataclasses
+
+    v = build_view(jobs, now=now, nodes=2, gpus_per_node=4, leaves=1, gpu_types=list(gpu_types),
+                   iteration_time=lambda j, g, b: 1.0)
+    return dataclasses.replace(v, whatif=FixedThroughput(tput))

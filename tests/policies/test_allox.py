@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from policies import make
 from policies.allox import allox_match
 from simcore.api import NEED_DURATION_ORACLE
-from tests.policies.conftest import Job, build_view
+from tests.policies.conftest import FixedThroughput, Job, build_view
 
 
 def _brute_force(proc, free):
@@ -83,14 +83,6 @@ def test_job_that_fits_no_free_type_is_unmatched():
     assert typ.tolist() == [-1, 0] and front.tolist() == [-1, 0]
 
 
-class _WhatIf:
-    def __init__(self, tput):
-        self.tput = np.asarray(tput, float)
-
-    def throughput_matrix(self, jobs, batch=None):
-        return self.tput[np.asarray(jobs)]
-
-
 def test_policy_starts_front_jobs_and_never_preempts():
     # GPUs 0-3 type 0 (job 0 runs on GPUs 0-3), 4-7 type 1 free; three one-GPU jobs queued
     jobs = [Job(gpus=4, submit=0.0, alloc=(0, 1, 2, 3), remaining=1e6)] + [
@@ -98,7 +90,7 @@ def test_policy_starts_front_jobs_and_never_preempts():
     tput = np.array([[1.0, 1.0], [256.0, 256.0], [256.0, 256.0], [256.0, 256.0]])
     v = build_view(jobs, now=360.0, nodes=2, gpus_per_node=4, leaves=1, gpu_types=[0] * 4 + [1] * 4,
                    iteration_time=lambda j, g, b: 1.0)
-    v = dataclasses.replace(v, whatif=_WhatIf(tput))
+    v = dataclasses.replace(v, whatif=FixedThroughput(tput))
     pol = make("allox")
     assert NEED_DURATION_ORACLE in pol.needs and not pol.event_driven
     d = pol.decide(v, 360.0)

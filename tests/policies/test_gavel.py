@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 
 import numpy as np
 import pytest
@@ -13,7 +12,7 @@ from policies import make
 from policies.gavel import (finish_time_fairness, max_min_fairness, max_sum_throughput, priorities,
                             round_schedule, sjf_like)
 from simcore.api import NEED_DURATION_ORACLE
-from tests.policies.conftest import Job, build_view
+from tests.policies.conftest import Job, typed_view
 
 ONE = np.ones(3, np.int64)
 
@@ -125,26 +124,12 @@ def test_round_skips_jobs_that_do_not_fit_and_runs_zero_priority_on_leftovers():
     assert ch.tolist() == [0, -1, 0]  # job 1 (4 GPUs) no longer fits after job 0; job 2 takes a leftover
 
 
-class _WhatIf:
-    def __init__(self, tput):
-        self.tput = np.asarray(tput, float)
-
-    def throughput_matrix(self, jobs, batch=None):
-        return self.tput[np.asarray(jobs)]
-
-
-def _view(tput, jobs, now=0.0, gpu_types=(0, 0, 0, 0, 1, 1, 1, 1)):
-    v = build_view(jobs, now=now, nodes=2, gpus_per_node=4, leaves=1, gpu_types=list(gpu_types),
-                   iteration_time=lambda j, g, b: 1.0)
-    return dataclasses.replace(v, whatif=_WhatIf(tput))
-
-
 def test_policy_places_jobs_on_their_chosen_type_and_declares_the_oracle_only_when_needed():
     # 4 one-GPU jobs; job 0..1 ten times faster on type 1, jobs 2..3 equal: max-sum puts 0, 1 on type 1
     tput = np.array([[1.0, 10.0], [1.0, 10.0], [1.0, 1.0], [1.0, 1.0]])
     pol = make("gavel", objective="max_sum_throughput")
     assert NEED_DURATION_ORACLE not in pol.needs and not pol.event_driven
-    d = pol.decide(_view(tput, [Job(gpus=1, submit=float(i)) for i in range(4)]), 0.0)
+    d = pol.decide(typed_view(tput, [Job(gpus=1, submit=float(i)) for i in range(4)]), 0.0)
     types = {j: {0 if g < 4 else 1 for g in a.gpus} for j, a in d.allocations.items()}
     assert types[0] == {1} and types[1] == {1}
     assert len({g for a in d.allocations.values() for g in a.gpus}) == sum(len(a.gpus) for a in d.allocations.values())
@@ -164,7 +149,7 @@ def test_policy_rotates_more_jobs_than_gpus_over_rounds():
         for i, jb in enumerate(jobs):
             jb.alloc = held.get(i, ())
             jb.state = None
-        d = pol.decide(_view(tput, jobs, now=360.0 * k), 360.0 * k)
+        d = pol.decide(typed_view(tput, jobs, now=360.0 * k), 360.0 * k)
         held = {j: a.gpus for j, a in d.allocations.items() if a.gpus}
         for j in held:
             ran[j] += 1
@@ -187,9 +172,9 @@ def test_jobs_that_fit_no_type_get_no_allocation(objective):
     program is still solved (no error) and gives it nothing; the 1-GPU job runs."""
     tput = np.array([[1.0, 1.0], [1.0, 1.0]])
     jobs = [Job(gpus=6, submit=0.0, remaining=10.0), Job(gpus=1, submit=1.0, remaining=10.0)]
-    d = make("gavel", objective=objective).decide(_view(tput, jobs), 0.0)
+    d = make("gavel", objective=objective).decide(typed_view(tput, jobs), 0.0)
     assert 0 not in d.allocations and len(d.allocations[1].gpus) == 1
-    d = make("gavel", objective=objective).decide(_view(tput, jobs[:1]), 0.0)
+    d = make("gavel", objective=objective).decide(typed_view(tput, jobs[:1]), 0.0)
     assert not d.allocations
 
 

@@ -3,7 +3,6 @@ the fairness knob, leftover hand-out, invariants of a round, and the FTF-LP vari
 
 from __future__ import annotations
 
-import dataclasses
 import math
 
 import numpy as np
@@ -14,7 +13,7 @@ from hypothesis import strategies as st
 from policies import make
 from policies.themis import hidden_payments, leftover, pf_auction, rho_table
 from simcore.api import NEED_DURATION_ORACLE
-from tests.policies.conftest import Job, build_view
+from tests.policies.conftest import Job, typed_view
 
 
 def test_rho_by_hand():
@@ -65,26 +64,12 @@ def test_leftover_is_work_conserving_worst_first():
     assert chosen.tolist() == [1, 0, -1] and left.tolist() == [0, 0]
 
 
-class _WhatIf:
-    def __init__(self, tput):
-        self.tput = np.asarray(tput, float)
-
-    def throughput_matrix(self, jobs, batch=None):
-        return self.tput[np.asarray(jobs)]
-
-
-def _view(tput, jobs, now=0.0, gpu_types=(0, 0, 0, 0, 1, 1, 1, 1)):
-    v = build_view(jobs, now=now, nodes=2, gpus_per_node=4, leaves=1, gpu_types=list(gpu_types),
-                   iteration_time=lambda j, g, b: 1.0)
-    return dataclasses.replace(v, whatif=_WhatIf(tput))
-
-
 def test_fairness_knob_sets_the_number_of_participants():
     jobs = [Job(gpus=1, submit=float(i), remaining=100.0 * (i + 1)) for i in range(10)]
     tput = np.ones((10, 2))
     for f, k in ((0.0, 10), (0.8, 2), (0.95, 1)):
         pol = make("themis", fairness_knob=f)
-        pol.decide(_view(tput, jobs, now=1000.0), 1000.0)
+        pol.decide(typed_view(tput, jobs, now=1000.0), 1000.0)
         assert pol.last["participants"].size == k
     assert NEED_DURATION_ORACLE in make("themis").needs
 
@@ -96,7 +81,7 @@ def test_worst_off_waiting_job_is_served_first():
     jobs = [Job(gpus=1, submit=4000.0, alloc=(i,), remaining=50.0) for i in range(8)]
     jobs.append(Job(gpus=1, submit=0.0, remaining=50.0))
     pol = make("themis", fairness_knob=0.95)
-    d = pol.decide(_view(np.ones((9, 2)), jobs, now=5000.0), 5000.0)
+    d = pol.decide(typed_view(np.ones((9, 2)), jobs, now=5000.0), 5000.0)
     assert pol.last["participants"].tolist() == [8]
     assert len(d.allocations[8].gpus) == 1
     assert sum(len(a.gpus) for a in d.allocations.values()) == 8
@@ -127,7 +112,7 @@ def test_round_invariants(data):
             row[0 if jb.alloc[0] < 4 else 1] = 1.0
     pol = make("themis", fairness_knob=data.draw(st.sampled_from([0.0, 0.5, 0.8])),
                payment=data.draw(st.sampled_from(["probabilistic", "none"])))
-    d = pol.decide(_view(tput, jobs, now=1000.0), 1000.0)
+    d = pol.decide(typed_view(tput, jobs, now=1000.0), 1000.0)
     used = [g for a in d.allocations.values() for g in a.gpus]
     assert len(used) == len(set(used)) and len(used) <= 8
     for j, a in d.allocations.items():
@@ -143,7 +128,7 @@ def test_ftf_lp_variant_is_gavel_with_the_ftf_objective():
     tput = np.tile([[1.0, 3.0]], (12, 1))
     a, b = make("themis-ftf-lp"), make("gavel", objective="finish_time_fairness")
     assert a.config.objective == "finish_time_fairness" and NEED_DURATION_ORACLE in a.needs
-    da, db = a.decide(_view(tput, jobs, now=400.0), 400.0), b.decide(_view(tput, jobs, now=400.0), 400.0)
+    da, db = a.decide(typed_view(tput, jobs, now=400.0), 400.0), b.decide(typed_view(tput, jobs, now=400.0), 400.0)
     assert {j: x.gpus for j, x in da.allocations.items()} == {j: x.gpus for j, x in db.allocations.items()}
 
 

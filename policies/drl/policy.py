@@ -4,7 +4,8 @@ determine the size of each job", "it does not stop any job during its training u
 all-reduce workers only (no parameter servers).
 
 Each round the policy looks at up to `slots` active jobs (arrival order) and repeatedly picks one
-action from its network's softmax: add one GPU to one job (starting it if queued), or stop. Running
+action from its network's softmax: add one GPU to one job (starting a queued job at its `min_gpus`,
+so a rigid job gets exactly its size), or stop. Running
 jobs keep every GPU they hold (never preempted, never shrunk); a job grows up to its cap (Optimus'
 `caps_of`: `max_gpus` and global batch // the model's smallest local batch); actions stop when the
 network says so, when no GPU is free, or after `max_actions`. Training (numpy, seeded, deterministic):
@@ -132,6 +133,8 @@ class Drl(BasePolicy):
         cap[:len(slots)] = caps_of(view, jobs[:n], self.config.batch_cap, Optimus.Config().single_gpu_models)
         g = np.zeros(n, np.int64)
         g[:len(slots)] = held[:n]
+        lo = np.ones(n, np.int64)  # a job's first action starts it at its minimum (a rigid job: its size)
+        lo[:len(slots)] = np.maximum(1, view.jobs.min_gpus[jobs[:n]])
         target = None
         if self.teacher is not None:
             target = np.zeros(n, np.int64)
@@ -140,8 +143,9 @@ class Drl(BasePolicy):
         while free > 0 and (self.config.max_actions == 0 or acts < self.config.max_actions):
             mask = np.zeros(n + 1, bool)
             mask[n] = True
+            nxt = np.where(g > 0, g + 1, lo)
             for i, j in enumerate(slots):
-                mask[i] = g[i] < cap[i] and np.isfinite(self.step(view, j, int(g[i]) + 1))
+                mask[i] = nxt[i] <= cap[i] and nxt[i] - g[i] <= free and np.isfinite(self.step(view, j, int(nxt[i])))
             if not mask[:n].any():
                 break
             x = features(view, now, slots, g, cap, free, total, max(0, jobs.size - n), self.step)
@@ -154,8 +158,8 @@ class Drl(BasePolicy):
             self.trajectory.append((x, mask, a))
             if a == n:
                 break
-            g[a] += 1
-            free -= 1
+            free -= int(nxt[a] - g[a])
+            g[a] = nxt[a]
             acts += 1
         out = held.copy()
         out[:len(slots)] = g[:len(slots)]

@@ -235,7 +235,12 @@ def _ftf_dinkelbach(tput, sf, num_gpus, a, c, max_iter=30):
         f = sol.objective  # > 0: ρ_k was below the optimum (the start); < 0: above; 0: optimal
         if abs(f) <= 1e-12 * max(1.0, abs(rho)) or (f < 0 and new >= rho * (1.0 - 1e-12)):
             break
-        rho, d = new, u
+        # the next normalisation: the rates at X — but only from a point above the optimum
+        # (f < 0: every job then has a positive rate). From below (f > 0, the start) the LP may
+        # leave a job empty, and a ~1e-9 weight on z sits below HiGHS' tolerances and stalls ρ.
+        rho = new
+        if f < 0:
+            d = u
     return best_x, best, it
 
 

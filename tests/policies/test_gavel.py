@@ -255,3 +255,19 @@ def test_ftf_dinkelbach_reaches_the_optimum_of_long_cutting_planes(data):
     _, ref, _ = _inverse_rate_lp(tput, sf, num, ftf=(a, c), tol=1e-7, max_iter=300, ftf_method="kelley")
     assert obj <= ref * (1 + 1e-6)
     assert obj == pytest.approx(ref, rel=1e-4)
+
+
+def test_ftf_dinkelbach_with_jobs_left_empty_matches_cutting_planes():
+    """Six jobs on two 2-GPU types, five able to run on type 0 only: the LP leaves some job empty;
+    its rate must not shrink the next normalisation below the solver's tolerance (it returned
+    ρ = 5e8 against the optimum 3.0)."""
+    from policies.gavel import _inverse_rate_lp
+
+    sf = np.array([1, 1, 1, 1, 2, 1])
+    tput = np.array([[1.0, 0.0]] * 5 + [[1.0, 1.0]])
+    num = np.array([2.0, 2.0])
+    a = np.zeros(6)
+    c = np.array([1.0, 1.0, 1.0, 1.0, 1.0, 0.5])
+    x, obj, it = _inverse_rate_lp(tput, sf, num, ftf=(a, c))
+    _, ref, _ = _inverse_rate_lp(tput, sf, num, ftf=(a, c), tol=1e-7, max_iter=300, ftf_method="kelley")
+    assert it <= 10 and obj == pytest.approx(ref, rel=1e-4)

@@ -18,9 +18,8 @@ Reads the duration oracle (FFT's users state their epochs; `work_error` perturbs
 
 from __future__ import annotations
 
-import math
-
 import logging
+import math
 from dataclasses import dataclass
 from typing import ClassVar
 

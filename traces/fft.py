@@ -136,3 +136,14 @@ def synthesize(like: str, num_jobs: int, seed: int) -> pd.DataFrame:
         "submit_time": submit, "num_gpus": gpus, "min_gpus": gpus, "max_gpus": gpus,
         "duration": dur, "global_batch": batch, "model": model.astype(str), "source": f"synth:{like}",
     })
+
+
+def larger_than_every_type(num_gpus, type_gpus) -> int:
+    """How many jobs ask for more GPUs than the largest single GPU type has (`type_gpus`: GPUs per
+    type). FFT, Gavel and Tiresias-typed keep a job on one type, so such a job can never run
+    under them (FFT masks it, logs it and counts it in `fft_never_fit`, notes A14)."""
+    g = np.asarray(num_gpus, np.int64)
+    cap = np.asarray(type_gpus, np.int64)
+    if cap.size == 0:
+        raise InputError.at(field="type_gpus", expected="GPUs per type, at least one type", got="none")
+    return int((g > cap.max()).sum())

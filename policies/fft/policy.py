@@ -18,9 +18,8 @@ Reads the duration oracle (FFT's users state their epochs; `work_error` perturbs
 
 from __future__ import annotations
 
-import math
-
 import logging
+import math
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -102,6 +101,15 @@ class FFTConfig(PolicyConfig):
     consolidate_at_churn: bool = param(
         True, "§4.3: at a churn round, move jobs spread over several hosts onto one host of their type, "
         "cheapest migration first", source="FFT §4.3, Fig. 6")
+    sticky: bool = param(
+        True, "§4.3 stickiness (placement ablation, §6.2.4): true = a job that stays on its GPU type keeps its "
+        "hosts; false = every running job is placed anew each round by the packing rule (it may move within its "
+        "type and pay the engine's migration cost)", source="FFT §4.3 (s = 0 on the same type rests on it)")
+    pack_hosts: bool = param(
+        True, "§4.3 host packing (placement ablation, §6.2.4): true = a job goes on one host if any has room "
+        "(best fit), else on the hosts with the most free GPUs (fewest hosts); false = the type's free GPUs in id "
+        "order, hosts ignored (FFT: Gavel and AlloX give placement no special consideration)",
+        source="FFT §4.3, §6.2.4")
     dataset_locality: bool = param(
         True, "§4.3/4.4.2: among equal placements prefer hosts that cached the job's dataset (LRU, "
         "`host_dataset_slots` per host); the engine charges no dataset transfer", source="FFT §4.4.2")
@@ -320,7 +328,7 @@ class FFT(BasePolicy):
                 if consolidate and len(np.unique(node_of[g])) > 1 and np.asarray(c.gpu_online)[g].all():
                     spread.append(k)  # stays on its type, over several hosts: a consolidation candidate
                     continue
-                if r.keep(k):  # stickiness: same type, same hosts, no switching cost
+                if self.config.sticky and r.keep(k):  # stickiness: same type, same hosts, no switching cost
                     continue
             r.release(k)
         # churn-time consolidation (§4.3): ascending migration cost; a job with no single host
@@ -362,20 +370,24 @@ class FFT(BasePolicy):
         g, nodes = self._free_by_node(view, r, i, own)
         if g.size < n:
             return None
-        u, cnt = np.unique(nodes, return_counts=True)
-        ok = cnt >= n
-        if not ok.any():
+        per = np.bincount(nodes)  # free GPUs per host (this type's hosts only are nonzero)
+        fit = per >= n
+        if not fit.any():
             return None
-        ds = self._dataset(view, j) if self.config.dataset_locality else None
-        cand = sorted(zip(cnt[ok].tolist(), u[ok].tolist()),
-                      key=lambda p: (p[0], ds is None or ds not in self._cache.get(p[1], []), p[1]))
-        node = cand[0][1]
-        sel = g[nodes == node][:n]
-        return sel
+        best = per[fit].min()  # best fit: the fullest host that still has room ...
+        cand = np.flatnonzero(per == best)  # ... ties by host id, a host caching the dataset first
+        node = int(cand[0])
+        if self.config.dataset_locality and cand.size > 1:
+            ds = self._dataset(view, j)
+            node = next((h for h in cand.tolist() if ds in self._cache.get(h, ())), node)
+        return g[nodes == node][:n]
 
     def place_type(self, view: ClusterView, r: Round, j: int, n: int, i: int) -> np.ndarray | None:
         """n GPUs of type i for job j: one host if any has room (best fit, dataset-holding hosts
         first on ties), else the hosts with the most free GPUs first (fewest hosts)."""
+        if not self.config.pack_hosts:  # ablation: hosts ignored
+            g, _nodes = self._free_by_node(view, r, i)
+            return g[:n] if g.size >= n else None
         g = self._one_host(view, r, j, n, i, None)
         if g is not None:
             return g

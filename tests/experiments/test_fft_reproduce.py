@@ -1,5 +1,6 @@
 """`cosim reproduce fft --size small` (what CI runs): Trace 2 (100 jobs) with FFT, Gavel SJF-like and
-Tiresias-typed, Trace 1 (60 jobs) with FFT and AlloX, on fft-hetero. Checks the cells ran, the
+Tiresias-typed, Trace 1 (60 jobs) with FFT and AlloX, on fft-hetero; the placement ablation (Trace 2,
+40 jobs, on fft-a10). Checks the cells ran, the
 FFT-specific columns are there and sane, and the REPORT.md rows are the cells' numbers."""
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ def small(tmp_path_factory):
 
 def test_small_cells_and_fft_columns(small):
     cells = pd.read_parquet(small.out_dir / "cells.parquet")
-    assert len(cells) == 13 and (cells["status"] == "ok").all(), cells.get("error")
+    assert len(cells) == 23 and (cells["status"] == "ok").all(), cells.get("error")
     assert (cells["unfinished"] == 0).all()
     f = cells[(cells["policy"] == "fft") & (cells["grid"] == "testbed")].iloc[0]
     assert f["fft_rounds"] > 10 and 0 < f["fft_solver_s_mean"] < 5
@@ -31,6 +32,10 @@ def test_small_cells_and_fft_columns(small):
     assert f["fft_never_fit"] == 0 and f["type_switches"] == f["fft_type_switches"]  # two counts of one thing
     t = cells[cells["policy"] == "tiresias-typed"].iloc[0]
     assert t["type_switches"] == 0  # no cross-type migration
+    pl = cells[cells["grid"] == "placement"].set_index("policy_label")["placement_speed"]
+    assert ((pl > 0) & (pl <= 1.05)).all()
+    # FFT's packing and stickiness keep jobs faster than with both switched off (§6.2.4)
+    assert pl["fft(pack_hosts=true,sticky=true)"] > pl["fft(pack_hosts=false,sticky=false)"]
 
 
 def test_small_report_rows_are_the_cells(small):

@@ -9,7 +9,12 @@ and oracle times are random. The number is the best wall time of one `decide` ca
 several calls (the detail gives mean wall and CPU time; the box may be shared) on a warm (compiled) policy; the target is the Ares paper's policy runtime at
 2,048 GPUs (< 0.06 s per invocation, seeds/notes/ares.md §8 item 7).
 
-Run: ``python -m benchmarks.bench_policies``.
+Run: ``python -m benchmarks.bench_policies`` (the older per-policy rows), or the one table of
+every registered policy (issue 14): ``nice -n 10 python -m benchmarks.bench_policies --table``
+(``--only NAME[,NAME]`` to time a few). The table times each registered policy on the one-type
+view and, for the heterogeneity-aware ones (`HETERO`), on the same 2,048 GPUs split into 8 types
+of 256 (`_TableWhatIf` throughput table); policies whose decision needs their own fitted state
+(`OWN_BENCH`) point to their own benchmark instead.
 """
 
 from __future__ import annotations
@@ -78,7 +83,19 @@ def build_view(seed: int = 0, n_jobs: int = JOBS, fill: float = 0.9, engine_fiel
         extra = dict(active_jobs=np.flatnonzero(state != int(JobState.PENDING)),
                      current={j: Allocation(tuple(allocs[j].tolist()))
                               for j in np.flatnonzero(running).tolist()})
-    return ClusterView(now=40_000.0, jobs=jv, cluster=c, iteration_time=lambda j, gp, b: 1.0,
+    work = rng.uniform(0.2, 1.0, n_jobs)  # a job's one-GPU compute seconds per iteration
+    node_of = c.gpu_node
+
+    def iteration_time(j, gp, b):
+        """Seconds per iteration: compute split over the GPUs plus a ring all-reduce that costs
+        more across nodes (diminishing returns, so marginal-gain policies have work to do)."""
+        n = len(gp)
+        if n <= 1:
+            return float(work[j])
+        nodes = np.unique(node_of[np.asarray(gp)]).size
+        return float(work[j] / n + 0.02 * (n - 1) / n * (1.0 if nodes == 1 else 4.0))
+
+    return ClusterView(now=40_000.0, jobs=jv, cluster=c, iteration_time=iteration_time,
                        allocation_of=lambda j: allocs[j], **extra)
 
 
@@ -136,12 +153,28 @@ class _TableWhatIf:
 
     SLOW = np.array([1.0, 1.6, 2.5, 4.0])  # four types, fastest first
 
-    def __init__(self, jobs) -> None:
+    def __init__(self, jobs, slow: np.ndarray | None = None) -> None:
+        slow = self.SLOW if slow is None else slow
         factor = np.where(jobs.model == "vgg16", 1.5, 1.0) * (1.0 + 0.05 * np.log2(jobs.num_gpus))
-        self.table = jobs.global_batch[:, None] / (factor[:, None] * self.SLOW[None, :])
+        self.table = jobs.global_batch[:, None] / (factor[:, None] * slow[None, :])
 
     def throughput_matrix(self, jobs, batch=None):
         return self.table[np.asarray(jobs)]
+
+
+def hetero_view(types: int = 4):
+    """`build_view` (with the engine's fields) split into `types` GPU types of equal size on
+    consecutive nodes, with a `_TableWhatIf` throughput table (slowdowns 1 … 4, geometric)."""
+    import dataclasses
+
+    view = build_view(engine_fields=True)
+    c = view.cluster
+    per = c.gpu_type.size // types
+    c = dataclasses.replace(c, gpu_type=(np.arange(c.gpu_type.size) // per).astype(np.int16),
+                            gpu_type_names=tuple(f"t{i}" for i in range(types)),
+                            gpu_type_mem_gb=np.full(types, 80.0))
+    slow = _TableWhatIf.SLOW if types == 4 else np.geomspace(1.0, 4.0, types) if types > 1 else np.ones(1)
+    return dataclasses.replace(view, cluster=c, whatif=_TableWhatIf(view.jobs, slow))
 
 
 def _time_hetero_policy(name: str, repeats: int = 3, **params) -> dict:
@@ -254,7 +287,89 @@ def bench_philly_cut_per_call(policy: str = "tiresias", limit: int = 3000) -> di
                        f"30 s over the full trace's 241,515 calls")
 
 
+#: heterogeneity-aware policies (their LP / matching / auction / typed queues run over GPU types):
+#: timed on the 8-type view as well; name → parameter sets (one row each)
+HETERO = {
+    "gavel": [dict(objective=o) for o in ("max_min_fairness", "max_sum_throughput", "finish_time_fairness",
+                                          "sjf_like")],
+    "themis": [{}], "themis-ftf-lp": [{}], "allox": [{}], "tiresias-typed": [{}], "pal": [{}],
+}
+#: policies whose decision needs fitted state or a view of their own: their own benchmark
+OWN_BENCH = {
+    "pollux": "benchmarks/bench_pollux.py (GA over fitted agents; 2,048 GPUs at reduced population)",
+    "ones": "benchmarks/bench_ones.py (one evolutionary generation)",
+    "fft": "benchmarks/bench_fft.py (the per-round ILP, 4,000 jobs x 8 types)",
+    "dally": "benchmarks/bench_dally.py (lease/timer state)",
+    "dally-manual": "benchmarks/bench_dally.py", "dally-nowait": "benchmarks/bench_dally.py",
+    "dally-fullyconsolidated": "benchmarks/bench_dally.py",
+    "mechanisms-demo": "a test policy, not a baseline",
+}
+
+
+def _time_view(view, name: str, params: dict, repeats: int, fresh: bool) -> tuple[float, float, int]:
+    """(best ms, mean ms, allocations) of `decide` on `view`: a fresh policy per call when
+    `fresh` (its first round, e.g. Gavel's LP solve), else the same warm policy again."""
+    import policies
+
+    pol = policies.make(name, **params)
+    d = pol.decide(view, view.now)  # warm-up: numba compile / cache load
+    wall = []
+    for _ in range(repeats):
+        if fresh:
+            pol = policies.make(name, **params)
+        t0 = time.perf_counter()
+        d = pol.decide(view, view.now)
+        wall.append(time.perf_counter() - t0)
+    return min(wall) * 1e3, float(np.mean(wall)) * 1e3, len(d.allocations)
+
+
+def table(only: tuple[str, ...] = (), repeats: int = 3) -> list[dict]:
+    """One row per registered policy (and per parameter set of `HETERO`) on the one-type view,
+    plus 8-type rows for `HETERO`: best of `repeats` fresh-policy calls (a policy's first round
+    is its heaviest: Gavel/Themis solve their LP/auction then), in ms; target < 50 ms."""
+    import policies  # noqa: F401 - fills the registry
+    from policies.registry import POLICIES
+
+    names = [n for n in POLICIES.names() if not only or n in only]
+    one = hetero_view(1)  # one type, with a throughput table for the LP policies
+    eight = hetero_view(8)
+    rows = []
+    for name in names:
+        if name in OWN_BENCH:
+            rows.append(dict(policy=name, params="", view="-", best_ms=float("nan"), mean_ms=float("nan"),
+                             detail=OWN_BENCH[name]))
+            continue
+        for params in HETERO.get(name, [{}]):
+            for label, view in (("1 type", one), ("8 types", eight)) if name in HETERO else (("1 type", one),):
+                try:
+                    best, mean, n = _time_view(view, name, params, repeats, fresh=True)
+                    detail = f"{n} allocations"
+                except Exception as e:  # noqa: BLE001 - a row says why the policy cannot run here
+                    best = mean = float("nan")
+                    detail = f"error: {type(e).__name__}: {str(e)[:80]}"
+                rows.append(dict(policy=name, params=",".join(f"{k}={v}" for k, v in params.items()), view=label,
+                                 best_ms=best, mean_ms=mean, detail=detail))
+    return rows
+
+
+def print_table(rows: list[dict]) -> None:
+    w = max(len(r["policy"] + r["params"]) for r in rows) + 1
+    print(f"{'policy':<{w}}  {'view':<7}  {'best ms':>8}  {'mean ms':>8}  <50ms  detail")
+    for r in rows:
+        ok = "-" if r["best_ms"] != r["best_ms"] else ("yes" if r["best_ms"] < 50 else "NO")
+        name = r["policy"] + (f" {r['params']}" if r["params"] else "")
+        print(f"{name:<{w}}  {r['view']:<7}  {r['best_ms']:8.1f}  {r['mean_ms']:8.1f}  {ok:<5}  {r['detail']}")
+
+
 def main() -> None:
+    import sys
+
+    if "--table" in sys.argv:
+        only = ()
+        if "--only" in sys.argv:
+            only = tuple(sys.argv[sys.argv.index("--only") + 1].split(","))
+        print_table(table(only))
+        return
     rows = [f() for f in (bench_fifo, bench_fifo_backfill, bench_sjf, bench_srtf, bench_tiresias, bench_gandiva,
                           bench_allox, bench_placement_consolidate, bench_philly_cut_per_call)]
     rows[6:6] = bench_gavel()

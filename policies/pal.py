@@ -14,11 +14,14 @@ wins. PAL is a placement policy layered on a scheduling order; here a preemptive
 
 The seeded variability model (`variability_multipliers`): per GPU one draw u ∈ [0, 1)
 (a GPU slow for one class is slow for all, as PAL's measurements show), PM = 1 + spread_k·u
-for class k. cosim's engine does not slow GPUs by these multipliers (its iteration times
-depend on GPU type and network only), so with `variability=seeded` the multipliers steer
-PAL's placement but not the simulated speed; GPU *types* of a heterogeneous cluster act as
-performance classes through the what-if iteration times either way (FFT's adaptation,
-seeds/notes/fft.md §6).
+for class k. The engine slows GPUs only when the run sets per-GPU variability
+(`cosim simulate --gpu-variability S`, `RunConfig.gpu_variability`; `simcore.perf.gpu_variability`
+draws the same u_g for the same seed, and a synchronous job then computes at its slowest GPU's
+pace): with S = this policy's class-0 spread and the run's `--seed` = this policy's `seed`,
+PAL's class-0 multipliers are exactly the simulated ones (PAL profiles the GPUs it runs on).
+Without it (the default) the multipliers steer PAL's placement but not the simulated speed.
+GPU *types* of a heterogeneous cluster act as performance classes through the what-if
+iteration times either way (FFT's adaptation, seeds/notes/fft.md §6).
 """
 
 from __future__ import annotations
@@ -111,9 +114,11 @@ class PalConfig(PolicyConfig):
         choices=ORDERS, source="PAL evaluates its placement under several orders; fft.md §6 [INFERRED]: LAS/SRTF")
     variability: str = param(
         "seeded",
-        "seeded: per-GPU performance multipliers from `variability_spreads` and `seed` steer placement (the engine "
-        "does not slow GPUs by them); none: every GPU of a type equal, PAL = type- and locality-aware placement",
-        choices=VARIABILITY, source="a seeded per-GPU model from published variability ranges (the engine models none)")
+        "seeded: per-GPU performance multipliers 1 + spread_k·u_g (u_g ~ U[0,1) from numpy default_rng(seed), one "
+        "draw per GPU) steer placement; the engine slows GPUs only with `cosim simulate --gpu-variability S` (the "
+        "same draw: S = the class-0 spread and --seed = seed make PAL's profile exact); none: every GPU of a type "
+        "equal, PAL = type- and locality-aware placement",
+        choices=VARIABILITY, source="a seeded per-GPU model from published variability ranges (simcore.perf.gpu_variability)")
     variability_spreads: tuple[float, ...] = param(
         (0.22, 0.14, 0.03),
         "largest slowdown of the slowest GPU over the fastest, per application class (class 0, 1, ...): "

@@ -32,7 +32,7 @@ from typing import ClassVar
 
 import numpy as np
 
-from policies import placement as P
+from policies._pal_kernels import lxv_candidates
 from policies.base import BasePolicy
 from policies.config import PolicyConfig, param
 from policies.registry import POLICIES
@@ -74,25 +74,31 @@ def lxv_place(c: ClusterArrays, avail: np.ndarray, demand: int, pm: np.ndarray, 
     the consolidated (fewest nodes, then leaves) placement of `demand` GPUs among the usable
     GPUs of bins ≤ b; each candidate's predicted time is `cost(gpus)` (the iteration time,
     carrying locality) × max PM of its GPUs; the smallest wins (ties: the earlier bin, i.e.
-    the better GPUs, then lower type). None if the demand fits nowhere."""
+    the better GPUs, then lower type). None if the demand fits nowhere.
+
+    The candidates come from one numba call (`_pal_kernels.lxv_candidates`): a type's pool
+    changes from bin b−1 to b only if bin b adds usable GPUs of that type, otherwise its
+    placement is the one already found (a candidate counts at its first bin), so it is not
+    searched again — the same candidates as a search of every (bin, type), fewer searches."""
+    avail = np.asarray(avail, bool)
+    ntypes = len(c.gpu_type_names)
+    if demand <= 0 or np.count_nonzero(avail) < demand or (ntypes <= 1 and gpu_type > 0) or not bins.size:
+        return None
+    typed = ntypes > 1
+    types = np.array([gpu_type] if gpu_type >= 0 else list(range(ntypes)), np.int64) if typed \
+        else np.array([-1], np.int64)
+    gpus, b_of, t_of, worst = lxv_candidates(avail, np.asarray(bins, np.int64), int(bins.max()) + 1, types, typed,
+                                             np.asarray(pm, np.float64), c.gpu_node, c.gpu_type, c.node_first_gpu,
+                                             c.node_num_gpus, c.node_leaf, c.leaf_pod, int(c.leaf_pod.shape[0]),
+                                             int(c.leaf_pod.max()) + 1 if c.leaf_pod.size else 1, int(demand))
     best, best_key = None, None
-    types = [gpu_type] if gpu_type >= 0 else (list(range(len(c.gpu_type_names))) if len(c.gpu_type_names) > 1 else [-1])
-    seen: set[bytes] = set()
-    for b in range(int(bins.max()) + 1 if bins.size else 0):
-        pool = avail & (bins <= b)
-        if np.count_nonzero(pool) < demand:
+    for k, (b, i, w) in enumerate(zip(b_of.tolist(), t_of.tolist(), worst.tolist())):
+        it = float(cost(gpus[k]))
+        if it != it or it == np.inf:  # NaN or inf: cannot run there
             continue
-        for t in types:
-            g = P.place(c, pool, demand, gpu_type=t, strategy="consolidate")
-            if g is None or g.tobytes() in seen:
-                continue
-            seen.add(g.tobytes())
-            it = float(cost(g))
-            if not np.isfinite(it):
-                continue
-            key = (it * float(pm[g].max()), b, t)
-            if best_key is None or key < best_key:
-                best, best_key = g, key
+        key = (it * w, b, int(types[i]))
+        if best_key is None or key < best_key:
+            best, best_key = gpus[k], key
     return best
 
 

@@ -234,9 +234,10 @@ class Pal(BasePolicy):
                 placed.add(k)
                 continue
             r.release(k)
+        free = int(np.count_nonzero(r.avail()))  # usable GPUs: a job needing more cannot be placed
         for pass_sel in (True, False):  # the selected jobs, then leftovers to the rest in order
             for i, j in enumerate(jl):
-                if sel[i] != pass_sel or j in placed:
+                if sel[i] != pass_sel or j in placed or dem[i] > free:
                     continue
                 k = self._model_class(str(jv.model[j]))
                 b = int(jv.global_batch[j])
@@ -251,4 +252,5 @@ class Pal(BasePolicy):
 
                 if r.place(j, placer) is not None:
                     placed.add(j)
+                    free -= n
         return r.decision()

@@ -64,8 +64,7 @@ def lxv_candidates(avail, bins, num_bins, types, typed, pm, gpu_node, gpu_type, 
             m = 0.0
             for x in range(demand):
                 out[k, x] = gp[x]
-                if pm[gp[x]] > m:
-                    m = pm[gp[x]]
+                m = max(m, pm[gp[x]])
             ob[k] = b
             ot[k] = i
             opm[k] = m

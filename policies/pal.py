@@ -27,6 +27,7 @@ iteration times either way (FFT's adaptation, seeds/notes/fft.md §6).
 from __future__ import annotations
 
 import fnmatch
+import math
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -94,7 +95,7 @@ def lxv_place(c: ClusterArrays, avail: np.ndarray, demand: int, pm: np.ndarray, 
     best, best_key = None, None
     for k, (b, i, w) in enumerate(zip(b_of.tolist(), t_of.tolist(), worst.tolist())):
         it = float(cost(gpus[k]))
-        if it != it or it == np.inf:  # NaN or inf: cannot run there
+        if not math.isfinite(it):  # NaN or inf: cannot run there
             continue
         key = (it * w, b, int(types[i]))
         if best_key is None or key < best_key:

@@ -11,8 +11,8 @@ import pytest
 from cosim.errors import InputError
 from simcore.perf import PerfModel, gpu_variability
 from simcore.runner import RunConfig, run
-from tests.simcore.fakes import FakeComm, FakeZoo, FifoTest, fake_solve, fake_topology
-from tests.simcore.helpers import Scripted, fake_backends, simulate
+from tests.simcore.fakes import FakeComm, FakeZoo, fake_solve, fake_topology
+from tests.simcore.helpers import Scripted, fake_backends
 
 
 def _perf(slow=None):
@@ -40,7 +40,7 @@ def test_compute_runs_at_the_slowest_gpu_of_the_placement():
 
 
 def test_a_job_placed_on_a_slow_gpu_finishes_later_in_the_engine():
-    rows = [dict(submit_time=0.0, num_gpus=1, duration=100.0)]
+    rows = [{"submit_time": 0.0, "num_gpus": 1, "duration": 100.0}]
     topo = fake_topology()
 
     def run_on(gpu: int, slow):
@@ -88,7 +88,8 @@ def _golden():
 
 def test_outputs_identical_when_off():
     be = fake_backends(_golden())
-    cfg = dict(trace="golden", cluster="fake", policies=("fifo-test", "random-elastic"), seed=0, costs="flat30")
+    cfg = {"trace": "golden", "cluster": "fake", "policies": ("fifo-test", "random-elastic"), "seed": 0,
+           "costs": "flat30"}
     a = run(RunConfig(**cfg), None, backends=be)
     b = run(RunConfig(**cfg, gpu_variability=0.0, gpu_variability_seed=5), None, backends=fake_backends(_golden()))
     for p in ("fifo-test", "random-elastic"):

@@ -1,10 +1,12 @@
 """PAL's L×V candidate search in one numba call (`policies.pal.lxv_place` scores them).
 
 For each variability bin b (best first) and each allowed GPU type, the consolidated
-placement (`_kernels.consolidate_gpus`, the same kernel `placement.place` runs) among the
-usable GPUs of bins ≤ b — searched only when bin b adds usable GPUs of that type (otherwise the
-pool, hence the placement, is the one already found) and the pool holds the demand. One
-dispatch per job instead of one Python placement call per (bin, type).
+placement among the usable GPUs of bins ≤ b — `_kernels.consolidate_gpus`, the kernel
+`placement.place` runs, taken apart: its per-node free counts are kept per type and grown bin
+by bin instead of recounted over every GPU, then the same `consolidate_nodes` and `take_gpus`
+— searched only when bin b adds usable GPUs of that type (otherwise the pool, hence the
+placement, is the one already found) and the pool holds the demand. One dispatch per job
+instead of one Python placement call per (bin, type).
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from policies._kernels import consolidate_gpus
+from policies._kernels import consolidate_nodes, take_gpus
 
 
 @njit(cache=True)
@@ -31,6 +33,7 @@ def lxv_candidates(avail, bins, num_bins, types, typed, pm, gpu_node, gpu_type, 
                     grow[bins[g], i] += 1
     pool = np.zeros(G, np.bool_)
     size = np.zeros(T, np.int64)
+    free = np.zeros((T, node_num_gpus.shape[0]), np.int64)  # usable GPUs per (type column, node)
     out = np.empty((num_bins * T, demand), np.int32)
     ob = np.empty(num_bins * T, np.int64)
     ot = np.empty(num_bins * T, np.int64)
@@ -40,14 +43,17 @@ def lxv_candidates(avail, bins, num_bins, types, typed, pm, gpu_node, gpu_type, 
         for g in range(G):
             if avail[g] and bins[g] == b:
                 pool[g] = True
+                for i in range(T):
+                    if not typed or gpu_type[g] == types[i]:
+                        free[i, gpu_node[g]] += 1
         for i in range(T):
             size[i] += grow[b, i]
             if grow[b, i] == 0 or size[i] < demand:
                 continue
-            gp = consolidate_gpus(pool, gpu_node, gpu_type, types[i], node_first_gpu, node_num_gpus, node_leaf,
-                                  leaf_pod, num_leaves, num_pods, demand)
-            if gp.shape[0] == 0:
+            nodes, counts = consolidate_nodes(free[i], demand, node_leaf, leaf_pod, num_leaves, num_pods)
+            if nodes.shape[0] == 0:
                 continue
+            gp = take_gpus(pool, gpu_type, types[i], node_first_gpu, node_num_gpus, nodes, counts)
             dup = False  # the same GPUs found at an earlier bin (same type): counted there
             for q in range(k):
                 if ot[q] == i:

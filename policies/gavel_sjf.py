@@ -70,13 +70,37 @@ def _chol_solve(L: np.ndarray, v: np.ndarray, out: np.ndarray) -> None:
 
 
 @njit(cache=True)
+def _spd_inverse_from_chol(L: np.ndarray, Li: np.ndarray, out: np.ndarray) -> None:
+    """out = (L Lᵀ)⁻¹ = L⁻ᵀ L⁻¹ (Li: scratch for L⁻¹)."""
+    T = L.shape[0]
+    for bb in range(T):
+        for a in range(T):
+            if a < bb:
+                Li[a, bb] = 0.0
+                continue
+            acc = 1.0 if a == bb else 0.0
+            for k in range(bb, a):
+                acc -= L[a, k] * Li[k, bb]
+            Li[a, bb] = acc / L[a, a]
+    for a in range(T):
+        for bb in range(a + 1):
+            acc = 0.0
+            for k in range(a, T):
+                acc += Li[k, a] * Li[k, bb]
+            out[a, bb] = acc
+            out[bb, a] = acc
+
+
+@njit(cache=True)
 def newton_step(U, M, s, w, N, live, X, mu):
     """One Newton direction of the barrier problem at X (see the module docstring):
     (dX, Newton decrement², barrier value at X). Blocks by Cholesky (stable however the
     diagonal is scaled), the T capacity rows by a T×T Schur complement."""
     n, T = U.shape
     g = np.zeros((n, T))
-    Ls = np.zeros((n, T, T))
+    Bi = np.zeros((n, T, T))
+    L = np.zeros((T, T))
+    Li = np.zeros((T, T))
     y = np.zeros((n, T))
     c = np.ones(T)
     for t in range(T):
@@ -88,8 +112,6 @@ def newton_step(U, M, s, w, N, live, X, mu):
     S = np.zeros((T, T))
     rhs = np.zeros(T)
     B = np.zeros((T, T))
-    e = np.zeros(T)
-    col = np.zeros(T)
     val = 0.0
     for t in range(T):
         if live[t]:
@@ -111,22 +133,16 @@ def newton_step(U, M, s, w, N, live, X, mu):
             for b in range(T):
                 B[a, b] = ca * U[j, a] * ca * U[j, b] + cb * M[j, a] * cb * M[j, b]
             B[a, a] += mu / X[j, a] ** 2 if M[j, a] > 0 else 1.0
-        L = Ls[j]
         _chol(B, L)
-        for t in range(T):
-            e[t] = -g[j, t]
-        _chol_solve(L, e, y[j])
-        for b in range(T):  # column b of B_j⁻¹ scaled by A_jb: its Schur contribution
-            if M[j, b] == 0:
-                continue
-            for t in range(T):
-                e[t] = 0.0
-            e[b] = 1.0
-            _chol_solve(L, e, col)
-            for a in range(T):
-                S[a, b] += s[j] * M[j, a] * s[j] * col[a]
-        for t in range(T):
-            rhs[t] += s[j] * M[j, t] * y[j, t]
+        _spd_inverse_from_chol(L, Li, Bi[j])  # B_j⁻¹, kept for the last solve
+        for a in range(T):
+            acc = 0.0
+            for bb in range(T):
+                acc -= Bi[j, a, bb] * g[j, bb]
+            y[j, a] = acc
+            rhs[a] += s[j] * M[j, a] * acc
+            for bb in range(T):  # the capacity rows' Schur complement: A B⁻¹ Aᵀ
+                S[a, bb] += s[j] * M[j, a] * s[j] * M[j, bb] * Bi[j, a, bb]
     for t in range(T):
         S[t, t] += c[t] ** 2 / mu if live[t] else 1.0
     Ls_ = np.zeros((T, T))
@@ -136,13 +152,13 @@ def newton_step(U, M, s, w, N, live, X, mu):
     dX = np.zeros((n, T))
     dec = 0.0
     for j in range(n):
-        for t in range(T):
-            e[t] = s[j] * M[j, t] * z[t]
-        _chol_solve(Ls[j], e, col)
-        for t in range(T):
-            if M[j, t] > 0:
-                dX[j, t] = y[j, t] - col[t]
-                dec -= g[j, t] * dX[j, t]
+        for a in range(T):
+            if M[j, a] > 0:
+                acc = y[j, a]
+                for bb in range(T):
+                    acc -= Bi[j, a, bb] * s[j] * M[j, bb] * z[bb]
+                dX[j, a] = acc
+                dec -= g[j, a] * acc
     return dX, dec, val
 
 

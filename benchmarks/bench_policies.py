@@ -9,7 +9,12 @@ and oracle times are random. The number is the best wall time of one `decide` ca
 several calls (the detail gives mean wall and CPU time; the box may be shared) on a warm (compiled) policy; the target is the Ares paper's policy runtime at
 2,048 GPUs (< 0.06 s per invocation, seeds/notes/ares.md §8 item 7).
 
-Run: ``python -m benchmarks.bench_policies``.
+Run: ``python -m benchmarks.bench_policies`` (the older per-policy rows), or the one table of
+every registered policy (issue 14): ``nice -n 10 python -m benchmarks.bench_policies --table``
+(``--only NAME[,NAME]`` to time a few). The table times each registered policy on the one-type
+view and, for the heterogeneity-aware ones (`HETERO`), on the same 2,048 GPUs split into 8 types
+of 256 (`_TableWhatIf` throughput table); policies whose decision needs their own fitted state
+(`OWN_BENCH`) point to their own benchmark instead.
 """
 
 from __future__ import annotations
@@ -78,7 +83,23 @@ def build_view(seed: int = 0, n_jobs: int = JOBS, fill: float = 0.9, engine_fiel
         extra = dict(active_jobs=np.flatnonzero(state != int(JobState.PENDING)),
                      current={j: Allocation(tuple(allocs[j].tolist()))
                               for j in np.flatnonzero(running).tolist()})
-    return ClusterView(now=40_000.0, jobs=jv, cluster=c, iteration_time=lambda j, gp, b: 1.0,
+    work = rng.uniform(0.2, 1.0, n_jobs)  # a job's one-GPU compute seconds per iteration
+    node_of = c.gpu_node
+
+    def iteration_time(j, gp, b=None, gpu_type=None):
+        """Seconds per iteration: compute split over the GPUs plus a ring all-reduce that costs
+        more across nodes (diminishing returns, so marginal-gain policies have work to do); `gp`
+        GPU ids or a count (then packed on nodes of GPN), as the what-if contract allows."""
+        if isinstance(gp, (int, np.integer)):
+            n, nodes = int(gp), -(-int(gp) // GPN)
+        else:
+            n = len(gp)
+            nodes = len(set(node_of[np.asarray(gp)].tolist())) if n > 1 else 1
+        if n <= 1:
+            return float(work[j])
+        return float(work[j] / n + 0.02 * (n - 1) / n * (1.0 if nodes == 1 else 4.0))
+
+    return ClusterView(now=40_000.0, jobs=jv, cluster=c, iteration_time=iteration_time,
                        allocation_of=lambda j: allocs[j], **extra)
 
 
@@ -136,12 +157,28 @@ class _TableWhatIf:
 
     SLOW = np.array([1.0, 1.6, 2.5, 4.0])  # four types, fastest first
 
-    def __init__(self, jobs) -> None:
+    def __init__(self, jobs, slow: np.ndarray | None = None) -> None:
+        slow = self.SLOW if slow is None else slow
         factor = np.where(jobs.model == "vgg16", 1.5, 1.0) * (1.0 + 0.05 * np.log2(jobs.num_gpus))
-        self.table = jobs.global_batch[:, None] / (factor[:, None] * self.SLOW[None, :])
+        self.table = jobs.global_batch[:, None] / (factor[:, None] * slow[None, :])
 
     def throughput_matrix(self, jobs, batch=None):
         return self.table[np.asarray(jobs)]
+
+
+def hetero_view(types: int = 4):
+    """`build_view` (with the engine's fields) split into `types` GPU types of equal size on
+    consecutive nodes, with a `_TableWhatIf` throughput table (slowdowns 1 … 4, geometric)."""
+    import dataclasses
+
+    view = build_view(engine_fields=True)
+    c = view.cluster
+    per = c.gpu_type.size // types
+    c = dataclasses.replace(c, gpu_type=(np.arange(c.gpu_type.size) // per).astype(np.int16),
+                            gpu_type_names=tuple(f"t{i}" for i in range(types)),
+                            gpu_type_mem_gb=np.full(types, 80.0))
+    slow = _TableWhatIf.SLOW if types == 4 else np.geomspace(1.0, 4.0, types) if types > 1 else np.ones(1)
+    return dataclasses.replace(view, cluster=c, whatif=_TableWhatIf(view.jobs, slow))
 
 
 def _time_hetero_policy(name: str, repeats: int = 3, **params) -> dict:
@@ -254,7 +291,98 @@ def bench_philly_cut_per_call(policy: str = "tiresias", limit: int = 3000) -> di
                        f"30 s over the full trace's 241,515 calls")
 
 
+#: heterogeneity-aware policies (their LP / matching / auction / typed queues run over GPU types):
+#: timed on the 8-type view as well; name → parameter sets (one row each)
+HETERO = {
+    "gavel": [dict(objective=o) for o in ("max_min_fairness", "max_sum_throughput", "finish_time_fairness",
+                                          "sjf_like")],
+    "themis": [{}], "themis-ftf-lp": [{}], "allox": [{}], "tiresias-typed": [{}], "pal": [{}],
+}
+#: policies whose first call on a job set is the one to time: Gavel re-solves its LP whenever jobs
+#: arrive or finish, Themis its auction every lease, Ares decides on job-set changes only (a warm
+#: call on the same jobs returns at once); the others are judged on a warm call (their first call
+#: also builds per-run state, such as PAL's variability profile)
+FRESH = {"gavel", "themis", "themis-ftf-lp", "allox", "ares", "ares-artifact"}
+#: policies whose decision needs fitted state or a view of their own: their own benchmark
+OWN_BENCH = {
+    "pollux": "benchmarks/bench_pollux.py (GA over fitted agents; 2,048 GPUs at reduced population)",
+    "ones": "benchmarks/bench_ones.py (one evolutionary generation)",
+    "fft": "benchmarks/bench_fft.py (the per-round ILP, 4,000 jobs x 8 types)",
+    "dally": "benchmarks/bench_dally.py (lease/timer state)",
+    "dally-manual": "benchmarks/bench_dally.py", "dally-nowait": "benchmarks/bench_dally.py",
+    "dally-fullyconsolidated": "benchmarks/bench_dally.py",
+    "mechanisms-demo": "a test policy, not a baseline",
+}
+
+
+def _time_view(view, name: str, params: dict, repeats: int) -> tuple[float, float, int]:
+    """(best ms of a fresh policy's first call, best ms of a warm policy's later call on the
+    same view, allocations) of `decide` on `view`; one untimed call first loads numba kernels."""
+    import policies
+
+    policies.make(name, **params).decide(view, view.now)  # numba compile / cache load
+    fresh, warm = [], []
+    for _ in range(repeats):
+        pol = policies.make(name, **params)
+        t0 = time.perf_counter()
+        d = pol.decide(view, view.now)
+        fresh.append(time.perf_counter() - t0)
+        t0 = time.perf_counter()
+        pol.decide(view, view.now)
+        warm.append(time.perf_counter() - t0)
+    return min(fresh) * 1e3, min(warm) * 1e3, len(d.allocations)
+
+
+def table(only: tuple[str, ...] = (), repeats: int = 3) -> list[dict]:
+    """One row per registered policy (and per parameter set of `HETERO`) on the one-type view,
+    plus 8-type rows for `HETERO`: best of `repeats` first calls of a fresh policy and best of
+    `repeats` later calls of a warm one, in ms. The target (< 50 ms) applies to the fresh call
+    for `FRESH` (their program is re-solved whenever jobs arrive or finish) and to the warm
+    call for the others (a first call also builds per-run state, e.g. PAL's profile)."""
+    import policies  # noqa: F401 - fills the registry
+    from policies.registry import POLICIES
+
+    names = [n for n in POLICIES.names() if not only or n in only]
+    one = hetero_view(1)  # one type, with a throughput table for the LP policies
+    eight = hetero_view(8)
+    rows = []
+    for name in names:
+        if name in OWN_BENCH:
+            rows.append(dict(policy=name, params="", view="-", fresh_ms=float("nan"), warm_ms=float("nan"),
+                             detail=OWN_BENCH[name]))
+            continue
+        for params in HETERO.get(name, [{}]):
+            for label, view in (("1 type", one), ("8 types", eight)) if name in HETERO else (("1 type", one),):
+                try:
+                    fresh, warm, n = _time_view(view, name, params, repeats)
+                    detail = f"{n} allocations"
+                except Exception as e:  # noqa: BLE001 - a row says why the policy cannot run here
+                    fresh = warm = float("nan")
+                    detail = f"error: {type(e).__name__}: {str(e)[:80]}"
+                rows.append(dict(policy=name, params=",".join(f"{k}={v}" for k, v in params.items()), view=label,
+                                 fresh_ms=fresh, warm_ms=warm, detail=detail))
+    return rows
+
+
+def print_table(rows: list[dict]) -> None:
+    w = max(len(r["policy"] + r["params"]) for r in rows) + 1
+    print(f"{'policy':<{w}}  {'view':<7}  {'fresh ms':>8}  {'warm ms':>8}  <50ms  detail")
+    for r in rows:
+        key = r["fresh_ms"] if r["policy"] in FRESH else r["warm_ms"]
+        ok = "-" if key != key else ("yes" if key < 50 else "NO")
+        name = r["policy"] + (f" {r['params']}" if r["params"] else "")
+        print(f"{name:<{w}}  {r['view']:<7}  {r['fresh_ms']:8.1f}  {r['warm_ms']:8.1f}  {ok:<5}  {r['detail']}")
+
+
 def main() -> None:
+    import sys
+
+    if "--table" in sys.argv:
+        only = ()
+        if "--only" in sys.argv:
+            only = tuple(sys.argv[sys.argv.index("--only") + 1].split(","))
+        print_table(table(only))
+        return
     rows = [f() for f in (bench_fifo, bench_fifo_backfill, bench_sjf, bench_srtf, bench_tiresias, bench_gandiva,
                           bench_allox, bench_placement_consolidate, bench_philly_cut_per_call)]
     rows[6:6] = bench_gavel()

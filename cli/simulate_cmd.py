@@ -44,6 +44,7 @@ def simulate(
     progress: str = typer.Option("plain", "--progress", help="Progress model: plain, or goodput (Pollux statistical efficiency, epochs of each pollux-sia application)."),
     overwrite: bool = typer.Option(False, "--overwrite", help="Clear a non-empty --out folder of an earlier run first."),
     ftf_reference: str = typer.Option("gps", "--ftf-reference", help="FTF reference: gps, gps-capped (each job up to its max GPUs) or hetero-1-over-n (1/N of every GPU type)."),
+    gpu_variability: float = typer.Option(0.0, "--gpu-variability", help="Per-GPU speed variability: each GPU's compute up to this fraction slower (seeded by --seed; a job runs at its slowest GPU's pace; 0.22 = PAL's compute-bound range); 0: off."),
 ) -> None:
     """Simulate policies on a trace and print a comparison table."""
     from cosim.outdir import claim_out_dir
@@ -70,7 +71,8 @@ def simulate(
                     write_decisions=decisions, skip_invalid=skip_invalid, costs=global_costs,
                     policy_costs=per_policy_costs,
                     capacity_changes=load_capacity(capacity) if capacity is not None else (), policy_params=params,
-                    perf=perf, progress=progress, ftf_reference=ftf_reference, load_series=_load_series(load_series))
+                    perf=perf, progress=progress, ftf_reference=ftf_reference, load_series=_load_series(load_series),
+                    gpu_variability=gpu_variability, gpu_variability_seed=seed)
     # before the run: --out naming a file, a folder another run holds, or a non-empty one fails in one line
     lock = claim_out_dir(out, overwrite=overwrite) if out is not None else None
     phase(f"simulating {', '.join(pols) or 'the default policies'} on {spec}")

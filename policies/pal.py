@@ -14,22 +14,26 @@ wins. PAL is a placement policy layered on a scheduling order; here a preemptive
 
 The seeded variability model (`variability_multipliers`): per GPU one draw u ∈ [0, 1)
 (a GPU slow for one class is slow for all, as PAL's measurements show), PM = 1 + spread_k·u
-for class k. cosim's engine does not slow GPUs by these multipliers (its iteration times
-depend on GPU type and network only), so with `variability=seeded` the multipliers steer
-PAL's placement but not the simulated speed; GPU *types* of a heterogeneous cluster act as
-performance classes through the what-if iteration times either way (FFT's adaptation,
-seeds/notes/fft.md §6).
+for class k. The engine slows GPUs only when the run sets per-GPU variability
+(`cosim simulate --gpu-variability S`, `RunConfig.gpu_variability`; `simcore.perf.gpu_variability`
+draws the same u_g for the same seed, and a synchronous job then computes at its slowest GPU's
+pace): with S = this policy's class-0 spread and the run's `--seed` = this policy's `seed`,
+PAL's class-0 multipliers are exactly the simulated ones (PAL profiles the GPUs it runs on).
+Without it (the default) the multipliers steer PAL's placement but not the simulated speed.
+GPU *types* of a heterogeneous cluster act as performance classes through the what-if
+iteration times either way (FFT's adaptation, seeds/notes/fft.md §6).
 """
 
 from __future__ import annotations
 
 import fnmatch
+import math
 from dataclasses import dataclass
 from typing import ClassVar
 
 import numpy as np
 
-from policies import placement as P
+from policies._pal_kernels import lxv_candidates
 from policies.base import BasePolicy
 from policies.config import PolicyConfig, param
 from policies.registry import POLICIES
@@ -71,25 +75,31 @@ def lxv_place(c: ClusterArrays, avail: np.ndarray, demand: int, pm: np.ndarray, 
     the consolidated (fewest nodes, then leaves) placement of `demand` GPUs among the usable
     GPUs of bins ≤ b; each candidate's predicted time is `cost(gpus)` (the iteration time,
     carrying locality) × max PM of its GPUs; the smallest wins (ties: the earlier bin, i.e.
-    the better GPUs, then lower type). None if the demand fits nowhere."""
+    the better GPUs, then lower type). None if the demand fits nowhere.
+
+    The candidates come from one numba call (`_pal_kernels.lxv_candidates`): a type's pool
+    changes from bin b−1 to b only if bin b adds usable GPUs of that type, otherwise its
+    placement is the one already found (a candidate counts at its first bin), so it is not
+    searched again — the same candidates as a search of every (bin, type), fewer searches."""
+    avail = np.asarray(avail, bool)
+    ntypes = len(c.gpu_type_names)
+    if demand <= 0 or np.count_nonzero(avail) < demand or (ntypes <= 1 and gpu_type > 0) or not bins.size:
+        return None
+    typed = ntypes > 1
+    types = np.array([gpu_type] if gpu_type >= 0 else list(range(ntypes)), np.int64) if typed \
+        else np.array([-1], np.int64)
+    gpus, b_of, t_of, worst = lxv_candidates(avail, np.asarray(bins, np.int64), int(bins.max()) + 1, types, typed,
+                                             np.asarray(pm, np.float64), c.gpu_node, c.gpu_type, c.node_first_gpu,
+                                             c.node_num_gpus, c.node_leaf, c.leaf_pod, int(c.leaf_pod.shape[0]),
+                                             int(c.leaf_pod.max()) + 1 if c.leaf_pod.size else 1, int(demand))
     best, best_key = None, None
-    types = [gpu_type] if gpu_type >= 0 else (list(range(len(c.gpu_type_names))) if len(c.gpu_type_names) > 1 else [-1])
-    seen: set[bytes] = set()
-    for b in range(int(bins.max()) + 1 if bins.size else 0):
-        pool = avail & (bins <= b)
-        if np.count_nonzero(pool) < demand:
+    for k, (b, i, w) in enumerate(zip(b_of.tolist(), t_of.tolist(), worst.tolist())):
+        it = float(cost(gpus[k]))
+        if not math.isfinite(it):  # NaN or inf: cannot run there
             continue
-        for t in types:
-            g = P.place(c, pool, demand, gpu_type=t, strategy="consolidate")
-            if g is None or g.tobytes() in seen:
-                continue
-            seen.add(g.tobytes())
-            it = float(cost(g))
-            if not np.isfinite(it):
-                continue
-            key = (it * float(pm[g].max()), b, t)
-            if best_key is None or key < best_key:
-                best, best_key = g, key
+        key = (it * w, b, int(types[i]))
+        if best_key is None or key < best_key:
+            best, best_key = gpus[k], key
     return best
 
 
@@ -111,9 +121,11 @@ class PalConfig(PolicyConfig):
         choices=ORDERS, source="PAL evaluates its placement under several orders; fft.md §6 [INFERRED]: LAS/SRTF")
     variability: str = param(
         "seeded",
-        "seeded: per-GPU performance multipliers from `variability_spreads` and `seed` steer placement (the engine "
-        "does not slow GPUs by them); none: every GPU of a type equal, PAL = type- and locality-aware placement",
-        choices=VARIABILITY, source="a seeded per-GPU model from published variability ranges (the engine models none)")
+        "seeded: per-GPU performance multipliers 1 + spread_k·u_g (u_g ~ U[0,1) from numpy default_rng(seed), one "
+        "draw per GPU) steer placement; the engine slows GPUs only with `cosim simulate --gpu-variability S` (the "
+        "same draw: S = the class-0 spread and --seed = seed make PAL's profile exact); none: every GPU of a type "
+        "equal, PAL = type- and locality-aware placement",
+        choices=VARIABILITY, source="a seeded per-GPU model from published variability ranges (simcore.perf.gpu_variability)")
     variability_spreads: tuple[float, ...] = param(
         (0.22, 0.14, 0.03),
         "largest slowdown of the slowest GPU over the fastest, per application class (class 0, 1, ...): "
@@ -223,9 +235,10 @@ class Pal(BasePolicy):
                 placed.add(k)
                 continue
             r.release(k)
+        free = int(np.count_nonzero(r.avail()))  # usable GPUs: a job needing more cannot be placed
         for pass_sel in (True, False):  # the selected jobs, then leftovers to the rest in order
             for i, j in enumerate(jl):
-                if sel[i] != pass_sel or j in placed:
+                if sel[i] != pass_sel or j in placed or dem[i] > free:
                     continue
                 k = self._model_class(str(jv.model[j]))
                 b = int(jv.global_batch[j])
@@ -240,4 +253,5 @@ class Pal(BasePolicy):
 
                 if r.place(j, placer) is not None:
                     placed.add(j)
+                    free -= n
         return r.decision()

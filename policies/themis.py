@@ -67,15 +67,11 @@ def pf_auction(rho: np.ndarray, rho0: np.ndarray, sf: np.ndarray, free: np.ndarr
     keep = np.ones(n, bool)
     if exclude is not None:
         keep[exclude] = False
-    lr0 = np.log(np.where(np.isfinite(rho0), rho0, 1e300))
-    gain = np.where(np.isfinite(rho), np.log(np.where(np.isfinite(rho), rho, 1.0)) - lr0[:, None], 0.0)
-    ok = np.isfinite(rho) & (gain < 0) & keep[:, None] & (sf[:, None] <= free[None, :])
+    lr0, gain, ok, own, need = _own_best(rho, rho0, sf, free, keep)
     choice = np.full(n, -1, np.int64)
     base = float(lr0[keep].sum())
     if not ok.any():
         return choice, base
-    own = np.where(ok, gain, np.inf).argmin(axis=1)
-    need = np.bincount(own[ok.any(axis=1)], weights=sf[ok.any(axis=1)], minlength=nt)
     if (need <= free).all():  # everyone gets its own best type: no contention, no program
         rows = np.flatnonzero(ok.any(axis=1))
         choice[rows] = own[rows]
@@ -92,13 +88,38 @@ def pf_auction(rho: np.ndarray, rho0: np.ndarray, sf: np.ndarray, free: np.ndarr
     return choice, base + float(gain[rows, choice[rows]].sum())
 
 
+def _own_best(rho: np.ndarray, rho0: np.ndarray, sf: np.ndarray, free: np.ndarray, keep: np.ndarray):
+    """(log ρ0, gain = log ρ − log ρ0, usable bids, each participant's own best type, the GPUs
+    per type if everyone took it): `pf_auction`'s preliminaries."""
+    lr0 = np.log(np.where(np.isfinite(rho0), rho0, 1e300))
+    gain = np.where(np.isfinite(rho), np.log(np.where(np.isfinite(rho), rho, 1.0)) - lr0[:, None], 0.0)
+    ok = np.isfinite(rho) & (gain < 0) & keep[:, None] & (sf[:, None] <= free[None, :])
+    own = np.where(ok, gain, np.inf).argmin(axis=1)
+    bids = ok.any(axis=1)
+    need = np.bincount(own[bids], weights=sf[bids], minlength=rho.shape[1])
+    return lr0, gain, ok, own, need
+
+
+def uncontended(rho: np.ndarray, rho0: np.ndarray, sf: np.ndarray, free: np.ndarray) -> bool:
+    """Whether every participant's own best type fits at once (`pf_auction` needs no program)."""
+    *_, need = _own_best(rho, rho0, sf, free, np.ones(rho.shape[0], bool))
+    return bool((need <= free).all())
+
+
 def hidden_payments(rho: np.ndarray, rho0: np.ndarray, sf: np.ndarray, free: np.ndarray,
                     choice: np.ndarray, total: float) -> np.ndarray:
     """c_i per participant (1 for those that won nothing): the fraction of its bundle winner i
     keeps, ∏_{j≠i} 1/ρ_j(R) / ∏_{j≠i} 1/ρ_j(R_{−i}) with R_{−i} the auction without i
     (Cole et al.'s partial allocation, as Themis uses it). In logs: exp(W_{−i} − (W − log ρ_i(R_i)))
-    with W the minimised Σ log ρ."""
+    with W the minimised Σ log ρ.
+
+    When the auction is uncontended (every participant gets its own best type, `uncontended`),
+    so is every auction without one of them (removing a bidder only frees GPUs), hence
+    R_{−i} gives every j ≠ i the same bundle as R and c_i = 1 for all: no re-auctions (the
+    per-winner loop computed the same 1 up to float rounding, ~1e-16)."""
     c = np.ones(rho.shape[0])
+    if uncontended(rho, rho0, sf, free):  # c_i = 1 exactly (below): no re-auction needed
+        return c
     lr = np.where(np.isfinite(rho), np.log(np.where(np.isfinite(rho), rho, 1.0)), np.inf)
     for i in np.flatnonzero(choice >= 0).tolist():
         others = total - float(lr[i, choice[i]])
@@ -212,15 +233,16 @@ class Themis(BasePolicy):
     def _current_type(view: ClusterView, jobs: np.ndarray) -> np.ndarray:
         """The GPU type each job runs on now, -1 if it is not running."""
         out = np.full(jobs.size, -1, np.int64)
-        running = set(view.running().tolist())
         last = view.jobs.last_gpu_type
+        if last is not None:  # the engine's column: one gather
+            run = np.isin(jobs, view.running())
+            out[run] = np.asarray(last)[jobs[run]]
+            return out
+        running = set(view.running().tolist())
         for i, j in enumerate(jobs.tolist()):
             if j in running:
-                if last is not None:
-                    out[i] = int(last[j])
-                else:
-                    g = view.allocation_of(j)
-                    out[i] = int(view.cluster.gpu_type[g[0]]) if len(g) else -1
+                g = view.allocation_of(j)
+                out[i] = int(view.cluster.gpu_type[g[0]]) if len(g) else -1
         return out
 
 

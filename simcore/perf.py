@@ -28,6 +28,16 @@ One iteration of job j on GPUs P at global batch b is the phase model of the con
   inputs once (`contention_inputs`) instead of on every solve; a solver without one runs
   behind the same interface (`_AsPrepared`), so there is one contention path.
 
+Per-GPU performance variability (`gpu_slowdown`, off unless set; `RunConfig.gpu_variability`,
+`cosim simulate --gpu-variability`): nominally identical GPUs differ in speed (power and
+thermal variability, PAL SC'24). With a per-GPU compute-time multiplier m_g ≥ 1 set, a
+synchronous job's compute phase on placement P runs at its slowest GPU's pace,
+`C·max_{g∈P} m_g` (the communication start `s` with it; the collective is unchanged), in
+`phases_of`, the one call through which the engine (and `cosim validate` on placed
+allocations) gets phases, so every backend is slowed the same way. The what-if queries
+(`solo_iter_s`) stay nominal: a policy learns about variability only from its own model
+(PAL's profile). The seeded model is `gpu_variability`.
+
 The zoo and the comm model are injected (`zoo`, `comm`, `solve`), so tests use small fakes
 and the runner uses `calibration.zoo` and `collectives`.
 """
@@ -54,6 +64,18 @@ def _put(cache: dict, key: Any, value: Any) -> Any:
         cache.clear()
     cache[key] = value
     return value
+
+
+def gpu_variability(num_gpus: int, spread: float, seed: int) -> np.ndarray:
+    """Per-GPU compute-time multipliers `1 + spread·u_g`, u_g ~ U[0, 1) from
+    `numpy.random.default_rng(seed).random(num_gpus)` (one draw per GPU, in GPU-id order):
+    the slowest GPU is up to `spread` slower than the fastest. Published ranges (PAL SC'24,
+    after Sinha et al. SC'22): ~0.22 for compute-bound kernels (SGEMM), ~0.14 for ResNet-50,
+    a few percent for memory-bound ones. PAL's seeded profile (`policies.pal`) draws the same
+    u_g for the same seed, so with `spread` = its class-0 spread it knows these multipliers."""
+    if not spread >= 0.0:
+        raise ValueError(f"gpu variability spread must be >= 0, got {spread!r}")
+    return 1.0 + float(spread) * np.random.default_rng(int(seed)).random(int(num_gpus))
 
 
 class ZooLike(Protocol):
@@ -192,6 +214,9 @@ class PerfModel:
         self._inputs: dict[int, tuple[Phases, Any]] = {}  # id(Phases) → (Phases, prepared inputs)
         self._placed: dict[tuple[int, ...], tuple[np.ndarray, int]] = {}  # allocation tuple → (GPUs, type)
         self._compute_part: dict[tuple[str, int, int, int], tuple[float, float, int] | None] = {}
+        #: per-GPU compute-time multipliers ≥ 1 (`gpu_variability`), applied in `phases_of`;
+        #: None: every GPU of a type equally fast (the default, results unchanged)
+        self.gpu_slowdown: np.ndarray | None = None
 
     # ---- per-model facts -------------------------------------------------------------
     def facts(self, model: str) -> ModelFacts:
@@ -376,7 +401,13 @@ class PerfModel:
         key = (model, gpus_t, batch)
         res = self._phases_t.get(key, _MISSING)
         if res is _MISSING:
-            res = _put(self._phases_t, key, self.phases(model, gpus, batch))
+            res = self.phases(model, gpus, batch)
+            if self.gpu_slowdown is not None and res is not None:  # per-GPU variability: slowest GPU's pace
+                m = float(self.gpu_slowdown[gpus].max())
+                if m != 1.0:
+                    res = Phases(res.compute_s * m, res.comm_start_s * m, res.comm_s, res.link_ids, res.link_bytes,
+                                 res.accumulation_steps)
+            res = _put(self._phases_t, key, res)
         return res
 
     def _allreduce(self, model: str, gpus: np.ndarray, facts: ModelFacts) -> Any:

@@ -48,7 +48,7 @@ from simcore.metrics import (
     summary_row,
     timeline_frame,
 )
-from simcore.perf import PerfModel
+from simcore.perf import PerfModel, gpu_variability
 from simcore.perf_backends import check_perf, make_perf, table_gaps
 from simcore.prepare import InvalidJob, build_jobs, describe_invalid
 from simcore.state import ClusterState, JobTable
@@ -98,6 +98,10 @@ class RunConfig:
     #: `time_s,pool,nodes_needed` or `diurnal:H` (seeded diurnal load, headroom H); None: none
     load_series: str | None = None
     reclaim_grace_s: float = 0.0  # seconds between a reclaim demand and its deadline
+    #: per-GPU performance variability (`simcore.perf.gpu_variability`): the slowest GPU's
+    #: compute up to this fraction slower, seeded by `gpu_variability_seed`; 0: off
+    gpu_variability: float = 0.0
+    gpu_variability_seed: int = 0
 
     def to_dict(self) -> dict:
         d = asdict(self)
@@ -112,6 +116,9 @@ class RunConfig:
         if self.load_series is None:  # only when set: configs of runs without one stay identical
             d.pop("load_series")
             d.pop("reclaim_grace_s")
+        if not self.gpu_variability:  # only when set: configs of runs without it stay identical
+            d.pop("gpu_variability")
+            d.pop("gpu_variability_seed")
         return d
 
 
@@ -184,6 +191,8 @@ def run(config: RunConfig, out_dir: Path | None, progress: bool = False, backend
     if config.ftf_reference not in FTF_REFERENCES:
         raise InputError.at(field="ftf_reference", expected=", ".join(FTF_REFERENCES), got=config.ftf_reference)
     check_perf(config.perf)
+    if not 0.0 <= config.gpu_variability < 10.0:
+        raise InputError.at(field="gpu_variability", expected="a fraction >= 0 (0: off)", got=config.gpu_variability)
     out = Path(out_dir) if out_dir is not None else None
     if out is not None:
         (out / "summary.parquet").unlink(missing_ok=True)  # a stale summary must not mark this run complete
@@ -535,8 +544,11 @@ def build_perf(topo: Any, be: Backends, config: RunConfig, profile: Any = None) 
     spec = getattr(topo, "spec", None)
     step = None if prof is None else prof.step_for(getattr(spec, "name", ""))
     comm = be.comm(topo, prof.comm, prof.source) if prof is not None and prof.comm else be.comm(topo)
-    return make_perf(config.perf, topo, zoo, comm, be.solve, contention=config.contention,
+    perf = make_perf(config.perf, topo, zoo, comm, be.solve, contention=config.contention,
                      allow_accumulation=config.allow_accumulation, step=step)
+    if config.gpu_variability:  # per-GPU variability (off by default: results unchanged)
+        perf.gpu_slowdown = gpu_variability(len(perf.gpu_type), config.gpu_variability, config.gpu_variability_seed)
+    return perf
 
 
 def _perf_packages(config: RunConfig) -> tuple[Any, Callable[[Any], Any], Any, str]:

@@ -271,3 +271,51 @@ def test_ftf_dinkelbach_with_jobs_left_empty_matches_cutting_planes():
     x, obj, it = _inverse_rate_lp(tput, sf, num, ftf=(a, c))
     _, ref, _ = _inverse_rate_lp(tput, sf, num, ftf=(a, c), tol=1e-7, max_iter=300, ftf_method="kelley")
     assert it <= 10 and obj == pytest.approx(ref, rel=1e-4)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(0, 100_000))
+def test_sjf_barrier_reaches_the_cutting_plane_optimum(seed):
+    """SJF-like on 2-4 types, 1-12 jobs (some unable to use some types, GPU counts 1-4, scarce or
+    plentiful GPUs): the barrier solution is feasible and its objective equals the optimum that
+    Kelley's cutting planes converge to (tolerance 1e-8, up to 400 rounds) within 1e-6."""
+    from policies.gavel import _inverse_rate_lp
+    from policies.gavel_sjf import sjf_barrier
+
+    rng = np.random.default_rng(seed)
+    J, T = int(rng.integers(1, 13)), int(rng.integers(2, 5))
+    tput = rng.uniform(0.5, 5.0, (J, T))
+    tput[rng.random((J, T)) < 0.25] = 0.0
+    sf = rng.choice([1, 2, 4], J)
+    num = rng.choice([1.0, 2.0, 4.0, 8.0], T)
+    tput[sf[:, None] > num[None, :]] = 0.0
+    rmax = tput.max(axis=1)
+    live = rmax > 0
+    if (tput > 0).any(axis=0).sum() < 2:
+        return
+    w = rng.uniform(0.1, 10.0, J) * live
+    U = np.where(live[:, None], tput / np.where(live, rmax, 1.0)[:, None], 0.0)
+    x, obj, _ = sjf_barrier(U, sf, num, w)
+    assert (x >= 0).all() and (x.sum(axis=1) <= 1 + 1e-9).all()
+    assert ((sf[:, None] * x).sum(axis=0) <= num * (1 + 1e-9)).all()
+    assert (x[tput == 0] == 0).all()
+    _, ref, _ = _inverse_rate_lp(tput, sf, num, weight=w, tol=1e-8, max_iter=400)
+    assert obj == pytest.approx(ref, rel=1e-6)
+
+
+def test_gavel_sjf_like_solvers_agree_on_the_objective():
+    """The policy's two SJF-like solvers on a 3-type, 12-job table: the same optimum (the
+    barrier's to 1e-9; the cutting planes' to their tolerance)."""
+    rng = np.random.default_rng(3)
+    tput = rng.uniform(1.0, 8.0, (12, 3))
+    sf = rng.choice([1, 2], 12)
+    num = np.array([4.0, 4.0, 8.0])
+    rem = rng.uniform(100, 1000, 12)
+
+    def total(x):
+        return float((rem / (x * tput).sum(axis=1)).sum())
+
+    xb = sjf_like(tput, sf, num, rem, solver="barrier")
+    xc = sjf_like(tput, sf, num, rem, tol=1e-7, max_iter=300, solver="cutting_planes")
+    assert total(xb) == pytest.approx(total(xc), rel=1e-5)
+    assert total(xb) <= total(xc) * (1 + 1e-7)

@@ -121,3 +121,64 @@ def test_config_checks():
                 dict(model_classes=("*:3",)), dict(variability_spreads=())):
         with pytest.raises(InputError):
             make("pal", **bad)
+
+
+def _lxv_reference(c, avail, demand, pm, bins, cost, gpu_type=-1):
+    """The L×V traversal as PAL states it, one `placement.place` per (bin, type) — the
+    specification `lxv_place` (one numba call for the candidates) must reproduce exactly."""
+    from policies import placement as P
+
+    best, best_key = None, None
+    types = [gpu_type] if gpu_type >= 0 else (list(range(len(c.gpu_type_names))) if len(c.gpu_type_names) > 1
+                                              else [-1])
+    seen = set()
+    for b in range(int(bins.max()) + 1 if bins.size else 0):
+        pool = avail & (bins <= b)
+        if np.count_nonzero(pool) < demand:
+            continue
+        for t in types:
+            g = P.place(c, pool, demand, gpu_type=t, strategy="consolidate")
+            if g is None or g.tobytes() in seen:
+                continue
+            seen.add(g.tobytes())
+            it = float(cost(g))
+            if not np.isfinite(it):
+                continue
+            key = (it * float(pm[g].max()), b, t)
+            if best_key is None or key < best_key:
+                best, best_key = g, key
+    return best
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.data())
+def test_lxv_place_equals_the_per_bin_per_type_search(data):
+    """Random clusters (1-3 types, 2-4 leaves), free masks, multipliers, bin counts, demands,
+    type requests and locality costs (some placements infeasible): the same placement as the
+    reference search."""
+    nodes = data.draw(st.integers(2, 8))
+    gpn = data.draw(st.sampled_from([2, 4]))
+    ntypes = data.draw(st.integers(1, 3))
+    node_types = data.draw(st.lists(st.integers(0, ntypes - 1), min_size=nodes, max_size=nodes))
+    node_types[:ntypes] = list(range(ntypes))[:nodes]
+    c = build_arrays(nodes, gpn, leaves=data.draw(st.integers(1, min(4, nodes))),
+                     gpu_types=np.repeat(node_types, gpn))
+    g = nodes * gpn
+    seed = data.draw(st.integers(0, 10_000))
+    rng = np.random.default_rng(seed)
+    avail = rng.random(g) < data.draw(st.floats(0.2, 1.0))
+    pm = 1.0 + np.round(rng.random(g) * data.draw(st.floats(0.0, 0.5)), 3)
+    bins = kmeans_bins(pm, data.draw(st.integers(1, 5)))
+    demand = data.draw(st.integers(1, g))
+    req = data.draw(st.integers(-1, ntypes - 1))
+    cross = data.draw(st.floats(1.0, 1.3))
+
+    def cost(gp):
+        n = len({int(x) // gpn for x in gp})
+        return np.inf if n > 3 else 1.0 + (n - 1) * (cross - 1.0) + 0.01 * int(c.gpu_type[gp[0]])
+
+    got = lxv_place(c, avail, demand, pm, bins, cost, req)
+    want = _lxv_reference(c, avail, demand, pm, bins, cost, req)
+    assert (got is None) == (want is None)
+    if got is not None:
+        assert got.tolist() == want.tolist()

@@ -153,3 +153,24 @@ def test_themis_and_pal_run_a_heterogeneous_workload_through_the_engine():
     for p in pols:
         jobs = res.jobs[p]
         assert len(jobs) == 30 and jobs["finished"].all() and jobs["end_time_s"].notna().all(), p
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(0, 10_000), st.integers(1, 12), st.integers(1, 3))
+def test_hidden_payments_equal_the_per_winner_re_auctions(seed, n, nt):
+    """Random bids on 1-3 types, scarce or plentiful GPUs: the payments (with the uncontended
+    shortcut) equal exp(W_{-i} - (W - log rho_i)) from one re-auction per winner."""
+    rng = np.random.default_rng(seed)
+    rho = rng.uniform(1.0, 4.0, (n, nt))
+    rho[rng.random((n, nt)) < 0.2] = np.inf
+    rho0 = rho.min(axis=1, initial=np.inf, where=np.isfinite(rho)) * rng.uniform(1.0, 2.0, n)
+    rho0[~np.isfinite(rho0)] = 5.0
+    sf = rng.integers(1, 4, n)
+    free = rng.integers(1, 3 * n + 2, nt)
+    choice, total = pf_auction(rho, rho0, sf, free)
+    got = hidden_payments(rho, rho0, sf, free, choice, total)
+    want = np.ones(n)
+    for i in np.flatnonzero(choice >= 0).tolist():
+        _, w_minus = pf_auction(rho, rho0, sf, free, exclude=i)
+        want[i] = math.exp(min(0.0, w_minus - (total - math.log(rho[i, choice[i]]))))
+    assert got == pytest.approx(want, rel=1e-12, abs=1e-12)

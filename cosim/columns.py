@@ -90,6 +90,7 @@ COLUMNS: dict[str, tuple[str, str]] = {
     "type_switches": ("count", "restarts on another GPU type than the job's last (from decisions)"),
     "upward_share": ("1", "share of type switches to a type where the job runs faster"),
     "switching_overhead_s": ("s", "sum of restart and migration cost charged over all jobs"),
+    "placement_speed": ("1", "reference-run seconds of work per second executed over all jobs (1 = as fast as consolidated on the reference type; FFT §6.2.4)"),
     "ftf_hetero_mean": ("1", "mean FTF against FFT's T_id (1/N of every GPU type, hetero-1-over-n)"),
     "ftf_hetero_max": ("1", "largest FTF against FFT's T_id"),
     "ftf_hetero_share_below_1": ("1", "share of finished jobs with FTF < 1 against FFT's T_id"),

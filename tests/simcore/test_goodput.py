@@ -253,3 +253,21 @@ def test_goodput_run_records_progress_option(shared_data):
         run(RunConfig(trace="g", policies=("fifo-test",), progress="nope"), None,
             backends=fake_backends(golden_trace()))
     assert math.isfinite(res.summary["avg_jct_s"].iloc[0])
+
+
+def test_iterations_job_trains_its_samples_when_the_batch_doubles():
+    """Issue 14's work-unit gap: 20,000 iterations at the trace's batch 64 are 1,280,000 samples.
+    A policy that runs the job at 128 from the start finishes after 10,000 iterations (before:
+    20,000 iterations of 128, twice the samples); at 64 the gain is exactly 1 and it runs 20,000."""
+    from simcore.work import ConstantEfficiency, work_gain
+
+    assert work_gain(WorkMode.ITERATIONS, 64, 64, ConstantEfficiency(), 0, 0.0) == 1.0
+    assert work_gain(WorkMode.ITERATIONS, 128, 64, ConstantEfficiency(), 0, 0.0) == 2.0
+    for b, want_iters in ((128, 10000), (64, 20000)):
+        row = dict(submit_time=0.0, num_gpus=1, global_batch=64, total_iterations=20000)
+        eng, perf = _engine([row], Scripted([(0.0, {0: ((0,), b)})]), None)
+        assert eng.jobs.work_mode[0] == WorkMode.ITERATIONS
+        res = eng.run()
+        iters, samples = _processed(res, perf)
+        assert iters == pytest.approx(want_iters, rel=1e-9) and samples == pytest.approx(64 * 20000, rel=1e-9)
+        assert res.jobs.stat_eff[0] == 1.0

@@ -240,6 +240,9 @@ def run(config: RunConfig, out_dir: Path | None, progress: bool = False, backend
             policy = be.make_policy(name, dict(config.policy_params.get(name, {})))
             jobs = _fresh(base)
             never = reject_never_fit(jobs, policy, topo.gpu_type, topo.gpu_type_names)
+            if never:
+                log.warning("%s: %d job(s) rejected (job %s: %s)", name, len(never),
+                            base.job_id[min(never)], never[min(never)])
             cluster = ClusterState.from_topology(topo)
             engine = Engine(jobs, cluster, perf, policy, costs_of[name], caps,
                             options=EngineOptions(record_decisions=config.write_decisions),

@@ -36,6 +36,10 @@ COLUMNS: dict[str, tuple[str, str]] = {
     "ftf": ("1", "finish-time fairness: jct_s / gps_jct_s (> 1: slower than its fair share)"),
     "finished": ("bool", "the job completed within the simulation"),
     "unschedulable": ("bool", "the job can never run on this cluster"),
+    "unfinished_reason": ("label", ("why the job did not finish: empty if it did; 'not finished when the run "
+                                    "ended'; or why it was rejected before running (an invalid job under "
+                                    "skip-invalid, or 'never fits one GPU type' under a single-type policy, "
+                                    "simcore.admission)")),
     # timeline.parquet (one row per change)
     "time_s": ("s", "simulated time of the row"),
     "busy_gpus": ("count", "GPUs allocated to jobs"),
@@ -65,6 +69,8 @@ COLUMNS: dict[str, tuple[str, str]] = {
     "ftf_reference": ("name", "finish-time-fairness reference: gps, gps-capped or hetero-1-over-n (simcore.gps)"),
     "jobs": ("count", "jobs in the trace (after skipped invalid ones)"),
     "unfinished": ("count", "jobs not finished at the end"),
+    "never_fit_one_type": ("count", ("jobs rejected at admission: more GPUs than any one GPU type has, under "
+                                     "a policy that places each job on one type (included in unfinished)")),
     "stuck": ("bool", "the simulation stopped with queued jobs that could never start"),
     "avg_jct_s": ("s", "mean JCT over finished jobs"),
     "p50_jct_s": ("s", "median JCT over finished jobs"),

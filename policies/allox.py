@@ -168,6 +168,7 @@ class Allox(BasePolicy):
 
     name = "allox"
     Config = AlloxConfig
+    single_type_placement = True  # a job is matched to one (GPU type, queue position) slot (`simcore.admission`)
 
     def __init__(self, config: AlloxConfig) -> None:
         super().__init__(config)

@@ -54,6 +54,7 @@ class Fifo(BasePolicy):
     """
 
     name = "fifo"
+    single_type_placement = True  # the shared placer keeps a job on one type (`simcore.admission`)
     Config = FifoConfig
     rounds_need_queue = True  # non-preemptive: with nothing queued a round changes nothing
     ignores_restart_ends = True  # a restart end frees no GPU and changes no priority here
@@ -117,6 +118,7 @@ class FifoBackfill(BasePolicy):
     """
 
     name = "fifo-backfill"
+    single_type_placement = True  # the shared placer keeps a job on one type (`simcore.admission`)
     Config = BackfillConfig
     rounds_need_queue = True  # non-preemptive: with nothing queued a round changes nothing
 

@@ -547,6 +547,7 @@ class Gavel(BasePolicy):
 
     name = "gavel"
     Config = GavelConfig
+    single_type_placement = True  # Σ_t X[j, t] ≤ 1: a round places a job on one type (`simcore.admission`)
 
     def __init__(self, config: GavelConfig) -> None:
         super().__init__(config)

@@ -164,6 +164,7 @@ class Pal(BasePolicy):
     """
 
     name = "pal"
+    single_type_placement = True  # L×V places a job on one type at a time (`simcore.admission`)
     Config = PalConfig
 
     def __init__(self, config: PalConfig) -> None:

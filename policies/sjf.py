@@ -56,6 +56,7 @@ class Sjf(BasePolicy):
     """
 
     name = "sjf"
+    single_type_placement = True  # the shared placer keeps a job on one type (`simcore.admission`)
     Config = SjfConfig
     rounds_need_queue = True  # non-preemptive: with nothing queued a round changes nothing
     ignores_restart_ends = True  # a restart end frees no GPU and changes no priority here
@@ -116,6 +117,7 @@ class Srtf(BasePolicy):
     """
 
     name = "srtf"
+    single_type_placement = True  # the shared placer keeps a job on one type (`simcore.admission`)
     Config = SrtfConfig
     rounds_need_queue = True  # only a waiting job preempts: with none queued every job is kept
 

@@ -90,6 +90,7 @@ class Srjf(BasePolicy):
     """
 
     name = "srjf"
+    single_type_placement = True  # the shared placer keeps a job on one type (`simcore.admission`)
     Config = SrjfConfig
     ignores_restart_ends = True  # the key does not move while a job restarts; no GPU is freed
 

@@ -140,6 +140,7 @@ class Tiresias(BasePolicy):
     """
 
     name = "tiresias"
+    single_type_placement = True  # the shared placer keeps a job on one type (`simcore.admission`)
     Config = TiresiasConfig
     #: only a waiting job preempts or is promoted: with none queued a round keeps every job
     #: (demotions matter only against waiting jobs, and wake-ups still come)

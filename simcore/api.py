@@ -325,6 +325,9 @@ class PolicyFlags:
     wants_epoch_events: bool = False
     milestones: tuple = ()
     answers_reclaims: bool = False
+    #: the policy keeps each job on one GPU type (Gavel, AlloX, PAL, FFT, per-type Tiresias): a job
+    #: asking for more GPUs than any one type has is rejected at admission (`simcore.admission`)
+    single_type_placement: bool = False
     #: oracle information the policy uses (`ORACLE_NEEDS`; required of a `Policy`, empty if absent)
     needs: frozenset = frozenset()
 
@@ -336,7 +339,8 @@ class PolicyFlags:
         return cls(rounds_need_queue=bool(d["rounds_need_queue"]),
                    ignores_restart_ends=bool(d["ignores_restart_ends"]),
                    wants_epoch_events=bool(d["wants_epoch_events"]), milestones=tuple(d["milestones"] or ()),
-                   answers_reclaims=bool(d["answers_reclaims"]), needs=frozenset(d["needs"] or ()))
+                   answers_reclaims=bool(d["answers_reclaims"]), needs=frozenset(d["needs"] or ()),
+                   single_type_placement=bool(d["single_type_placement"]))
 
 
 @runtime_checkable
@@ -380,6 +384,10 @@ class Policy(Protocol):
       with an error naming the policy, the node and the time otherwise. Without it the engine
       answers (`simcore.capacity.default_answer`: idle nodes first, then the nodes whose loss
       preempts fewest jobs, node id breaking ties).
+    - `single_type_placement` (default False): the policy places every job on GPUs of one type,
+      so on a heterogeneous cluster a job asking for more GPUs than the largest type has can
+      never run under it; such jobs are rejected when the run starts, reported unfinished with
+      their reason (`jobs.parquet` `unfinished_reason`) and counted (`never_fit_one_type`).
     """
 
     name: ClassVar[str]

@@ -110,7 +110,10 @@ COST_PRESETS: dict[str, ChangeCosts] = {
     # (its elastic framework resizes in place). Before issue 12 this preset charged 63 s for
     # scaling too, which the paper does not.
     "aryl": ChangeCosts(restart_s=63.0, resize_s=0.0),
-    "ares-paper": ChangeCosts(restart_s=30.0, per_model_restart_s=dict(ARES_PER_MODEL_RESTART_S)),
+    # Ares paper: a changed *allocation* is a stop-and-relaunch at the model's seconds; a new batch on
+    # the same GPUs is not one (the Ares simulator, derived from Pollux's, charges `rescale_time` only on a
+    # new placement; AdaptDL re-batches in process), so Pollux's batch changes are free, as in `pollux-sim`
+    "ares-paper": ChangeCosts(restart_s=30.0, per_model_restart_s=dict(ARES_PER_MODEL_RESTART_S), batch_change_s=0.0),
     "inplace": ChangeCosts(restart_s=30.0, resize_s=1.0),  # in-place elastic resize ~1 s
     "free": ChangeCosts(restart_s=0.0),  # idealised (Ares delay-bound property mode)
     # checkpoint-restart (Optimus, Ares) with moves charged their state transfer on top

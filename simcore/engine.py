@@ -54,7 +54,7 @@ from simcore.rates import RateBook
 from simcore.state import ClusterState, JobTable
 from simcore.validate import Checked, Plan, validate_decision
 from simcore.whatif import WhatIf
-from simcore.work import ConstantEfficiency, StatEfficiency, WorkMode, work_gain
+from simcore.work import UNIT_GAIN_MODES, ConstantEfficiency, StatEfficiency, work_gain
 
 log = logging.getLogger(__name__)
 
@@ -67,7 +67,7 @@ _WAKE, _ROUND = Priority.WAKE, Priority.ROUND
 # events from outside the policy (RESTART_END, ARRIVAL, CAPACITY) are the priorities in
 # [_RESTART_END, _CAPACITY]: tested by int range compares (hashing an enum member is slow)
 assert (int(_RESTART_END), int(_ARRIVAL), int(_CAPACITY)) == (1, 2, 3)
-_UNIT_GAIN = frozenset((int(WorkMode.REPLAY), int(WorkMode.ITERATIONS)))  # modes whose `work_gain` is 1
+_UNIT_GAIN = frozenset(int(m) for m in UNIT_GAIN_MODES)  # modes whose `work_gain` is 1 (`simcore.work`)
 _EMPTY = np.zeros(0, np.int32)
 _EMPTY.flags.writeable = False
 _NONE = np.zeros(0, np.int64)  # no job done / at a mark in a step

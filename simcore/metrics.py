@@ -41,9 +41,19 @@ def summary_extras(jobs: pd.DataFrame, res: EngineResult, policy=None, type_spee
     return out
 
 
-def jobs_frame(res: EngineResult, gps_jct_s: np.ndarray) -> pd.DataFrame:
+#: `unfinished_reason` of a job that was admitted but had not finished when the run ended
+NOT_DONE = "not finished when the run ended"
+
+
+def jobs_frame(res: EngineResult, gps_jct_s: np.ndarray, reasons: dict[int, str] | None = None) -> pd.DataFrame:
+    """One row per job. `reasons`: why a job rejected before or at admission never ran, by job
+    index (`simcore.prepare` invalid jobs run with skip_invalid, `simcore.admission`); every other
+    unfinished job reads `NOT_DONE`, a finished one the empty string."""
     j = res.jobs
     finished = j.state == JobState.FINISHED
+    why = np.where(finished, "", NOT_DONE).astype(object)
+    for i, r in (reasons or {}).items():
+        why[i] = r
     jct = np.where(finished, j.end_time - j.submit_time, np.nan)
     with np.errstate(invalid="ignore", divide="ignore"):
         ftf = np.where(finished & (gps_jct_s > 0), jct / gps_jct_s, np.nan)
@@ -72,6 +82,7 @@ def jobs_frame(res: EngineResult, gps_jct_s: np.ndarray) -> pd.DataFrame:
             "ftf": ftf,
             "finished": finished,
             "unschedulable": j.state == JobState.UNSCHEDULABLE,
+            "unfinished_reason": why.astype(str),
         }
     )
 
@@ -90,9 +101,10 @@ def _pct(x: np.ndarray, q: float) -> float:
 
 
 def summary_row(policy: str, jobs: pd.DataFrame, res: EngineResult, progress: str = "plain",
-                ftf_reference: str = "gps") -> dict:
+                ftf_reference: str = "gps", never_fit_one_type: int = 0) -> dict:
     """One summary row; `progress` and `ftf_reference` name the run's progress model and FTF
-    reference (`RunConfig.progress`, `RunConfig.ftf_reference`) so rows say what they measure."""
+    reference (`RunConfig.progress`, `RunConfig.ftf_reference`) so rows say what they measure;
+    `never_fit_one_type` the jobs `simcore.admission` rejected for this policy."""
     fin = jobs[jobs["finished"]]
     jct = fin["jct_s"].to_numpy()
     ftf = fin["ftf"].to_numpy()
@@ -104,6 +116,7 @@ def summary_row(policy: str, jobs: pd.DataFrame, res: EngineResult, progress: st
         "jobs": len(jobs),
         "finished": len(fin),
         "unfinished": int(len(jobs) - len(fin)),
+        "never_fit_one_type": int(never_fit_one_type),
         "stuck": bool(res.stuck),
         "avg_jct_s": float(jct.mean()) if jct.size else float("nan"),
         "p50_jct_s": _pct(jct, 50),

@@ -17,7 +17,8 @@ Work modes (see `simcore.work`), first match wins:
    backend whose consolidated iteration time is the trace's own (`trace`), `W` is exactly the
    trace's iteration count; with any backend, the job alone on the placement its trace implies
    (its requested GPUs, consolidated) takes `T`, and a worse placement costs more.
-2. `total_iterations` → ITERATIONS;
+2. `total_iterations` → ITERATIONS: that many iterations at the job's `global_batch`, i.e. their
+   samples (a batch change conserves them, `simcore.work`);
 3. `epochs` × `epoch_size` samples → CONVERGENCE when the job has a `target_acc` (ONES), else
    SAMPLES;
 4. a `duration` → REPLAY, or SAMPLES for elastic jobs (`min_gpus` < `max_gpus`) so their GPU

@@ -34,6 +34,7 @@ import pyarrow as pa
 from cosim import __version__
 from cosim.atomic import write_parquet, write_text
 from cosim.errors import InputError
+from simcore.admission import reject_never_fit
 from simcore.api import JobState
 from simcore.capacity import load_series_plan
 from simcore.costs import resolve_costs
@@ -247,6 +248,10 @@ def run(config: RunConfig, out_dir: Path | None, progress: bool = False, backend
         for name in config.policies:
             policy = be.make_policy(name, dict(config.policy_params.get(name, {})))
             jobs = _fresh(base)
+            never = reject_never_fit(jobs, policy, topo.gpu_type, topo.gpu_type_names)
+            if never:
+                log.warning("%s: %d job(s) rejected (job %s: %s)", name, len(never),
+                            base.job_id[min(never)], never[min(never)])
             cluster = ClusterState.from_topology(topo)
             engine = Engine(jobs, cluster, perf, policy, costs_of[name], caps,
                             options=EngineOptions(record_decisions=config.write_decisions),
@@ -255,7 +260,7 @@ def run(config: RunConfig, out_dir: Path | None, progress: bool = False, backend
             res = engine.run()
             walls[name] = time.perf_counter() - t0
             pwalls[name] = res.policy_wall_s
-            jf = jobs_frame(res, gps)
+            jf = jobs_frame(res, gps, {**{b.index: b.reason for b in invalid}, **never})
             jobs_out[name], tls[name] = jf, timeline_frame(res)
             dec = decisions_frame(res)
             if dec is not None:
@@ -263,7 +268,7 @@ def run(config: RunConfig, out_dir: Path | None, progress: bool = False, backend
             if res.reclaims is not None:
                 recl[name] = res.reclaims.frame()
             rows.append({"policy": name, "perf": config.perf,
-                         **summary_row(name, jf, res, config.progress, config.ftf_reference),
+                         **summary_row(name, jf, res, config.progress, config.ftf_reference, len(never)),
                          **summary_extras(jf, res, policy, _type_speed(base, perf, topo) if SUMMARY_EXTRAS and
                                           res.decisions is not None else None, np.asarray(topo.gpu_type),
                                           ftf_ref=ftf_ref)})

@@ -8,10 +8,17 @@ batch). A running job at global batch `b` with iteration time `t_iter` advances 
 
 where the per-mode gain is
 
-- `REPLAY` (a) and `ITERATIONS` (b): `gain = 1` — one iteration is one unit of work,
-  whatever the batch (replay defines `W_j` from the trace duration at the requested GPU
-  count on a consolidated placement, alone on the network, so worse placements or a
-  contended network take longer than the trace did);
+- `REPLAY` (a): `gain = 1` — one iteration is one unit of work, whatever the batch (replay
+  defines `W_j` from the trace duration at the requested GPU count on a consolidated
+  placement, alone on the network, so worse placements or a contended network take longer
+  than the trace did);
+- `ITERATIONS` (b): `gain = b / b_ref` — the trace gives `W_j` iterations *at its batch*
+  `b_ref` (the Ares/Pollux/Sia workloads' fixed-epoch runs, synthetic traces), so the work is
+  the samples of those iterations, `W_j × b_ref`: a policy that raises the batch (Pollux, ONES,
+  Aryl's tuning) finishes the same samples in fewer, slower iterations instead of running
+  `W_j` iterations of the larger batch (several times the samples: issue 14's 2,366 vs 611-683
+  GPU-h on Ares Philly 1-2). At the trace's batch `gain` is exactly 1, so a fixed-batch policy
+  runs exactly `W_j` iterations; the mode keeps its name so outputs say where `W_j` came from;
 - `SAMPLES` (c): `gain = b / b_ref` — fixed samples; a policy may change the GPU count at a
   fixed global batch (local batch = b / GPUs, with gradient accumulation past the memory
   limit) or change the batch itself;
@@ -26,9 +33,10 @@ where the per-mode gain is
   dataset measured in those units (`simcore.goodput.AppStats.target`), so `W_j` is that
   target × `b_0 / b_ref`. A fixed large batch therefore needs more samples than the dataset.
 
-Batch changes in every mode conserve samples: progress gained per iteration is `b / b_ref`
-(times an efficiency in (d), (e)) reference iterations, so the samples still to process
-scale with the new batch (tests/simcore/test_goodput.py, property).
+Batch changes in every mode but (a) conserve samples: progress gained per iteration is
+`b / b_ref` (times an efficiency in (d), (e)) reference iterations, so the samples still to
+process scale with the new batch (tests/simcore/test_goodput.py, property). Only a replayed
+job's iterations stay unit work (`UNIT_GAIN_MODES`): its trace timed iterations, not samples.
 
 Gains are kept per job in an array refreshed when the batch changes, so the hot loop never
 calls Python.
@@ -53,6 +61,10 @@ WORK_MODE_NAMES = {WorkMode.REPLAY: "replay", WorkMode.ITERATIONS: "iterations",
                    WorkMode.CONVERGENCE: "convergence", WorkMode.EPOCHS: "epochs"}
 
 
+#: Modes whose `work_gain` is 1 at every batch (the engine skips the call for them)
+UNIT_GAIN_MODES = frozenset({WorkMode.REPLAY})
+
+
 @runtime_checkable
 class StatEfficiency(Protocol):
     """Statistical efficiency of training job `job` at global batch `batch`, relative units.
@@ -74,10 +86,10 @@ class ConstantEfficiency:
 
 def work_gain(mode: int, batch: int, ref_batch: int, eff: StatEfficiency, job: int, progress: float) -> float:
     """Reference iterations gained per iteration at global batch `batch` (see module doc)."""
-    if mode in (WorkMode.REPLAY, WorkMode.ITERATIONS):
+    if mode in UNIT_GAIN_MODES:
         return 1.0
     ratio = batch / ref_batch
-    if mode == WorkMode.SAMPLES:
+    if mode in (WorkMode.ITERATIONS, WorkMode.SAMPLES):
         return ratio
     if mode == WorkMode.EPOCHS:
         return ratio * eff.efficiency(job, batch, progress)

@@ -28,7 +28,9 @@ training run, a fixed number of epochs over its dataset at the job's fixed globa
 §5.3: "the trace's own duration does not set the job's work"; §9.1: "Job work = fixed epochs ×
 dataset samples"). The runs are `traces/data/training_runs.json` (public training-set sizes,
 Ares artifact ``max_epochs``). A filled row gets ``epochs``, ``epoch_size`` (samples per epoch),
-``dataset`` and ``total_iterations = ceil(epochs × epoch_size / global_batch)``:
+``dataset`` and ``total_iterations = ceil(epochs × epoch_size / global_batch)`` — iterations *at that
+batch*: the engine counts them as their samples (`simcore.work`, ITERATIONS), so a policy that
+changes the batch (Pollux) still trains the run's epochs, not that many iterations of its batch:
 
 - ``work="missing"`` (default): only rows with no work at all (no ``total_iterations``, no
   ``epochs`` with ``epoch_size``, no positive ``duration``) — trace-replay rows keep replaying;

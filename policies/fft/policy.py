@@ -154,6 +154,7 @@ class FFT(BasePolicy):
 
     name = "fft"
     Config = FFTConfig
+    single_type_placement = True  # Eq. 1: one type per job (x_j^i binary, Σ_i x_j^i ≤ 1) (`simcore.admission`)
 
     def __init__(self, config: FFTConfig) -> None:
         super().__init__(config)

@@ -53,6 +53,7 @@ class TiresiasTyped(BasePolicy):
 
     name = "tiresias-typed"
     Config = TiresiasTypedConfig
+    single_type_placement = True  # a job joins one type's queue and never migrates across types (`simcore.admission`)
 
     def __init__(self, config: TiresiasTypedConfig) -> None:
         super().__init__(config)

@@ -161,10 +161,12 @@ def test_count_formulation_and_lp_round_match_the_binary_ilp(J, M, data):
     assert sr["objective"] <= sb["objective"] + 0.05 * max(abs(sb["objective"]), 1.0) + 1e-6
 
 
-def test_job_larger_than_every_type_is_reported_not_silently_waiting(tmp_path, caplog):
-    """fft-hetero has 12 GPUs per type: a 16-GPU job passes the engine's whole-cluster check but no
-    type can ever hold it (A14's d_j > Y_i mask). FFT runs the others, logs the job once and
-    counts it (`fft_never_fit`); the run ends with it unfinished."""
+def test_job_larger_than_every_type_is_reported_not_silently_waiting(tmp_path):
+    """fft-hetero has 12 GPUs per type: a 16-GPU job passes the whole-cluster check but no type
+    can ever hold it (A14's d_j > Y_i mask). FFT declares single-type placement, so the job is
+    rejected at admission (`simcore.admission`) with its reason and counted in the summary
+    (`never_fit_one_type`); FFT runs the others and never sees it (`fft_never_fit` counts only
+    jobs that fit no type by memory)."""
     import pandas as pd
 
     from experiments import wiring
@@ -180,5 +182,6 @@ def test_job_larger_than_every_type_is_reported_not_silently_waiting(tmp_path, c
                         write_decisions=True), None)
     row = res.summary.iloc[0]
     assert row["finished"] == 3 and row["unfinished"] == 1
-    assert row["fft_never_fit"] == 1 and row["fft_rounds"] >= 1
-    assert "job big can never run" in caplog.text
+    assert row["never_fit_one_type"] == 1 and row["fft_never_fit"] == 0 and row["fft_rounds"] >= 1
+    big = res.jobs["fft"].set_index("job_id").loc["big"]
+    assert big["unschedulable"] and big["unfinished_reason"].startswith("never fits one GPU type")

@@ -126,6 +126,22 @@ def test_presets_keep_their_meaning_and_aryl_scales_for_free():
     assert resolve_costs("45").restart_s == 45.0 and resolve_costs(12).restart_s == 12.0
 
 
+def test_ares_paper_charges_allocation_changes_not_batch_changes():
+    """Ares restarts a job when its allocation changes (the model's seconds); a new batch on the
+    same GPUs is no restart (the Ares simulator is the Pollux simulator's, whose `reallocate`
+    alone sets `rescale_time` and counts a restart; batches are re-tuned in `step`), so Pollux's
+    re-batching is free and uncounted under `ares-paper` as under `pollux-sim`."""
+    from simcore.costs import CostCharger
+
+    c = COST_PRESETS["ares-paper"]
+    assert [c.restart_for("bert_base"), c.resize_for("bert_base"), c.migrate_for("bert_base")] == [73.0] * 3
+    assert c.batch_change_for("bert_base") == 0.0 == COST_PRESETS["pollux-sim"].batch_change_for("bert_base")
+    ch = CostCharger(c)
+    assert ch.change("resnet50", (0, 1), (0, 1)) == ("rebatch", 0.0)
+    assert ch.change("resnet50", (0, 1), (0, 1, 2, 3)) == ("resize", 4.0)
+    assert ch.change("resnet50", (0, 1), (2, 3)) == ("migrate", 4.0)
+
+
 def test_cost_tables():
     c = resolve_costs({"base": "inplace", "migrate_s": "state",
                        "per_model_gpus_restart_s": {"bert_base": {"1": 40.0, "8": 90.0}}})

@@ -202,8 +202,9 @@ batches = st.lists(st.tuples(st.floats(1.0, 400.0), st.sampled_from([16, 32, 48,
 @given(changes=batches, mode=st.sampled_from(["samples", "iterations", "epochs", "convergence"]))
 def test_work_conserved_in_samples_under_batch_changes(changes, mode):
     """Whatever batch changes a policy makes, a SAMPLES job processes exactly its samples, an
-    ITERATIONS job its iterations, an EPOCHS job (one epoch: E depends on the batch only)
-    its efficiency-weighted samples `target × b0`, and a CONVERGENCE job its samples weighted
+    ITERATIONS job the samples of its iterations at the trace's batch (not its iteration count
+    at whatever batch the policy picks: issue 14's work-unit gap), an EPOCHS job (one epoch: E
+    depends on the batch only) its efficiency-weighted samples `target × b0`, and a CONVERGENCE job its samples weighted
     by E(b) / E(b_ref), `W × b_ref`."""
     t, script = 0.0, [(0.0, {0: ((0,), 64)})]
     for dt, b in changes:
@@ -224,10 +225,8 @@ def test_work_conserved_in_samples_under_batch_changes(changes, mode):
                         WorkMode.CONVERGENCE if mode == "convergence" else WorkMode.EPOCHS)
     res = eng.run()
     assert res.jobs.state[0] == 4  # finished
-    iters, samples = _processed(res, perf)
-    if mode == "iterations":
-        assert iters == pytest.approx(20000, rel=1e-6)
-    elif mode == "samples":
+    _, samples = _processed(res, perf)
+    if mode in ("samples", "iterations"):
         assert samples == pytest.approx(64 * 20000, rel=1e-6)
     else:
         d = res.decisions
@@ -254,3 +253,21 @@ def test_goodput_run_records_progress_option(shared_data):
         run(RunConfig(trace="g", policies=("fifo-test",), progress="nope"), None,
             backends=fake_backends(golden_trace()))
     assert math.isfinite(res.summary["avg_jct_s"].iloc[0])
+
+
+def test_iterations_job_trains_its_samples_when_the_batch_doubles():
+    """Issue 14's work-unit gap: 20,000 iterations at the trace's batch 64 are 1,280,000 samples.
+    A policy that runs the job at 128 from the start finishes after 10,000 iterations (before:
+    20,000 iterations of 128, twice the samples); at 64 the gain is exactly 1 and it runs 20,000."""
+    from simcore.work import ConstantEfficiency, work_gain
+
+    assert work_gain(WorkMode.ITERATIONS, 64, 64, ConstantEfficiency(), 0, 0.0) == 1.0
+    assert work_gain(WorkMode.ITERATIONS, 128, 64, ConstantEfficiency(), 0, 0.0) == 2.0
+    for b, want_iters in ((128, 10000), (64, 20000)):
+        row = dict(submit_time=0.0, num_gpus=1, global_batch=64, total_iterations=20000)
+        eng, perf = _engine([row], Scripted([(0.0, {0: ((0,), b)})]), None)
+        assert eng.jobs.work_mode[0] == WorkMode.ITERATIONS
+        res = eng.run()
+        iters, samples = _processed(res, perf)
+        assert iters == pytest.approx(want_iters, rel=1e-9) and samples == pytest.approx(64 * 20000, rel=1e-9)
+        assert res.jobs.stat_eff[0] == 1.0

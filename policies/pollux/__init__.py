@@ -246,7 +246,7 @@ class Pollux(BasePolicy):
         if self._pop is None:
             return base[None]
         K = self._pop.shape[0]
-        init = np.zeros((K, *base.shape), np.int64)
+        init = np.zeros((K, *base.shape), np.int16)
         pos = {int(j): i for i, j in enumerate(self._pop_jobs.tolist())}
         src = [pos.get(int(j), -1) for j in jobs.tolist()]
         for i, s in enumerate(src):

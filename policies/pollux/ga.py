@@ -79,79 +79,98 @@ class Problem:
 
     def objectives(self, X: np.ndarray) -> np.ndarray:
         """float64[P, 2] to minimise: (−fitness, −utility) (`_ga_kernels.objective_one`)."""
-        X = np.ascontiguousarray(X, np.int64)
-        return _objectives(X, self.speedups, self.base, np.ascontiguousarray(self.penalty, np.float64),
+        return _objectives(_dense(X), self.speedups, self.base, np.ascontiguousarray(self.penalty, np.float64),
                            float(self.scale), float(self.p), self.node_cap)
 
-    # ---- operators --------------------------------------------------------------------
+    # ---- operators (each the kernel `evolve` runs: `_ga_kernels.make_child`) ---------------
+    def _child_args(self):
+        return (self.base, self.node_cap, self.job_node_cap, self.max_gpus, self.min_gpus, int(self.max_nodes),
+                bool(self.interference))
+
     def crossover(self, a: np.ndarray, b: np.ndarray, rng: np.random.Generator, prob: float) -> np.ndarray:
         """Two children per parent pair: rows (jobs) before a random point swapped, with probability `prob`."""
         m, J, _ = a.shape
-        point = rng.integers(0, J, size=m)
-        swap = rng.random(m) < prob
-        return _crossover(np.ascontiguousarray(a, np.int64), np.ascontiguousarray(b, np.int64),
-                          np.asarray(point, np.int64), np.asarray(swap, np.bool_))
+        point = np.asarray(rng.integers(0, J, size=m), np.int64)
+        swap = np.asarray(rng.random(m) < prob, np.bool_)
+        AB = np.concatenate([_dense(a), _dense(b)])
+        return _children(AB, point, swap, False, False, 0, *self._child_args(), K.scratch(J, a.shape[2]))
 
     def _seed(self, rng: np.random.Generator) -> int:
         return int(rng.integers(0, 2**31 - 1))
 
     def mutate_repair(self, X: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-        """Mutation then repair of every individual (in place; `_ga_kernels.mutate_one`, `repair_one`)."""
-        X = np.ascontiguousarray(X, np.int64)
-        _mutate_repair(X, self.base, self.node_cap, self.job_node_cap, self.max_gpus, self.min_gpus,
-                       int(self.max_nodes), bool(self.interference), self._seed(rng))
-        return X
+        """Mutation then repair of every individual (`_ga_kernels.make_child`)."""
+        X = _dense(X)
+        return _children(X, np.zeros(0, np.int64), np.zeros(0, np.bool_), True, True, self._seed(rng),
+                         *self._child_args(), K.scratch(X.shape[1], X.shape[2]))
 
     def repair(self, X: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-        """Make every individual feasible (module doc, in that order; `_ga_kernels.repair_one`)."""
-        X = np.array(X, np.int64, order="C")
-        _repair(X, self.node_cap, self.job_node_cap, self.max_gpus, self.min_gpus, int(self.max_nodes),
-                bool(self.interference), self._seed(rng))
-        return X
+        """Make every individual feasible (module doc, in that order; `_ga_kernels.make_child`)."""
+        X = _dense(X)
+        return _children(X, np.zeros(0, np.int64), np.zeros(0, np.bool_), False, True, self._seed(rng),
+                         *self._child_args(), K.scratch(X.shape[1], X.shape[2]))
 
 
-# ---- thin numba drivers over the per-individual kernels (for the methods above and tests) ----
+def _dense(X) -> np.ndarray:
+    X = np.asarray(X)
+    if X.size and (X.max() > np.iinfo(np.int16).max or X.min() < np.iinfo(np.int16).min):
+        raise ValueError("allocation entries must fit int16 (GPUs of one job on one node)")
+    return np.ascontiguousarray(X, np.int16)
+
+
+# ---- thin numba drivers over the kernels (for the methods above and tests) ----------------
 
 @njit(cache=True)
 def _objectives(X, speedups, base, penalty, scale, p, node_cap):
-    F = np.empty((X.shape[0], 2))
-    occ = np.zeros(X.shape[2], np.bool_)
-    for k in range(X.shape[0]):
-        F[k, 0], F[k, 1] = K.objective_one(X, k, speedups, base, penalty, scale, p, node_cap, occ)
+    P, J, N = X.shape
+    rp = np.zeros((1, J + 1), np.int64)
+    en = np.zeros((1, J * N + 1), np.int16)
+    ev = np.zeros((1, J * N + 1), np.int16)
+    brp = np.zeros((1, J + 1), np.int64)
+    ben = np.zeros((1, J * N + 1), np.int16)
+    bev = np.zeros((1, J * N + 1), np.int16)
+    K.to_sparse(base.reshape((1, J, N)), 0, brp, ben, bev, 0)
+    occ = np.zeros(N, np.bool_)
+    F = np.empty((P, 2))
+    for k in range(P):
+        K.to_sparse(X, k, rp, en, ev, 0)
+        F[k, 0], F[k, 1] = K.objective_one(rp, en, ev, 0, speedups, brp, ben, bev, penalty, scale, p, node_cap, occ)
     return F
 
 
 @njit(cache=True)
-def _crossover(A, B, point, swap):
-    m, J, N = A.shape
-    C = np.empty((2 * m, J, N), A.dtype)
-    tmp = np.empty((2, J, N), A.dtype)
-    for i in range(m):
-        K.crossover_pair(A, i, B, i, tmp, 0, point[i], swap[i])
-        C[i] = tmp[0]
-        C[m + i] = tmp[1]
-    return C
-
-
-@njit(cache=True)
-def _repair(X, node_cap, job_node_cap, max_gpus, min_gpus, max_nodes, interference, seed):
+def _children(X, point, swap, mutate, fix, seed, base, node_cap, job_node_cap, max_gpus, min_gpus, max_nodes,
+              interference, W):
+    """Pairs (X[i], X[m + i]) crossed at point[i] when len(point) = m > 0 (two children each),
+    else each X[k] alone; mutated when `mutate`, repaired when `fix`. Dense int64 out."""
     np.random.seed(seed)
-    N = X.shape[2]
-    seen, cum, nz = np.zeros(N, np.bool_), np.zeros(N, np.int64), np.zeros(N, np.int64)
-    for k in range(X.shape[0]):
-        K.repair_one(X, k, node_cap, job_node_cap, max_gpus, min_gpus, max_nodes, interference, seen, cum, nz)
-
-
-@njit(cache=True)
-def _mutate_repair(X, base, node_cap, job_node_cap, max_gpus, min_gpus, max_nodes, interference, seed):
-    np.random.seed(seed)
-    J, N = X.shape[1], X.shape[2]
-    seen, cum, nz = np.zeros(N, np.bool_), np.zeros(N, np.int64), np.zeros(N, np.int64)
-    used, on, pj, pn = np.zeros(N, np.int64), np.zeros(N, np.int64), np.zeros(J * N + 1, np.int64), \
-        np.zeros(J * N + 1, np.int64)
-    for k in range(X.shape[0]):
-        K.mutate_one(X, k, base, node_cap, job_node_cap, used, on, pj, pn)
-        K.repair_one(X, k, node_cap, job_node_cap, max_gpus, min_gpus, max_nodes, interference, seen, cum, nz)
+    P, J, N = X.shape
+    rp = np.zeros((P, J + 1), np.int64)
+    en = np.zeros((P, J * N + 1), np.int16)
+    ev = np.zeros((P, J * N + 1), np.int16)
+    for k in range(P):
+        K.to_sparse(X, k, rp, en, ev, k)
+    brp = np.zeros((1, J + 1), np.int64)
+    ben = np.zeros((1, J * N + 1), np.int16)
+    bev = np.zeros((1, J * N + 1), np.int16)
+    K.to_sparse(base.reshape((1, J, N)).astype(np.int16), 0, brp, ben, bev, 0)
+    orp = np.zeros((P, J + 1), np.int64)
+    oen = np.zeros((P, J * N + 1), np.int16)
+    oev = np.zeros((P, J * N + 1), np.int16)
+    m = point.shape[0]
+    for k in range(P):
+        if m > 0:
+            i = k % m
+            a, b = (i, m + i) if k < m else (m + i, i)
+            K.make_child(rp, en, ev, a, b, point[i], swap[i], mutate, fix, brp, ben, bev, node_cap, job_node_cap,
+                         max_gpus, min_gpus, max_nodes, interference, orp, oen, oev, k, W)
+        else:
+            K.make_child(rp, en, ev, k, k, 0, False, mutate, fix, brp, ben, bev, node_cap, job_node_cap,
+                         max_gpus, min_gpus, max_nodes, interference, orp, oen, oev, k, W)
+    out = np.zeros((P, J, N), np.int64)
+    for k in range(P):
+        K.to_dense(orp, oen, oev, k, out, k)
+    return out
 
 
 def _fronts(F: np.ndarray) -> np.ndarray:
@@ -167,15 +186,13 @@ def evolve(problem: Problem, init: np.ndarray, rng: np.random.Generator, pop_siz
     crossover, mutation and repair; children equal to an individual of the population or to an
     earlier child are dropped), then keeps the best `pop_size` of parents and children by front
     and crowding. Returns (the fittest individual of the final first front, the final population
-    to seed the next round), both int64. One numba call (`_ga_kernels.evolve_kernel`)."""
+    to seed the next round, int16). One numba call (`_ga_kernels.evolve_kernel`)."""
     pr = problem
-    init = np.asarray(init)
-    if init.size and (init.max() > np.iinfo(np.int16).max or init.min() < np.iinfo(np.int16).min):
-        raise ValueError("allocation entries must fit int16 (GPUs of one job on one node)")
+    init = _dense(init)
+    J, N = pr.base.shape
     pop, _, best = K.evolve_kernel(
-        np.ascontiguousarray(init, np.int16), pr.speedups, pr.base, np.ascontiguousarray(pr.penalty, np.float64),
+        init, pr.speedups, pr.base, np.ascontiguousarray(pr.penalty, np.float64),
         float(pr.scale), float(pr.p), pr.node_cap, pr.job_node_cap, pr.max_gpus, pr.min_gpus, int(pr.max_nodes),
         bool(pr.interference), int(pop_size), int(generations), float(crossover_prob), int(max_tries),
-        pr._seed(rng))
-    pop = pop.astype(np.int64)
-    return pop[best].copy(), pop
+        pr._seed(rng), K.scratch(J, N))
+    return pop[best].astype(np.int64), pop

@@ -192,7 +192,7 @@ def evolve(problem: Problem, init: np.ndarray, rng: np.random.Generator, pop_siz
     J, N = pr.base.shape
     pop, _, best = K.evolve_kernel(
         init, pr.speedups, pr.base, np.ascontiguousarray(pr.penalty, np.float64),
-        float(pr.scale), float(pr.p), pr.node_cap, pr.job_node_cap, pr.max_gpus, pr.min_gpus, int(pr.max_nodes),
+        float(pr.scale), float(pr.p), pr.node_cap, _dense(pr.job_node_cap), pr.max_gpus, pr.min_gpus, int(pr.max_nodes),
         bool(pr.interference), int(pop_size), int(generations), float(crossover_prob), int(max_tries),
         pr._seed(rng), K.scratch(J, N))
     return pop[best].astype(np.int64), pop

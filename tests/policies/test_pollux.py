@@ -287,8 +287,8 @@ def test_mutation_raise_probabilities():
     # Pollux's mutation (3) on one node of 8 GPUs with 5 free: jobs there are raised with
     # probability p1 + p2 − p1·p2 (p1 = 1/J, p2 = 1/jobs on the node), the others with p1; a raise
     # draws uniformly in [entry, 8]. Step (2) first zeroes an entry with probability 0.1 × 0.1.
-    from policies.pollux.ga import _children
     from policies.pollux import _ga_kernels as K
+    from policies.pollux.ga import _children
 
     prob = _problem(J=4, N=1, per_node=8)
     prob.base = np.array([[2], [1], [0], [0]], np.int64)  # resets (step 1) change nothing

@@ -10,8 +10,8 @@ individual has at most one entry per GPU, so every operator costs O(J + entries 
 O(J × N): at 2,048 GPUs and 1,000 jobs the dense matrix has 256,000 cells and ~2,000 non-zeros.
 `Problem`'s dense methods in `ga` convert to this form and call the same functions.
 
-Random draws come from numba's generator, seeded once per call from the policy's numpy
-Generator: a round is a function of the policy seed. Where a draw cannot change the result it is
+Random draws come from a SplitMix64 state (`_nsga_kernels.rng_*`, in the scratch tuple), seeded
+once per call from the policy's numpy Generator: a round is a function of the policy seed. Where a draw cannot change the result it is
 not made (a zero entry is not drawn for zeroing; a node order is drawn only over a job's non-zero
 nodes; the 1/J and 0.1 chances over jobs are sampled by geometric skips): the same distribution
 as drawing everything, with far fewer draws.
@@ -24,18 +24,25 @@ import math
 import numpy as np
 from numba import njit
 
-from policies.pollux._nsga_kernels import fronts, survive, tournament  # noqa: F401 (fronts: re-exported)
+from policies.pollux._nsga_kernels import (  # noqa: F401 (fronts, rng_seed: re-exported)
+    fronts,
+    rng_randint,
+    rng_random,
+    rng_seed,
+    survive,
+    tournament,
+)
 
 
 @njit(cache=True)
-def _skip(j, prob, inv_log):
+def _skip(j, prob, inv_log, st):
     """The next index after j when each index is chosen with probability `prob` (geometric skip;
     inv_log = 1 / log(1 − prob))."""
     if prob >= 1.0:
         return j + 1
     if prob <= 0.0:
         return 1 << 62
-    u = np.random.random()
+    u = rng_random(st)
     return j + 1 + int(math.floor(math.log(1.0 - u) * inv_log))  # noqa: RUF046 (numba: keep the int type explicit)
 
 
@@ -94,7 +101,7 @@ def make_child(rp, en, ev, ia, ib, point, swap, mutate, fix, brp, ben, bev, node
     the node]; interference avoidance (a distributed job loses the nodes where an earlier
     distributed job is); the job's most GPUs and most nodes over its nodes in a random order;
     node capacity left by earlier jobs; a job short of its least GPUs gets none."""
-    wrp, wn, wv, reset, zero, used, on, ahead, atail, anext, an, av, seen, cum, nzn, nzv, perm = W
+    wrp, wn, wv, reset, zero, used, on, ahead, atail, anext, an, av, seen, cum, nzn, nzv, perm, st = W
     J = rp.shape[1] - 1
     N = node_cap.shape[0]
     for j in range(J):
@@ -106,14 +113,14 @@ def make_child(rp, en, ev, ia, ib, point, swap, mutate, fix, brp, ben, bev, node
         on[n] = 0
     q10 = _inv_log(0.1)
     if mutate:
-        j = _skip(-1, 0.1, q10)
+        j = _skip(-1, 0.1, q10, st)
         while j < J:
             reset[j] = True
-            j = _skip(j, 0.1, q10)
-        j = _skip(-1, 0.1, q10)
+            j = _skip(j, 0.1, q10, st)
+        j = _skip(-1, 0.1, q10, st)
         while j < J:
             zero[j] = True
-            j = _skip(j, 0.1, q10)
+            j = _skip(j, 0.1, q10, st)
     # rows: crossover (+ mutation steps 1, 2)
     c = 0
     for j in range(J):
@@ -132,7 +139,7 @@ def make_child(rp, en, ev, ia, ib, point, swap, mutate, fix, brp, ben, bev, node
         if zero[j]:
             c2 = wrp[j]
             for e in range(wrp[j], c):
-                if np.random.random() < 0.1:
+                if rng_random(st) < 0.1:
                     continue
                 wn[c2] = wn[e]
                 wv[c2] = wv[e]
@@ -153,14 +160,14 @@ def make_child(rp, en, ev, ia, ib, point, swap, mutate, fix, brp, ben, bev, node
                 x = wv[e]
                 if x > 0 and node_cap[n] - used[n] > 0:
                     p2 = 1.0 / on[n]
-                    if np.random.random() < p1 + p2 - p1 * p2:
+                    if rng_random(st) < p1 + p2 - p1 * p2:
                         hi = job_node_cap[j, n]
                         if hi > x:
-                            wv[e] = x + np.random.randint(0, hi - x + 1)
+                            wv[e] = x + rng_randint(st, 0, hi - x + 1)
         for n in range(N):
             if node_cap[n] - used[n] <= 0:
                 continue
-            j = _skip(-1, p1, q1)
+            j = _skip(-1, p1, q1, st)
             while j < J:
                 x = 0
                 present = False
@@ -172,7 +179,7 @@ def make_child(rp, en, ev, ia, ib, point, swap, mutate, fix, brp, ben, bev, node
                 if x <= 0:  # not on the node (a job there had its own draw)
                     hi = job_node_cap[j, n]
                     if hi > 0:
-                        v = np.random.randint(0, hi + 1)
+                        v = rng_randint(st, 0, hi + 1)
                         if v > 0:
                             if present:  # a negative entry (only from a caller's raw matrix)
                                 for e in range(wrp[j], wrp[j + 1]):
@@ -188,7 +195,7 @@ def make_child(rp, en, ev, ia, ib, point, swap, mutate, fix, brp, ben, bev, node
                                     anext[atail[j]] = na
                                 atail[j] = na
                                 na += 1
-                j = _skip(j, p1, q1)
+                j = _skip(j, p1, q1, st)
     if not fix:
         o = 0
         for j in range(J):
@@ -241,7 +248,7 @@ def make_child(rp, en, ev, ia, ib, point, swap, mutate, fix, brp, ben, bev, node
         for i in range(c):
             perm[i] = i
         for i in range(c - 1, 0, -1):  # a random order of the job's nodes (Fisher-Yates)
-            m = np.random.randint(0, i + 1)
+            m = rng_randint(st, 0, i + 1)
             t = perm[i]
             perm[i] = perm[m]
             perm[m] = t
@@ -276,12 +283,14 @@ def make_child(rp, en, ev, ia, ib, point, swap, mutate, fix, brp, ben, bev, node
 
 
 def scratch(J: int, N: int):
-    """The scratch arrays `make_child` takes (sized for any input: at most J × N entries)."""
+    """The scratch arrays `make_child` takes (sized for any input: at most J × N entries), the
+    random state last."""
     E = J * N + 1
     z = np.zeros
     return (z(J + 1, np.int64), z(E, np.int16), z(E, np.int16), z(J, np.bool_), z(J, np.bool_), z(N, np.int64),
             z(N, np.int64), z(J, np.int64), z(J, np.int64), z(E, np.int64), z(E, np.int16), z(E, np.int16),
-            z(N, np.bool_), z(N, np.int64), z(N + 1, np.int64), z(N + 1, np.int64), z(N + 1, np.int64))
+            z(N, np.bool_), z(N, np.int64), z(N + 1, np.int64), z(N + 1, np.int64), z(N + 1, np.int64),
+            z(1, np.uint64))
 
 
 # ---- objectives and identity ---------------------------------------------------------------
@@ -389,7 +398,8 @@ def evolve_kernel(init, speedups, base, penalty, scale, p, node_cap, job_node_ca
     """NSGA-II from the dense `init` (int[K, J, N], repaired here). Returns (the population, dense
     int16[P, J, N], its objectives F[P, 2], the index of the chosen individual: least −fitness,
     then least −utility, so on the first front). W: `scratch(J, N)`."""
-    np.random.seed(seed)
+    st = W[17]
+    rng_seed(st, seed)
     K, J, N = init.shape
     E = 1
     for n in range(N):
@@ -427,17 +437,17 @@ def evolve_kernel(init, speedups, base, penalty, scale, p, node_cap, job_node_ca
         H[P] = h
         PF[P, 0], PF[P, 1] = objective_one(rp, en, ev, P, speedups, brp, ben, bev, penalty, scale, p, node_cap, occ)
         P += 1
-    sel = survive(PF[:P], pop_size, crowd[:P])
+    sel = survive(PF[:P], pop_size, crowd[:P], st)
     P = _gather(rp, en, ev, PF, H, crowd, sel)
 
     for _g in range(generations):
         got = 0
         for _t in range(max_tries):
             m = (pop_size - got + 1) // 2
-            par = tournament(PF[:P], crowd[:P], P, 2 * m)
+            par = tournament(PF[:P], crowd[:P], P, 2 * m, st)
             for i in range(m):
-                point = np.random.randint(0, J)
-                swap = np.random.random() < crossover_prob
+                point = rng_randint(st, 0, J)
+                swap = rng_random(st) < crossover_prob
                 for side in range(2):
                     if got >= pop_size:
                         break
@@ -459,7 +469,7 @@ def evolve_kernel(init, speedups, base, penalty, scale, p, node_cap, job_node_ca
                     got += 1
             if got >= pop_size:
                 break
-        sel = survive(PF[:P + got], pop_size, crowd[:P + got])
+        sel = survive(PF[:P + got], pop_size, crowd[:P + got], st)
         P = _gather(rp, en, ev, PF, H, crowd, sel)
     best = 0
     for i in range(1, P):

@@ -1,13 +1,39 @@
 """numba kernels of NSGA-II's selection for Pollux's GA (`policies.pollux._ga_kernels`): non-dominated
 fronts over two objectives in O(n log n), crowding distance, truncation to the population size
 (fronts in order, the last one by crowding, ties at random) and binary tournaments.
-Random draws use numba's generator, seeded by the caller's kernel.
+Random draws come from `rng_*`: SplitMix64 on a one-element uint64 state array threaded through
+the kernels (a few integer operations per draw; numba's generator costs ~8 ns per draw here, in
+its thread-local state lookup), seeded by the caller.
 """
 
 from __future__ import annotations
 
 import numpy as np
 from numba import njit
+
+
+@njit(cache=True)
+def rng_seed(st, seed):
+    """Seed the SplitMix64 state `st` (uint64[1])."""
+    st[0] = np.uint64(seed) * np.uint64(0x9E3779B97F4A7C15) + np.uint64(0x632BE59BD9B4E019)
+
+
+@njit(cache=True)
+def rng_random(st):
+    """A uniform float in [0, 1) (SplitMix64, 53 bits)."""
+    st[0] += np.uint64(0x9E3779B97F4A7C15)
+    z = st[0]
+    z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    z = z ^ (z >> np.uint64(31))
+    return (z >> np.uint64(11)) * (1.0 / 9007199254740992.0)
+
+
+@njit(cache=True)
+def rng_randint(st, lo, hi):
+    """A uniform int in [lo, hi) (as `np.random.randint`; bias < 2^-40 for the ranges used here)."""
+    v = lo + int(rng_random(st) * (hi - lo))
+    return v if v < hi else hi - 1
 
 
 @njit(cache=True)
@@ -67,7 +93,7 @@ def crowding(F, idx, out):
 
 
 @njit(cache=True)
-def survive(F, size, crowd):
+def survive(F, size, crowd, st):
     """Indices kept (fronts in order, the last one cut by crowding distance, most crowding first,
     ties at random); `crowd` receives every kept point's crowding distance within its front."""
     n = F.shape[0]
@@ -91,7 +117,7 @@ def survive(F, size, crowd):
         if c > room:
             key = np.empty(c)
             for i in range(c):
-                key[i] = np.random.random()
+                key[i] = rng_random(st)
             o = np.argsort(key)  # random ties, then most crowding first (stable)
             neg = np.empty(c)
             for i in range(c):
@@ -114,18 +140,24 @@ def _dominates(F, a, b):
 
 
 @njit(cache=True)
-def tournament(F, crowd, k, n):
+def tournament(F, crowd, k, n, st):
     """`n` winners among rows 0..k−1 of binary tournaments over concatenated random permutations:
     the dominating one, else the less crowded, else a coin."""
     reps = -(-2 * n // k)
     picks = np.empty(reps * k, np.int64)
     for r in range(reps):
-        picks[r * k:(r + 1) * k] = np.random.permutation(k)
+        for i in range(k):  # a random permutation (Fisher-Yates)
+            picks[r * k + i] = i
+        for i in range(k - 1, 0, -1):
+            m = rng_randint(st, 0, i + 1)
+            t = picks[r * k + i]
+            picks[r * k + i] = picks[r * k + m]
+            picks[r * k + m] = t
     out = np.empty(n, np.int64)
     for i in range(n):
         a = picks[2 * i]
         b = picks[2 * i + 1]
-        coin = np.random.random() < 0.5
+        coin = rng_random(st) < 0.5
         if _dominates(F, a, b):
             out[i] = a
         elif _dominates(F, b, a):

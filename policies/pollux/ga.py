@@ -143,7 +143,7 @@ def _children(X, point, swap, mutate, fix, seed, base, node_cap, job_node_cap, m
               interference, W):
     """Pairs (X[i], X[m + i]) crossed at point[i] when len(point) = m > 0 (two children each),
     else each X[k] alone; mutated when `mutate`, repaired when `fix`. Dense int64 out."""
-    np.random.seed(seed)
+    K.rng_seed(W[17], seed)
     P, J, N = X.shape
     rp = np.zeros((P, J + 1), np.int64)
     en = np.zeros((P, J * N + 1), np.int16)

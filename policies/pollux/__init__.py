@@ -200,14 +200,19 @@ class Pollux(BasePolicy):
         if gm is None:
             S[n, r] = r / fair_r
             return S
-        key = (gm.params, round(gm.noise_ratio, 12), max_n, max_r, fair_r)
+        # the goodput table depends only on the model and the node count; it is kept across
+        # rounds (sliced when fewer GPUs are asked), the fair-share goodput per fair share
+        key = (gm.params, round(gm.noise_ratio, 12), max_n)
         hit = self._tables.get(j)
-        if hit is not None and hit[0] == key:
-            return hit[1]
-        good = gm.optimize(np.append(n, 1), np.append(r, fair_r))[0]
-        base = good[-1]
-        S[n, r] = good[:-1] / base if base > 0 else 0.0
-        self._tables[j] = (key, S)
+        if hit is None or hit[0] != key or hit[1].shape[1] <= max_r:
+            good = np.zeros((max_n + 1, max_r + 1))
+            good[n, r] = gm.optimize(n, r)[0]
+            hit = self._tables[j] = (key, good, {})
+        base = hit[2].get(fair_r)
+        if base is None:
+            base = hit[2][fair_r] = float(gm.optimize(1, fair_r)[0][0])
+        good = hit[1][:, :max_r + 1]
+        S[n, r] = good[n, r] / base if base > 0 else 0.0
         return S
 
     def problem(self, view: ClusterView, jobs: np.ndarray, now: float) -> Problem:
@@ -246,7 +251,7 @@ class Pollux(BasePolicy):
         if self._pop is None:
             return base[None]
         K = self._pop.shape[0]
-        init = np.zeros((K, *base.shape), np.int64)
+        init = np.zeros((K, *base.shape), np.int16)
         pos = {int(j): i for i, j in enumerate(self._pop_jobs.tolist())}
         src = [pos.get(int(j), -1) for j in jobs.tolist()]
         for i, s in enumerate(src):

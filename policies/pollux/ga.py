@@ -20,7 +20,9 @@ most one distributed job per node, jobs earlier in priority order win), each job
 and most nodes (surplus removed from randomly ordered nodes), node capacity (earlier jobs
 first) and each job's least GPUs. The population carries over from round to round.
 
-Our own code, numpy throughout; every random draw comes from the `numpy.random.Generator` passed in.
+Our own code. The whole loop runs in numba (`policies.pollux._ga_kernels.evolve_kernel`, one call
+per round); its generator is seeded from the `numpy.random.Generator` passed in, so a round is a
+function of the policy seed. The `Problem` methods below call the same per-individual kernels.
 """
 
 from __future__ import annotations
@@ -28,6 +30,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from numba import njit
+
+from policies.pollux import _ga_kernels as K
 
 
 @dataclass
@@ -73,160 +78,121 @@ class Problem:
         return -self.objectives(X)[:, 1]
 
     def objectives(self, X: np.ndarray) -> np.ndarray:
-        """float64[P, 2] to minimise: (−fitness, −utility) (`_kernels.objectives`, the same formulas)."""
-        from policies.pollux._kernels import objectives
+        """float64[P, 2] to minimise: (−fitness, −utility) (`_ga_kernels.objective_one`)."""
+        return _objectives(_dense(X), self.speedups, self.base, np.ascontiguousarray(self.penalty, np.float64),
+                           float(self.scale), float(self.p), self.node_cap)
 
-        return objectives(np.ascontiguousarray(X, np.int64), self.speedups, self.base,
-                          np.ascontiguousarray(self.penalty, np.float64), float(self.scale), float(self.p),
-                          self.node_cap)
+    # ---- operators (each the kernel `evolve` runs: `_ga_kernels.make_child`) ---------------
+    def _child_args(self):
+        return (self.base, self.node_cap, self.job_node_cap, self.max_gpus, self.min_gpus, int(self.max_nodes),
+                bool(self.interference))
 
-    # ---- operators --------------------------------------------------------------------
     def crossover(self, a: np.ndarray, b: np.ndarray, rng: np.random.Generator, prob: float) -> np.ndarray:
         """Two children per parent pair: rows (jobs) before a random point swapped, with probability `prob`."""
-        from policies.pollux._kernels import crossover
-
         m, J, _ = a.shape
-        point = rng.integers(0, J, size=m)
-        swap = rng.random(m) < prob
-        return crossover(np.ascontiguousarray(a, np.int64), np.ascontiguousarray(b, np.int64), point, swap)
+        point = np.asarray(rng.integers(0, J, size=m), np.int64)
+        swap = np.asarray(rng.random(m) < prob, np.bool_)
+        AB = np.concatenate([_dense(a), _dense(b)])
+        return _children(AB, point, swap, False, False, 0, *self._child_args(), K.scratch(J, a.shape[2]))
 
     def _seed(self, rng: np.random.Generator) -> int:
         return int(rng.integers(0, 2**31 - 1))
 
     def mutate_repair(self, X: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-        """Mutation then repair of every individual (in place; `_kernels.mutate_repair`).
-
-        Mutation: (1) a job's row reset to its current allocation (10 %); (2) 10 % of its entries
-        zeroed (for 10 % of jobs); (3) on each node with free GPUs, each job's entry raised to a
-        random count up to the node's size with probability 1/J, plus 1/(jobs on the node) for
-        jobs already there."""
-        from policies.pollux._kernels import mutate_repair
-
-        X = np.ascontiguousarray(X, np.int64)
-        mutate_repair(X, self.base, self.node_cap, self.job_node_cap, self.max_gpus, self.min_gpus,
-                      int(self.max_nodes), bool(self.interference), self._seed(rng))
-        return X
+        """Mutation then repair of every individual (`_ga_kernels.make_child`)."""
+        X = _dense(X)
+        return _children(X, np.zeros(0, np.int64), np.zeros(0, np.bool_), True, True, self._seed(rng),
+                         *self._child_args(), K.scratch(X.shape[1], X.shape[2]))
 
     def repair(self, X: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-        """Make every individual feasible (module doc, in that order; `_kernels.repair`)."""
-        from policies.pollux._kernels import repair
-
-        X = np.array(X, np.int64, order="C")
-        repair(X, self.node_cap, self.job_node_cap, self.max_gpus, self.min_gpus, int(self.max_nodes),
-               bool(self.interference), self._seed(rng))
-        return X
+        """Make every individual feasible (module doc, in that order; `_ga_kernels.make_child`)."""
+        X = _dense(X)
+        return _children(X, np.zeros(0, np.int64), np.zeros(0, np.bool_), False, True, self._seed(rng),
+                         *self._child_args(), K.scratch(X.shape[1], X.shape[2]))
 
 
-# ---- NSGA-II ------------------------------------------------------------------------------
+def _dense(X) -> np.ndarray:
+    X = np.asarray(X)
+    if X.size and (X.max() > np.iinfo(np.int16).max or X.min() < np.iinfo(np.int16).min):
+        raise ValueError("allocation entries must fit int16 (GPUs of one job on one node)")
+    return np.ascontiguousarray(X, np.int16)
+
+
+# ---- thin numba drivers over the kernels (for the methods above and tests) ----------------
+
+@njit(cache=True)
+def _objectives(X, speedups, base, penalty, scale, p, node_cap):
+    P, J, N = X.shape
+    rp = np.zeros((1, J + 1), np.int64)
+    en = np.zeros((1, J * N + 1), np.int16)
+    ev = np.zeros((1, J * N + 1), np.int16)
+    brp = np.zeros((1, J + 1), np.int64)
+    ben = np.zeros((1, J * N + 1), np.int16)
+    bev = np.zeros((1, J * N + 1), np.int16)
+    K.to_sparse(base.reshape((1, J, N)), 0, brp, ben, bev, 0)
+    occ = np.zeros(N, np.bool_)
+    F = np.empty((P, 2))
+    for k in range(P):
+        K.to_sparse(X, k, rp, en, ev, 0)
+        F[k, 0], F[k, 1] = K.objective_one(rp, en, ev, 0, speedups, brp, ben, bev, penalty, scale, p, node_cap, occ)
+    return F
+
+
+@njit(cache=True)
+def _children(X, point, swap, mutate, fix, seed, base, node_cap, job_node_cap, max_gpus, min_gpus, max_nodes,
+              interference, W):
+    """Pairs (X[i], X[m + i]) crossed at point[i] when len(point) = m > 0 (two children each),
+    else each X[k] alone; mutated when `mutate`, repaired when `fix`. Dense int64 out."""
+    K.rng_seed(W[17], seed)
+    P, J, N = X.shape
+    rp = np.zeros((P, J + 1), np.int64)
+    en = np.zeros((P, J * N + 1), np.int16)
+    ev = np.zeros((P, J * N + 1), np.int16)
+    for k in range(P):
+        K.to_sparse(X, k, rp, en, ev, k)
+    brp = np.zeros((1, J + 1), np.int64)
+    ben = np.zeros((1, J * N + 1), np.int16)
+    bev = np.zeros((1, J * N + 1), np.int16)
+    K.to_sparse(base.reshape((1, J, N)).astype(np.int16), 0, brp, ben, bev, 0)
+    orp = np.zeros((P, J + 1), np.int64)
+    oen = np.zeros((P, J * N + 1), np.int16)
+    oev = np.zeros((P, J * N + 1), np.int16)
+    m = point.shape[0]
+    for k in range(P):
+        if m > 0:
+            i = k % m
+            a, b = (i, m + i) if k < m else (m + i, i)
+            K.make_child(rp, en, ev, a, b, point[i], swap[i], mutate, fix, brp, ben, bev, node_cap, job_node_cap,
+                         max_gpus, min_gpus, max_nodes, interference, orp, oen, oev, k, W)
+        else:
+            K.make_child(rp, en, ev, k, k, 0, False, mutate, fix, brp, ben, bev, node_cap, job_node_cap,
+                         max_gpus, min_gpus, max_nodes, interference, orp, oen, oev, k, W)
+    out = np.zeros((P, J, N), np.int64)
+    for k in range(P):
+        K.to_dense(orp, oen, oev, k, out, k)
+    return out
+
 
 def _fronts(F: np.ndarray) -> np.ndarray:
-    """Non-dominated front index of each row of F[:, :2] (minimisation), O(n log n): in
-    lexicographic order every earlier distinct point has f0 ≤ and, if f0 ties, f1 <, so a point
-    belongs to the first front whose smallest f1 so far exceeds its f1; equal points share a front."""
-    from bisect import bisect_right
-
-    uniq, inv = np.unique(F[:, :2], axis=0, return_inverse=True)  # lexicographic order
-    rank_u = np.empty(uniq.shape[0], np.int64)
-    best: list[float] = []  # smallest f1 of each front so far (increasing)
-    for i, f1 in enumerate(uniq[:, 1].tolist()):
-        k = bisect_right(best, f1)  # an equal f1 came with a smaller f0: it dominates, so past it
-        if k == len(best):
-            best.append(f1)
-        else:
-            best[k] = f1
-        rank_u[i] = k
-    return rank_u[inv.ravel()]
-
-
-def _crowding(F: np.ndarray) -> np.ndarray:
-    n = F.shape[0]
-    if n <= 2:
-        return np.full(n, np.inf)
-    d = np.zeros(n)
-    for m in range(F.shape[1]):
-        o = np.argsort(F[:, m], kind="stable")
-        f = F[o, m]
-        span = f[-1] - f[0]
-        d[o[0]] = d[o[-1]] = np.inf
-        if span > 0:
-            d[o[1:-1]] += (f[2:] - f[:-2]) / span
-    return d
-
-
-def _survive(F: np.ndarray, size: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Indices kept (fronts in order, the last cut by crowding distance), their ranks and crowding."""
-    rank = _fronts(F)
-    keep, crowd = [], np.zeros(F.shape[0])
-    for k in range(int(rank.max()) + 1):
-        idx = np.flatnonzero(rank == k)
-        c = _crowding(F[idx])
-        crowd[idx] = c
-        room = size - sum(x.size for x in keep)
-        if idx.size > room:
-            o = np.lexsort((rng.random(idx.size), -c))  # most crowding first, random ties
-            idx = idx[o[:room]]
-        keep.append(idx)
-        if sum(x.size for x in keep) >= size:
-            break
-    sel = np.concatenate(keep)
-    return sel, rank[sel], crowd[sel]
-
-
-def _tournament(F: np.ndarray, crowd: np.ndarray, n: int, rng: np.random.Generator) -> np.ndarray:
-    """`n` winners of binary tournaments: the dominating one, else the less crowded, else random."""
-    k = F.shape[0]
-    picks = np.concatenate([rng.permutation(k) for _ in range(-(-2 * n // k))])[:2 * n].reshape(n, 2)
-    a, b = picks[:, 0], picks[:, 1]
-    fa, fb = F[a], F[b]
-    a_dom = np.all(fa <= fb, axis=1) & np.any(fa < fb, axis=1)
-    b_dom = np.all(fb <= fa, axis=1) & np.any(fb < fa, axis=1)
-    coin = rng.random(n) < 0.5
-    win_a = a_dom | (~b_dom & ((crowd[a] > crowd[b]) | ((crowd[a] == crowd[b]) & coin)))
-    return np.where(win_a, a, b)
-
-
-def _unique_new(C: np.ndarray, seen: set[bytes]) -> np.ndarray:
-    keep = []
-    for i in range(C.shape[0]):
-        key = C[i].tobytes()
-        if key not in seen:
-            seen.add(key)
-            keep.append(i)
-    return C[keep]
+    """Non-dominated front index of each row of F[:, :2] (`_ga_kernels.fronts`, what `evolve` sorts with)."""
+    return K.fronts(np.ascontiguousarray(np.asarray(F, np.float64)[:, :2]))
 
 
 def evolve(problem: Problem, init: np.ndarray, rng: np.random.Generator, pop_size: int = 100,
            generations: int = 100, crossover_prob: float = 0.9, max_tries: int = 10
            ) -> tuple[np.ndarray, np.ndarray]:
     """Run NSGA-II from `init` (int[K, J, N], any K ≥ 1, repaired here). Each generation makes
-    `pop_size` new distinct children (up to `max_tries` batches; duplicates of the population's
-    individuals are dropped), then keeps the best `pop_size` of parents and children by
-    front and crowding. Returns (the fittest individual of the final first front, the final
-    population to seed the next round)."""
-    X = problem.repair(np.asarray(init, np.int64), rng)
-    X = _unique_new(X, set())
-    F = problem.objectives(X)
-    sel, _, crowd = _survive(F, pop_size, rng)
-    X, F = X[sel], F[sel]
-    for _ in range(generations):
-        kids = []
-        got = 0
-        seen = {X[i].tobytes() for i in range(X.shape[0])}  # duplicates of the population are dropped
-        for _ in range(max_tries):
-            m = -(-(pop_size - got) // 2)
-            par = _tournament(F, crowd, 2 * m, rng)
-            C = problem.crossover(X[par[:m]], X[par[m:]], rng, crossover_prob)
-            C = problem.mutate_repair(C, rng)
-            C = _unique_new(C, seen)[:pop_size - got]
-            kids.append(C)
-            got += C.shape[0]
-            if got >= pop_size:
-                break
-        C = np.concatenate(kids)
-        if C.shape[0]:
-            X = np.concatenate([X, C])
-            F = np.concatenate([F, problem.objectives(C)])
-        sel, _, crowd = _survive(F, pop_size, rng)
-        X, F = X[sel], F[sel]
-    best = int(np.argmin(F[:, 0]))
-    return X[best], X
+    `pop_size` new distinct children (up to `max_tries` batches of binary-tournament parents,
+    crossover, mutation and repair; children equal to an individual of the population or to an
+    earlier child are dropped), then keeps the best `pop_size` of parents and children by front
+    and crowding. Returns (the fittest individual of the final first front, the final population
+    to seed the next round, int16). One numba call (`_ga_kernels.evolve_kernel`)."""
+    pr = problem
+    init = _dense(init)
+    J, N = pr.base.shape
+    pop, _, best = K.evolve_kernel(
+        init, pr.speedups, pr.base, np.ascontiguousarray(pr.penalty, np.float64),
+        float(pr.scale), float(pr.p), pr.node_cap, _dense(pr.job_node_cap), pr.max_gpus, pr.min_gpus, int(pr.max_nodes),
+        bool(pr.interference), int(pop_size), int(generations), float(crossover_prob), int(max_tries),
+        pr._seed(rng), K.scratch(J, N))
+    return pop[best].astype(np.int64), pop

@@ -269,3 +269,37 @@ def test_crossover_swaps_the_rows_before_the_point():
 
     c = prob.crossover(a, b, Fixed(), 0.9)
     assert c[0].sum(axis=1).tolist() == [2, 2, 0] and c[1].sum(axis=1).tolist() == [0, 0, 2]
+
+
+def test_repair_in_priority_order_by_hand():
+    # 3 jobs on 2 nodes of 4 GPUs. Job 0 spans both nodes and comes first, so job 1 (also
+    # distributed) loses both nodes to interference avoidance; job 2 (one node) then gets what
+    # node 0 has left after job 0: min(4, 4 − 3) = 1.
+    prob = _problem(J=3, N=2)
+    X = prob.repair(np.array([[[3, 2], [2, 2], [4, 0]]]), np.random.default_rng(0))
+    assert X[0].tolist() == [[3, 2], [0, 0], [1, 0]]
+    prob.interference = False  # without it job 1 keeps what capacity leaves it: node 0 full, node 1 2
+    X = prob.repair(np.array([[[3, 2], [2, 2], [4, 0]]]), np.random.default_rng(0))
+    assert X[0].tolist() == [[3, 2], [1, 2], [0, 0]]
+
+
+def test_mutation_raise_probabilities():
+    # Pollux's mutation (3) on one node of 8 GPUs with 5 free: jobs there are raised with
+    # probability p1 + p2 − p1·p2 (p1 = 1/J, p2 = 1/jobs on the node), the others with p1; a raise
+    # draws uniformly in [entry, 8]. Step (2) first zeroes an entry with probability 0.1 × 0.1.
+    from policies.pollux import _ga_kernels as K
+    from policies.pollux.ga import _children
+
+    prob = _problem(J=4, N=1, per_node=8)
+    prob.base = np.array([[2], [1], [0], [0]], np.int64)  # resets (step 1) change nothing
+    n = 40000
+    X = np.broadcast_to(prob.base, (n, 4, 1)).astype(np.int16)
+    out = _children(X, np.zeros(0, np.int64), np.zeros(0, np.bool_), True, False, 123, prob.base, prob.node_cap,
+                    prob.job_node_cap, prob.max_gpus, prob.min_gpus, 16, True, K.scratch(4, 1))
+    p1, pb = 0.25, 0.25 + 0.5 - 0.125
+    job0 = 0.99 * pb * 6 / 7 + 0.01 * p1 * 6 / 9  # raised above 2 (or zeroed, then raised from 0 past 2)
+    job2 = p1 * 8 / 9  # raised above 0
+    assert (out[:, 0, 0] > 2).mean() == pytest.approx(job0, abs=0.012)
+    assert (out[:, 2, 0] > 0).mean() == pytest.approx(job2, abs=0.012)
+    assert (out[:, 3, 0] > 0).mean() == pytest.approx(job2, abs=0.012)
+    assert out.max() <= 8 and out.min() >= 0

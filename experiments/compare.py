@@ -39,6 +39,9 @@ def figure_table(cells: pd.DataFrame, figure: Figure) -> pd.DataFrame:
     if figure.metric not in ok.columns or not len(ok):
         return pd.DataFrame(columns=cols)
     label = "policy_label" if "policy_label" in ok.columns else "policy"
+    if figure.policies:  # the figure's own selection, in its order
+        ok = ok[ok[label].isin(figure.policies)]
+        ok = ok.iloc[ok[label].map(figure.policies.index).argsort(kind="stable")]
     df = ok.assign(row=ok[figure.rows].astype(str), value=pd.to_numeric(ok[figure.metric], errors="coerce"))
     g = df.groupby(["row", label], sort=False)["value"]
     out = pd.DataFrame({"value": g.mean(), "std": g.std(ddof=0), "n": g.count()}).reset_index()

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
+import os
 import shlex
 import time
 from dataclasses import dataclass
@@ -31,7 +32,7 @@ import pyarrow as pa
 from cosim.atomic import write_parquet
 from cosim.errors import UnknownNameError
 from experiments import compare, report
-from experiments.spec import Experiment, TraceEntry, load_experiment, resolve_traces
+from experiments.spec import REPO, Experiment, TraceEntry, load_experiment, resolve_traces
 
 RUNNER = "experiments.runner"
 BACKENDS = ("local", "ray")
@@ -92,6 +93,11 @@ def hooks(exp: Experiment):
 
 def _commands(exp: Experiment, size: str, out: Path, figures: Sequence[str] | None, workers: int, backend: str,
               traces: dict[str, list[TraceEntry]]) -> list[str]:
+    def here(spec: str) -> str:
+        """A file named relative to the experiment file, as a path from the repository root."""
+        p = exp.source.parent / spec if exp.source is not None else Path(spec)
+        return os.path.relpath(p, REPO) if p.is_file() and p.resolve().is_relative_to(REPO) else spec
+
     cmd = f"cosim reproduce {exp.name} --size {size} --out {shlex.quote(str(out))}"
     if figures:
         cmd += "".join(f" --figure {f}" for f in figures)
@@ -111,12 +117,12 @@ def _commands(exp: Experiment, size: str, out: Path, figures: Sequence[str] | No
                     for seed in g.get("seeds", [0]):
                         src = f"--synth {t.spec[len('synth:'):]}" if t.spec.startswith("synth:") else \
                             f"--trace {shlex.quote(t.spec)}"
-                        line = f"cosim simulate {src} --cluster {preset}" + (f" --nodes {n}" if n else "") + \
+                        line = f"cosim simulate {src} --cluster {here(preset)}" + (f" --nodes {n}" if n else "") + \
                             f" --policy {','.join(pols)} --seed {seed}"
                         if g.get("contention", [True]) in (False, [False]):
                             line += " --no-contention"
                         if isinstance(g.get("load_series"), str):
-                            line += f" --load-series {shlex.quote(g['load_series'])}"
+                            line += f" --load-series {shlex.quote(here(g['load_series']))}"
                         for axis in ("perf", "progress", "costs"):  # single-valued engine axes
                             v = g.get(axis)
                             v = v[0] if isinstance(v, list) and len(v) == 1 else v

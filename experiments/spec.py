@@ -17,7 +17,8 @@ across rows, checked once). `pairwise = false` shows the paper's `values` beside
 without turning every pair into a claim (tables of ten variants). `sizes = [...]` limits a
 figure to some sizes. `hooks` names a module with optional `cell_metrics(cells, out, exp, size,
 traces)` (extra per-cell columns from the cell folders, with the experiment's `[settings]`) and
-`extra_sections(exp, size, cells, out)` (extra REPORT.md tables).
+`extra_sections(exp, size, cells, out)` (extra REPORT.md tables). `policies = [...]` limits a
+figure's table to those policies (labels or variant names), in that order.
 
 Traces are sweep trace specs (a synth spec or a file), or tables naming a file under
 ../shared/data (`shared`) with a `fallback` synth spec that runs, labelled as such, when the
@@ -52,7 +53,7 @@ SIZES = ("small", "medium", "full")
 REQUIRED_SIZES = ("small", "full")
 EXPERIMENT_KEYS = ("name", "title", "paper", "url", "notes", "sizes", "grids", "figures", "hooks", "settings")
 FIGURE_KEYS = ("name", "title", "grid", "metric", "better", "rows", "source", "claims", "values", "pairwise",
-               "sizes")
+               "sizes", "policies")
 VARIANT_KEYS = ("policy", "params")
 #: a claim's `better`/`worse` may name a row: `variant@row` (the claim compares across rows)
 ROW_SEP = "@"
@@ -104,6 +105,7 @@ class Figure:
     pairwise: bool = True  # every ordered pair of `values` on a row is a claim
     grids: tuple[str, ...] = ()  # all the grids the figure pools (`grid` is the first)
     sizes: tuple[str, ...] = ()  # the sizes that show the figure (empty: all)
+    policies: tuple[str, ...] = ()  # the policies (labels or variants) the table shows, in order (empty: all)
 
     def all_grids(self) -> tuple[str, ...]:
         return self.grids or (self.grid,)
@@ -279,6 +281,9 @@ def _figure(f: Any, i: int, grids: Mapping[str, Any], src: Path | None) -> Figur
     pairwise = f.get("pairwise", True)
     if not isinstance(pairwise, bool):
         raise InputError.at(src, field=f"{where}pairwise", expected="true or false", got=pairwise)
+    pols = f.get("policies", [])
+    if not isinstance(pols, list) or not all(isinstance(p, str) and p for p in pols):
+        raise InputError.at(src, field=f"{where}policies", expected="a list of policy labels or variant names", got=pols)
     fsizes = f.get("sizes", [])
     if not isinstance(fsizes, list) or any(s not in SIZES for s in fsizes):
         raise InputError.at(src, field=f"{where}sizes", expected=f"a list of {', '.join(SIZES)}", got=fsizes)
@@ -301,7 +306,7 @@ def _figure(f: Any, i: int, grids: Mapping[str, Any], src: Path | None) -> Figur
                   _str(f, "source", src, where, ""),
                   tuple(_claim(c, src, f"{where}claims[{j}]") for j, c in enumerate(claims)),
                   {str(r): {str(p): float(x) for p, x in v.items()} for r, v in values.items()}, pairwise,
-                  tuple(names), tuple(fsizes))
+                  tuple(names), tuple(fsizes), tuple(pols))
 
 
 def parse_experiment(data: Mapping[str, Any], source: Path | None = None) -> Experiment:

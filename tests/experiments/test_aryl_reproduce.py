@@ -86,7 +86,7 @@ def test_aryl_trace_specs_and_bad_specs():
 
 
 def test_spec_table_is_the_one_the_earlier_parquet_path_read(shared_data, tmp_path):
-    """Before the spec, aryl_repro wrote each workload to Parquet and the runner read it back; the
+    """Before the spec, the earlier Aryl driver wrote each workload to Parquet and the runner read it back; the
     spec builds it in the runner. The canonical tables are equal, so the results are too."""
     from traces.io import read_jobs
 

@@ -151,3 +151,12 @@ def test_medium_only_where_declared_and_bad_variants_or_figure_keys_name_the_fie
     bad["grids"]["a"]["variants"]["base"] = {"policy": "fifo", "colour": 1}
     with pytest.raises(InputError, match=re.escape("grids.a.variants (small).base.colour")):
         parse_experiment(bad).variants("a", "small")
+
+
+def test_figure_policies_select_and_order_the_table():
+    exp = parse_experiment(_two_grids(policies=["fast", "base"]))
+    cells = pd.DataFrame({"grid": ["a", "b", "b"], "status": "ok", "group": "r", "policy": ["fifo", "sjf", "sjf"],
+                          "policy_label": ["base", "fast", "other"], "avg_jct_s": [3.0, 2.0, 1.0]})
+    assert figure_table(cells, exp.figures[0])["policy"].tolist() == ["fast", "base"]  # "other" is not shown
+    with pytest.raises(InputError, match=re.escape("field 'figures[0].policies'")):
+        parse_experiment(_two_grids(policies="fast"), source="x.toml")

@@ -82,17 +82,28 @@ def bench_gap(trials: int = 300, servers: int = 16, seed: int = 0) -> dict:
 
 
 def bench_run(scale: float) -> dict:
-    """One Aryl Basic run of the Philly stand-in at `scale` (wall s; target < 300 s at scale 1)."""
-    from experiments import aryl_repro as R
+    """One Aryl Basic run of the Philly stand-in at `scale` (wall s; target < 300 s at scale 1), with the
+    settings of the `loan` grid of experiments/catalog/aryl.toml (the reproduction's Basic cell)."""
+    from experiments.aryl_metrics import policy_metrics
+    from experiments.runner import RunConfig, run
+    from experiments.spec import load_experiment
+    from traces import aryl as W
 
-    cat = R.load_catalog()
-    cat["sizes"]["bench"] = dict(desc="bench", workload="philly", scale=scale, tables=["table5"])
-    out = Path(f"/tmp/cosim-bench-aryl-{scale}")
-    (out / "traces").mkdir(parents=True, exist_ok=True)
-    job = next(j for j in R.plan(cat, "bench", R.shared_data_dir(), out) if j["variant"] == "basic")
+    grid = load_experiment("aryl").grid("loan", "full")
+    trace = f"aryl:basic:{scale}"
+    tr, inf, window = W.servers(trace)
+    out = Path(f"/tmp/cosim-bench-aryl-{scale}-{time.time_ns()}")
+    out.mkdir(parents=True)
+    cluster = out / f"cluster-{tr}+{inf}.toml"
+    cluster.write_text(W.cluster_toml(tr, inf))
+    cfg = RunConfig(trace=trace, cluster=str(cluster), policies=("aryl",), contention=False, seed=0,
+                    costs=grid["costs"][0], perf=grid["perf"][0], load_series=grid["load_series"],
+                    write_decisions=True)
     t0 = time.perf_counter()
-    m = R._one(dict(job, dir=str(out / f"run-{time.time_ns()}")))
-    return dict(name=f"aryl 15-day run, scale {scale}", value=time.perf_counter() - t0, unit="s",
+    run(cfg, out / "run")
+    wall = time.perf_counter() - t0
+    m = policy_metrics(out / "run" / "aryl", window)
+    return dict(name=f"aryl 15-day run, scale {scale}", value=wall, unit="s",
                 target="< 300 s at scale 1", detail=f"{m['jobs']} jobs, {m['finished']} finished")
 
 

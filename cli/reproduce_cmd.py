@@ -18,7 +18,8 @@ def register(app: typer.Typer) -> None:
 
 def reproduce(
     paper: Optional[str] = typer.Argument(None, help="Experiment name (see --list)."),
-    size: str = typer.Option("small", "--size", help="small (CI: under a minute) or full (the paper's size)."),
+    size: str = typer.Option("small", "--size", help="small (CI: under a minute), medium (where the experiment "
+                             "declares one) or full (the paper's size)."),
     out: Optional[Path] = typer.Option(None, "--out", "-o", help="Output folder (default reproduce/PAPER-SIZE)."),
     workers: int = typer.Option(0, "--workers", "-j", help="Parallel cells (0 = one per CPU core)."),
     backend: str = typer.Option("local", "--backend", help="local (process pool) or ray."),
@@ -37,13 +38,6 @@ def reproduce(
         from experiments.spec import names
 
         raise InputError.at(field="PAPER", expected=f"an experiment name ({', '.join(names())}) or --list")
-    n_workers = workers or (os.cpu_count() or 1)
-    if paper == "aryl":  # its own driver: load series + Philly-derived workloads (experiments/aryl_repro.py)
-        from experiments.aryl_repro import reproduce_aryl
-
-        path, wall = reproduce_aryl(size, out, n_workers)
-        typer.echo(f"wrote {path} ({wall:.1f} s)")
-        return
     from experiments.reproduction import reproduce as run
 
     n_workers = workers or (os.cpu_count() or 1)
@@ -68,9 +62,3 @@ def _list() -> None:
         typer.echo(f"  figures: {', '.join(f.name for f in exp.figures)}")
         for s, desc in exp.sizes.items():
             typer.echo(f"  {s}: {desc}")
-    from experiments.aryl_repro import load_catalog
-
-    cat = load_catalog()
-    typer.echo(f"aryl: {cat['paper']}")
-    for s, sz in cat["sizes"].items():
-        typer.echo(f"  {s}: {sz['desc']}")

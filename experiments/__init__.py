@@ -4,7 +4,8 @@
   registry injected (simcore imports no policy).
 - `experiments.spec`: an experiment declared as data (`experiments/catalog/<name>.toml`):
   grids of traces × clusters × perf backends × policies × parameters × seeds, per figure a
-  metric and the paper's reported numbers or orderings; sizes `small` (CI) and `full`.
+  metric and the paper's reported numbers or orderings; sizes `small` (CI), `full` and, where
+  declared, `medium`; an optional hooks module adds per-cell metrics and report tables (Aryl).
 - `experiments.reproduction`: runs the grids through the sweep machinery and writes Parquet,
   figures and REPORT.md ("paper | cosim | same ordering?"); `cosim reproduce` is its CLI.
 """

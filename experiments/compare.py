@@ -10,6 +10,11 @@ two (`yes`); within that tolerance it is a tie (`tie`), and the other way round 
 A row's verdict is `yes` when every claim on it holds, `no` when any is reversed, else `tie`.
 The cosim rank order of all policies on the row is printed beside it, with `≈` joining
 neighbours within the tolerance.
+
+A figure may pool several grids (its table is built from the cells of all of them, e.g. Aryl's
+runs with and without an inference load series), and a claim may select rows: `x@row` is
+policy (or variant) `x` on row `row`; such a claim is checked once, between the rows it names,
+and its verdict's row reads `a-row vs b-row`.
 """
 
 from __future__ import annotations
@@ -19,7 +24,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from experiments.spec import Claim, Figure
+from experiments.spec import ROW_SEP, Claim, Figure
 
 #: relative difference below which two policies count as tied
 TIE_TOL = 0.02
@@ -29,11 +34,14 @@ def figure_table(cells: pd.DataFrame, figure: Figure) -> pd.DataFrame:
     """Rows × policies: `row, policy, value (mean), std, n, paper` for the figure's metric.
 
     `cells` is the sweep summary with `group` and `grid` columns added; failed cells are left out."""
-    ok = cells[(cells["grid"] == figure.grid) & (cells["status"] == "ok")]
+    ok = cells[cells["grid"].isin(figure.all_grids()) & (cells["status"] == "ok")]
     cols = ["row", "policy", "value", "std", "n", "paper"]
     if figure.metric not in ok.columns or not len(ok):
         return pd.DataFrame(columns=cols)
     label = "policy_label" if "policy_label" in ok.columns else "policy"
+    if figure.policies:  # the figure's own selection, in its order
+        ok = ok[ok[label].isin(figure.policies)]
+        ok = ok.iloc[ok[label].map(figure.policies.index).argsort(kind="stable")]
     df = ok.assign(row=ok[figure.rows].astype(str), value=pd.to_numeric(ok[figure.metric], errors="coerce"))
     g = df.groupby(["row", label], sort=False)["value"]
     out = pd.DataFrame({"value": g.mean(), "std": g.std(ddof=0), "n": g.count()}).reset_index()
@@ -81,16 +89,31 @@ def check_claim(row: str, values: dict[str, float], claim: Claim, lower: bool, f
     return Verdict(row, claim, f"{claim.better} {fmt(a)} {sign} {claim.worse} {fmt(b)} ({factor:.2f}×)", result)
 
 
+def _select(name: str, row: str) -> tuple[str, str]:
+    """`x@r` → (x, r); a plain name is on `row`."""
+    pol, sep, r = name.rpartition(ROW_SEP)
+    return (pol, r) if sep else (name, row)
+
+
 def verdicts(table: pd.DataFrame, figure: Figure, fmt, tol: float = TIE_TOL) -> list[Verdict]:
-    """Every claim of the figure checked on every row it applies to, in row order."""
+    """Every claim of the figure checked on every row it applies to, in row order; claims that
+    select rows (`x@row`) once each, after the per-row ones."""
     out: list[Verdict] = []
     lower = figure.better == "lower"
     claims = figure.all_claims()
-    for row in dict.fromkeys(table["row"]):
+    rows = list(dict.fromkeys(table["row"]))
+    for row in rows:
         vals = dict(zip(table.loc[table["row"] == row, "policy"], table.loc[table["row"] == row, "value"]))
         for c in claims:
-            if c.row is None or c.row == row:
+            if not c.across_rows and (c.row is None or c.row == row):
                 out.append(check_claim(row, vals, c, lower, fmt, tol))
+    every = dict(zip(zip(table["policy"], table["row"]), table["value"]))
+    for c in claims:
+        if c.across_rows:
+            default = c.row if c.row is not None else (rows[0] if len(rows) == 1 else "")
+            b, w = _select(c.better, default), _select(c.worse, default)
+            vals = {c.better: every.get(b, math.nan), c.worse: every.get(w, math.nan)}
+            out.append(check_claim(f"{b[1]} vs {w[1]}", vals, c, lower, fmt, tol))
     return out
 
 

@@ -8,11 +8,18 @@ folder reuses every finished cell, and the local process pool or Ray fan the res
     OUT/<figure>.parquet       the figure's table: row, policy, value (mean), std, n, paper
     OUT/<figure>.png           the figure (when matplotlib is installed)
     OUT/REPORT.md              paper | cosim | same ordering? per figure, commands, runtime, version
+
+An experiment's `hooks` module (`experiments.spec`) may add per-cell columns (`cell_metrics`,
+from the cell folders and the experiment's `[settings]`, before the tables are built) and
+extra REPORT.md sections (`extra_sections`). A grid's `variants` become its policy points,
+and the cells' `policy_label` is the variant's name (what tables and claims name).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import importlib
+import os
 import shlex
 import time
 from dataclasses import dataclass
@@ -25,7 +32,7 @@ import pyarrow as pa
 from cosim.atomic import write_parquet
 from cosim.errors import UnknownNameError
 from experiments import compare, report
-from experiments.spec import SIZES, Experiment, TraceEntry, load_experiment, resolve_traces
+from experiments.spec import REPO, Experiment, TraceEntry, load_experiment, resolve_traces
 
 RUNNER = "experiments.runner"
 BACKENDS = ("local", "ray")
@@ -51,16 +58,46 @@ def sweep_config(exp: Experiment, grid: str, size: str, traces: list[TraceEntry]
     """The grid at `size` as a validated `SweepConfig` whose traces are the resolved entries."""
     from simcore.sweep import TraceSpec, parse_sweep
 
-    table = {k: v for k, v in exp.grid(grid, size).items() if k != "traces"}
+    from simcore.sweep import PolicyPoint
+
+    table = {k: v for k, v in exp.grid(grid, size).items() if k not in ("traces", "variants")}
+    base = exp.source.parent if exp.source is not None else Path.cwd()
+    if isinstance(table.get("clusters"), list):  # cluster files next to the experiment file
+        table["clusters"] = [str(base / c) if isinstance(c, str) and c.endswith(".toml") else c
+                             for c in table["clusters"]]
+    variants = exp.variants(grid, size)
     data = dict(table, name=f"{exp.name}-{grid}-{size}", traces=["synth:placeholder:1"])
-    cfg = parse_sweep(data, source=f"{exp.source or exp.name} [grids.{grid}] ({size})")
+    if variants:  # the variants' policies stand in for the check; the points are the variants
+        data["policies"] = list(dict.fromkeys(p for p, _ in variants.values()))
+    cfg = parse_sweep(data, source=f"{exp.source or exp.name} [grids.{grid}] ({size})", base_dir=base)
     specs = tuple(TraceSpec(label=t.name, spec=t.spec, path=t.path) for t in traces)
     raw = dict(table, name=data["name"], traces=[{"name": t.name, "spec": t.spec, "group": t.group} for t in traces])
+    if variants:
+        raw["variants"] = {v: {"policy": p, "params": prm} for v, (p, prm) in variants.items()}
+        return dataclasses.replace(cfg, traces=specs, raw=raw, policies=tuple(
+            PolicyPoint(p, tuple(sorted(prm.items()))) for p, prm in variants.values()))
     return dataclasses.replace(cfg, traces=specs, raw=raw)
+
+
+def variant_names(exp: Experiment, grid: str, size: str) -> dict[str, str]:
+    """Policy-point label → variant name for a grid declared by variants (empty otherwise)."""
+    from simcore.sweep import PolicyPoint
+
+    return {PolicyPoint(p, tuple(sorted(prm.items()))).label: v for v, (p, prm) in exp.variants(grid, size).items()}
+
+
+def hooks(exp: Experiment):
+    """The experiment's hooks module, or None."""
+    return importlib.import_module(exp.hooks) if exp.hooks else None
 
 
 def _commands(exp: Experiment, size: str, out: Path, figures: Sequence[str] | None, workers: int, backend: str,
               traces: dict[str, list[TraceEntry]]) -> list[str]:
+    def here(spec: str) -> str:
+        """A file named relative to the experiment file, as a path from the repository root."""
+        p = exp.source.parent / spec if exp.source is not None else Path(spec)
+        return os.path.relpath(p, REPO) if p.is_file() and p.resolve().is_relative_to(REPO) else spec
+
     cmd = f"cosim reproduce {exp.name} --size {size} --out {shlex.quote(str(out))}"
     if figures:
         cmd += "".join(f" --figure {f}" for f in figures)
@@ -68,8 +105,10 @@ def _commands(exp: Experiment, size: str, out: Path, figures: Sequence[str] | No
     lines = [cmd, "", "# one trace at a time (the same simulations, printed as a table):"]
     for grid, ts in traces.items():
         g = exp.grid(grid, size)
-        params = isinstance(g.get("policies"), dict) and any(g["policies"].values())
+        params = isinstance(g.get("policies"), dict) and any(g["policies"].values()) or "variants" in g
         pols = list(g["policies"]) if isinstance(g.get("policies"), (list, dict)) else [g.get("policies")]
+        if "variants" in g:
+            pols = list(dict.fromkeys(p for p, _ in exp.variants(grid, size).values()))
         clusters = g.get("clusters", ["dgx-a100"])
         for t in ts:
             for c in clusters if isinstance(clusters, list) else [clusters]:
@@ -78,10 +117,12 @@ def _commands(exp: Experiment, size: str, out: Path, figures: Sequence[str] | No
                     for seed in g.get("seeds", [0]):
                         src = f"--synth {t.spec[len('synth:'):]}" if t.spec.startswith("synth:") else \
                             f"--trace {shlex.quote(t.spec)}"
-                        line = f"cosim simulate {src} --cluster {preset}" + (f" --nodes {n}" if n else "") + \
+                        line = f"cosim simulate {src} --cluster {here(preset)}" + (f" --nodes {n}" if n else "") + \
                             f" --policy {','.join(pols)} --seed {seed}"
                         if g.get("contention", [True]) in (False, [False]):
                             line += " --no-contention"
+                        if isinstance(g.get("load_series"), str):
+                            line += f" --load-series {shlex.quote(here(g['load_series']))}"
                         for axis in ("perf", "progress", "costs"):  # single-valued engine axes
                             v = g.get(axis)
                             v = v[0] if isinstance(v, list) and len(v) == 1 else v
@@ -101,14 +142,14 @@ def reproduce(name: str, size: str = "small", out_dir: str | Path | None = None,
 
     t0 = time.perf_counter()
     exp = load_experiment(name)
-    if size not in SIZES:
-        raise UnknownNameError("size", size, SIZES)
+    if size not in exp.sizes:
+        raise UnknownNameError("size", size, list(exp.sizes))
     if backend not in BACKENDS:
         raise UnknownNameError("backend", backend, BACKENDS)
-    chosen = [exp.figure(f) for f in dict.fromkeys(figures)] if figures else list(exp.figures)
+    chosen = [exp.figure(f) for f in dict.fromkeys(figures)] if figures else list(exp.figures_at(size))
     out = Path(out_dir) if out_dir is not None else Path("reproduce") / f"{name}-{size}"
     install()
-    grids = list(dict.fromkeys(f.grid for f in chosen))
+    grids = list(dict.fromkeys(g for f in chosen for g in f.all_grids()))
     traces = {g: resolve_traces(exp, g, size, shared_data) for g in grids}
     frames, ran, resumed, cells_s = [], 0, 0, 0.0
     for g in grids:
@@ -121,11 +162,17 @@ def reproduce(name: str, size: str = "small", out_dir: str | Path | None = None,
         fallback = {t.name: t.fallback for t in traces[g]}
         s.insert(0, "grid", g)
         s.insert(1, "group", s["trace"].map(group))
+        named = variant_names(exp, g, size)
+        if named:
+            s["policy_label"] = s["policy_label"].map(lambda lab: named.get(lab, lab))
         s["fallback"] = s["trace"].map(fallback).astype(bool)
         cells_s += float(s["wall_s"].sum())
         frames.append(s)
     cells = pd.concat(frames, ignore_index=True)
     out.mkdir(parents=True, exist_ok=True)
+    hook = hooks(exp)
+    if hook is not None and hasattr(hook, "cell_metrics"):
+        cells = hook.cell_metrics(cells, out, exp, size, traces)
     meta = {"kind": "reproduction", "experiment": exp.name, "size": size, "version": report.version_line()}
     write_parquet(pa.Table.from_pandas(cells, preserve_index=False), out / "cells.parquet", meta)
     failed = int((cells["status"] == "error").sum())
@@ -144,6 +191,8 @@ def reproduce(name: str, size: str = "small", out_dir: str | Path | None = None,
             note = "figure skipped: matplotlib is not installed (pip install 'cosim[plot]')"
         images[fig.name] = image
         sections.append(report.figure_section(fig, table, found[fig.name], image.name if image else None, note))
+    if hook is not None and hasattr(hook, "extra_sections"):
+        sections += hook.extra_sections(exp, size, cells, out)
     wall = time.perf_counter() - t0
     path = report.write_report(out / "REPORT.md", exp, size, sections, traces,
                                _commands(exp, size, out, figures, workers, backend, traces),

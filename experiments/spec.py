@@ -5,15 +5,28 @@ clusters × contention/calibration (the perf backends) × seeds × policies with
 metric of the run summary, which way is better, the axis its table rows follow, and what the
 paper reports: pairwise *claims* ("tiresias beats fifo, by up to 5.5×") and, where the paper
 prints numbers, `values` per row and policy (turned into claims between every pair). Grids
-take per-size overrides (`[grids.<g>.small]`, `[grids.<g>.full]`): `small` runs in CI, `full`
-is the paper's size.
+take per-size overrides (`[grids.<g>.small]`, `[grids.<g>.medium]`, `[grids.<g>.full]`): `small`
+runs in CI, `full` is the paper's size, `medium` (declared only by experiments that have one) in
+between.
+
+A grid may name its policy points as *variants* (`[grids.g.variants] name = { policy, params }`)
+instead of a `policies` product: each variant is one cell per trace/seed, and tables and claims
+name it; `[grids.g.<size>.variants]` adds variants or replaces them by name at that size. A figure may pool several grids (`grid = ["a", "b"]`: e.g. runs with and without an
+inference load series side by side) and its claims may name a row (`better = "x@row"`: compared
+across rows, checked once). `pairwise = false` shows the paper's `values` beside cosim's
+without turning every pair into a claim (tables of ten variants). `sizes = [...]` limits a
+figure to some sizes. `hooks` names a module with optional `cell_metrics(cells, out, exp, size,
+traces)` (extra per-cell columns from the cell folders, with the experiment's `[settings]`) and
+`extra_sections(exp, size, cells, out)` (extra REPORT.md tables). `policies = [...]` limits a
+figure's table to those policies (labels or variant names), in that order.
 
 Traces are sweep trace specs (a synth spec or a file), or tables naming a file under
 ../shared/data (`shared`) with a `fallback` synth spec that runs, labelled as such, when the
 shared data is absent. Shape::
 
-    name = "tiresias-vs-fifo"   title = "…"   paper = "…"   url = "…"   notes = "…"
-    [sizes]                      small = "what small runs"   full = "what full runs"
+    name = "tiresias-vs-fifo"   title = "…"   paper = "…"   url = "…"   notes = "…"   hooks = "module"
+    [sizes]                      small = "what small runs"   full = "what full runs"   (medium = "…")
+    [settings]                   parameters of the hooks (free-form)
     [grids.g]                    clusters = […]  policies = […]  seeds = […]  contention = […]
                                  perf = ["measured"]  progress = ["goodput"]  costs = ["pollux-sim"]
                                  (any sweep key: `simcore.sweep.config`)
@@ -35,9 +48,15 @@ from typing import Any, Mapping
 
 from cosim.errors import InputError, UnknownNameError
 
-SIZES = ("small", "full")
-EXPERIMENT_KEYS = ("name", "title", "paper", "url", "notes", "sizes", "grids", "figures")
-FIGURE_KEYS = ("name", "title", "grid", "metric", "better", "rows", "source", "claims", "values")
+SIZES = ("small", "medium", "full")
+#: sizes every experiment has (`medium` only where the experiment declares it)
+REQUIRED_SIZES = ("small", "full")
+EXPERIMENT_KEYS = ("name", "title", "paper", "url", "notes", "sizes", "grids", "figures", "hooks", "settings")
+FIGURE_KEYS = ("name", "title", "grid", "metric", "better", "rows", "source", "claims", "values", "pairwise",
+               "sizes", "policies")
+VARIANT_KEYS = ("policy", "params")
+#: a claim's `better`/`worse` may name a row: `variant@row` (the claim compares across rows)
+ROW_SEP = "@"
 CLAIM_KEYS = ("better", "worse", "factor", "qualifier", "note")
 TRACE_KEYS = ("shared", "synth", "path", "name", "group", "fallback")
 #: coordinates a figure's rows may follow (`group`: the trace's group, else its label)
@@ -57,6 +76,11 @@ class Claim:
     qualifier: str = ""  # "up to", "about", "" …
     note: str = ""
     row: str | None = None  # None: the claim holds on every row
+
+    @property
+    def across_rows(self) -> bool:
+        """The claim names rows (`x@row`): checked once, on the rows it names."""
+        return ROW_SEP in self.better or ROW_SEP in self.worse
 
     def paper_text(self) -> str:
         txt = f"{self.better} better than {self.worse}"
@@ -78,10 +102,19 @@ class Figure:
     source: str
     claims: tuple[Claim, ...] = ()
     values: Mapping[str, Mapping[str, float]] = field(default_factory=dict)  # row → policy → paper number
+    pairwise: bool = True  # every ordered pair of `values` on a row is a claim
+    grids: tuple[str, ...] = ()  # all the grids the figure pools (`grid` is the first)
+    sizes: tuple[str, ...] = ()  # the sizes that show the figure (empty: all)
+    policies: tuple[str, ...] = ()  # the policies (labels or variants) the table shows, in order (empty: all)
+
+    def all_grids(self) -> tuple[str, ...]:
+        return self.grids or (self.grid,)
 
     def all_claims(self) -> tuple[Claim, ...]:
         """The stated claims plus one per ordered pair of the paper's numbers on each row."""
         out = list(self.claims)
+        if not self.pairwise:
+            return tuple(out)
         lower = self.better == "lower"
         for row, vals in self.values.items():
             items = sorted(vals.items(), key=lambda kv: kv[1] if lower else -kv[1])
@@ -115,6 +148,8 @@ class Experiment:
     grids: Mapping[str, Mapping[str, Any]]  # raw grid tables (sweep keys + per-size overrides)
     figures: tuple[Figure, ...]
     source: Path | None = None
+    hooks: str = ""  # module with cell_metrics / extra_sections (see the module docstring)
+    settings: Mapping[str, Any] = field(default_factory=dict)  # the hooks' parameters
 
     def figure(self, name: str) -> Figure:
         for f in self.figures:
@@ -124,11 +159,35 @@ class Experiment:
 
     def grid(self, name: str, size: str) -> dict[str, Any]:
         """The grid's sweep table at `size` (the size's overrides applied)."""
-        if size not in SIZES:
-            raise UnknownNameError("size", size, SIZES)
+        if size not in self.sizes:
+            raise UnknownNameError("size", size, list(self.sizes))
         raw = self.grids[name]
         out = {k: v for k, v in raw.items() if k not in SIZES}
         out.update(raw.get(size, {}))
+        return out
+
+    def figures_at(self, size: str) -> tuple[Figure, ...]:
+        """The figures shown at `size`."""
+        return tuple(f for f in self.figures if not f.sizes or size in f.sizes)
+
+    def variants(self, name: str, size: str) -> dict[str, tuple[str, dict[str, Any]]]:
+        """The grid's named variants at `size`: name → (policy, params); empty for a `policies` grid."""
+        where = f"grids.{name}.variants ({size})"
+        raw = {}
+        for part in (self.grids[name].get("variants", {}), self.grids[name].get(size, {}).get("variants", {})):
+            if not isinstance(part, dict):
+                raise InputError.at(self.source, field=where, expected="a table name = { policy, params }", got=part)
+            raw.update(part)  # a size's variants add to the grid's, or replace them by name
+        out = {}
+        for v, d in raw.items():
+            if not isinstance(d, dict):
+                raise InputError.at(self.source, field=f"{where}.{v}", expected="a table { policy, params }", got=d)
+            _unknown(d, VARIANT_KEYS, self.source, f"{where}.{v}.")
+            params = d.get("params", {})
+            if not isinstance(params, dict):
+                raise InputError.at(self.source, field=f"{where}.{v}.params", expected="a table of parameters",
+                                    got=params)
+            out[str(v)] = (_str(d, "policy", self.source, f"{where}.{v}."), dict(params))
         return out
 
 
@@ -213,9 +272,21 @@ def _figure(f: Any, i: int, grids: Mapping[str, Any], src: Path | None) -> Figur
     if not isinstance(f, dict):
         raise InputError.at(src, field=f"figures[{i}]", expected="a [[figures]] table", got=f)
     _unknown(f, FIGURE_KEYS, src, where)
-    grid = _str(f, "grid", src, where)
-    if grid not in grids:
-        raise InputError.at(src, field=f"{where}grid", expected=f"one of {', '.join(grids)}", got=grid)
+    grid_v = f.get("grid")
+    names = grid_v if isinstance(grid_v, list) and grid_v else [_str(f, "grid", src, where)]
+    for g in names:
+        if not isinstance(g, str) or g not in grids:
+            raise InputError.at(src, field=f"{where}grid", expected=f"one or a list of {', '.join(grids)}", got=g)
+    grid = names[0]
+    pairwise = f.get("pairwise", True)
+    if not isinstance(pairwise, bool):
+        raise InputError.at(src, field=f"{where}pairwise", expected="true or false", got=pairwise)
+    pols = f.get("policies", [])
+    if not isinstance(pols, list) or not all(isinstance(p, str) and p for p in pols):
+        raise InputError.at(src, field=f"{where}policies", expected="a list of policy labels or variant names", got=pols)
+    fsizes = f.get("sizes", [])
+    if not isinstance(fsizes, list) or any(s not in SIZES for s in fsizes):
+        raise InputError.at(src, field=f"{where}sizes", expected=f"a list of {', '.join(SIZES)}", got=fsizes)
     better = _str(f, "better", src, where, "lower")
     if better not in ("lower", "higher"):
         raise InputError.at(src, field=f"{where}better", expected="lower or higher", got=better)
@@ -234,7 +305,8 @@ def _figure(f: Any, i: int, grids: Mapping[str, Any], src: Path | None) -> Figur
     return Figure(name, _str(f, "title", src, where, name), grid, _str(f, "metric", src, where), better, rows,
                   _str(f, "source", src, where, ""),
                   tuple(_claim(c, src, f"{where}claims[{j}]") for j, c in enumerate(claims)),
-                  {str(r): {str(p): float(x) for p, x in v.items()} for r, v in values.items()})
+                  {str(r): {str(p): float(x) for p, x in v.items()} for r, v in values.items()}, pairwise,
+                  tuple(names), tuple(fsizes), tuple(pols))
 
 
 def parse_experiment(data: Mapping[str, Any], source: Path | None = None) -> Experiment:
@@ -252,7 +324,13 @@ def parse_experiment(data: Mapping[str, Any], source: Path | None = None) -> Exp
                 raise InputError.at(src, field=f"grids.{g}.{size}", expected="a table of overrides", got=table[size])
     sizes = data.get("sizes", {})
     if not isinstance(sizes, dict) or set(sizes) - set(SIZES):
-        raise InputError.at(src, field="sizes", expected="a table with keys small and full", got=sizes)
+        raise InputError.at(src, field="sizes", expected="a table with keys small and full (and medium)", got=sizes)
+    hooks = data.get("hooks", "")
+    if not isinstance(hooks, str):
+        raise InputError.at(src, field="hooks", expected="a module name", got=hooks)
+    settings = data.get("settings", {})
+    if not isinstance(settings, dict):
+        raise InputError.at(src, field="settings", expected="a table", got=settings)
     figures = data.get("figures")
     if not isinstance(figures, list) or not figures:
         raise InputError.at(src, field="figures", expected="at least one [[figures]] table", got=figures)
@@ -263,7 +341,8 @@ def parse_experiment(data: Mapping[str, Any], source: Path | None = None) -> Exp
     name = _str(data, "name", src, "")
     return Experiment(name, _str(data, "title", src, "", name), _str(data, "paper", src, ""),
                       _str(data, "url", src, "", ""), _str(data, "notes", src, "", "").strip(),
-                      {s: str(sizes.get(s, "")) for s in SIZES}, grids, figs, src)
+                      {s: str(sizes.get(s, "")) for s in SIZES if s in REQUIRED_SIZES or s in sizes}, grids, figs,
+                      src, hooks, dict(settings))
 
 
 def load_file(path: str | Path) -> Experiment:

@@ -31,8 +31,9 @@ from simcore.sweep.store import COORD_COLUMNS, TRAIL_COLUMNS, commit_cell
 log = logging.getLogger(__name__)
 
 DEFAULT_RUNNER = "simcore.runner"
-#: runner output files kept per cell (the per-policy folder is flattened into the cell folder)
-KEPT_FILES = ("jobs.parquet", "timeline.parquet", "decisions.parquet")
+#: runner output files kept per cell (the per-policy folder is flattened into the cell folder; reclaims:
+#: runs with a load series, read by Aryl's metrics)
+KEPT_FILES = ("jobs.parquet", "timeline.parquet", "decisions.parquet", "reclaims.parquet")
 
 
 def coordinate_row(cell: Cell) -> dict[str, Any]:

@@ -1,10 +1,8 @@
-"""`cosim reproduce aryl --size small` (the testbed configuration) end to end, the stand-in
-workload's recorded statistics (aryl.md §5), and the `aryl:` trace spec + `load_series` sweep
-key that run Aryl's cells through the generic sweep layer with the same numbers."""
+"""`cosim reproduce aryl --size small` (the testbed configuration) end to end through the common
+reproduction path (experiments/catalog/aryl.toml, hooks in experiments/aryl_metrics.py), the
+stand-in workload's recorded statistics (aryl.md §5), and the `aryl:` trace specs."""
 
 from __future__ import annotations
-
-import json
 
 import pandas as pd
 import pytest
@@ -31,16 +29,46 @@ def test_testbed_workload(shared_data):
     assert df["submit_time"].max() == pytest.approx(8 * 3600)
 
 
-def test_reproduce_aryl_small(shared_data, tmp_path):
-    from experiments.aryl_repro import reproduce_aryl
+@pytest.fixture(scope="module")
+def small(shared_data, tmp_path_factory):
+    """`cosim reproduce aryl --size small` through the common path (experiments.reproduction)."""
+    from experiments.reproduction import reproduce
 
-    report, _ = reproduce_aryl("small", tmp_path, workers=1, shared=shared_data)
-    text = report.read_text()
-    assert "## Table 5" in text and "## Table 12" in text
-    assert "- basic < baseline on qt_mean_s: yes" in text  # the headline direction
-    runs = {p.parent.name: json.loads(p.read_text()) for p in (tmp_path / "runs").glob("*/metrics.json")}
-    assert runs["baseline"]["preemption_ratio"] == 0.0
-    assert all(m["finished"] == m["jobs"] == 180 for m in runs.values())
+    return reproduce("aryl", "small", tmp_path_factory.mktemp("aryl") / "small", workers=1, shared_data=shared_data)
+
+
+def test_reproduce_aryl_small(small):
+    text = small.report.read_text()
+    assert small.failed == 0
+    for section in ("## table5-qt-mean:", "## table5-overall-usage:", "## table12-preemption:", "## table6-preemption:",
+                    "## table9-jct-mean:", "## table7: Table 7"):
+        assert section in text
+    assert "fig13" not in text  # the elastic-fraction sweep is medium/full only
+    verdict = {(v.claim.better, v.claim.worse): v.result for v in small.verdicts["table5-qt-mean"]}
+    assert verdict[("basic", "baseline")] == "yes"  # the headline direction
+    cells = small.cells.set_index("policy_label")
+    assert cells.loc["baseline", "preemption_ratio"] == 0.0 and cells.loc["cl-aryl", "preemptions"] > 0
+    assert (small.cells["finished"] == 180).all() and (small.cells["status"] == "ok").all()
+    assert cells.loc["basic", "train_servers"] == cells.loc["basic", "inference_servers"] == 4
+    # Table 7's jobs ran on inference GPUs (ids >= 32) under cl-aryl
+    row = next(line for line in text.splitlines() if line.startswith("| cl-aryl | "))
+    assert int(row.split(" | ")[1]) > 0
+
+
+def test_cell_columns_are_the_metrics_of_the_cell_folder(small):
+    """The hook's columns are `policy_metrics` of the kept run files (reclaims.parquet kept per cell), and the
+    summary's own JCT and queueing means agree with them (one run, two readers)."""
+    from experiments.aryl_metrics import cell_folder, overall_usage, policy_metrics
+
+    c = small.cells.set_index("policy_label").loc["basic"]
+    m = policy_metrics(cell_folder(small.out_dir, c["grid"], c["cell_id"]), 8 * 3600.0, inference_gpus=32,
+                       headroom=0.05, seed=0, inference_nodes=4)
+    assert c["preemptions"] == m["preemptions"] > 0 and c["qt_p95_s"] == m["qt_p95_s"]
+    assert c["overall_usage"] == pytest.approx(overall_usage(m, 32, 32))
+    assert c["jct_mean_s"] == pytest.approx(c["avg_jct_s"], rel=1e-12)
+    assert c["qt_mean_s"] == pytest.approx(c["avg_queueing_s"], rel=1e-12)
+    assert 0 < c["training_usage"] <= 1 and c["overall_usage"] > small.cells.set_index("policy_label").loc[
+        "baseline", "overall_usage"]
 
 
 def test_aryl_trace_specs_and_bad_specs():
@@ -58,7 +86,7 @@ def test_aryl_trace_specs_and_bad_specs():
 
 
 def test_spec_table_is_the_one_the_earlier_parquet_path_read(shared_data, tmp_path):
-    """Before the spec, aryl_repro wrote each workload to Parquet and the runner read it back; the
+    """Before the spec, the earlier Aryl driver wrote each workload to Parquet and the runner read it back; the
     spec builds it in the runner. The canonical tables are equal, so the results are too."""
     from traces.io import read_jobs
 
@@ -69,26 +97,3 @@ def test_spec_table_is_the_one_the_earlier_parquet_path_read(shared_data, tmp_pa
         new = W.from_spec(spec, 0, shared_data)
         cols = [c for c in old.columns if c != "source"]
         pd.testing.assert_frame_equal(old[cols].reset_index(drop=True), new[cols].reset_index(drop=True))
-
-
-def test_generic_sweep_cell_equals_the_reproduction_run(shared_data, tmp_path, monkeypatch):
-    """Aryl's Basic cell as a plain sweep (`aryl:testbed` on the aryl-testbed preset, `load_series =
-    "diurnal:0.05"`) gives the reproduction's numbers for the same variant."""
-    from experiments import wiring
-    from experiments.aryl_repro import _one, load_catalog, plan
-    from simcore.sweep import parse_sweep, run_sweep
-
-    monkeypatch.setenv("COSIM_SHARED_DATA", str(shared_data))
-    wiring.install()
-    cat = load_catalog()
-    (tmp_path / "repro" / "traces").mkdir(parents=True)
-    job = next(j for j in plan(cat, "small", tmp_path / "repro") if j["variant"] == "basic")
-    m = _one(job)
-    cfg = parse_sweep({"traces": [job["trace"]], "clusters": ["aryl-testbed"], "contention": [False],
-                       "perf": [cat["perf"]], "costs": [cat["costs"]], "load_series": job["series"],
-                       "policies": {"aryl": {}}})
-    row = run_sweep(cfg, tmp_path / "sweep", workers=1, resume=False).summary.iloc[0]
-    assert row["status"] == "ok" and row["finished"] == m["finished"] == 180
-    assert row["avg_jct_s"] == pytest.approx(m["jct_mean_s"], rel=1e-12)
-    assert row["avg_queueing_s"] == pytest.approx(m["qt_mean_s"], rel=1e-12)
-    assert m["preemptions"] > 0  # the load series did reclaim servers (a run without it has none)

@@ -127,6 +127,7 @@ def test_synthetic_fallback_is_labelled_and_figures_skip_without_matplotlib(tmp_
     (["reproduce", "no-such-paper"], "unknown experiment 'no-such-paper'; valid: " + ", ".join(sorted(names()))),
     (["reproduce", PAPER, "--figure", "fig-9"], "unknown figure 'fig-9'; valid: avg-jct, p99-jct"),
     (["reproduce", PAPER, "--size", "huge"], "unknown size 'huge'; valid: full, small"),
+    (["reproduce", PAPER, "--size", "medium"], "unknown size 'medium'; valid: full, small"),  # not declared here
     (["reproduce", PAPER, "--backend", "slurm"], "unknown backend 'slurm'; valid: local, ray"),
 ])
 def test_bad_names_are_one_line_with_the_valid_ones(args, needle, tmp_path):
@@ -142,3 +143,6 @@ def test_list_shows_the_registry():
     assert res.exit_code == 0
     assert f"{PAPER}: Gu et al., Tiresias" in res.output
     assert "figures: avg-jct, p99-jct" in res.output and "small:" in res.output and "full:" in res.output
+    aryl = res.output.split("\naryl: ", 1)[1].split("\n")  # on the common path like the others, with its medium size
+    assert aryl[0].startswith("Li et al., Aryl") and aryl[1].startswith("  figures: table5-qt-mean,")
+    assert [line.split(":")[0].strip() for line in aryl[2:5]] == ["small", "medium", "full"]

@@ -104,3 +104,59 @@ def test_paper_numbers_become_pairwise_claims_and_table_means_over_seeds():
     assert table.set_index("policy")["paper"].to_dict() == {"fifo": 2.0, "sjf": 1.0}
     (v,) = verdicts(table, fig, _fmt)
     assert v.result == "yes" and "(2.00×)" in v.cosim
+
+
+def _two_grids(**figure):
+    """Two grids declared by variants (the shape of Aryl's catalog: runs with and without a load series)."""
+    fig = {"name": "f", "grid": ["a", "b"], "metric": "avg_jct_s", "pairwise": False} | figure
+    return {"name": "x", "paper": "P", "sizes": {"small": "s", "medium": "m", "full": "f"},
+            "grids": {"a": {"variants": {"base": {"policy": "fifo"}}, "small": {"traces": ["synth:philly:4"]}},
+                      "b": {"variants": {"fast": {"policy": "sjf", "params": {"x": 1}}},
+                            "small": {"traces": ["synth:philly:4"]}}},
+            "figures": [fig, {"name": "only-full", "grid": "a", "metric": "avg_jct_s", "sizes": ["full"]}]}
+
+
+def test_figures_pool_grids_claims_select_rows_and_values_need_not_be_pairwise():
+    exp = parse_experiment(_two_grids(values={"r1": {"base": 3.0, "fast": 1.0}}, claims=[
+        {"better": "fast", "worse": "base"}, {"better": "fast@r2", "worse": "fast@r1"}]))
+    fig = exp.figures[0]
+    assert fig.all_grids() == ("a", "b") and fig.grid == "a"
+    assert len(fig.all_claims()) == 2  # pairwise = false: the paper's values add no claim
+    assert [f.name for f in exp.figures_at("small")] == ["f"] and len(exp.figures_at("full")) == 2
+    assert exp.variants("b", "small") == {"fast": ("sjf", {"x": 1})}
+    cells = pd.DataFrame({
+        "grid": ["a", "b", "a", "b", "c"], "status": "ok", "group": ["r1", "r1", "r2", "r2", "r1"],
+        "policy": ["fifo", "sjf", "fifo", "sjf", "sjf"], "policy_label": ["base", "fast", "base", "fast", "fast"],
+        "avg_jct_s": [3.0, 2.0, 4.0, 5.0, 0.5]})
+    table = figure_table(cells, fig)  # grid c is not the figure's
+    assert dict(zip(zip(table["row"], table["policy"]), table["value"])) == {
+        ("r1", "base"): 3.0, ("r1", "fast"): 2.0, ("r2", "base"): 4.0, ("r2", "fast"): 5.0}
+    found = verdicts(table, fig, _fmt)
+    assert [(v.row, v.result) for v in found] == [("r1", "yes"), ("r2", "no"), ("r2 vs r1", "no")]
+    assert found[-1].cosim == "fast@r2 5 worse than fast@r1 2 (0.40×)"
+
+
+def test_medium_only_where_declared_and_bad_variants_or_figure_keys_name_the_field():
+    exp = parse_experiment(_two_grids())
+    assert list(exp.sizes) == ["small", "medium", "full"]
+    plain = parse_experiment(_exp())
+    assert list(plain.sizes) == ["small", "full"]
+    with pytest.raises(UnknownNameError, match="valid: full, small"):
+        plain.grid("g", "medium")
+    for figure, field in (({"pairwise": "no"}, "figures[0].pairwise"), ({"sizes": ["huge"]}, "figures[0].sizes"),
+                          ({"grid": ["a", "zz"]}, "figures[0].grid")):
+        with pytest.raises(InputError, match=re.escape(f"field '{field}'")):
+            parse_experiment(_two_grids(**figure), source="x.toml")
+    bad = _two_grids()
+    bad["grids"]["a"]["variants"]["base"] = {"policy": "fifo", "colour": 1}
+    with pytest.raises(InputError, match=re.escape("grids.a.variants (small).base.colour")):
+        parse_experiment(bad).variants("a", "small")
+
+
+def test_figure_policies_select_and_order_the_table():
+    exp = parse_experiment(_two_grids(policies=["fast", "base"]))
+    cells = pd.DataFrame({"grid": ["a", "b", "b"], "status": "ok", "group": "r", "policy": ["fifo", "sjf", "sjf"],
+                          "policy_label": ["base", "fast", "other"], "avg_jct_s": [3.0, 2.0, 1.0]})
+    assert figure_table(cells, exp.figures[0])["policy"].tolist() == ["fast", "base"]  # "other" is not shown
+    with pytest.raises(InputError, match=re.escape("field 'figures[0].policies'")):
+        parse_experiment(_two_grids(policies="fast"), source="x.toml")

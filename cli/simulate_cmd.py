@@ -29,7 +29,7 @@ def simulate(
     policy: Optional[str] = typer.Option(None, "--policy", help="Policy name(s), comma-separated (default: baselines)."),
     contention: bool = typer.Option(True, "--contention/--no-contention", help="Cross-job network contention."),
     calibration: Optional[Path] = typer.Option(None, "--calibration", help="Calibration profile (TOML from calibrate fit); default: the preset's shipped profile, if any; none: no profile."),
-    seed: int = typer.Option(0, "--seed", help="Seed for synthesis, workload assembly and random policies."),
+    seed: int = typer.Option(0, "--seed", help="Seed for synthesis, workload assembly and --gpu-variability. A policy's own random choices are seeded by its `seed` parameter (--set POLICY.seed=N, default 0), so repeats over --seed vary the workload, not the policy."),
     out: Optional[Path] = typer.Option(None, "--out", help="Write Parquet outputs to this folder."),
     decisions: bool = typer.Option(False, "--decisions", help="Also write decisions.parquet (every allocation change)."),
     skip_invalid: bool = typer.Option(False, "--skip-invalid", help="Run without jobs that can never run (reported)."),

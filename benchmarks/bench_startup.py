@@ -125,15 +125,94 @@ def compare(saved: Path, fresh: Path) -> list[str]:
     return problems
 
 
+def _capture(path: Path) -> None:
+    """In this process: run the default `simulate` and write, per kernel signature compiled from
+    Python, `module<TAB>qualname<TAB>signature<TAB>seconds` (process CPU of that first call,
+    callees it compiled first included) to `path`."""
+    import numba.core.dispatcher as nd
+
+    sys.path.insert(0, str(_repo))
+    rows = []
+    original = nd.Dispatcher._compile_for_args
+
+    def recording(self, *args, **kws):
+        sig = tuple(self.typeof_pyval(a) for a in args)
+        t0 = time.process_time()
+        result = original(self, *args, **kws)
+        rows.append((self.py_func.__module__, self.py_func.__qualname__, repr(sig), time.process_time() - t0))
+        return result
+
+    nd.Dispatcher._compile_for_args = recording
+    from cli.app import app
+
+    try:
+        app(["simulate"])
+    except SystemExit:
+        pass
+    path.write_text("".join(f"{m}\t{q}\t{s}\t{t:.3f}\n" for m, q, s, t in rows), encoding="utf-8")
+
+
+#: kernels compiled in one process because they share callees (a second process would compile
+#: those again): simcore.kernels uses collectives' union-find, simcore.gps the cosim.nsort sorts
+#: that the policies' kernels use; any other module goes with its top-level package
+_FAMILIES = {"simcore.kernels": "collectives", "simcore.gps": "policies"}
+
+
+def _family(module: str) -> str:
+    return _FAMILIES.get(module, module.split(".")[0])
+
+
+def record_kernels() -> Path:
+    """Rewrite cosim/default_kernels.txt from a default run with an empty cache (no priming):
+    every kernel signature it compiles from Python, split into two groups of about equal compile
+    time, kernels sharing callees together (`_FAMILIES`)."""
+    target = _repo / "cosim" / "default_kernels.txt"
+    with tempfile.TemporaryDirectory(prefix="cosim-numba-") as cache:
+        env = dict(os.environ, COSIM_NUMBA_CACHE_DIR=cache, COSIM_PRIME="0")
+        env.pop("NUMBA_CACHE_DIR", None)
+        passes = []
+        for name in ("cold", "warm"):  # cold: compile times; warm: also the kernels a cold run compiled
+            raw = Path(cache) / f"{name}.tsv"  # as callees first (then called from Python, they load)
+            subprocess.run([sys.executable, "-m", "benchmarks.bench_startup", "--repo", str(_repo), "--capture",
+                            str(raw)], cwd=REPO, env=env, check=True, stdout=subprocess.DEVNULL)
+            passes.append([line.split("\t") for line in raw.read_text(encoding="utf-8").splitlines()])
+    cold = {(m, q, s): t for m, q, s, t in passes[0]}
+    rows = [(m, q, s, cold.get((m, q, s), "0")) for m, q, s, _ in passes[1]]
+    per_family: dict[str, float] = {}
+    for module, _, _, seconds in rows:
+        per_family[_family(module)] = per_family.get(_family(module), 0.0) + float(seconds)
+    load, group = [0.0, 0.0], {}
+    for family in sorted(per_family, key=lambda f: (-per_family[f], f)):  # greedy: heaviest first
+        g = 0 if load[0] <= load[1] else 1
+        group[family] = g
+        load[g] += per_family[family]
+    lines = ["# Kernels the default `cosim simulate` compiles from Python (read by cosim/warmup.py).",
+             "# Written by `python -m benchmarks.bench_startup --record-kernels`; do not edit by hand.",
+             f"# group<TAB>first-call CPU s<TAB>module<TAB>function<TAB>numba signature; groups "
+             f"{load[0]:.1f} s / {load[1]:.1f} s; {_load()}"]
+    lines += [f"{group[_family(m)]}\t{float(t):.2f}\t{m}\t{q}\t{s}" for m, q, s, t in rows]
+    target.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return target
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--fresh", action="store_true", help="time the first run with an empty kernel cache")
     ap.add_argument("--save", type=Path, help="write the default run's outputs to this folder")
     ap.add_argument("--compare", type=Path, help="rerun and compare with the outputs saved in this folder")
     ap.add_argument("--repo", type=Path, default=REPO, help="checkout to run (default: this one)")
+    ap.add_argument("--record-kernels", action="store_true",
+                    help="rewrite cosim/default_kernels.txt (the list cosim.warmup compiles on a first run)")
+    ap.add_argument("--capture", type=Path, help=argparse.SUPPRESS)  # record-kernels' child process
     args = ap.parse_args(argv)
     global _repo
     _repo = args.repo.resolve()
+    if args.capture:
+        _capture(args.capture)
+        return 0
+    if args.record_kernels:
+        print(f"wrote {record_kernels()}")
+        return 0
     if args.save:
         _simulate(out=args.save)
         print(f"saved the default run to {args.save}")

@@ -10,6 +10,7 @@ average is recorded beside it because the host is shared.
     python -m benchmarks.bench_startup --save DIR      # write the default run's outputs to DIR
     python -m benchmarks.bench_startup --compare DIR   # rerun, and fail unless its outputs equal DIR's
     python -m benchmarks.bench_startup --repo /work/main   # measure another checkout (before/after)
+    python -m benchmarks.bench_startup --record-kernels # rewrite cosim/default_kernels.txt (cosim.warmup)
 
 Where the first run's time goes (issue 15): all of it is numba compiling the 23 kernels the
 default run calls (with their callees, 209 compiles on main). Per-kernel times come from numba's
@@ -20,13 +21,13 @@ mergesort / np.unique, 1.3–2.8 s per function and dtype, ≈ 10 s together, ea
 separately compiled helpers), an array-slice shape check whose error formatter compiled str()
 and unicode concatenation (2.3 s), copies of `consolidate_gpus`/`take_gpus`/`prefix_next`
 specialised on a literal `-1`/`False` argument (≈ 2 s), and `_beta` inlined at 5 call sites.
-After (this tree): `cosim.nsort` sorts (0.4–0.7 s each), loops instead of slice copies, typed
+After (the previous session, up to 418f1ab): `cosim.nsort` sorts (0.4–0.7 s each), loops instead of slice copies, typed
 constants, `_beta` compiled once: 42.0 s CPU at load ≈ 16–21 (LLVM 19.4 s, 144 compiles), the
 same default-run outputs cell for cell (`--compare`). What is left is spread over the kernels
 (walk_run 6.4 s, solve_large_groups 7.4 s, consolidate_gpus 5.5 s, _gather_and_cost 4.8 s, …);
 ≤ 20 s would need fewer / smaller kernels on the default path, not fewer specialisations.
 
-`bench_startup --fresh`, interleaved main / this tree, same load (CPU s is the comparable
+`bench_startup --fresh`, interleaved b6c3ccd / that tree, same load (CPU s is the comparable
 number on this shared host; wall s is inflated by the load):
 
     main 173.7 s wall, 56.7 s CPU (load 14.7) | this tree 102.1 s wall, 41.3 s CPU (load 12.8)
@@ -40,6 +41,38 @@ another folder with a new COSIM_NUMBA_CACHE_DIR, `/usr/bin/time`), load 15–21:
     this tree:       install 138 s wall; first simulate 189 s wall, 47.5 s CPU (before the
                      literal/_beta commit), 204 s wall, 44.9 s CPU (after it, load 12.5);
                      warm 7.9-12.1 s wall, 2.3-2.5 s CPU
+
+Per-kernel compile time on 418f1ab (numba `numba:compile` events in one process, process CPU
+s, load 7-14; "own" excludes the callees it compiled, "with callees" includes them; 142
+compiles, 38.2 s CPU of which 36.6 s compiling and 17.9 s under the LLVM lock). Called from
+Python (with callees): solve_large_groups 6.7, walk_run 6.3, consolidate_gpus 5.1,
+_gather_and_cost 4.4, gps_completion 2.6, _begin_prepare_walk 2.2, simulate_group 2.1,
+_placement_shape 2.1, linked_inputs 0.9, _eval_buckets 0.7, step 0.6, _prepare_job 0.6,
+one_over_n_completion 0.5, view_sets 0.5, the other ten ≤ 0.4 each. Largest own times:
+walk_run 2.35, _shape_costs 1.84, solve_large_groups 1.59, dutycycle_group 1.53, _kpreempt
+1.30, simulate_group 1.26, _kfit 1.09, tiresias._prepare 1.08, nsort.sorted_copy (2 dtypes)
+0.99, _gather_and_cost 0.91, consolidate_gpus 0.86, consolidate_nodes 0.85, split_groups
+0.83, gps_completion 0.82, nsort.argsort_stable (2 dtypes) 0.81, _placement_shape 0.81,
+_expected_rates_count_dp 0.78, preempt_plan 0.76, linked_inputs 0.75; numba's quicksort
+(np.sort / ndarray.sort on int64 in step, view_sets, linked_inputs, _placement_shape) ≈ 1.6
+with its helpers; numba's own np.empty/np.zeros/np.full/reductions ≈ 1.5 together.
+`NUMBA_OPT=0` would save only ≈ 10 s (28.0 s CPU, and numba then refuses to cache some
+kernels), `NUMBA_OPT=1` nothing (37.5 s): the time is spread over typing, lowering and code
+generation of ≈ 140 functions, no one pass or kernel dominates.
+
+What this tree changes (issue 15):
+- `cosim.warmup` compiles the default run's 26 kernel signatures (`cosim/default_kernels.txt`,
+  rewritten by `--record-kernels`) on both cores: a worker process compiles one half into the
+  shared cache while the CLI compiles the other, then the run loads all of them. numba compiles
+  under one process-wide lock, so one process never uses the second core. Halves are whole
+  module families (kernels sharing callees), recorded as 24.3 / 21.1 s of CPU.
+- numba's quicksort replaced by `cosim.nsort.sorted_copy` in simcore.kernels (step, view_sets,
+  linked_inputs) and collectives.shape (_placement_shape); reductions (`sum`, `max`, `min`) and
+  slice fills written as loops in _shape_costs and simulate_group. First-call CPU of the kernel
+  in a fresh process, before → after, load 17-21: step+view_sets+linked_inputs 4.2/3.9 →
+  3.6/3.2 s; _placement_shape (after them) 2.6 → 1.1 s; _gather_and_cost 5.2 → 4.5 s;
+  simulate_group 4.0 → 3.1 s. Inlining the duty-cycle solver's helpers (`inline="always"`)
+  and `error_model="numpy"` were tried and gave nothing measurable (±0.3 s).
 
 `--compare` is the before/after check for start-up work (lazy imports, fewer kernel
 specialisations): summary.parquet and every policy's jobs.parquet and timeline.parquet must be

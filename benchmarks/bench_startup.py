@@ -65,7 +65,13 @@ What this tree changes (issue 15):
   rewritten by `--record-kernels`) on both cores: a worker process compiles one half into the
   shared cache while the CLI compiles the other, then the run loads all of them. numba compiles
   under one process-wide lock, so one process never uses the second core. Halves are whole
-  module families (kernels sharing callees), recorded as 24.3 / 21.1 s of CPU.
+  module families (kernels sharing callees), recorded as 24.3 / 21.1 s of CPU. It primes only
+  with a free second core (1-minute load ≤ cores - 1; `COSIM_PRIME=1` forces it, `=0` never):
+  at load 8 here both halves at once took 84 s wall, one after the other 80 s (no core free),
+  and priming costs ≈ 5 s more CPU in all (work both processes repeat). Measured per process
+  (fresh cache, load 8-15): group 0 22.3 s CPU, group 1 23.8 s, vs 43-48 s for one process;
+  on an idle 2-core machine the first run should take about the larger half plus ≈ 2 s
+  (imports, the run) — not measurable on this shared host during this session.
 - numba's quicksort replaced by `cosim.nsort.sorted_copy` in simcore.kernels (step, view_sets,
   linked_inputs) and collectives.shape (_placement_shape); reductions (`sum`, `max`, `min`) and
   slice fills written as loops in _shape_costs and simulate_group. First-call CPU of the kernel

@@ -49,7 +49,7 @@ def test_prime_fills_the_cache_once(tmp_path):
                        encoding="utf-8")
     env = dict(os.environ, COSIM_NUMBA_CACHE_DIR=str(tmp_path / "cache"))
     env.pop("NUMBA_CACHE_DIR", None)
-    env.pop("COSIM_PRIME", None)
+    env["COSIM_PRIME"] = "1"  # prime even when the test host's cores are busy
     prime = f"from cosim import warmup; print(warmup.prime(path={str(listing)!r}))"
     assert _python(prime, env).split() == ["True"]
     assert list((tmp_path / "cache").glob("cosim-primed-*"))
@@ -67,3 +67,20 @@ def test_stale_entry_does_not_stop_priming(tmp_path):
     listing.write_text("0\t0.1\tcosim.nsort\tno_such_kernel\t(int64,)\n"
                        "1\t0.1\tcosim.no_such_module\tf\t(int64,)\n", encoding="utf-8")
     assert warmup.compile_group(None, listing) == 2
+
+
+def test_prime_only_with_a_spare_core(tmp_path, monkeypatch):
+    """A busy host (load above cores - 1) or COSIM_PRIME=0 compiles lazily: nothing primed,
+    no stamp; COSIM_PRIME=1 overrides the load check."""
+    listing = tmp_path / "kernels.txt"
+    listing.write_text("0\t0.1\tcosim.nsort\tno_such_kernel\t(int64,)\n", encoding="utf-8")
+    monkeypatch.setenv("NUMBA_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(warmup, "_cores", lambda: 2)
+    monkeypatch.setattr(os, "getloadavg", lambda: (1.5, 1.0, 1.0))
+    monkeypatch.delenv("COSIM_PRIME", raising=False)
+    assert not warmup.spare_core()
+    assert warmup.prime(path=listing) is False
+    monkeypatch.setenv("COSIM_PRIME", "0")
+    monkeypatch.setattr(os, "getloadavg", lambda: (0.2, 0.2, 0.2))
+    assert warmup.spare_core() and warmup.prime(path=listing) is False
+    assert not list(tmp_path.glob("cosim-primed-*"))

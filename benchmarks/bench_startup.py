@@ -80,6 +80,18 @@ What this tree changes (issue 15):
   simulate_group 4.0 → 3.1 s. Inlining the duty-cycle solver's helpers (`inline="always"`)
   and `error_model="numpy"` were tried and gave nothing measurable (±0.3 s).
 
+Measured on this tree's final state (bench_startup, nice 10, interleaved with /work/main =
+418f1ab, 2026-11-24 10:14-10:28 UTC; wall is inflated by the shared host, CPU s comparable):
+
+    --fresh, main                 76.5 / 91.2 / 85.2 s wall, 43.1 / 45.0 / 42.9 s CPU (load 5-8)
+    --fresh, COSIM_PRIME=0        85.9 / 81.1 s wall, 46.3 / 46.0 s CPU (load 5-6): one process,
+                                  no gain from the sort/loop trims in the whole run, because
+                                  policies/_kernels._min_nodes still compiles numba's int64
+                                  quicksort (np.sort) that the trimmed kernels no longer need
+    --fresh, primed (forced)      114.9 s wall, 48.3 s CPU (load 8: no free core, no wall gain)
+    warm, main / this             3.71 / 3.60 s median, CPU 2.41-2.52 / 2.30-2.44 s (load 5-6)
+    cosim --help, main / this     0.37-0.56 / 0.39-0.41 s (load 5)
+
 `--compare` is the before/after check for start-up work (lazy imports, fewer kernel
 specialisations): summary.parquet and every policy's jobs.parquet and timeline.parquet must be
 equal cell for cell (NaN equal to NaN) to the saved run's; wall-clock columns are excluded.

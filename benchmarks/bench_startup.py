@@ -10,6 +10,7 @@ average is recorded beside it because the host is shared.
     python -m benchmarks.bench_startup --save DIR      # write the default run's outputs to DIR
     python -m benchmarks.bench_startup --compare DIR   # rerun, and fail unless its outputs equal DIR's
     python -m benchmarks.bench_startup --repo /work/main   # measure another checkout (before/after)
+    python -m benchmarks.bench_startup --record-kernels # rewrite cosim/default_kernels.txt (cosim.warmup)
 
 Where the first run's time goes (issue 15): all of it is numba compiling the 23 kernels the
 default run calls (with their callees, 209 compiles on main). Per-kernel times come from numba's
@@ -20,13 +21,13 @@ mergesort / np.unique, 1.3–2.8 s per function and dtype, ≈ 10 s together, ea
 separately compiled helpers), an array-slice shape check whose error formatter compiled str()
 and unicode concatenation (2.3 s), copies of `consolidate_gpus`/`take_gpus`/`prefix_next`
 specialised on a literal `-1`/`False` argument (≈ 2 s), and `_beta` inlined at 5 call sites.
-After (this tree): `cosim.nsort` sorts (0.4–0.7 s each), loops instead of slice copies, typed
+After (the previous session, up to 418f1ab): `cosim.nsort` sorts (0.4–0.7 s each), loops instead of slice copies, typed
 constants, `_beta` compiled once: 42.0 s CPU at load ≈ 16–21 (LLVM 19.4 s, 144 compiles), the
 same default-run outputs cell for cell (`--compare`). What is left is spread over the kernels
 (walk_run 6.4 s, solve_large_groups 7.4 s, consolidate_gpus 5.5 s, _gather_and_cost 4.8 s, …);
 ≤ 20 s would need fewer / smaller kernels on the default path, not fewer specialisations.
 
-`bench_startup --fresh`, interleaved main / this tree, same load (CPU s is the comparable
+`bench_startup --fresh`, interleaved b6c3ccd / that tree, same load (CPU s is the comparable
 number on this shared host; wall s is inflated by the load):
 
     main 173.7 s wall, 56.7 s CPU (load 14.7) | this tree 102.1 s wall, 41.3 s CPU (load 12.8)
@@ -40,6 +41,56 @@ another folder with a new COSIM_NUMBA_CACHE_DIR, `/usr/bin/time`), load 15–21:
     this tree:       install 138 s wall; first simulate 189 s wall, 47.5 s CPU (before the
                      literal/_beta commit), 204 s wall, 44.9 s CPU (after it, load 12.5);
                      warm 7.9-12.1 s wall, 2.3-2.5 s CPU
+
+Per-kernel compile time on 418f1ab (numba `numba:compile` events in one process, process CPU
+s, load 7-14; "own" excludes the callees it compiled, "with callees" includes them; 142
+compiles, 38.2 s CPU of which 36.6 s compiling and 17.9 s under the LLVM lock). Called from
+Python (with callees): solve_large_groups 6.7, walk_run 6.3, consolidate_gpus 5.1,
+_gather_and_cost 4.4, gps_completion 2.6, _begin_prepare_walk 2.2, simulate_group 2.1,
+_placement_shape 2.1, linked_inputs 0.9, _eval_buckets 0.7, step 0.6, _prepare_job 0.6,
+one_over_n_completion 0.5, view_sets 0.5, the other ten ≤ 0.4 each. Largest own times:
+walk_run 2.35, _shape_costs 1.84, solve_large_groups 1.59, dutycycle_group 1.53, _kpreempt
+1.30, simulate_group 1.26, _kfit 1.09, tiresias._prepare 1.08, nsort.sorted_copy (2 dtypes)
+0.99, _gather_and_cost 0.91, consolidate_gpus 0.86, consolidate_nodes 0.85, split_groups
+0.83, gps_completion 0.82, nsort.argsort_stable (2 dtypes) 0.81, _placement_shape 0.81,
+_expected_rates_count_dp 0.78, preempt_plan 0.76, linked_inputs 0.75; numba's quicksort
+(np.sort / ndarray.sort on int64 in step, view_sets, linked_inputs, _placement_shape) ≈ 1.6
+with its helpers; numba's own np.empty/np.zeros/np.full/reductions ≈ 1.5 together.
+`NUMBA_OPT=0` would save only ≈ 10 s (28.0 s CPU, and numba then refuses to cache some
+kernels), `NUMBA_OPT=1` nothing (37.5 s): the time is spread over typing, lowering and code
+generation of ≈ 140 functions, no one pass or kernel dominates.
+
+What this tree changes (issue 15):
+- `cosim.warmup` compiles the default run's 26 kernel signatures (`cosim/default_kernels.txt`,
+  rewritten by `--record-kernels`) on both cores: a worker process compiles one half into the
+  shared cache while the CLI compiles the other, then the run loads all of them. numba compiles
+  under one process-wide lock, so one process never uses the second core. Halves are whole
+  module families (kernels sharing callees), recorded as 24.3 / 21.1 s of CPU. It primes only
+  with a free second core (1-minute load ≤ cores - 1; `COSIM_PRIME=1` forces it, `=0` never):
+  at load 8 here both halves at once took 84 s wall, one after the other 80 s (no core free),
+  and priming costs ≈ 5 s more CPU in all (work both processes repeat). Measured per process
+  (fresh cache, load 8-15): group 0 22.3 s CPU, group 1 23.8 s, vs 43-48 s for one process;
+  on an idle 2-core machine the first run should take about the larger half plus ≈ 2 s
+  (imports, the run) — not measurable on this shared host during this session.
+- numba's quicksort replaced by `cosim.nsort.sorted_copy` in simcore.kernels (step, view_sets,
+  linked_inputs) and collectives.shape (_placement_shape); reductions (`sum`, `max`, `min`) and
+  slice fills written as loops in _shape_costs and simulate_group. First-call CPU of the kernel
+  in a fresh process, before → after, load 17-21: step+view_sets+linked_inputs 4.2/3.9 →
+  3.6/3.2 s; _placement_shape (after them) 2.6 → 1.1 s; _gather_and_cost 5.2 → 4.5 s;
+  simulate_group 4.0 → 3.1 s. Inlining the duty-cycle solver's helpers (`inline="always"`)
+  and `error_model="numpy"` were tried and gave nothing measurable (±0.3 s).
+
+Measured on this tree's final state (bench_startup, nice 10, interleaved with /work/main =
+418f1ab, 2026-11-24 10:14-10:28 UTC; wall is inflated by the shared host, CPU s comparable):
+
+    --fresh, main                 76.5 / 91.2 / 85.2 s wall, 43.1 / 45.0 / 42.9 s CPU (load 5-8)
+    --fresh, COSIM_PRIME=0        85.9 / 81.1 s wall, 46.3 / 46.0 s CPU (load 5-6): one process,
+                                  no gain from the sort/loop trims in the whole run, because
+                                  policies/_kernels._min_nodes still compiles numba's int64
+                                  quicksort (np.sort) that the trimmed kernels no longer need
+    --fresh, primed (forced)      114.9 s wall, 48.3 s CPU (load 8: no free core, no wall gain)
+    warm, main / this             3.71 / 3.60 s median, CPU 2.41-2.52 / 2.30-2.44 s (load 5-6)
+    cosim --help, main / this     0.37-0.56 / 0.39-0.41 s (load 5)
 
 `--compare` is the before/after check for start-up work (lazy imports, fewer kernel
 specialisations): summary.parquet and every policy's jobs.parquet and timeline.parquet must be
@@ -125,15 +176,94 @@ def compare(saved: Path, fresh: Path) -> list[str]:
     return problems
 
 
+def _capture(path: Path) -> None:
+    """In this process: run the default `simulate` and write, per kernel signature compiled from
+    Python, `module<TAB>qualname<TAB>signature<TAB>seconds` (process CPU of that first call,
+    callees it compiled first included) to `path`."""
+    import numba.core.dispatcher as nd
+
+    sys.path.insert(0, str(_repo))
+    rows = []
+    original = nd.Dispatcher._compile_for_args
+
+    def recording(self, *args, **kws):
+        sig = tuple(self.typeof_pyval(a) for a in args)
+        t0 = time.process_time()
+        result = original(self, *args, **kws)
+        rows.append((self.py_func.__module__, self.py_func.__qualname__, repr(sig), time.process_time() - t0))
+        return result
+
+    nd.Dispatcher._compile_for_args = recording
+    from cli.app import app
+
+    try:
+        app(["simulate"])
+    except SystemExit:
+        pass
+    path.write_text("".join(f"{m}\t{q}\t{s}\t{t:.3f}\n" for m, q, s, t in rows), encoding="utf-8")
+
+
+#: kernels compiled in one process because they share callees (a second process would compile
+#: those again): simcore.kernels uses collectives' union-find, simcore.gps the cosim.nsort sorts
+#: that the policies' kernels use; any other module goes with its top-level package
+_FAMILIES = {"simcore.kernels": "collectives", "simcore.gps": "policies"}
+
+
+def _family(module: str) -> str:
+    return _FAMILIES.get(module, module.split(".")[0])
+
+
+def record_kernels() -> Path:
+    """Rewrite cosim/default_kernels.txt from a default run with an empty cache (no priming):
+    every kernel signature it compiles from Python, split into two groups of about equal compile
+    time, kernels sharing callees together (`_FAMILIES`)."""
+    target = _repo / "cosim" / "default_kernels.txt"
+    with tempfile.TemporaryDirectory(prefix="cosim-numba-") as cache:
+        env = dict(os.environ, COSIM_NUMBA_CACHE_DIR=cache, COSIM_PRIME="0")
+        env.pop("NUMBA_CACHE_DIR", None)
+        passes = []
+        for name in ("cold", "warm"):  # cold: compile times; warm: also the kernels a cold run compiled
+            raw = Path(cache) / f"{name}.tsv"  # as callees first (then called from Python, they load)
+            subprocess.run([sys.executable, "-m", "benchmarks.bench_startup", "--repo", str(_repo), "--capture",
+                            str(raw)], cwd=REPO, env=env, check=True, stdout=subprocess.DEVNULL)
+            passes.append([line.split("\t") for line in raw.read_text(encoding="utf-8").splitlines()])
+    cold = {(m, q, s): t for m, q, s, t in passes[0]}
+    rows = [(m, q, s, cold.get((m, q, s), "0")) for m, q, s, _ in passes[1]]
+    per_family: dict[str, float] = {}
+    for module, _, _, seconds in rows:
+        per_family[_family(module)] = per_family.get(_family(module), 0.0) + float(seconds)
+    load, group = [0.0, 0.0], {}
+    for family in sorted(per_family, key=lambda f: (-per_family[f], f)):  # greedy: heaviest first
+        g = 0 if load[0] <= load[1] else 1
+        group[family] = g
+        load[g] += per_family[family]
+    lines = ["# Kernels the default `cosim simulate` compiles from Python (read by cosim/warmup.py).",
+             "# Written by `python -m benchmarks.bench_startup --record-kernels`; do not edit by hand.",
+             f"# group<TAB>first-call CPU s<TAB>module<TAB>function<TAB>numba signature; groups "
+             f"{load[0]:.1f} s / {load[1]:.1f} s; {_load()}"]
+    lines += [f"{group[_family(m)]}\t{float(t):.2f}\t{m}\t{q}\t{s}" for m, q, s, t in rows]
+    target.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return target
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--fresh", action="store_true", help="time the first run with an empty kernel cache")
     ap.add_argument("--save", type=Path, help="write the default run's outputs to this folder")
     ap.add_argument("--compare", type=Path, help="rerun and compare with the outputs saved in this folder")
     ap.add_argument("--repo", type=Path, default=REPO, help="checkout to run (default: this one)")
+    ap.add_argument("--record-kernels", action="store_true",
+                    help="rewrite cosim/default_kernels.txt (the list cosim.warmup compiles on a first run)")
+    ap.add_argument("--capture", type=Path, help=argparse.SUPPRESS)  # record-kernels' child process
     args = ap.parse_args(argv)
     global _repo
     _repo = args.repo.resolve()
+    if args.capture:
+        _capture(args.capture)
+        return 0
+    if args.record_kernels:
+        print(f"wrote {record_kernels()}")
+        return 0
     if args.save:
         _simulate(out=args.save)
         print(f"saved the default run to {args.save}")

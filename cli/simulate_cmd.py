@@ -64,6 +64,11 @@ def simulate(
     phase("loading the simulator (numba kernels compile on the first run, then load from the cache)")
     from experiments.runner import DEFAULT_TRACE, RunConfig, load_capacity, run
 
+    if trace is None and not policy and contention and perf == "network" and progress == "plain":  # default kernels
+        from cosim.warmup import prime
+
+        prime(phase)  # first run only: compile them on two cores
+
     spec = str(trace) if trace is not None else (f"synth:{synth}" if synth else DEFAULT_TRACE)
     pols = tuple(p.strip() for p in policy.split(",") if p.strip()) if policy else ()
     cfg = RunConfig(trace=spec, cluster=cluster, cluster_nodes=nodes, policies=pols, contention=contention,

@@ -119,11 +119,15 @@ def _shape_costs(op, k, ring_Bps, intra_cap, intra_lat, nic_usable, nic_lat, sta
     steps = np.zeros(5)
     beta = np.zeros(5)
     coef = np.zeros((5, K))
-    P = k.sum()
+    P = 0.0  # loops, not k.sum() / k.max(): numba's array reductions are separate compiles (issue 15)
+    for i in range(n):
+        P += k[i]
     if P <= 1:
         valid[NONE] = True
         return valid, alpha0, steps, beta, coef
-    kmax = k.max()
+    kmax = k[0]
+    for i in range(1, n):
+        kmax = max(kmax, k[i])
     intra_max = 0.0
     for i in range(n):
         if k[i] > 1:
@@ -169,9 +173,11 @@ def _shape_costs(op, k, ring_Bps, intra_cap, intra_lat, nic_usable, nic_lat, sta
         coef[RING, i] = edges[i] * factor
     if n > 1:
         if nl > 1:
-            coef[RING, 2 * n:2 * n + nl] = factor
+            for j in range(2 * n, 2 * n + nl):  # loops, not slice assignment: cheaper to compile
+                coef[RING, j] = factor
         if npd > 1:
-            coef[RING, 2 * n + nl:] = factor
+            for j in range(2 * n + nl, K):
+                coef[RING, j] = factor
     lat = _ring_latency(k, intra_lat, nic_lat, leaf_rank, pod_rank, leaf_lat, pod_lat, staged, sc)
     valid[RING] = True
     alpha0[RING] = nsteps * lat
@@ -193,9 +199,11 @@ def _shape_costs(op, k, ring_Bps, intra_cap, intra_lat, nic_usable, nic_lat, sta
             cn[i] = staged[i] * inter
             cn[n + i] = inter
         if nl > 1:
-            cn[2 * n:2 * n + nl] = inter
+            for j in range(2 * n, 2 * n + nl):
+                cn[j] = inter
         if npd > 1:
-            cn[2 * n + nl:] = inter
+            for j in range(2 * n + nl, K):
+                cn[j] = inter
         net_lat = _next_pair_max(nic_lat, leaf_rank, pod_rank, leaf_lat, pod_lat, staged, sc)
         b_intra = _beta(ci, edges, ring_Bps, intra_cap, nic_usable, leaf_cap, pod_cap, sc)
         b_net = _beta(cn, edges, ring_Bps, intra_cap, nic_usable, leaf_cap, pod_cap, sc)

@@ -214,7 +214,9 @@ def simulate_group(compute_s, comm_start_s, comm_s, weight, ptr, lidx, demand_Bp
                     break
                 force = False
         # convergence bookkeeping when the slowest job has finished another window
-        cmin = count.min()
+        cmin = count[0]  # a loop, not count.min(): one numba reduction less to compile (issue 15)
+        for j in range(1, n):  # (n >= 1 here: with no job the first boundary is inf and the loop ended)
+            cmin = min(cmin, count[j])
         if cmin >= next_check:
             next_check += window_iters
             worst = 0.0

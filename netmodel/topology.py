@@ -24,7 +24,7 @@ for NCCL's rail-aligned (PXN) traffic and optimistic only for cross-rail traffic
 The switch tree is checked at build time from the parent arrays (every node's leaf exists, so
 core – pods – leaves – nodes is connected with one edge per vertex: a tree); networkx builds the
 same tree as a graph on demand (`Topology.graph()`, for `show`/tests) and is imported only then,
-so a simulation never loads it.
+so a simulation never loads it; it is an optional dependency (the `graph` and `test` extras).
 """
 
 from __future__ import annotations
@@ -161,7 +161,10 @@ class Topology:
 
 
 def _build_graph(node_leaf: np.ndarray, leaf_pod: np.ndarray) -> nx.Graph:
-    import networkx as nx
+    try:
+        import networkx as nx
+    except ImportError as exc:  # an optional dependency since issue 15: no command needs it
+        raise ImportError("Topology.graph() needs networkx: pip install 'cosim[graph]' (or networkx)") from exc
 
     g = nx.Graph()
     g.add_node("core")

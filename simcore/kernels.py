@@ -13,6 +13,7 @@ import numpy as np
 from numba import njit
 
 from collectives.contention_groups import find, union
+from cosim.nsort import sorted_copy
 
 QUEUED = 1
 RUNNING = 2
@@ -84,10 +85,15 @@ def step(held, n, now, t_event, tol_s, state, rate, progress, mark, alloc_count,
                 else:
                     hit[h] = j
                     h += 1
+    # cosim.nsort's sort, not numba's quicksort (≈ 1 s more to compile on a first run, issue 15)
     if m > 1:
-        out[:m].sort()
+        s = sorted_copy(out[:m])
+        for i in range(m):
+            out[i] = s[i]
     if h > 1:
-        hit[:h].sort()
+        s = sorted_copy(hit[:h])
+        for i in range(h):
+            hit[i] = s[i]
     return t, m, h
 
 
@@ -119,10 +125,10 @@ def view_sets(active, add, n_add, drop, n_drop, held, n_held, want_active, want_
     `add` merged in and the first `n_drop` of `drop` taken out, `held[:n_held]` sorted),
     each only when wanted (an empty array otherwise). `add`/`drop` need not be sorted."""
     if want_active:
-        a = merge_sorted(active, np.sort(add[:n_add]), np.sort(drop[:n_drop]))
+        a = merge_sorted(active, sorted_copy(add[:n_add]), sorted_copy(drop[:n_drop]))
     else:
         a = active[:0]
-    r = np.sort(held[:n_held]) if want_running else held[:0]
+    r = sorted_copy(held[:n_held]) if want_running else held[:0]
     return a, r
 
 
@@ -163,7 +169,7 @@ def linked_inputs(seeds, n_links, slot_job, slot_of, nlink, links, demand, compu
         if slot_job[s] >= 0 and mark[find(parent, s)]:
             members[n] = slot_job[s]
             n += 1
-    members = np.sort(members[:n])
+    members = sorted_copy(members[:n])
     ptr = np.zeros(n + 1, np.int64)
     for i in range(n):
         ptr[i + 1] = ptr[i] + nlink[slot_of[members[i]]]

@@ -103,20 +103,27 @@ def prefix_next(st, ok):
 
 
 @njit(cache=True)
-def round_begin(owner, online, running, undecided):
-    """A round's initial masks in one pass: `claimed` all False, `held` = GPUs with an owner,
-    `undecided` set for the running jobs; also the number of offline GPUs."""
+def round_begin(owner, online, running, undecided, claimed, held):
+    """A round's initial masks in one pass, in place: `claimed` all False, `held` = GPUs with
+    an owner, `undecided` set for the running jobs. Returns the running jobs that must be
+    checked one by one instead of kept as they are (`slow`): empty when no job holds an
+    offline GPU (the common case), else a J-sized mask of those that do."""
     g_n = owner.shape[0]
-    claimed = np.zeros(g_n, np.bool_)
-    held = np.empty(g_n, np.bool_)
     off = 0
     for g in range(g_n):
+        claimed[g] = False
         held[g] = owner[g] >= 0
-        if not online[g]:
+        if not online[g] and owner[g] >= 0:
             off += 1
     for i in range(running.shape[0]):
         undecided[running[i]] = True
-    return claimed, held, off
+    if off == 0:
+        return np.zeros(0, np.bool_)
+    slow = np.zeros(undecided.shape[0], np.bool_)
+    for g in range(g_n):
+        if not online[g] and owner[g] >= 0:
+            slow[owner[g]] = True
+    return slow
 
 
 @njit(cache=True)
@@ -138,14 +145,14 @@ def pool_mask(online, claimed, held, victim_rank, n):
 
 
 @njit(cache=True)
-def walk_run(order, start, undecided, fast, all_fast, klass, num_classes, demand, type_req, alloc_count, keys,
+def walk_run(order, start, undecided, slow, klass, num_classes, demand, type_req, alloc_count, keys,
              memo, memo_n, online, claimed, held, owner, kfit, run_rev, run_cls, topo, rank, kept, rec, rel, counts):
     """Advance a priority walk (`policies.base.Round.walk`) to the next job Python must handle,
     doing in between everything the round's own rules decide.
 
     From position `start` of `order`:
-    - a running job still undecided whose current allocation can be kept as is (`fast[i]`,
-      or every one if `all_fast`) is kept (`undecided` cleared, written to `kept`);
+    - a running job still undecided is kept as it is (`undecided` cleared, written to
+      `kept`) unless it must be checked one by one (`slow[j]`; `slow` empty: none must);
     - a job that holds nothing is passed over when it cannot be placed: its shape `keys[i]`
       (-1: none) already failed on this pool (one of `memo[:memo_n[0]]`), or even the free
       GPUs (online, unclaimed, not held) plus every GPU of the running jobs it may preempt
@@ -202,7 +209,7 @@ def walk_run(order, start, undecided, fast, all_fast, klass, num_classes, demand
     for i in range(start, n):
         j = order[i]
         if undecided[j]:
-            if all_fast or fast[i]:
+            if slow.shape[0] == 0 or not slow[j]:
                 undecided[j] = False
                 kept[nk] = j
                 nk += 1

@@ -144,9 +144,36 @@ def pool_mask(online, claimed, held, victim_rank, n):
     return a
 
 
+def walk_buffer_size(n_jobs, n_gpus):
+    """Entries of the walk's integer buffer (`walk_buffers`) for J jobs and G GPUs."""
+    return 8 + 4 * n_jobs + 4 * n_gpus + 3
+
+
 @njit(cache=True)
-def walk_run(order, start, undecided, slow, klass, num_classes, demand, type_req, alloc_count, keys,
-             memo, memo_n, online, claimed, held, owner, kfit, run_rev, run_cls, topo, rank, kept, rec, rel, counts):
+def walk_buffers(ibuf, n_jobs, n_gpus):
+    """The parts of the walk's integer buffer (views): counts (kept, rec length, released,
+    victim candidates: -1 list them, -2 none), the failed-shape memo's length, kept jobs (J),
+    placement records (job, GPU count, ids...: 3 G + 2), released jobs (G + 1), victim
+    candidates and their classes (J each) and the `rank` scratch of `preempt_plan` (J, all
+    -1 between calls)."""
+    o = 8
+    kept = ibuf[o:o + n_jobs]
+    o += n_jobs
+    rec = ibuf[o:o + 3 * n_gpus + 2]
+    o += 3 * n_gpus + 2
+    rel = ibuf[o:o + n_gpus + 1]
+    o += n_gpus + 1
+    run_rev = ibuf[o:o + n_jobs]
+    o += n_jobs
+    run_cls = ibuf[o:o + n_jobs]
+    o += n_jobs
+    rank = ibuf[o:o + n_jobs]
+    return ibuf[0:4], ibuf[4:5], kept, rec, rel, run_rev, run_cls, rank
+
+
+@njit(cache=True)
+def walk_run(order, start, undecided, slow, klass, num_classes, demand, type_req, alloc_count, keys, memo, online,
+             owner, masks, kfit, topo, ibuf):
     """Advance a priority walk (`policies.base.Round.walk`) to the next job Python must handle,
     doing in between everything the round's own rules decide.
 
@@ -170,7 +197,13 @@ def walk_run(order, start, undecided, slow, klass, num_classes, demand, type_req
     Everything else (a running job that must be checked, a job with a Python placer)
     stops the scan there. `counts[:3]` receives (kept, rec length, released). Returns the
     position of the job to hand back, or len(order).
+
+    The round's GPU masks are the rows of `masks` (claimed, held); its integer buffers
+    (counts, memo length, kept, rec, rel, run_rev, run_cls, rank) are parts of `ibuf`
+    (`walk_buffers`): one argument each, not ten.
     """
+    claimed, held = masks[0], masks[1]
+    counts, memo_n, kept, rec, rel, run_rev, run_cls, rank = walk_buffers(ibuf, undecided.shape[0], owner.shape[0])
     n = order.shape[0]
     free = 0  # usable GPUs now: online, not claimed this round, not held by an unvisited job
     for g in range(online.shape[0]):

@@ -60,8 +60,7 @@ class _Cur(dict):
         self._view = view
 
     def __missing__(self, k: int) -> np.ndarray:
-        cur = self._view.current
-        a = cur.get(k) if cur is not None else None
+        a = self._view.current.get(k)
         g = np.asarray(a.gpus if a is not None else self._view.allocation_of(int(k)), np.int64)
         self[k] = g
         return g
@@ -97,25 +96,22 @@ class Round:
         self.owner = owner = c.gpu_owner  # int32: no per-call conversion
         running = view.running()
         self.running_idx = running
-        cur = view.current
-        self._current = cur if cur is not None else {}
+        self._current = view.current
         # claimed: given to a job this round; held: by a running job not visited yet (or an
         # unknown owner); both the workspace's, filled by `round_begin`. The running jobs are
         # undecided until kept or released. `begun` = (undecided mask from this workspace's
         # `take_mask`, `round_begin`'s result): a policy kernel ran `round_begin` itself (with
         # its own per-call pass, and the walk's first run: `walk(ran=)`)
-        w = ws.walk_state(c, view.jobs.num_jobs)
-        self._claimed, self._held = w[11], w[12]
+        self._w = w = ws.walk_state(c, view.jobs.num_jobs)
+        self._claimed, self._held = w[14], w[15]
+        self._memo_n = w[7]
         if begun is None:
             und = ws.take_mask(view.jobs.num_jobs)
             slow = RK.round_begin(owner, online, running, und, self._claimed, self._held)
-            ws.memo_n[0] = 0
+            w[7][0] = 0
         else:
             und, slow = begun
-        if cur is None and running.shape[0]:  # no engine objects to keep jobs through: check each
-            slow = np.zeros(und.shape[0], bool)
-            slow[running] = True
-        self._slow = slow  # running jobs kept one by one (a GPU offline, or no `current`); empty: none
+        self._slow = slow  # running jobs kept one by one (a GPU offline); empty: none
         self.undecided = und  # handed back by `decision`
         self._n_und = running.shape[0]  # running jobs still undecided (all leave it by keep or release)
         self.dem = ws.demands(view) if demand is None else np.asarray(demand, np.int64)
@@ -127,10 +123,10 @@ class Round:
         self._kept_one: list[int] = []  # the same, one at a time
         self._pending: list[int] = []  # kept jobs whose GPUs are not yet marked claimed
         self._pending_arr: list[np.ndarray] = []  # the same, in arrays
-        #: shapes (`shape_key` ints) that found no GPUs on the pool as it is now; emptied by
-        #: every claim and release. Keeps leave it: a kept job's GPUs were held (never usable)
-        #: and it only leaves the victim sets, so no failure can turn into a success
-        self._memo_n = ws.memo_n
+        # the failed-shape memo (`ws.memo[:memo_n]`): shapes (`shape_key` ints) that found no
+        # GPUs on the pool as it is now; emptied by every claim and release. Keeps leave it: a
+        # kept job's GPUs were held (never usable) and it only leaves the victim sets, so no
+        # failure can turn into a success
 
     # Per-round fields that start the same in every round live here as class defaults (set on
     # the instance only when they change): a round is built on every policy call.
@@ -240,8 +236,8 @@ class Round:
         self.release(k)
 
     def _fast(self, ks: np.ndarray) -> np.ndarray:
-        """Which running jobs of `ks` can be kept through the engine's own objects, as they
-        are: all but the `slow` ones (a GPU offline; every one without `ClusterView.current`)."""
+        """Which running jobs of `ks` can be kept through the engine's own objects
+        (`ClusterView.current`), as they are: all but the `slow` ones (a GPU offline)."""
         if self._slow.shape[0] == 0:
             return np.ones(ks.size, bool)
         return ~self._slow[ks]
@@ -374,7 +370,7 @@ class Round:
         cand, vr, lo, _ = RK.preempt_plan(self.owner, self.online, self._claimed, self._held, self.c.gpu_type, req,
                                           self.undecided, self.view.jobs.alloc_count,
                                           np.asarray(victims_fn(), np.int64), j, n,
-                                          self._ws.rank(self.view.jobs.num_jobs))
+                                          self._w[13])
         if lo == 0:
             return None
         st = RK.prefix_start(lo, cand.size)
@@ -426,39 +422,18 @@ class Round:
             return
         und = self.undecided
         ws = self._ws
-        w = ws.walk_state(self.c, und.shape[0])
-        kept, rec, rel, counts, run_rev, run_cls = w[4], w[5], w[6], w[7], w[8], w[9]
+        w = self._w
+        counts, run_rev, run_cls = w[6], w[11], w[12]
         if ran >= 0:
             i = ran
         else:
             order, klass, keys, ncls, kfit = self._walk_inputs(order, klass, keys, num_classes, kernel, w[2])
             counts[3] = -1 if preempt else -2  # victim candidates: listed by the kernel's first call; -2: none
             i = RK.walk_run(order, 0, und, self._slow, klass, ncls, self.dem, self.view.jobs.gpu_type_req,
-                            self.view.jobs.alloc_count, keys, ws.memo, self._memo_n, self.online, self._claimed,
-                            self._held, self.owner, kfit, run_rev, run_cls, w[3], w[10], kept, rec, rel, counts)
+                            self.view.jobs.alloc_count, keys, ws.memo, self.online, self.owner, w[5], kfit, w[3],
+                            w[4])
         while True:
-            nk, nrec, nrel, nrun = counts.tolist()
-            self._n_und -= nk + nrel
-            if nk:
-                ks = kept[:nk].copy()
-                self._kept.append(ks)
-                self._pending_arr.append(ks)
-            if nrec:  # the kernel's placements (`_record` of a started job, batch kept), inlined
-                rl = rec[:nrec].tolist()
-                cur, alloc, alloc_n, started = self._current, self.alloc, self._alloc_n, self.started
-                x = 0
-                while x < nrec:
-                    j = rl[x]
-                    m = rl[x + 1]
-                    e = x + 2 + m
-                    g = tuple(rl[x + 2:e])
-                    a = cur.get(j)
-                    alloc[j] = a if a is not None and a.gpus == g else Allocation(g)
-                    alloc_n[j] = m
-                    started.append(j)
-                    x = e
-            if nrel:
-                self.released.extend(rel[:nrel].tolist())
+            nrun = self.take_walk()
             if i >= n:
                 return
             if ran >= 0:  # the later runs take the inputs as `walk_run` needs them
@@ -469,8 +444,38 @@ class Round:
                 self._walk_victims = (run_rev[:nrun].copy(), run_cls[:nrun].copy(), int(klass[i]))
             yield int(order[i])
             i = RK.walk_run(order, i + 1, und, self._slow, klass, ncls, self.dem, self.view.jobs.gpu_type_req,
-                            self.view.jobs.alloc_count, keys, ws.memo, self._memo_n, self.online, self._claimed,
-                            self._held, self.owner, kfit, run_rev, run_cls, w[3], w[10], kept, rec, rel, counts)
+                            self.view.jobs.alloc_count, keys, ws.memo, self.online, self.owner, w[5], kfit, w[3],
+                            w[4])
+
+    def take_walk(self) -> int:
+        """Take the outcome of the walk kernel's last run (`walk_run`) from the workspace's
+        buffers: its kept jobs, placements and preempted jobs; returns the number of victim
+        candidates. `walk` calls it after each run; a policy whose own kernel ran the whole
+        walk (`walk(ran=)` with nothing left for Python) may call it instead of `walk`."""
+        w = self._w
+        nk, nrec, nrel, nrun = w[6].tolist()
+        self._n_und -= nk + nrel
+        if nk:
+            ks = w[8][:nk].copy()
+            self._kept.append(ks)
+            self._pending_arr.append(ks)
+        if nrec:  # the kernel's placements (`_record` of a started job, batch kept), inlined
+            rl = w[9][:nrec].tolist()
+            cur, alloc, alloc_n, started = self._current, self.alloc, self._alloc_n, self.started
+            x = 0
+            while x < nrec:
+                j = rl[x]
+                m = rl[x + 1]
+                e = x + 2 + m
+                g = tuple(rl[x + 2:e])
+                a = cur.get(j)
+                alloc[j] = a if a is not None and a.gpus == g else Allocation(g)
+                alloc_n[j] = m
+                started.append(j)
+                x = e
+        if nrel:
+            self.released.extend(w[10][:nrel].tolist())
+        return nrun
 
     @staticmethod
     def _walk_inputs(order, klass, keys, num_classes, kernel, one_type: bool) -> tuple:
@@ -556,7 +561,9 @@ class Round:
             for j in self.released:
                 if j not in self.alloc:
                     allocs[j] = _STOP
-            return Decision(allocations=allocs, wake_at=wake_at, changes_only=True)
+            d = _new(Decision)  # `Decision(allocations=, wake_at=, changes_only=True)` at half the cost
+            d.__dict__.update(allocations=allocs, wake_at=wake_at, changes_only=True)
+            return d
         allocs = dict(self.alloc)
         kept = self.kept_jobs().tolist()
         allocs.update(zip(kept, map(cur.__getitem__, kept)))
@@ -570,6 +577,6 @@ def _i64(a) -> np.ndarray:
     return np.ascontiguousarray(a, np.int64)
 
 
-_NO_BOOL = np.zeros(0, bool)
+_new = object.__new__
 _NO_INT = np.zeros(0, np.int64)
 _STOP = Allocation(())  # in a changes-only decision: the job stops (is preempted)

@@ -105,22 +105,29 @@ def prefix_next(st, ok):
 @njit(cache=True)
 def round_begin(owner, online, running, undecided, claimed, held):
     """A round's initial masks in one pass, in place: `claimed` all False, `held` = GPUs with
-    an owner, `undecided` set for the running jobs. Returns the running jobs that must be
-    checked one by one instead of kept as they are (`slow`): empty when no job holds an
-    offline GPU (the common case), else a J-sized mask of those that do."""
-    g_n = owner.shape[0]
+    an owner, `undecided` set for the running jobs. Returns the number of offline GPUs held
+    by a job: when not 0, the jobs holding them must be checked one by one instead of kept as
+    they are (`slow_jobs`)."""
     off = 0
-    for g in range(g_n):
+    for g in range(owner.shape[0]):
         claimed[g] = False
         held[g] = owner[g] >= 0
         if not online[g] and owner[g] >= 0:
             off += 1
     for i in range(running.shape[0]):
         undecided[running[i]] = True
-    if off == 0:
+    return off
+
+
+@njit(cache=True)
+def slow_jobs(owner, online, n_jobs, n_off):
+    """The running jobs the walk must hand back instead of keeping as they are: a J-sized
+    mask of the jobs holding an offline GPU, or an empty array when none does (`n_off`, from
+    `round_begin`, is 0: the common case)."""
+    if n_off == 0:
         return np.zeros(0, np.bool_)
-    slow = np.zeros(undecided.shape[0], np.bool_)
-    for g in range(g_n):
+    slow = np.zeros(n_jobs, np.bool_)
+    for g in range(owner.shape[0]):
         if not online[g] and owner[g] >= 0:
             slow[owner[g]] = True
     return slow

@@ -101,17 +101,18 @@ class Round:
         # unknown owner); both the workspace's, filled by `round_begin`. The running jobs are
         # undecided until kept or released. `begun` = (undecided mask from this workspace's
         # `take_mask`, `round_begin`'s result): a policy kernel ran `round_begin` itself (with
-        # its own per-call pass, and the walk's first run: `walk(ran=)`)
+        # its own per-call pass, and the walk's first run: `walk(ran=)`) and emptied the memo
         self._w = w = ws.walk_state(c, view.jobs.num_jobs)
         self._claimed, self._held = w[14], w[15]
         self._memo_n = w[7]
         if begun is None:
             und = ws.take_mask(view.jobs.num_jobs)
-            slow = RK.round_begin(owner, online, running, und, self._claimed, self._held)
+            n_off = RK.round_begin(owner, online, running, und, self._claimed, self._held)
             w[7][0] = 0
         else:
-            und, slow = begun
-        self._slow = slow  # running jobs kept one by one (a GPU offline); empty: none
+            und, n_off = begun
+        # running jobs kept one by one (a GPU offline); empty: none
+        self._slow = RK.slow_jobs(owner, online, und.shape[0], n_off) if n_off else _NO_BOOL
         self.undecided = und  # handed back by `decision`
         self._n_und = running.shape[0]  # running jobs still undecided (all leave it by keep or release)
         self.dem = ws.demands(view) if demand is None else np.asarray(demand, np.int64)
@@ -469,7 +470,10 @@ class Round:
                 e = x + 2 + m
                 g = tuple(rl[x + 2:e])
                 a = cur.get(j)
-                alloc[j] = a if a is not None and a.gpus == g else Allocation(g)
+                if a is None or a.gpus != g:
+                    a = _new(Allocation)  # `Allocation(g)` (ints already) without its __post_init__
+                    a.__dict__.update(gpus=g, batch_size=None)
+                alloc[j] = a
                 alloc_n[j] = m
                 started.append(j)
                 x = e
@@ -578,5 +582,6 @@ def _i64(a) -> np.ndarray:
 
 
 _new = object.__new__
+_NO_BOOL = np.zeros(0, bool)
 _NO_INT = np.zeros(0, np.int64)
 _STOP = Allocation(())  # in a changes-only decision: the job stops (is preempted)

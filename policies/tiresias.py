@@ -225,11 +225,11 @@ class Tiresias(BasePolicy):
         # the walk's first run (`walk_run`) and, when the walk needs no Python, the wake-up
         # time, in one kernel call; the round takes its outcome (`Round(begun=)`, `walk(ran=)`)
         und = ws.take_mask(n_jobs)
-        slow, i, t = _round_kernel(
+        n_off, i, t = _round_kernel(
             c.gpu_owner, c.gpu_online, view.running(), active, und, float(now), jobs.submit_time, jobs.executed_s,
             jobs.attained_gpu_s, jobs.first_start, self._fstate, self._istate, self._thr, _EPS_GPU_S, self._knob,
             self._flags[0], *wb, ws.demands(view), jobs.gpu_type_req, jobs.alloc_count, ws.memo, w[3], w[4], w[5])
-        r = Round(view, self, begun=(und, slow))
+        r = Round(view, self, begun=(und, n_off))
         n = active.shape[0]
         if i >= n:  # the kernel ran the whole walk: nothing for Python
             r.take_walk()
@@ -641,14 +641,15 @@ def _round_kernel(owner, online, running, active, undecided, now, submit, execut
     the victim candidates into `run_rev`, `run_cls`, then the walk's first run
     (`_round_kernels.walk_run`, the one walk, on the workspace's `masks` and `ibuf`) in one
     kernel call. Where that run finished the walk (nothing for Python), also the wake-up
-    time (`next_jump` on its outcome). Returns (`round_begin`'s `slow`, the position the
+    time (`next_jump` on its outcome). Returns (`round_begin`'s count, the position the
     walk stopped at, the wake-up time or inf) for `Round(begun=)` and `Round.walk(ran=)`.
 
     The policy's per-job arrays are columns of two (one job's entries side by side):
     `fstate` (float64): svc_base, exec_base, pend_base, waited; `istate` (int64):
     promotions, q, shape key × 2 + skewed, kernel placer, `next_jump`'s scratch (all 0)."""
     counts, memo_n, kept, rec, rel, run_rev, run_cls, rank = RK.walk_buffers(ibuf, undecided.shape[0], owner.shape[0])
-    slow = RK.round_begin(owner, online, running, undecided, masks[0], masks[1])
+    n_off = RK.round_begin(owner, online, running, undecided, masks[0], masks[1])
+    slow = RK.slow_jobs(owner, online, undecided.shape[0], n_off)
     memo_n[0] = 0
     svc_base, exec_base, pend_base, waited = fstate[:, 0], fstate[:, 1], fstate[:, 2], fstate[:, 3]
     promotions, q, scratch = istate[:, 0], istate[:, 1], istate[:, 4]
@@ -660,7 +661,7 @@ def _round_kernel(owner, online, running, active, undecided, now, submit, execut
     i = RK.walk_run(o, 0, undecided, slow, klass[:n], thr.shape[0] + 1, demand, type_req, alloc_count, keys[:n],
                     memo, online, owner, masks, kernel[:n], topo, ibuf)
     if i < n:
-        return slow, i, np.inf
+        return n_off, i, np.inf
     # the jobs that run after the call: the walk's placements (records: job, GPU count, ids)
     # and the jobs it kept
     nrec = counts[1]
@@ -678,4 +679,4 @@ def _round_kernel(owner, online, running, active, undecided, now, submit, execut
         x += 2 + rec[x + 1]
     t = next_jump(new, new_n, kept[:counts[0]], alloc_count, active, q, attained, svc_base, thr, now, knob, executed,
                   exec_base, pend_base, waited, scratch)
-    return slow, i, t
+    return n_off, i, t

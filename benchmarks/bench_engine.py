@@ -55,7 +55,8 @@ before (first runs discarded):
 - full trace, the two trees run at the same time (same load), ia-walk with gc.freeze / base:
   39.32 (9.27, 30.05) / 34.66 (7.51, 27.15) at load 13: +13.4 %; 41.03 (9.88, 31.15) /
   37.35 (8.32, 29.03) at load 8: +9.9 %; 39.62 (9.51, 30.11) / 35.43 (7.77, 27.65) at load
-  8: +11.8 %. The policy is +19 to +23 % of base's, the engine outside it +7 to +11 %.
+  8: +11.8 %; 40.29 (9.77, 30.52) / 36.01 (8.14, 27.87) at load 8: +11.9 %. The policy is
+  +19 to +23 % of base's, the engine outside it +7 to +11 %.
   Against main (418f1ab) at the same time, load 8: ia-walk 33.91 (7.75, 26.16) / main 38.41
   (11.06, 27.35): -11.7 % CPU, the policy -30 %. Applied to the idle numbers (base 23.70,
   main 29.03 s), that puts ia-walk near 25.6 s, +8 % over base (the target: <= 27.2 s).

@@ -62,6 +62,10 @@ before (first runs discarded):
   main 29.03 s), that puts ia-walk near 25.6 s, +8 % over base (the target: <= 27.2 s).
   GC during the run (gc.callbacks): ia-walk 1.46 s (10 full collections), base 1.13 s (5);
   sha1 90811837d918 in every ia-walk run, full and 20k tables equal to main's.
+First-call compilation (fresh COSIM_NUMBA_CACHE_DIR, Tiresias on synth:philly-sia:120:2h, the
+two trees at the same time, load 5-8): 48.5 s CPU for the whole run (ia-walk) vs 48.2 s
+(main): unchanged; walk_run is still one specialisation, now also compiled inside Tiresias'
+`_round_kernel` (numba `numba:compile` events, inclusive wall: walk_run 43.8 s / 47.0 s).
 """
 
 from __future__ import annotations

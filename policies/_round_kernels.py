@@ -103,20 +103,34 @@ def prefix_next(st, ok):
 
 
 @njit(cache=True)
-def round_begin(owner, online, running, undecided):
-    """A round's initial masks in one pass: `claimed` all False, `held` = GPUs with an owner,
-    `undecided` set for the running jobs; also the number of offline GPUs."""
-    g_n = owner.shape[0]
-    claimed = np.zeros(g_n, np.bool_)
-    held = np.empty(g_n, np.bool_)
+def round_begin(owner, online, running, undecided, claimed, held):
+    """A round's initial masks in one pass, in place: `claimed` all False, `held` = GPUs with
+    an owner, `undecided` set for the running jobs. Returns the number of offline GPUs held
+    by a job: when not 0, the jobs holding them must be checked one by one instead of kept as
+    they are (`slow_jobs`)."""
     off = 0
-    for g in range(g_n):
+    for g in range(owner.shape[0]):
+        claimed[g] = False
         held[g] = owner[g] >= 0
-        if not online[g]:
+        if not online[g] and owner[g] >= 0:
             off += 1
     for i in range(running.shape[0]):
         undecided[running[i]] = True
-    return claimed, held, off
+    return off
+
+
+@njit(cache=True)
+def slow_jobs(owner, online, n_jobs, n_off):
+    """The running jobs the walk must hand back instead of keeping as they are: a J-sized
+    mask of the jobs holding an offline GPU, or an empty array when none does (`n_off`, from
+    `round_begin`, is 0: the common case)."""
+    if n_off == 0:
+        return np.zeros(0, np.bool_)
+    slow = np.zeros(n_jobs, np.bool_)
+    for g in range(owner.shape[0]):
+        if not online[g] and owner[g] >= 0:
+            slow[owner[g]] = True
+    return slow
 
 
 @njit(cache=True)
@@ -137,15 +151,42 @@ def pool_mask(online, claimed, held, victim_rank, n):
     return a
 
 
+def walk_buffer_size(n_jobs, n_gpus):
+    """Entries of the walk's integer buffer (`walk_buffers`) for J jobs and G GPUs."""
+    return 8 + 4 * n_jobs + 4 * n_gpus + 3
+
+
 @njit(cache=True)
-def walk_run(order, start, undecided, fast, all_fast, klass, num_classes, demand, type_req, alloc_count, keys,
-             memo, memo_n, online, claimed, held, owner, kfit, run_rev, run_cls, topo, rank, kept, rec, rel, counts):
+def walk_buffers(ibuf, n_jobs, n_gpus):
+    """The parts of the walk's integer buffer (views): counts (kept, rec length, released,
+    victim candidates: -1 list them, -2 none), the failed-shape memo's length, kept jobs (J),
+    placement records (job, GPU count, ids...: 3 G + 2), released jobs (G + 1), victim
+    candidates and their classes (J each) and the `rank` scratch of `preempt_plan` (J, all
+    -1 between calls)."""
+    o = 8
+    kept = ibuf[o:o + n_jobs]
+    o += n_jobs
+    rec = ibuf[o:o + 3 * n_gpus + 2]
+    o += 3 * n_gpus + 2
+    rel = ibuf[o:o + n_gpus + 1]
+    o += n_gpus + 1
+    run_rev = ibuf[o:o + n_jobs]
+    o += n_jobs
+    run_cls = ibuf[o:o + n_jobs]
+    o += n_jobs
+    rank = ibuf[o:o + n_jobs]
+    return ibuf[0:4], ibuf[4:5], kept, rec, rel, run_rev, run_cls, rank
+
+
+@njit(cache=True)
+def walk_run(order, start, undecided, slow, klass, num_classes, demand, type_req, alloc_count, keys, memo, online,
+             owner, masks, kfit, topo, ibuf):
     """Advance a priority walk (`policies.base.Round.walk`) to the next job Python must handle,
     doing in between everything the round's own rules decide.
 
     From position `start` of `order`:
-    - a running job still undecided whose current allocation can be kept as is (`fast[i]`,
-      or every one if `all_fast`) is kept (`undecided` cleared, written to `kept`);
+    - a running job still undecided is kept as it is (`undecided` cleared, written to
+      `kept`) unless it must be checked one by one (`slow[j]`; `slow` empty: none must);
     - a job that holds nothing is passed over when it cannot be placed: its shape `keys[i]`
       (-1: none) already failed on this pool (one of `memo[:memo_n[0]]`), or even the free
       GPUs (online, unclaimed, not held) plus every GPU of the running jobs it may preempt
@@ -163,7 +204,13 @@ def walk_run(order, start, undecided, fast, all_fast, klass, num_classes, demand
     Everything else (a running job that must be checked, a job with a Python placer)
     stops the scan there. `counts[:3]` receives (kept, rec length, released). Returns the
     position of the job to hand back, or len(order).
+
+    The round's GPU masks are the rows of `masks` (claimed, held); its integer buffers
+    (counts, memo length, kept, rec, rel, run_rev, run_cls, rank) are parts of `ibuf`
+    (`walk_buffers`): one argument each, not ten.
     """
+    claimed, held = masks[0], masks[1]
+    counts, memo_n, kept, rec, rel, run_rev, run_cls, rank = walk_buffers(ibuf, undecided.shape[0], owner.shape[0])
     n = order.shape[0]
     free = 0  # usable GPUs now: online, not claimed this round, not held by an unvisited job
     for g in range(online.shape[0]):
@@ -202,7 +249,7 @@ def walk_run(order, start, undecided, fast, all_fast, klass, num_classes, demand
     for i in range(start, n):
         j = order[i]
         if undecided[j]:
-            if all_fast or fast[i]:
+            if slow.shape[0] == 0 or not slow[j]:
                 undecided[j] = False
                 kept[nk] = j
                 nk += 1

@@ -172,7 +172,7 @@ class FifoBackfill(BasePolicy):
         # round (claimed GPUs belong to the jobs in r.alloc): one pass over the GPUs
         n = view.jobs.num_jobs
         ow = np.full(c.num_gpus, n, np.int64)
-        cur = view.current or {}
+        cur = view.current
         for k, a in r.alloc.items():
             if cur.get(k) is not a:
                 ow[np.asarray(a.gpus, np.int64)] = k

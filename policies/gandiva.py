@@ -80,14 +80,11 @@ class Gandiva(BasePolicy):
         r = self.round(view)
         node_cap = int(c.node_num_gpus.max(initial=0))
         gpu_dem = np.full(c.num_gpus, -1, np.int64)  # demand of the job on each GPU (affinity)
-        if view.current is not None:  # the owner map is the current allocations: one GPU pass
-            run_mask = np.zeros(jobs.num_jobs + 1, bool)
-            run_mask[r.running_idx] = True
-            on = run_mask[np.where(r.owner >= 0, r.owner, jobs.num_jobs)]
-            gpu_dem[on] = r.dem[r.owner[on]]
-        else:
-            for k in r.running:
-                gpu_dem[r.cur[k]] = r.dem[k]
+        # the owner map is the current allocations: one GPU pass
+        run_mask = np.zeros(jobs.num_jobs + 1, bool)
+        run_mask[r.running_idx] = True
+        on = run_mask[np.where(r.owner >= 0, r.owner, jobs.num_jobs)]
+        gpu_dem[on] = r.dem[r.owner[on]]
         self._aff = P.node_affinity(c, gpu_dem)
         if self.config.migrate:
             for k in self._movers(view, r, node_cap):
@@ -119,12 +116,11 @@ class Gandiva(BasePolicy):
 
         Only jobs spanning more than the tier they could fit in are candidates; they are
         found from the owner map in one pass over the GPUs, so the per-job work of
-        `_migrate` is paid only by the (few) jobs that may actually move. Without the
-        engine's `current` the owner map is not relied on and every running job is tried.
+        `_migrate` is paid only by the (few) jobs that may actually move.
         """
         jobs, c = view.jobs, view.cluster
         cand = r.running_idx
-        if view.current is not None and cand.size:
+        if cand.size:
             ow = r.owner
             held = np.flatnonzero(ow >= 0)
             o = ow[held]

@@ -60,8 +60,7 @@ class _Cur(dict):
         self._view = view
 
     def __missing__(self, k: int) -> np.ndarray:
-        cur = self._view.current
-        a = cur.get(k) if cur is not None else None
+        a = self._view.current.get(k)
         g = np.asarray(a.gpus if a is not None else self._view.allocation_of(int(k)), np.int64)
         self[k] = g
         return g
@@ -97,23 +96,25 @@ class Round:
         self.owner = owner = c.gpu_owner  # int32: no per-call conversion
         running = view.running()
         self.running_idx = running
-        cur = view.current
-        self._current = cur if cur is not None else {}
+        self._current = view.current
         # claimed: given to a job this round; held: by a running job not visited yet (or an
-        # unknown owner); the running jobs are undecided until kept or released. `begun`: the
-        # same (undecided mask from this workspace's `take_mask`, then `round_begin`'s results)
-        # from a policy kernel that ran `round_begin` itself, fused with its own per-call pass
+        # unknown owner); both the workspace's, filled by `round_begin`. The running jobs are
+        # undecided until kept or released. `begun` = (undecided mask from this workspace's
+        # `take_mask`, `round_begin`'s result): a policy kernel ran `round_begin` itself (with
+        # its own per-call pass, and the walk's first run: `walk(ran=)`) and emptied the memo
+        self._w = w = ws.walk_state(c, view.jobs.num_jobs)
+        self._claimed, self._held = w[14], w[15]
+        self._memo_n = w[7]
         if begun is None:
             und = ws.take_mask(view.jobs.num_jobs)
-            claimed, held, n_off = RK.round_begin(owner, online, running, und)
+            n_off = RK.round_begin(owner, online, running, und, self._claimed, self._held)
+            w[7][0] = 0
         else:
-            und, claimed, held, n_off = begun
+            und, n_off = begun
+        # running jobs kept one by one (a GPU offline); empty: none
+        self._slow = RK.slow_jobs(owner, online, und.shape[0], n_off) if n_off else _NO_BOOL
         self.undecided = und  # handed back by `decision`
-        self._claimed, self._held = claimed, held
         self._n_und = running.shape[0]  # running jobs still undecided (all leave it by keep or release)
-        if n_off:  # running jobs with a GPU offline (class default: none)
-            off = owner[~online]
-            self._offline_jobs = set(off[off >= 0].tolist())
         self.dem = ws.demands(view) if demand is None else np.asarray(demand, np.int64)
         self.alloc: dict[int, Allocation] = {}  # decided one by one (placements, checked keeps)
         self._alloc_n: dict[int, int] = {}  # their GPU counts, in the same order (`placed`)
@@ -123,17 +124,15 @@ class Round:
         self._kept_one: list[int] = []  # the same, one at a time
         self._pending: list[int] = []  # kept jobs whose GPUs are not yet marked claimed
         self._pending_arr: list[np.ndarray] = []  # the same, in arrays
-        #: shapes (`shape_key` ints) that found no GPUs on the pool as it is now; emptied by
-        #: every claim and release. Keeps leave it: a kept job's GPUs were held (never usable)
-        #: and it only leaves the victim sets, so no failure can turn into a success
-        self._memo_n = memo_n = ws.memo_n
-        memo_n[0] = 0
+        # the failed-shape memo (`ws.memo[:memo_n]`): shapes (`shape_key` ints) that found no
+        # GPUs on the pool as it is now; emptied by every claim and release. Keeps leave it: a
+        # kept job's GPUs were held (never usable) and it only leaves the victim sets, so no
+        # failure can turn into a success
 
     # Per-round fields that start the same in every round live here as class defaults (set on
     # the instance only when they change): a round is built on every policy call.
     _running_set: set[int] | None = None  # `running`, built on first use
     _cur: "_Cur | None" = None  # `cur`, built on first use
-    _offline_jobs: "set[int] | frozenset[int]" = frozenset()  # running jobs with a GPU offline
     _returned = False  # undecided mask handed back (`decision`)
     _walk_key = -1  # shape of the job `walk` yielded last
     _walk_victims: tuple | None = None  # (candidates, their classes, the job's class)
@@ -238,22 +237,18 @@ class Round:
         self.release(k)
 
     def _fast(self, ks: np.ndarray) -> np.ndarray:
-        """Which running jobs of `ks` can be kept through the engine's own objects, as they
-        are: all but those with a GPU offline (`ClusterView.current` lists every running job;
-        without it, none)."""
-        if not self._current:
-            return np.zeros(ks.size, bool)
-        fast = np.ones(ks.size, bool)
-        if self._offline_jobs:
-            fast &= ~np.isin(ks, np.fromiter(self._offline_jobs, np.int64))
-        return fast
+        """Which running jobs of `ks` can be kept through the engine's own objects
+        (`ClusterView.current`), as they are: all but the `slow` ones (a GPU offline)."""
+        if self._slow.shape[0] == 0:
+            return np.ones(ks.size, bool)
+        return ~self._slow[ks]
 
     def keep(self, k: int, batch: int | None = None) -> bool:
         """Running job k keeps its current GPUs if they are all online and unclaimed (at global
         batch `batch`; None keeps its batch). False (and k released) otherwise."""
         if not self.undecided[k]:
             return False
-        if batch is None and self._current and k not in self._offline_jobs:
+        if batch is None and (self._slow.shape[0] == 0 or not self._slow[k]):
             self.undecided[k] = False
             self._n_und -= 1
             self._kept_one.append(k)
@@ -376,7 +371,7 @@ class Round:
         cand, vr, lo, _ = RK.preempt_plan(self.owner, self.online, self._claimed, self._held, self.c.gpu_type, req,
                                           self.undecided, self.view.jobs.alloc_count,
                                           np.asarray(victims_fn(), np.int64), j, n,
-                                          self._ws.rank(self.view.jobs.num_jobs))
+                                          self._w[13])
         if lo == 0:
             return None
         st = RK.prefix_start(lo, cand.size)
@@ -394,41 +389,105 @@ class Round:
     # -- the walk ------------------------------------------------------------------------
     def walk(self, order: np.ndarray, klass: np.ndarray | None = None, keys: np.ndarray | None = None,
              num_classes: int | None = None, kernel: np.ndarray | bool = False, preempt: bool = False,
-             listed: int = -1):
+             ran: int = -1):
         """Walk `order` (all jobs of the round in priority order) doing "for j in order: keep j
         if it runs, else place it (preempting, with `preempt`, running jobs of a strictly
         higher class, lowest priority first)", yielding the jobs Python must handle; the
         caller `keep`s or places each (with `victims=r.victims`) before the walk goes on.
 
         The scan is one numba kernel (`_round_kernels.walk_run`): it keeps running jobs as they
-        are (`_fast`), passes over every job that holds nothing and cannot be placed now — its
-        shape (`keys`, one int per position, or None) already failed on this pool (a failed
-        attempt of a yielded job is reported with `walk_failed`), or the free GPUs plus all
-        GPUs of the running jobs it may preempt are fewer than it needs — and places the jobs
-        whose placer is the kernel one (`kernel`: per position, or for all; only honoured on a
-        one-type cluster, where it means `consolidate` with no veto or tier cap), preempting
-        as above. `klass[i]` is the preemption class of position i (default all zeros: no
-        victims); `num_classes` (optional) an upper bound on `klass` + 1. Both skips are exact:
-        the count bound is checked first by every placement and preemption attempt (before
-        any random draw). So the walk costs Python time per job that needs Python only.
+        are (all but the `slow` ones), passes over every job that holds nothing and cannot be
+        placed now — its shape (`keys`, one int per position, or None) already failed on this
+        pool (a failed attempt of a yielded job is reported with `walk_failed`), or the free
+        GPUs plus all GPUs of the running jobs it may preempt are fewer than it needs — and
+        places the jobs whose placer is the kernel one (`kernel`: per position, or for all;
+        only honoured on a one-type cluster, where it means `consolidate` with no veto or tier
+        cap), preempting as above. `klass[i]` is the preemption class of position i (default
+        all zeros: no victims); `num_classes` (optional) an upper bound on `klass` + 1. Both
+        skips are exact: the count bound is checked first by every placement and preemption
+        attempt (before any random draw). So the walk costs Python time per job that needs
+        Python only.
 
-        `listed` (with `preempt`, ≥ 0): the caller's kernel already wrote the victim
-        candidates — the jobs of `order` undecided now, from the last position to the first,
-        with their classes — into this workspace's `walk_state` buffers (8: jobs, 9: classes),
-        `listed` of them (Tiresias lists them from its class blocks), so the walk does not
-        scan the order for them.
+        `ran` (≥ 0): the caller's kernel, which began this round (`Round(begun=)`), already ran
+        `walk_run` from position 0 on this round's arrays and the workspace's `walk_state`
+        buffers, with these very inputs (int64 `order`, `klass`, `keys`; a bool `kernel` array
+        already cleared off a one-type cluster; `num_classes` given; the memo emptied; with
+        `preempt`, the victim candidates — the undecided jobs of `order` from the last position
+        to the first, with their classes — written to buffers 8 and 9 and their number to
+        `counts[3]`, as the walk kernel's first call would), and it returned `ran`: the walk
+        takes its outcome instead of making that call. The same kernel, run from the policy's
+        own per-call kernel (Tiresias), so a round that Python need not see costs one dispatch.
         """
         n = order.shape[0]
         if n == 0:
             return
-        order = _i64(order)
         und = self.undecided
-        all_fast = not self._offline_jobs and bool(self._current)
-        if all_fast:
-            fast = _NO_BOOL
+        ws = self._ws
+        w = self._w
+        counts, run_rev, run_cls = w[6], w[11], w[12]
+        if ran >= 0:
+            i = ran
         else:
-            fast = und[order]
-            fast[fast] = self._fast(order[fast])
+            order, klass, keys, ncls, kfit = self._walk_inputs(order, klass, keys, num_classes, kernel, w[2])
+            counts[3] = -1 if preempt else -2  # victim candidates: listed by the kernel's first call; -2: none
+            i = RK.walk_run(order, 0, und, self._slow, klass, ncls, self.dem, self.view.jobs.gpu_type_req,
+                            self.view.jobs.alloc_count, keys, ws.memo, self.online, self.owner, w[5], kfit, w[3],
+                            w[4])
+        while True:
+            nrun = self.take_walk()
+            if i >= n:
+                return
+            if ran >= 0:  # the later runs take the inputs as `walk_run` needs them
+                order, klass, keys, ncls, kfit = self._walk_inputs(order, klass, keys, num_classes, kernel, w[2])
+                ran = -1
+            self._walk_key = int(keys[i])
+            if preempt:
+                self._walk_victims = (run_rev[:nrun].copy(), run_cls[:nrun].copy(), int(klass[i]))
+            yield int(order[i])
+            i = RK.walk_run(order, i + 1, und, self._slow, klass, ncls, self.dem, self.view.jobs.gpu_type_req,
+                            self.view.jobs.alloc_count, keys, ws.memo, self.online, self.owner, w[5], kfit, w[3],
+                            w[4])
+
+    def take_walk(self) -> int:
+        """Take the outcome of the walk kernel's last run (`walk_run`) from the workspace's
+        buffers: its kept jobs, placements and preempted jobs; returns the number of victim
+        candidates. `walk` calls it after each run; a policy whose own kernel ran the whole
+        walk (`walk(ran=)` with nothing left for Python) may call it instead of `walk`."""
+        w = self._w
+        nk, nrec, nrel, nrun = w[6].tolist()
+        self._n_und -= nk + nrel
+        if nk:
+            ks = w[8][:nk].copy()
+            self._kept.append(ks)
+            self._pending_arr.append(ks)
+        if nrec:  # the kernel's placements (`_record` of a started job, batch kept), inlined
+            rl = w[9][:nrec].tolist()
+            cur, alloc, alloc_n, started = self._current, self.alloc, self._alloc_n, self.started
+            x = 0
+            while x < nrec:
+                j = rl[x]
+                m = rl[x + 1]
+                e = x + 2 + m
+                g = tuple(rl[x + 2:e])
+                a = cur.get(j)
+                if a is None or a.gpus != g:
+                    a = _new(Allocation)  # `Allocation(g)` (ints already) without its __post_init__
+                    a.__dict__.update(gpus=g, batch_size=None)
+                alloc[j] = a
+                alloc_n[j] = m
+                started.append(j)
+                x = e
+        if nrel:
+            self.released.extend(w[10][:nrel].tolist())
+        return nrun
+
+    @staticmethod
+    def _walk_inputs(order, klass, keys, num_classes, kernel, one_type: bool) -> tuple:
+        """`walk`'s inputs as `walk_run` takes them: int64 order, classes and shape keys (-1:
+        none), the number of classes, and the per-position kernel-placer mask (all False off
+        a one-type cluster)."""
+        n = order.shape[0]
+        order = _i64(order)
         if klass is None:
             klass = np.zeros(n, np.int64)
             ncls = 1
@@ -436,9 +495,6 @@ class Round:
             klass = _i64(klass)
             ncls = int(klass.max()) + 1 if num_classes is None else int(num_classes)
         keys = np.full(n, -1, np.int64) if keys is None else _i64(keys)
-        jobs = self.view.jobs
-        ws = self._ws
-        _, _, one_type, topo, kept, rec, rel, counts, run_rev, run_cls, rank = ws.walk_state(self.c, und.shape[0])
         if kernel is False or not one_type:
             kfit = np.zeros(n, bool)
         elif kernel is True or type(kernel) is np.bool_:
@@ -447,45 +503,7 @@ class Round:
             kfit = kernel
         else:
             kfit = np.ascontiguousarray(kernel, bool)
-        # victim candidates: listed by the caller, or by the kernel's first call; -2: none
-        counts[3] = (listed if listed >= 0 else -1) if preempt else -2
-        if ws.memo.shape[0] <= n:  # room for every shape of the order (the kernel records while it has room)
-            ws.memo = np.concatenate([ws.memo, np.empty(n + 1, np.int64)])
-        cnt, req = jobs.alloc_count, jobs.gpu_type_req
-        i = 0
-        while i < n:
-            i = RK.walk_run(order, i, und, fast, all_fast, klass, ncls, self.dem, req, cnt, keys, ws.memo,
-                            self._memo_n, self.online, self._claimed, self._held, self.owner, kfit, run_rev, run_cls,
-                            topo, rank, kept, rec, rel, counts)
-            nk, nrec, nrel, nrun = counts.tolist()
-            self._n_und -= nk + nrel
-            if nk:
-                ks = kept[:nk].copy()
-                self._kept.append(ks)
-                self._pending_arr.append(ks)
-            if nrec:  # the kernel's placements (`_record` of a started job, batch kept), inlined
-                rl = rec[:nrec].tolist()
-                cur, alloc, alloc_n, started = self._current, self.alloc, self._alloc_n, self.started
-                x = 0
-                while x < nrec:
-                    j = rl[x]
-                    m = rl[x + 1]
-                    e = x + 2 + m
-                    g = tuple(rl[x + 2:e])
-                    a = cur.get(j)
-                    alloc[j] = a if a is not None and a.gpus == g else Allocation(g)
-                    alloc_n[j] = m
-                    started.append(j)
-                    x = e
-            if nrel:
-                self.released.extend(rel[:nrel].tolist())
-            if i >= n:
-                return
-            self._walk_key = int(keys[i])
-            if preempt:
-                self._walk_victims = (run_rev[:nrun].copy(), run_cls[:nrun].copy(), int(klass[i]))
-            yield int(order[i])
-            i += 1
+        return order, klass, keys, ncls, kfit
 
     def victims(self) -> np.ndarray:
         """The victims of the job `walk` just yielded (running at the round's start, of a
@@ -547,7 +565,9 @@ class Round:
             for j in self.released:
                 if j not in self.alloc:
                     allocs[j] = _STOP
-            return Decision(allocations=allocs, wake_at=wake_at, changes_only=True)
+            d = _new(Decision)  # `Decision(allocations=, wake_at=, changes_only=True)` at half the cost
+            d.__dict__.update(allocations=allocs, wake_at=wake_at, changes_only=True)
+            return d
         allocs = dict(self.alloc)
         kept = self.kept_jobs().tolist()
         allocs.update(zip(kept, map(cur.__getitem__, kept)))
@@ -561,6 +581,7 @@ def _i64(a) -> np.ndarray:
     return np.ascontiguousarray(a, np.int64)
 
 
+_new = object.__new__
 _NO_BOOL = np.zeros(0, bool)
 _NO_INT = np.zeros(0, np.int64)
 _STOP = Allocation(())  # in a changes-only decision: the job stops (is preempted)

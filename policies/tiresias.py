@@ -158,7 +158,8 @@ class Tiresias(BasePolicy):
         self._knob = float(config.promote_knob)
         self._flags_of = None  # the cluster `_flags` (deterministic placer, consolidate) are for
         self._flags = (False, False)
-        if config.admission == "gpu-count":
+        self._by_count = config.admission == "gpu-count"
+        if self._by_count:
             # it records the round each job is demoted in (queue_order=entry): every round is needed
             self.rounds_need_queue = False
 
@@ -205,54 +206,61 @@ class Tiresias(BasePolicy):
         if n_jobs != self._n or now < self._last_now:
             self._reset(n_jobs)
         self._last_now = now
-        if self.config.admission == "gpu-count":
+        if self._by_count:
             return self._decide_by_count(view, now)
         active = view.active()
         if active.dtype != np.int64:
             active = active.astype(np.int64)
         # per-job quantities live in J-sized buffers written on the active set only (never read
         # elsewhere): a call costs the active set, not the trace
-        q, waited = self._q, self._waited
-        skew = self._skew if self._skew.size == n_jobs else self._is_skewed(view)
-        nq = self._thr.size + 1
-        # the priority order, and per position: queue (preemption class), placement shape key
-        # (only for deterministic placers: a job shaped like one that just failed on the same
-        # pool, with the same victims, fails too) and whether the walk kernel places it
-        # (`consolidate`, not skewed)
         c = view.cluster
-        if self._flags_of is not c:
-            self._flags_of = c
-            self._flags = (self.placement_is_deterministic(view, self.config.placement),
-                           self.config.placement == "consolidate")
         ws = self.workspace
-        if self._static_of is not jobs:  # per-job static walk inputs (one JobsView a run)
-            self._static_of = jobs
-            self._istate[:, 2] = RK.shape_key(ws.demands(view), jobs.gpu_type_req.astype(np.int64)) * 2 + skew
-            self._istate[:, 3] = self._flags[1] & ~skew
+        w = ws.walk_state(c, n_jobs)  # the round's masks and the walk's buffers
+        if self._static_of is not jobs or self._flags_of is not c:  # per-job static walk inputs
+            self._static_inputs(view, w[2])
         wb = self._wbuf
-        # the round's initial masks (`round_begin`) and this call's bookkeeping and walk inputs
-        # in one kernel call; the round takes the masks (`Round(begun=)`)
+        # the round's initial masks (`round_begin`), this call's bookkeeping and the priority
+        # order with, per position, the walk inputs: queue (preemption class), placement shape
+        # key (only for deterministic placers: a job shaped like one that just failed on the
+        # same pool, with the same victims, fails too) and whether the walk kernel places it;
+        # the walk's first run (`walk_run`) and, when the walk needs no Python, the wake-up
+        # time, in one kernel call; the round takes its outcome (`Round(begun=)`, `walk(ran=)`)
         und = ws.take_mask(n_jobs)
-        running = view.running()
-        w = ws.walk_state(c, n_jobs)  # the walk's victim-candidate buffers (run_rev, run_cls)
-        claimed, held, n_off, nrun = _begin_prepare_walk(
-            c.gpu_owner, c.gpu_online, running, active, und, float(now), jobs.submit_time, jobs.executed_s,
-            jobs.attained_gpu_s, jobs.first_start, self.svc_base, self.exec_base, self.pend_base, self.promotions,
-            self._thr, _EPS_GPU_S, self._knob, q, waited, self._istate, self._flags[0], *wb, w[8], w[9])
-        r = Round(view, self, begun=(und, claimed, held, n_off))
+        n_off, i, t = _round_kernel(
+            c.gpu_owner, c.gpu_online, view.running(), active, und, float(now), jobs.submit_time, jobs.executed_s,
+            jobs.attained_gpu_s, jobs.first_start, self._fstate, self._istate, self._thr, _EPS_GPU_S, self._knob,
+            self._flags[0], *wb, ws.demands(view), jobs.gpu_type_req, jobs.alloc_count, ws.memo, w[3], w[4], w[5])
+        r = Round(view, self, begun=(und, n_off))
         n = active.shape[0]
-        order, klass, keys, kernel = wb[0][:n], wb[1][:n], wb[2][:n], wb[3][:n]
+        if i >= n:  # the kernel ran the whole walk: nothing for Python
+            r.take_walk()
+            return r.decision(wake_at=t if t > now and t < math.inf else None)
 
         def placer(jj: int, avail: np.ndarray) -> np.ndarray | None:
             return self._place(view, r, jj, avail, skew, self._caps(view))
 
-        # the walk places most jobs itself; it hands back skewed ones and running jobs to check
-        for j in r.walk(order, klass=klass, keys=keys, num_classes=nq, kernel=kernel, preempt=True, listed=nrun):
+        skew = self._skew
+        # the walk hands back skewed jobs and running jobs to check
+        for j in r.walk(wb[0][:n], klass=wb[1][:n], keys=wb[2][:n], num_classes=self._thr.size + 1,
+                        kernel=wb[3][:n], preempt=True, ran=i):
             if und[j] and r.keep(j):
                 continue
             if r.place(j, placer, victims=r.victims) is None:
                 r.walk_failed()
-        return r.decision(wake_at=self._next_jump(view, r, q, waited, now, active))
+        t = self._next_jump(view, r, self._q, self._waited, now, active)  # the wake-up from the round's outcome
+        return r.decision(wake_at=t if t > now and t < math.inf else None)
+
+    def _static_inputs(self, view: ClusterView, one_type: bool) -> None:
+        """The per-job walk inputs that change only with the JobsView (one a run) or the
+        cluster: shape key × 2 + skewed, and whether the walk kernel's placer takes the job
+        (`consolidate`, not skewed, on a one-type cluster: `Round.walk`)."""
+        jobs, c = view.jobs, view.cluster
+        self._static_of, self._flags_of = jobs, c
+        self._flags = (self.placement_is_deterministic(view, self.config.placement),
+                       self.config.placement == "consolidate")
+        skew = self._is_skewed(view)
+        self._istate[:, 2] = RK.shape_key(self.workspace.demands(view), jobs.gpu_type_req.astype(np.int64)) * 2 + skew
+        self._istate[:, 3] = (self._flags[1] and one_type) & ~skew
 
     def _decide_by_count(self, view: ClusterView, now: float) -> Decision:
         """`admission=gpu-count` (the Pollux OSDI'21 simulator's Tiresias): admit by GPU count in
@@ -322,14 +330,13 @@ class Tiresias(BasePolicy):
 
         return P.place(view.cluster, avail, dem, gpu_type=req, strategy="consolidate", accept=few_nodes)
 
-    def _next_jump(self, view, r, q, waited, now, active) -> float | None:
-        """Earliest time a running job is demoted or a waiting one becomes due for promotion;
-        first the starts' waiting time before their first start (`next_jump`)."""
+    def _next_jump(self, view, r, q, waited, now, active) -> float:
+        """Earliest time a running job is demoted or a waiting one becomes due for promotion
+        (inf if none); first the starts' waiting time before their first start (`next_jump`)."""
         jobs = view.jobs
         new, new_n, kept = r.placed_parts()
-        t = next_jump(new, new_n, kept, jobs.alloc_count, active, q, jobs.attained_gpu_s, self.svc_base, self._thr,
-                      float(now), self._knob, jobs.executed_s, self.exec_base, self.pend_base, waited, self._placed)
-        return t if math.isfinite(t) and t > now else None
+        return next_jump(new, new_n, kept, jobs.alloc_count, active, q, jobs.attained_gpu_s, self.svc_base, self._thr,
+                         float(now), self._knob, jobs.executed_s, self.exec_base, self.pend_base, waited, self._placed)
 
 
 @dataclass(frozen=True)
@@ -580,7 +587,7 @@ def walk_inputs(order, q, demand, type_req, skewed, num_queues, with_keys, conso
     `keys[i]` = its placement shape (`shape_key`(demand, type), skewed and queue as one int),
     or -1 for all when `with_keys` is False (a placer that is not deterministic);
     `kernel[i]`: its placer is the walk kernel's (`consolidate` for a job not skewed).
-    (`Tiresias.decide` keeps the per-job columns in its state rows and calls `_begin_prepare_walk`.)
+    (`Tiresias.decide` keeps the per-job columns in its state rows and calls `_round_kernel`.)
     """
     n = order.shape[0]
     J = q.shape[0]
@@ -626,17 +633,51 @@ def _aligned(shape: tuple[int, int], dtype) -> np.ndarray:
 
 
 @njit(cache=True)
-def _begin_prepare_walk(owner, online, running, active, undecided, now, submit, executed, attained, first_start,
-                        svc_base, exec_base, pend_base, promotions, thr, eps, knob, q, waited, rows, with_keys,
-                        out_order, out_klass, out_keys, out_kernel, run_rev, run_cls):
-    """`_round_kernels.round_begin` (the round's masks; `undecided` marks the running jobs,
-    which `prepare` reads as holding) then `prepare` with the walk inputs written into the
-    first len(active) entries of the `out_` buffers (order, klass, keys, kernel) and the
-    walk's victim candidates into `run_rev`, `run_cls`, in one kernel call. Returns
-    `round_begin`'s (claimed, held, offline GPUs) for `Round(begun=)` and the number of
-    victim candidates (`Round.walk(listed=)`)."""
-    claimed, held, off = RK.round_begin(owner, online, running, undecided)
-    nrun = _prepare(active, undecided, now, submit, executed, attained, first_start, svc_base, exec_base, pend_base,
-                    promotions, thr, eps, knob, q, waited, rows, with_keys, out_order, out_klass, out_keys,
-                    out_kernel, run_rev, run_cls)
-    return claimed, held, off, nrun
+def _round_kernel(owner, online, running, active, undecided, now, submit, executed, attained, first_start, fstate,
+                  istate, thr, eps, knob, with_keys, order, klass, keys, kernel, demand, type_req, alloc_count, memo,
+                  topo, ibuf, masks):
+    """The round toolkit's begin (`_round_kernels.round_begin`: the masks; `undecided` marks
+    the running jobs, which `prepare` reads as holding), `prepare` with the walk inputs
+    written into the first len(active) entries of `order`, `klass`, `keys`, `kernel` and
+    the victim candidates into `run_rev`, `run_cls`, then the walk's first run
+    (`_round_kernels.walk_run`, the one walk, on the workspace's `masks` and `ibuf`) in one
+    kernel call. Where that run finished the walk (nothing for Python), also the wake-up
+    time (`next_jump` on its outcome). Returns (`round_begin`'s count, the position the
+    walk stopped at, the wake-up time or inf) for `Round(begun=)` and `Round.walk(ran=)`.
+
+    The policy's per-job arrays are columns of two (one job's entries side by side):
+    `fstate` (float64): svc_base, exec_base, pend_base, waited; `istate` (int64):
+    promotions, q, shape key × 2 + skewed, kernel placer, `next_jump`'s scratch (all 0)."""
+    counts, memo_n, kept, rec, rel, run_rev, run_cls, rank = RK.walk_buffers(ibuf, undecided.shape[0], owner.shape[0])
+    n_off = RK.round_begin(owner, online, running, undecided, masks[0], masks[1])
+    slow = RK.slow_jobs(owner, online, undecided.shape[0], n_off)
+    memo_n[0] = 0
+    svc_base, exec_base, pend_base, waited = fstate[:, 0], fstate[:, 1], fstate[:, 2], fstate[:, 3]
+    promotions, q, scratch = istate[:, 0], istate[:, 1], istate[:, 4]
+    counts[3] = _prepare(active, undecided, now, submit, executed, attained, first_start, svc_base, exec_base,
+                         pend_base, promotions, thr, eps, knob, q, waited, istate, with_keys, order, klass, keys,
+                         kernel, run_rev, run_cls)
+    n = active.shape[0]
+    o = order[:n]
+    i = RK.walk_run(o, 0, undecided, slow, klass[:n], thr.shape[0] + 1, demand, type_req, alloc_count, keys[:n],
+                    memo, online, owner, masks, kernel[:n], topo, ibuf)
+    if i < n:
+        return n_off, i, np.inf
+    # the jobs that run after the call: the walk's placements (records: job, GPU count, ids)
+    # and the jobs it kept
+    nrec = counts[1]
+    m = 0
+    x = 0
+    while x < nrec:
+        m += 1
+        x += 2 + rec[x + 1]
+    new = np.empty(m, np.int64)
+    new_n = np.empty(m, np.int64)
+    x = 0
+    for y in range(m):
+        new[y] = rec[x]
+        new_n[y] = rec[x + 1]
+        x += 2 + rec[x + 1]
+    t = next_jump(new, new_n, kept[:counts[0]], alloc_count, active, q, attained, svc_base, thr, now, knob, executed,
+                  exec_base, pend_base, waited, scratch)
+    return n_off, i, t

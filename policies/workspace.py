@@ -54,18 +54,27 @@ class Workspace:
         self.memo_n = np.zeros(1, np.int64)
 
     def walk_state(self, c, n_jobs: int) -> tuple:
-        """What `Round.walk` passes its kernel besides the round's own arrays, built once per
-        (cluster, number of jobs): whether the cluster has one GPU type (where the kernel's
-        placer applies), the placer's topology arguments, the output buffers (kept jobs,
-        placement records, released jobs, counts, victim candidates and their classes) and
-        the `rank` scratch."""
+        """The round's arrays besides the undecided mask, built once per (cluster, number of
+        jobs): (cluster, J, whether the cluster has one GPU type — where the walk kernel's
+        placer applies —, that placer's topology arguments, the walk's integer buffer `ibuf`,
+        the GPU masks `masks` (claimed, held: `round_begin` fills them in place each round),
+        then views: counts, memo length, kept jobs, placement records, released jobs, victim
+        candidates, their classes, the `rank` scratch, claimed, held). Kernels take `ibuf`
+        and `masks` whole (`_round_kernels.walk_buffers`). The failed-shape memo gets room
+        for one shape per job (the walk kernel records while it has room;
+        `Round.note_failure` grows it beyond)."""
         w = self._walk
         if w is None or w[0] is not c or w[1] != n_jobs:
             g_n = c.num_gpus
-            w = self._walk = (c, n_jobs, len(c.gpu_type_names) <= 1, self.kernel_topo(c),
-                              np.empty(n_jobs, np.int64), np.empty(3 * g_n + 2, np.int64), np.empty(g_n + 1, np.int64),
-                              np.zeros(4, np.int64), np.empty(n_jobs, np.int64), np.empty(n_jobs, np.int64),
-                              self.rank(n_jobs))
+            ibuf = np.zeros(RK.walk_buffer_size(n_jobs, g_n), np.int64)
+            parts = RK.walk_buffers(ibuf, n_jobs, g_n)
+            parts[-1][:] = -1  # rank
+            masks = np.zeros((2, g_n), bool)
+            w = self._walk = (c, n_jobs, len(c.gpu_type_names) <= 1, self.kernel_topo(c), ibuf, masks,
+                              *parts, masks[0], masks[1])
+            self.memo_n = parts[1]
+            if self.memo.shape[0] <= n_jobs:
+                self.memo = np.empty(n_jobs + 1, np.int64)
         return w
 
     def demands(self, view: ClusterView) -> np.ndarray:

@@ -86,7 +86,10 @@ class JobsView:
     `last_gpu_type`, `vc`, `user`. Oracle facts are NaN unless the policy declares the need:
     `progress` (NEED_PROGRESS_ORACLE), `duration` and `remaining_s` (NEED_DURATION_ORACLE).
     Counters marked "(lazy)" are brought up to date on first read in each policy call
-    (policies that never read them pay nothing); hand-built views may leave them None.
+    (policies that never read them pay nothing). Every field is filled: the engine gives all
+    of them; a view built by hand without some of the observable counters gets them as a job
+    that never ran has them (zeros, type -1, "" for vc and user, replay work, no attrs), so
+    no policy needs a branch for a missing one.
     """
 
     job_id: np.ndarray  # object[J] (str)
@@ -109,46 +112,58 @@ class JobsView:
     duration: np.ndarray  # float64[J], trace duration (NaN unless the policy needs the oracle)
     remaining_s: np.ndarray  # float64[J], est. remaining s at requested size, consolidated (oracle)
     # ---- observable counters (additive; always set by the engine) ----
-    exposed_comm_s: np.ndarray | None = None  # float64[J], communication s not hidden by compute
-    last_gpu_type: np.ndarray | None = None  # int16[J], type of the latest allocation; -1 never ran, -2 mixed
-    vc: np.ndarray | None = None  # object[J] (str), the trace's virtual cluster ("" if none)
-    user: np.ndarray | None = None  # object[J] (str), the trace's user ("" if none)
+    # (given by the engine; `__post_init__` fills those a hand-built view leaves out)
+    exposed_comm_s: np.ndarray = None  # float64[J], communication s not hidden by compute
+    last_gpu_type: np.ndarray = None  # int16[J], type of the latest allocation; -1 never ran, -2 mixed
+    vc: np.ndarray = None  # object[J] (str), the trace's virtual cluster ("" if none)
+    user: np.ndarray = None  # object[J] (str), the trace's user ("" if none)
     #: int8[J], how the job's work is counted (`simcore.work.WorkMode`: 0 replay, 1 iterations, 2 samples,
     #: 3 convergence, 4 epochs) — what a job's own launcher knows, so always visible
-    work_mode: np.ndarray | None = None
+    work_mode: np.ndarray = None
     #: the job's submitted training configuration beyond the request (trace columns such as ONES'
     #: task, epoch_size, lr, max_lr, target_acc, patience, num_classes): what its user wrote in the
     #: job script, so always visible; {} when the trace has none
-    attrs: Mapping[str, np.ndarray] | None = None
+    attrs: Mapping[str, np.ndarray] = None
     _epoch_log: Callable[[int, int], Any] | None = field(default=None, repr=False, compare=False)
-    _samples_done: np.ndarray | None = field(default=None, repr=False)
-    _iters_per_s: np.ndarray | None = field(default=None, repr=False)
-    _waiting_s: np.ndarray | None = field(default=None, repr=False)
-    _epochs_done: np.ndarray | None = field(default=None, repr=False)
+    _samples_done: np.ndarray = field(default=None, repr=False)
+    _iters_per_s: np.ndarray = field(default=None, repr=False)
+    _waiting_s: np.ndarray = field(default=None, repr=False)
+    _epochs_done: np.ndarray = field(default=None, repr=False)
     #: the engine's refresh of the lazy counters (no-op when already current for this call)
     _sync: Callable[[], None] | None = field(default=None, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        n = self.submit_time.shape[0]
+        fill = {"exposed_comm_s": lambda: np.zeros(n), "last_gpu_type": lambda: np.full(n, -1, np.int16),
+                "vc": lambda: np.full(n, "", object), "user": lambda: np.full(n, "", object),
+                "work_mode": lambda: np.zeros(n, np.int8), "attrs": dict,
+                "_samples_done": lambda: np.zeros(n), "_iters_per_s": lambda: np.zeros(n),
+                "_waiting_s": lambda: np.zeros(n), "_epochs_done": lambda: np.zeros(n, np.int32)}
+        for name, make in fill.items():
+            if getattr(self, name) is None:
+                object.__setattr__(self, name, make())
 
     @property
     def num_jobs(self) -> int:
         return int(self.submit_time.shape[0])
 
-    def _lazy(self, a: np.ndarray | None) -> np.ndarray | None:
+    def _lazy(self, a: np.ndarray) -> np.ndarray:
         if self._sync is not None:
             self._sync()
         return a
 
     @property
-    def samples_done(self) -> np.ndarray | None:
+    def samples_done(self) -> np.ndarray:
         """float64[J], training samples processed so far (iterations × global batch; lazy)."""
         return self._lazy(self._samples_done)
 
     @property
-    def iters_per_s(self) -> np.ndarray | None:
+    def iters_per_s(self) -> np.ndarray:
         """float64[J], iterations per second now (0 unless RUNNING; contention included; lazy)."""
         return self._lazy(self._iters_per_s)
 
     @property
-    def epochs_done(self) -> np.ndarray | None:
+    def epochs_done(self) -> np.ndarray:
         """int32[J], epochs finished (jobs whose epochs are known, else 0; lazy)."""
         return self._lazy(self._epochs_done)
 
@@ -158,11 +173,10 @@ class JobsView:
         Observations only: nothing past `epochs_done[j]`."""
         if self._epoch_log is None:
             return None
-        done = self.epochs_done
-        return self._epoch_log(int(j), int(done[j]) if done is not None else 0)
+        return self._epoch_log(int(j), int(self.epochs_done[j]))
 
     @property
-    def waiting_s(self) -> np.ndarray | None:
+    def waiting_s(self) -> np.ndarray:
         """float64[J], seconds spent queued so far (since submission, all queue stays; lazy)."""
         return self._lazy(self._waiting_s)
 
@@ -249,15 +263,16 @@ class ClusterView:
     iteration_time: Callable[..., float]
     #: current allocation of job j (GPU ids, ascending; empty if not holding GPUs)
     allocation_of: Callable[[int], np.ndarray]
-    #: (additive, optional) indices of active jobs, ascending, maintained by the engine so
-    #: `active()`/`queued()`/`running()` cost the active set, not the whole trace
-    active_jobs: np.ndarray | None = None
-    #: (additive, optional) read-only mapping job → the `Allocation` object it runs under now.
+    #: indices of active jobs, ascending, maintained by the engine so `active()`/`queued()`/
+    #: `running()` cost the active set, not the whole trace (a hand-built view: derived from
+    #: `jobs.state` by `__post_init__`, like the next two)
+    active_jobs: np.ndarray = None
+    #: read-only mapping job → the `Allocation` object it runs under now (every running job).
     #: Returning these same objects for unchanged jobs lets the engine skip re-validating them.
-    current: Mapping[int, Allocation] | None = None
-    #: (additive, optional) indices of the jobs holding GPUs (running or restarting), ascending,
-    #: maintained by the engine so `running()` costs nothing
-    running_jobs: np.ndarray | None = None
+    current: Mapping[int, Allocation] = None
+    #: indices of the jobs holding GPUs (running or restarting), ascending, maintained by the
+    #: engine so `running()` costs nothing
+    running_jobs: np.ndarray = None
     #: (additive) `Decision(changes_only=True)` is accepted: always True in engine views (the
     #: engine accepts both forms); False only in views built by hand without an engine, whose
     #: readers (`policies.round.Round.decision`) then build the complete form
@@ -284,34 +299,32 @@ class ClusterView:
         on each GPU type (NaN where it cannot run); cached per (model, count, type, batch)."""
         return self.whatif.throughput_matrix(jobs, batch)
 
+    def __post_init__(self) -> None:
+        """A view built by hand gets the engine's derived fields from `jobs.state` and
+        `allocation_of` (the engine builds its views with every field given, not through here)."""
+        s = self.jobs.state
+        if self.active_jobs is None:
+            object.__setattr__(self, "active_jobs", np.flatnonzero((s == _QUEUED) | (s == _RUNNING) | (s == _RESTARTING)))
+        if self.running_jobs is None:
+            object.__setattr__(self, "running_jobs", np.flatnonzero((s == _RUNNING) | (s == _RESTARTING)))
+        if self.current is None:
+            object.__setattr__(self, "current", {int(j): Allocation(tuple(self.allocation_of(int(j))))
+                                                 for j in self.running_jobs})
+
     def active(self) -> np.ndarray:
         """Indices of submitted, unfinished jobs (queued, running or restarting), ascending."""
-        if self.active_jobs is not None:
-            return self.active_jobs
-        s = self.jobs.state
-        return np.flatnonzero((s == _QUEUED) | (s == _RUNNING) | (s == _RESTARTING))
+        return self.active_jobs
 
     def queued(self) -> np.ndarray:
-        if self.active_jobs is not None:
-            a = self.active_jobs
-            return a[self.jobs.state[a] == _QUEUED]
-        return np.flatnonzero(self.jobs.state == _QUEUED)
+        a = self.active_jobs
+        return a[self.jobs.state[a] == _QUEUED]
 
     def running(self) -> np.ndarray:
-        if self.running_jobs is not None:
-            return self.running_jobs
-        if self.active_jobs is not None:
-            a = self.active_jobs
-            s = self.jobs.state[a]
-            return a[(s == _RUNNING) | (s == _RESTARTING)]
-        s = self.jobs.state
-        return np.flatnonzero((s == _RUNNING) | (s == _RESTARTING))
+        return self.running_jobs
 
     def keep_running(self) -> dict[int, Allocation]:
         """The current allocations as a dict, for policies that only add to them."""
-        if self.current is not None:
-            return dict(self.current)
-        return {int(j): Allocation(tuple(self.allocation_of(int(j)))) for j in self.running()}
+        return dict(self.current)
 
 
 @dataclass(frozen=True)

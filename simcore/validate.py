@@ -18,11 +18,11 @@ A `Decision(changes_only=True)` (offered through `ClusterView.accepts_changes`) 
 the changes, an empty `Allocation` stopping a job; every running job it does not list keeps
 its GPUs, so there is nothing to scan at all.
 
-Each changed allocation is checked by a lean pass (`_plan`) that also looks up the phases
-the engine will run it with (the memory check is `PerfModel.phases` returning None, the
-same rule, computed once for both). Anything that pass does not accept is re-checked by the
-full per-GPU pass (`_explain`), which raises the error naming the first fault, in the order
-the checks are listed above.
+Each changed allocation is checked by one pass (`_plan`) that also looks up the phases the
+engine will run it with (the memory check is `PerfModel.phases` returning None, the same
+rule, computed once for both); the first fault, in the order the checks are listed above,
+raises the error naming it, its message built only then. One path: what is validated is
+what the engine applies.
 """
 
 from __future__ import annotations
@@ -167,11 +167,7 @@ def validate_decision(
     gone = sorted(filterfalse(allocs.__contains__, current)) if gone is None else sorted(gone)
     if not changed:
         return Checked([], emptied, gone)
-    keeps = _keeper(allocs, changed, emptied, changes_only)
-    plans = _plan(changed, allocs, jobs, cluster, perf, keeps)
-    if plans is None:
-        _explain(changed, allocs, jobs, cluster, perf, policy, now, keeps)  # raises the precise error
-        plans = _plan(changed, allocs, jobs, cluster, perf, keeps, lenient=True)
+    plans = _plan(changed, allocs, jobs, cluster, perf, _keeper(allocs, changed, emptied, changes_only), policy, now)
     return Checked(plans, emptied, gone)
 
 
@@ -186,14 +182,15 @@ def _keeper(allocs: Mapping[int, Allocation], changed: list[int], emptied: list[
 
 
 def _plan(changed: list[int], allocs: Mapping[int, Allocation], jobs: JobTable, cluster: ClusterState,
-          perf: PerfModel, keeps, lenient: bool = False) -> list[Plan] | None:
-    """The changes as `Plan`s, or None at the first thing `_explain` must look at (every
-    check of the module docstring; `lenient`: after `_explain` passed, build them all)."""
+          perf: PerfModel, keeps, policy: str, now: float) -> list[Plan]:
+    """The changes as `Plan`s, checked job by job in decision order and each job's checks in
+    the order of the module docstring; the first fault raises its `PolicyError` (its message
+    built only then: the checks themselves are the lean ones of an accepted decision)."""
     ng = cluster.num_gpus
     online, owner = cluster.gpu_online, cluster.gpu_owner
     gpu_type = cluster.topology.gpu_type
     state, batch_size, model, min_gpus, max_gpus = jobs.state, jobs.batch_size, jobs.model, jobs.min_gpus, jobs.max_gpus
-    claimed: set[int] = set()
+    claimed: dict[int, int] = {}  # GPU -> the changed job given it
     plans = []
     # the cached GPU arrays and phases, where the perf model has them for this very topology
     placed = getattr(perf, "placed", None)
@@ -203,82 +200,56 @@ def _plan(changed: list[int], allocs: Mapping[int, Allocation], jobs: JobTable, 
         a = allocs[j]
         g = a.gpus
         n = len(g)
-        if not lenient:
-            if state.item(j) not in _ACTIVE or not min_gpus.item(j) <= n <= max_gpus.item(j):
-                return None
-            for x in g:
-                if not 0 <= x < ng or not online.item(x) or x in claimed:  # claimed: listed twice, or by two jobs
-                    return None
-                claimed.add(x)
-                o = owner.item(x)
-                if o >= 0 and o != j and keeps(o):
-                    return None  # an unchanged allocation keeps its GPUs
+        if state.item(j) not in _ACTIVE:
+            raise _err(policy, now, f"job {jobs.job_id[j]} is {JobState(state[j]).name}, cannot be allocated")
+        if not min_gpus.item(j) <= n <= max_gpus.item(j):
+            raise _err(policy, now, f"job {jobs.job_id[j]}: {n} GPUs outside [{min_gpus[j]}, {max_gpus[j]}]")
+        for x in g:
+            if not 0 <= x < ng or not online.item(x) or x in claimed:  # claimed: listed twice, or by two jobs
+                _gpu_fault(jobs, j, x, ng, online, claimed, policy, now)
+            claimed[x] = j
+            o = owner.item(x)
+            if o >= 0 and o != j and keeps(o):  # an unchanged allocation keeps its GPUs
+                raise _err(policy, now, f"GPU {x} given to both job {jobs.job_id[o]} and job {jobs.job_id[j]}")
         req = jobs.gpu_type_req.item(j)
         if placed is not None:  # cached per GPU tuple (`PerfModel.placed`)
             gpus, ty = placed(g)
-            if not lenient and req >= 0 and ty != req:
-                return None
+            typed = req < 0 or ty == req
         else:
             gpus = np.array(g, np.int32)
             if n > 1:
                 gpus.sort()
             gpus.setflags(write=False)
-            if not lenient and req >= 0 and not (gpu_type[gpus] == req).all():
-                return None
+            typed = req < 0 or bool((gpu_type[gpus] == req).all())
+        if not typed:
+            bad = int(gpus[gpu_type[gpus] != req][0])
+            names = cluster.topology.gpu_type_names
+            raise _err(policy, now, f"job {jobs.job_id[j]}: GPU {bad} is {names[gpu_type[bad]]}, job requires {names[req]}")
         batch = batch_size.item(j) if a.batch_size is None else int(a.batch_size)
-        if batch < n and not lenient:
-            return None
+        if batch < n:
+            raise _err(policy, now, f"job {jobs.job_id[j]}: global batch {batch} is smaller than its {n} GPUs")
         ph = perf.phases(model[j], gpus, batch) if placed is None else perf.phases_of(model[j], g, gpus, batch)
-        if ph is None:  # the local batch does not fit memory (`PerfModel.micro_batching`)
-            if lenient:
-                raise AssertionError(f"job {jobs.job_id[j]}: no phases for a validated allocation")
-            return None
+        if ph is None:  # the local batch does not fit memory (`PerfModel.micro_batching`), or the shape
+            local = math.ceil(batch / n)
+            if perf.micro_batching(model[j], np.unique(gpu_type[gpus]), local) is None:
+                raise _err(policy, now, f"job {jobs.job_id[j]}: local batch {local} of {model[j]} does not fit "
+                                        f"GPU {int(gpus[0])} memory")
+            raise _err(policy, now, f"job {jobs.job_id[j]}: {model[j]} cannot run on {n} GPUs at global batch "
+                                    f"{batch} (whole tensor-parallel groups, a sample per data-parallel rank)")
         plans.append(Plan(j, a, gpus, batch, ph))
     return plans
 
 
-def _explain(changed: list[int], allocs: Mapping[int, Allocation], jobs: JobTable, cluster: ClusterState,
-             perf: PerfModel, policy: str, now: float, keeps) -> None:
-    """The full check of every changed allocation, GPU by GPU: raises the first fault."""
-    ng = cluster.num_gpus
-    claimed: dict[int, int] = {}
-    for j in changed:
-        a = allocs[j]
-        jid = jobs.job_id[j]
-        if int(jobs.state[j]) not in _ACTIVE:
-            raise _err(policy, now, f"job {jid} is {JobState(jobs.state[j]).name}, cannot be allocated")
-        n = len(a.gpus)
-        if not jobs.min_gpus[j] <= n <= jobs.max_gpus[j]:
-            raise _err(policy, now, f"job {jid}: {n} GPUs outside [{jobs.min_gpus[j]}, {jobs.max_gpus[j]}]")
-        for g in a.gpus:
-            if not 0 <= g < ng:
-                raise _err(policy, now, f"job {jid}: GPU {g} out of range 0..{ng - 1}")
-            if not cluster.gpu_online[g]:
-                raise _err(policy, now, f"job {jid}: GPU {g} is offline")
-            other = claimed.get(g)
-            if other == j:
-                raise _err(policy, now, f"job {jid}: GPU {g} listed twice")
-            if other is None:
-                owner = int(cluster.gpu_owner[g])
-                # an unchanged allocation in the decision keeps its GPUs
-                if owner >= 0 and owner != j and keeps(owner):
-                    other = owner
-            if other is not None:
-                raise _err(policy, now, f"GPU {g} given to both job {jobs.job_id[other]} and job {jid}")
-            claimed[g] = j
-        req = int(jobs.gpu_type_req[j])
-        gpus = np.asarray(a.gpus, np.int32)
-        tys = cluster.topology.gpu_type[gpus]
-        types = tys[:1] if (tys == tys[0]).all() else np.unique(tys)  # one type: skip the sort
-        if req >= 0:
-            bad = gpus[cluster.topology.gpu_type[gpus] != req]
-            if bad.shape[0]:
-                names = cluster.topology.gpu_type_names
-                raise _err(policy, now, f"job {jid}: GPU {int(bad[0])} is {names[cluster.topology.gpu_type[bad[0]]]}, "
-                                        f"job requires {names[req]}")
-        batch = int(jobs.batch_size[j] if a.batch_size is None else a.batch_size)
-        if batch < n:
-            raise _err(policy, now, f"job {jid}: global batch {batch} is smaller than its {n} GPUs")
-        if perf.micro_batching(jobs.model[j], types, math.ceil(batch / n)) is None:
-            raise _err(policy, now, f"job {jid}: local batch {math.ceil(batch / n)} of {jobs.model[j]} does not fit "
-                                    f"GPU {int(gpus[0])} memory")
+def _gpu_fault(jobs: JobTable, j: int, x: object, ng: int, online: np.ndarray, claimed: dict[int, int],
+               policy: str, now: float) -> None:
+    """Raise the error of GPU id `x` of job j: out of range, offline, listed twice by j, or
+    already given to another changed job."""
+    jid = jobs.job_id[j]
+    if not isinstance(x, (int, np.integer)) or not 0 <= x < ng:
+        raise _err(policy, now, f"job {jid}: GPU {x} out of range 0..{ng - 1}")
+    if not online[x]:
+        raise _err(policy, now, f"job {jid}: GPU {x} is offline")
+    other = claimed[x]
+    if other == j:
+        raise _err(policy, now, f"job {jid}: GPU {x} listed twice")
+    raise _err(policy, now, f"GPU {x} given to both job {jobs.job_id[other]} and job {jid}")

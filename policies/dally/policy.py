@@ -149,9 +149,8 @@ class Dally(BasePolicy):
         """Nw_sens of every job (NaN for jobs that never ran)."""
         jobs = view.jobs
         ex = np.asarray(jobs.executed_s, np.float64)
-        comm = jobs.exposed_comm_s if jobs.exposed_comm_s is not None else np.zeros_like(ex)
         with np.errstate(invalid="ignore", divide="ignore"):
-            s = 1.0 - np.asarray(comm, np.float64) / ex
+            s = 1.0 - np.asarray(jobs.exposed_comm_s, np.float64) / ex
         return np.where(ex > 0, s, np.nan)
 
     def order(self, view: ClusterView, cand: np.ndarray) -> np.ndarray:

@@ -70,7 +70,7 @@ def _best_fit_node(f, demand):
 @njit(cache=True)
 def _min_nodes(f, demand):
     """Fewest nodes whose usable GPUs add up to `demand` (`_NONE` if impossible)."""
-    s = np.sort(f)[::-1]
+    s = sorted_copy(f)[::-1]  # values only: same result as np.sort, without compiling numba's quicksort
     acc = 0
     for i in range(s.shape[0]):
         if s[i] <= 0:

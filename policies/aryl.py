@@ -79,8 +79,16 @@ class ArylConfig(PolicyConfig):
     estimate_error_frac: float = param(0.0, "fraction of jobs whose running-time estimate is wrong (Table 9: 0-0.6)")
     estimate_error_margin: float = param(0.25, "a wrong estimate is off by a factor U[1-m, 1+m] (Table 9 caption)")
     mix_types: bool = param(False, "type-agnostic jobs may span training and inference GPUs in one gang "
-                                   "(heterogeneous training, Advanced/Ideal); it runs at the slowest type's pace "
-                                   "under --perf linear, not the paper's 0.7 of summed capacity")
+                                   "(heterogeneous training, Advanced/Ideal); under --perf linear such a gang runs "
+                                   "at 0.7 of its summed GPU speeds (the backend's hetero_efficiency, App. A)")
+    hetero_last: bool = param(True, "with mix_types: heterogeneous-capable (type-agnostic) jobs are placed after "
+                                    "the others in each round ('lastly on the remaining resources'), their base "
+                                    "workers on training servers and flexible ones on inference servers first",
+                              source="Aryl §5.3/§6; aryl.md §2.5 item 5")
+    batch_tuning: str = param("none", "elastic jobs' global batch: none = the trace's; pollux = Pollux's agent "
+                                      "picks it for the job's allocation each time it changes "
+                                      "(policies.pollux.best_batch: highest goodput; Aryl+TunedJobs, Table 5 row 11)",
+                              choices=("none", "pollux"), source="Aryl §7.4 'Aryl+TunedJobs'")
 
     def validate(self) -> None:
         self.check("t4_ratio", 0.0 < self.t4_ratio <= 1.0, "a ratio in (0, 1]")
@@ -188,7 +196,10 @@ class Aryl(BasePolicy):
         nodes = np.flatnonzero(free)
         if self.config.special_placement and role != "inelastic":
             other = has_flex if role == "base" else has_base
-            tier = np.where(inf[nodes], 0, 2) + other[nodes].astype(int)
+            on_inf = inf[nodes]
+            if role == "base" and self.config.mix_types and self.config.hetero_last and req < 0:
+                on_inf = ~on_inf  # a heterogeneous-capable job's base goes to training servers first (§6)
+            tier = np.where(on_inf, 0, 2) + other[nodes].astype(int)
         else:
             tier = inf[nodes].astype(int)
         types = [None] if self.config.mix_types or req >= 0 or like >= 0 else list(np.unique(c.gpu_type[idx]))
@@ -245,6 +256,9 @@ class Aryl(BasePolicy):
             queued = queued[np.lexsort((queued, jobs.submit_time[queued], key))]
         else:
             queued = queued[np.lexsort((queued, jobs.submit_time[queued]))]
+        if cfg.mix_types and cfg.hetero_last:  # heterogeneous-capable jobs last, each part in its order
+            het = jobs.gpu_type_req[queued] < 0
+            queued = np.concatenate([queued[~het], queued[het]])
         started: list[int] = []
         n_free = int(avail.sum())
         need = np.where(self._el[queued], jobs.min_gpus[queued], jobs.num_gpus[queued]).tolist()
@@ -295,12 +309,29 @@ class Aryl(BasePolicy):
         for j, g in out.items():
             t = tuple(sorted(int(x) for x in g.tolist()))
             if self._held.get(j) != t:
-                changes[j] = Allocation(t)
+                changes[j] = Allocation(t, self._tuned_batch(view, j, t))
         if view.accepts_changes:
             return Decision(changes, changes_only=True)
         alloc = view.keep_running()
         alloc.update(changes)
         return Decision(alloc)
+
+    def _tuned_batch(self, view: ClusterView, j: int, gpus: tuple[int, ...]) -> int | None:
+        """Aryl+TunedJobs: Pollux's batch for an elastic job on its new GPUs (None: keep)."""
+        if self.config.batch_tuning != "pollux" or not self._el[j]:
+            return None
+        from policies.pollux import best_batch
+
+        b = int(best_batch(view, j, np.asarray(gpus, np.int64)))
+        return b if b >= len(gpus) else None
+
+    def _scaling_loss(self, view: ClusterView):
+        """The run's perf backend's per-job scaling factor (`LinearPerf.scaling_factor`), if it
+        has an imperfect-scaling loss (Fig. 10), else None."""
+        perf = getattr(getattr(view, "whatif", None), "perf", None)
+        if perf is None or getattr(perf, "imperfect_loss", 0.0) <= 0:
+            return None
+        return perf.scaling_factor
 
     def _flexible(self, view: ClusterView, elastic: list[int], avail: np.ndarray, inf: np.ndarray,
                   pending: bool) -> list[int]:
@@ -323,10 +354,16 @@ class Aryl(BasePolicy):
         if cap <= 0:
             return [0] * len(elastic)
         groups = []
+        loss = self._scaling_loss(view)
         for j, s in zip(elastic, span):
             wmin = int(jobs.min_gpus[j])
             t_max = self._estimate(view, j, wmin)
-            w, v = core.mckp_items(t_max, wmin, wmin + s, 1, cfg.literal_weights)
+            if loss is None:
+                w, v = core.mckp_items(t_max, wmin, wmin + s, 1, cfg.literal_weights)
+            else:  # the notes' generalised value T(w_min) − T(w_min + w) on the run's scaling curve
+                wmax = wmin + s
+                t_at = [t_max * wmin / (k * max(loss(k, wmin, wmax), 1e-9)) for k in range(wmin, wmax + 1)]
+                w, v = core.generalised_items(t_at, wmin, 1, cfg.literal_weights)
             g0 = int(self.base[j] and next(iter(self.base[j])))
             scale = units if not on_inf[g0] else max(1, int(round(units * cfg.t4_ratio)))
             groups.append(([x * scale for x in w], v))

@@ -55,6 +55,10 @@ class ArylConfig(PolicyConfig):
 
     interval_s: float | None = param(60.0, "scheduler tick (also runs on arrivals and completions)",
                                      source="aryl.md §2.0 [I]: not given in the paper")
+    event_driven: bool = param(True, "also run a round at every arrival and completion (false: rounds only at "
+                                     "the tick and at capacity changes, the paper's 'runs periodically'; the "
+                                     "paper-size run uses false: ~20k rounds instead of ~700k)",
+                               source="aryl.md §2.0 [I]")
     loaning: bool = param(True, "use on-loan inference servers (false: FIFO baseline and scaling-only ablation)")
     scaling: str = param("mckp", "flexible workers: mckp = Aryl's phase 2; gandiva = scale every elastic job to "
                                  "w_max while no job is pending (opportunistic, Aryl §6); none = elastic jobs run "
@@ -107,6 +111,8 @@ class Aryl(BasePolicy):
     def __init__(self, config: ArylConfig) -> None:
         super().__init__(config)
         self.needs = frozenset({NEED_DURATION_ORACLE})
+        self.event_driven = bool(config.event_driven)
+        self._n_held = np.zeros(0, np.int64)  # job -> len(self._held[job]), -1 when not held
         self.base: dict[int, frozenset[int]] = {}  # job -> GPUs of its base (or whole inelastic) gang
         self._held: dict[int, tuple[int, ...]] = {}  # job -> its GPUs as last seen (sorted)
         self._el = np.zeros(0, bool)  # elastic jobs of this round
@@ -157,14 +163,20 @@ class Aryl(BasePolicy):
         self._el = (jobs.max_gpus > jobs.min_gpus) & (self.config.scaling != "none")
         alive = set(running.tolist())
         self.base = {j: b for j, b in self.base.items() if j in alive}
-        self._held = {j: h for j, h in self._held.items() if j in alive}
+        if len(self._held) != len(alive) or any(j not in alive for j in self._held):
+            self._held = {j: h for j, h in self._held.items() if j in alive}
+            n_held = np.full(jobs.num_jobs, -1, np.int64)
+            for j, h in self._held.items():
+                n_held[j] = len(h)
+            self._n_held = n_held
+        elif self._n_held.shape[0] < jobs.num_jobs:
+            self._n_held = np.concatenate([self._n_held, np.full(jobs.num_jobs - self._n_held.shape[0], -1)])
         counts = jobs.alloc_count
-        for j in running.tolist():
-            h = self._held.get(j)
-            if h is not None and len(h) == int(counts[j]) and j in self.base:
-                continue  # unchanged: only this policy grows a job, reclaims only shrink it
+        # unchanged jobs are skipped (only this policy grows a job, reclaims only shrink it)
+        for j in running[self._n_held[running] != counts[running]].tolist():
             g = tuple(sorted(int(x) for x in view.allocation_of(j)))
             self._held[j] = g
+            self._n_held[j] = len(g)
             el = bool(self._el[j])
             want = int(jobs.min_gpus[j]) if el else len(g)
             old = self.base.get(j, frozenset())
@@ -238,10 +250,9 @@ class Aryl(BasePolicy):
             allowed &= ~inf[c.gpu_node]
         avail = allowed & (c.gpu_owner < 0)
         prev_flex: dict[int, np.ndarray] = {}
-        for j in running.tolist():
-            if self._elastic(view, j):
-                prev_flex[j] = self._flex_of(view, j)
-                avail[prev_flex[j]] = True
+        for j in running[self._el[running]].tolist():
+            prev_flex[j] = self._flex_of(view, j)
+            avail[prev_flex[j]] = True
         n_nodes = inf.shape[0]
         has_base = np.zeros(n_nodes, bool)
         all_base = np.fromiter(itertools.chain.from_iterable(self.base.values()), np.int64)
@@ -261,12 +272,24 @@ class Aryl(BasePolicy):
             queued = np.concatenate([queued[~het], queued[het]])
         started: list[int] = []
         n_free = int(avail.sum())
-        need = np.where(self._el[queued], jobs.min_gpus[queued], jobs.num_gpus[queued]).tolist()
-        for j, k in zip(queued.tolist(), need):
+        n_queued = queued.size
+        need_a = np.where(self._el[queued], jobs.min_gpus[queued], jobs.num_gpus[queued])
+        # free GPUs per type: `_place` fails exactly when the gang's allowed type(s) hold fewer
+        # than k free GPUs (it may span servers), so that count decides without placing; the
+        # counts only fall within a round, so a job that cannot fit now is dropped up front
+        n_types = max(len(c.gpu_type_names), int(c.gpu_type.max()) + 1 if c.gpu_type.size else 1)
+        ft = np.bincount(c.gpu_type[avail], minlength=n_types)
+        req_a = jobs.gpu_type_req[queued]
+        if cfg.order != "fifo-strict":
+            cap0 = np.where(req_a >= 0, ft[np.maximum(req_a, 0)], n_free if cfg.mix_types else ft.max())
+            fits0 = need_a <= cap0
+            queued, need_a, req_a = queued[fits0], need_a[fits0], req_a[fits0]
+        for j, k, r in zip(queued.tolist(), need_a.tolist(), req_a.tolist()):
             if n_free == 0 and cfg.order != "fifo-strict":
                 break
             el = bool(self._el[j])
-            if k > n_free:
+            fit = int(ft[r]) if r >= 0 else n_free if cfg.mix_types else int(ft.max())
+            if k > fit:
                 if cfg.order == "fifo-strict":
                     break
                 continue
@@ -277,13 +300,14 @@ class Aryl(BasePolicy):
                 continue
             avail[g] = False
             n_free -= g.size
+            ft -= np.bincount(c.gpu_type[g], minlength=n_types)
             has_base[c.gpu_node[g]] = True
             out[j] = g
             self.base[j] = frozenset(g.tolist())
             started.append(j)
         # phase 2: flexible workers
         elastic = [j for j in list(prev_flex) + started if self._elastic(view, j)]
-        extra = self._flexible(view, elastic, avail, inf, pending=len(started) < queued.size)
+        extra = self._flexible(view, elastic, avail, inf, pending=len(started) < n_queued)
         for j, w in sorted(zip(elastic, extra), key=lambda x: (-x[1], x[0])):
             if w <= 0:
                 continue
@@ -353,19 +377,23 @@ class Aryl(BasePolicy):
         cap = int(units * (int((avail & ~on_inf).sum()) + cfg.t4_ratio * int((avail & on_inf).sum())))
         if cap <= 0:
             return [0] * len(elastic)
-        groups = []
         loss = self._scaling_loss(view)
-        for j, s in zip(elastic, span):
-            wmin = int(jobs.min_gpus[j])
-            t_max = self._estimate(view, j, wmin)
-            if loss is None:
-                w, v = core.mckp_items(t_max, wmin, wmin + s, 1, cfg.literal_weights)
-            else:  # the notes' generalised value T(w_min) − T(w_min + w) on the run's scaling curve
-                wmax = wmin + s
-                t_at = [t_max * wmin / (k * max(loss(k, wmin, wmax), 1e-9)) for k in range(wmin, wmax + 1)]
-                w, v = core.generalised_items(t_at, wmin, 1, cfg.literal_weights)
-            g0 = int(self.base[j] and next(iter(self.base[j])))
-            scale = units if not on_inf[g0] else max(1, int(round(units * cfg.t4_ratio)))
+        el = np.asarray(elastic, np.int64)
+        wmins = jobs.min_gpus[el].astype(np.int64)
+        t_maxs = self._estimates(view, el, wmins)
+        inf_scale = max(1, int(round(units * cfg.t4_ratio)))
+        scales = np.array([inf_scale if on_inf[int(self.base[j] and next(iter(self.base[j])))] else units
+                           for j in elastic], np.int64)
+        if loss is None:  # every group's items at once: core.mckp_items, flattened
+            spans = np.asarray(span, np.int64)
+            w, v, offs = core.mckp_items_flat(t_maxs, wmins, spans, cfg.literal_weights)
+            return core.allocate_flexible_flat(offs, w * np.repeat(scales, spans), v, cap)
+        groups = []
+        for j, s, wmin, t_max, scale in zip(elastic, span, wmins.tolist(), t_maxs.tolist(), scales.tolist()):
+            # the notes' generalised value T(w_min) − T(w_min + w) on the run's scaling curve
+            wmax = wmin + s
+            t_at = [t_max * wmin / (k * max(loss(k, wmin, wmax), 1e-9)) for k in range(wmin, wmax + 1)]
+            w, v = core.generalised_items(t_at, wmin, 1, cfg.literal_weights)
             groups.append(([x * scale for x in w], v))
         return core.allocate_flexible(groups, cap)
 

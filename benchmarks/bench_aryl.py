@@ -2,6 +2,7 @@
 
     python -m benchmarks.bench_aryl            # reclaim decisions (ms)
     python -m benchmarks.bench_aryl --run 0.0625   # plus one Aryl Basic run at that scale of 443+520
+    python -m benchmarks.bench_aryl --run 1 --variant baseline --params event_driven=false  # paper size, FIFO
 
 The reclaim benchmark builds a loaded 443 + 520-server cluster (seeded): every on-loan server
 hosts 1-3 jobs, a quarter of them spanning 2-4 servers (some with workers on training
@@ -81,9 +82,10 @@ def bench_gap(trials: int = 300, servers: int = 16, seed: int = 0) -> dict:
                        f"preemptions {100 * extra / trials:.1f}%, mean overlap with an optimum {100 * overlap / trials:.0f}%")
 
 
-def bench_run(scale: float, variant: str = "basic") -> dict:
+def bench_run(scale: float, variant: str = "basic", params: dict | None = None) -> dict:
     """One run of the Philly stand-in at `scale` (wall and CPU s; target < 300 s at scale 1):
-    `variant` a row of the aryl catalog (basic = Aryl-Basic, baseline = FIFO)."""
+    `variant` a row of the aryl catalog (basic = Aryl-Basic, baseline = FIFO), `params` policy
+    options over the row's (e.g. event_driven=false for the paper-size run)."""
     from experiments import aryl_repro as R
 
     cat = R.load_catalog()
@@ -92,6 +94,7 @@ def bench_run(scale: float, variant: str = "basic") -> dict:
     (out / "traces").mkdir(parents=True, exist_ok=True)
     job = next(j for j in R.plan(cat, "bench", out) if j["variant"] == variant)
     t0, c0 = time.perf_counter(), time.process_time()
+    job = dict(job, params={**job["params"], **(params or {})})
     m = R._one(dict(job, dir=str(out / f"run-{variant}-{time.time_ns()}")))
     return dict(name=f"aryl {variant} 15-day run, scale {scale}", value=time.perf_counter() - t0, unit="s",
                 target="< 300 s at scale 1", detail=f"{m['jobs']} jobs, {m['finished']} finished; "
@@ -103,6 +106,10 @@ if __name__ == "__main__":
     rows = bench_reclaim() + [bench_gap()]
     if "--run" in sys.argv:
         var = sys.argv[sys.argv.index("--variant") + 1] if "--variant" in sys.argv else "basic"
-        rows.append(bench_run(float(sys.argv[sys.argv.index("--run") + 1]), var))
+        extra = {}
+        for kv in sys.argv[sys.argv.index("--params") + 1].split(",") if "--params" in sys.argv else []:
+            k, _, v = kv.partition("=")
+            extra[k] = {"true": True, "false": False}.get(v.lower(), v)
+        rows.append(bench_run(float(sys.argv[sys.argv.index("--run") + 1]), var, extra))
     for r in rows:
         print(f"{r['name']:<32} {r['value']:>10.3f} {r['unit']:<7} target {r['target']:<18} {r['detail']}")

@@ -285,3 +285,6 @@ def _explain(changed: list[int], allocs: Mapping[int, Allocation], jobs: JobTabl
         if perf.micro_batching(jobs.model[j], types, math.ceil(batch / n)) is None:
             raise _err(policy, now, f"job {jid}: local batch {math.ceil(batch / n)} of {jobs.model[j]} does not fit "
                                     f"GPU {int(gpus[0])} memory")
+        if getattr(perf, "imperfect_loss", 0.0) > 0 and perf.scaling_factor(n, jobs.min_gpus[j], jobs.max_gpus[j]) <= 0:
+            raise _err(policy, now, f"job {jid}: {n} GPUs leave no throughput under the backend's imperfect "
+                                    f"scaling (range [{jobs.min_gpus[j]}, {jobs.max_gpus[j]}])")

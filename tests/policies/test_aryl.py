@@ -280,3 +280,45 @@ def test_imperfect_scaling_makes_mckp_stop_at_the_useful_size():
     assert len(make("aryl").decide(view, 0.0).allocations[0].gpus) == 8
     d = make("aryl").decide(dataclasses.replace(view, whatif=_WhatIf()), 0.0)
     assert len(d.allocations[0].gpus) == 6
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.floats(1.0, 1e6), st.integers(1, 32), st.integers(0, 32)), min_size=0, max_size=12),
+       st.booleans())
+def test_flat_items_equal_per_group_items(groups, literal):
+    t = np.array([g[0] for g in groups], float)
+    wmin = np.array([g[1] for g in groups], np.int64)
+    span = np.array([g[2] for g in groups], np.int64)
+    w, v, offs = core.mckp_items_flat(t, wmin, span, literal)
+    for i, (tm, lo, s) in enumerate(groups):
+        ww, vv = core.mckp_items(tm, lo, lo + s, 1, literal)
+        assert w[offs[i]:offs[i + 1]].tolist() == ww and v[offs[i]:offs[i + 1]].tolist() == vv  # bit-equal
+
+
+def test_event_driven_option():
+    from policies import make
+
+    assert make("aryl").event_driven is True
+    assert make("aryl", event_driven=False).event_driven is False
+
+
+def test_imperfect_scaling_run_never_uses_a_dead_size(tmp_path):
+    """linear:imperfect_loss=1: one GPU past the midpoint leaves no throughput, so the engine
+    cannot run it; the policy (which reads the curve) must never ask for it, and every job ends."""
+    from experiments.runner import RunConfig, run
+
+    import pandas as pd
+
+    trace = _toy_trace(tmp_path)
+    cfg = RunConfig(trace=str(trace), cluster="aryl-testbed", policies=("aryl",),
+                    policy_params={"aryl": {}}, contention=False, perf="linear:imperfect_loss=1.0", costs="aryl",
+                    load_series="diurnal:0.05", write_decisions=True)
+    r = run(cfg, None)
+    jobs, dec = r.jobs["aryl"], r.decisions["aryl"]
+    assert jobs["finished"].all()
+    df = pd.read_parquet(trace)
+    rng = {str(a): (int(lo), int(hi)) for a, lo, hi in zip(df["job_id"], df["min_gpus"], df["max_gpus"])}
+    sizes = [(rng[str(j)], len(str(g).split(","))) for j, g in zip(dec["job_id"], dec["gpus"])
+             if isinstance(g, str) and g]
+    assert any(hi > lo for (lo, hi), _ in sizes)  # elastic jobs ran
+    assert all(n <= -(-(lo + hi) // 2) for (lo, hi), n in sizes if hi > lo)

@@ -37,6 +37,9 @@ from policies.registry import POLICIES
 from simcore.api import NEED_DURATION_ORACLE, Allocation, ClusterView, Decision, ReclaimAnswer, ReclaimDemand
 
 RECLAIMS = ("aryl", "random", "scf", "static")
+_NO_BASE: frozenset[int] = frozenset()
+_NO_GPUS = np.zeros(0, np.int64)
+_NO_GPUS.flags.writeable = False
 SCALINGS = ("mckp", "gandiva", "none")
 ORDERS = ("sjf", "fifo", "fifo-strict")
 
@@ -113,6 +116,8 @@ class Aryl(BasePolicy):
         self.needs = frozenset({NEED_DURATION_ORACLE})
         self.event_driven = bool(config.event_driven)
         self._n_held = np.zeros(0, np.int64)  # job -> len(self._held[job]), -1 when not held
+        self._flex_cache: dict[int, tuple] = {}  # job -> (held tuple, base set, flexible GPUs)
+        self._base_cache: dict[int, tuple] = {}  # job -> (base set, its GPUs as an array)
         self.base: dict[int, frozenset[int]] = {}  # job -> GPUs of its base (or whole inelastic) gang
         self._held: dict[int, tuple[int, ...]] = {}  # job -> its GPUs as last seen (sorted)
         self._el = np.zeros(0, bool)  # elastic jobs of this round
@@ -154,8 +159,27 @@ class Aryl(BasePolicy):
         return r * jobs.num_gpus[js] / np.maximum(1, at_gpus) * self._err[js]
 
     def _flex_of(self, view: ClusterView, j: int) -> np.ndarray:
-        base = self.base.get(j, frozenset())
-        return np.array([x for x in self._held[j] if x not in base], np.int64)
+        """Job j's flexible GPUs (held, not base): cached while its held tuple and base set are
+        the same objects (read-only arrays)."""
+        held, base = self._held[j], self.base.get(j, _NO_BASE)
+        hit = self._flex_cache.get(j)
+        if hit is not None and hit[0] is held and hit[1] is base:
+            return hit[2]
+        arr = np.array([x for x in held if x not in base], np.int64)
+        arr.flags.writeable = False
+        self._flex_cache[j] = (held, base, arr)
+        return arr
+
+    def _base_arr(self, j: int) -> np.ndarray:
+        """Job j's base GPUs as an array (cached per base set object; read-only)."""
+        base = self.base[j]
+        hit = self._base_cache.get(j)
+        if hit is not None and hit[0] is base:
+            return hit[1]
+        arr = np.fromiter(base, np.int64, len(base))
+        arr.flags.writeable = False
+        self._base_cache[j] = (base, arr)
+        return arr
 
     def _sync_base(self, view: ClusterView, running: np.ndarray) -> None:
         """Keep each running job's base gang within its GPUs (a reclaim may have scaled it in)."""
@@ -163,6 +187,9 @@ class Aryl(BasePolicy):
         self._el = (jobs.max_gpus > jobs.min_gpus) & (self.config.scaling != "none")
         alive = set(running.tolist())
         self.base = {j: b for j, b in self.base.items() if j in alive}
+        if len(self._flex_cache) > 2 * len(alive) + 64:  # drop the finished jobs' entries
+            self._flex_cache = {j: v for j, v in self._flex_cache.items() if j in alive}
+            self._base_cache = {j: v for j, v in self._base_cache.items() if j in alive}
         if len(self._held) != len(alive) or any(j not in alive for j in self._held):
             self._held = {j: h for j, h in self._held.items() if j in alive}
             n_held = np.full(jobs.num_jobs, -1, np.int64)
@@ -258,7 +285,7 @@ class Aryl(BasePolicy):
         all_base = np.fromiter(itertools.chain.from_iterable(self.base.values()), np.int64)
         has_base[c.gpu_node[all_base]] = True
         has_flex = np.zeros(n_nodes, bool)
-        out: dict[int, np.ndarray] = {j: np.fromiter(self.base[j], np.int64, len(self.base[j])) for j in prev_flex}
+        out: dict[int, np.ndarray] = {j: self._base_arr(j) for j in prev_flex}
         # phase 1: inelastic jobs and elastic base demand
         queued = view.queued()
         if cfg.order == "sjf":
@@ -308,29 +335,39 @@ class Aryl(BasePolicy):
         # phase 2: flexible workers
         elastic = [j for j in list(prev_flex) + started if self._elastic(view, j)]
         extra = self._flexible(view, elastic, avail, inf, pending=len(started) < n_queued)
+        dirty = set(started)  # jobs whose GPUs may differ from what they hold
         for j, w in sorted(zip(elastic, extra), key=lambda x: (-x[1], x[0])):
+            had = prev_flex.get(j, _NO_GPUS)
             if w <= 0:
+                if had.size:
+                    dirty.add(j)
                 continue
             like = int(c.gpu_type[out[j][0]])
-            had = prev_flex.get(j, np.zeros(0, np.int64))
             keep = had[avail[had]][:w]
             avail[keep] = False
             g = keep
             # grow only when no flexible GPU was taken: a set that both loses and gains GPUs is a
             # migration (a restart) for the engine, a monotone one a free resize
             if keep.size < w and keep.size == had.size:
-                more = None
-                for k in range(w - keep.size, 0, -1):  # as many as fit
-                    more = self._place(view, j, k, "flex", avail, inf, has_base, has_flex, like)
-                    if more is not None:
-                        break
+                # as many as fit: a flexible gang keeps one GPU type and may span servers, so
+                # `_place` finds k GPUs exactly when that many of the type are free
+                ok = avail & (c.gpu_type == like) if not cfg.mix_types else avail.copy()
+                req = int(jobs.gpu_type_req[j])
+                if req >= 0:
+                    ok &= c.gpu_type == req
+                k = min(w - keep.size, int(ok.sum()))
+                more = self._place(view, j, k, "flex", avail, inf, has_base, has_flex, like) if k > 0 else None
                 if more is not None:
                     avail[more] = False
                     g = np.concatenate([keep, more])
             has_flex[c.gpu_node[g]] = True
             out[j] = np.concatenate([out[j], g])
+            if g.size != had.size:  # g keeps a subset of `had` or adds to all of it: same size = same set
+                dirty.add(j)
         changes: dict[int, Allocation] = {}
         for j, g in out.items():
+            if j not in dirty:  # base + every flexible GPU it had: what it holds
+                continue
             t = tuple(sorted(int(x) for x in g.tolist()))
             if self._held.get(j) != t:
                 changes[j] = Allocation(t, self._tuned_batch(view, j, t))

@@ -18,7 +18,17 @@ come back (`--load-series`, `simcore.capacity`); this policy decides *which* ret
 
 Baselines and ablations are options of the same policy (`loaning`, `scaling`, `order`,
 `special_placement`, `reclaim`), so every comparison runs one code path: FIFO (no loaning, no
-elasticity) is `order=fifo scaling=none loaning=false`.
+elasticity) is `order=fifo scaling=none loaning=false`; Aryl+TunedJobs is
+`batch_tuning=pollux` (Pollux's batch agent, `policies.pollux.best_batch`, per elastic job).
+With `mix_types` (Advanced/Ideal) heterogeneous-capable jobs come last in each round
+(`hetero_last`); their gangs' speed is the `linear` backend's (0.7 of summed capacity). Under
+the backend's imperfect scaling (`--perf linear:imperfect_loss=0.1`, Fig. 10) the MCKP values
+follow that curve (the notes' generalised T(w_min) − T(w_min + w)).
+
+Round cost (the paper-size run, docs/reproductions/aryl/FULL.md): the MCKP is one numba
+kernel, phase 1 skips by free GPUs per type without placing, flexible/base GPU arrays are
+cached per job, and only jobs whose GPUs changed are rebuilt into the decision; with
+`event_driven=false` rounds run only at the tick and at capacity changes.
 """
 
 from __future__ import annotations

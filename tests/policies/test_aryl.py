@@ -189,7 +189,8 @@ def _toy_trace(tmp_path):
 
 
 @pytest.mark.parametrize("params", [{}, {"loaning": False, "scaling": "none", "order": "fifo"},
-                                    {"scaling": "gandiva"}, {"reclaim": "random"}, {"special_placement": False}])
+                                    {"scaling": "gandiva"}, {"reclaim": "random"}, {"special_placement": False},
+                                    {"mix_types": True}, {"event_driven": False}])
 def test_aryl_runs_through_the_engine(tmp_path, params):
     from experiments.runner import RunConfig, run
 

@@ -94,7 +94,9 @@ def bench_run(scale: float, variant: str = "basic", params: dict | None = None) 
     (out / "traces").mkdir(parents=True, exist_ok=True)
     job = next(j for j in R.plan(cat, "bench", out) if j["variant"] == variant)
     t0, c0 = time.perf_counter(), time.process_time()
-    job = dict(job, params={**job["params"], **(params or {})})
+    params = dict(params or {})
+    perf = params.pop("perf", job["perf"])  # e.g. linear:hetero_efficiency=1.0
+    job = dict(job, perf=perf, params={**job["params"], **params})
     m = R._one(dict(job, dir=str(out / f"run-{variant}-{time.time_ns()}")))
     return dict(name=f"aryl {variant} 15-day run, scale {scale}", value=time.perf_counter() - t0, unit="s",
                 target="< 300 s at scale 1", detail=f"{m['jobs']} jobs, {m['finished']} finished; "

@@ -99,9 +99,14 @@ class ArylConfig(PolicyConfig):
                                    "(heterogeneous training, Advanced/Ideal); under --perf linear such a gang runs "
                                    "at 0.7 of its summed GPU speeds (the backend's hetero_efficiency, App. A)")
     hetero_last: bool = param(True, "with mix_types: heterogeneous-capable (type-agnostic) jobs are placed after "
-                                    "the others in each round ('lastly on the remaining resources'), their base "
-                                    "workers on training servers and flexible ones on inference servers first",
+                                    "the others in each round ('lastly on the remaining resources')",
                               source="Aryl §5.3/§6; aryl.md §2.5 item 5")
+    hetero_base_training: bool = param(True, "with mix_types: a heterogeneous-capable elastic job's base workers go "
+                                             "to training servers first, its flexible ones to inference servers "
+                                             "(false: base to on-loan servers like other elastic jobs). Under the "
+                                             "0.7 rule a T4 flexible worker added to a V100 base slows the gang "
+                                             "(docs/reproductions/aryl/FULL.md)",
+                                       source="Aryl §6; aryl.md §2.5 item 5")
     batch_tuning: str = param("none", "elastic jobs' global batch: none = the trace's; pollux = Pollux's agent "
                                       "picks it for the job's allocation each time it changes "
                                       "(policies.pollux.best_batch: highest goodput; Aryl+TunedJobs, Table 5 row 11)",
@@ -246,7 +251,7 @@ class Aryl(BasePolicy):
         if self.config.special_placement and role != "inelastic":
             other = has_flex if role == "base" else has_base
             on_inf = inf[nodes]
-            if role == "base" and self.config.mix_types and self.config.hetero_last and req < 0:
+            if role == "base" and self.config.mix_types and self.config.hetero_base_training and req < 0:
                 on_inf = ~on_inf  # a heterogeneous-capable job's base goes to training servers first (§6)
             tier = np.where(on_inf, 0, 2) + other[nodes].astype(int)
         else:

@@ -323,3 +323,23 @@ def test_imperfect_scaling_run_never_uses_a_dead_size(tmp_path):
              if isinstance(g, str) and g]
     assert any(hi > lo for (lo, hi), _ in sizes)  # elastic jobs ran
     assert all(n <= -(-(lo + hi) // 2) for (lo, hi), n in sizes if hi > lo)
+
+
+@pytest.mark.parametrize("base_training", [True, False])
+def test_heterogeneous_elastic_base_goes_to_training_servers(base_training):
+    """§6: a heterogeneous-capable elastic job's base workers go to training servers first (false:
+    to on-loan servers like any elastic job under special placement)."""
+    import dataclasses
+
+    from policies import make
+    from tests.policies.conftest import Job
+
+    view = _mixed_view([Job(gpus=4, min_gpus=2, max_gpus=4, type_req=-1, remaining=100.0, duration=100.0),
+                        Job(gpus=4, type_req=0, remaining=50.0, duration=50.0, state=None, alloc=(0, 1))])
+    cl = dataclasses.replace(view.cluster, node_group=np.array([0, 1], np.int8),
+                             node_group_names=("training", "inference"))
+    view = dataclasses.replace(view, cluster=cl)
+    pol = make("aryl", mix_types=True, hetero_base_training=base_training)
+    pol.decide(view, 0.0)
+    base = set(pol.base[0])
+    assert len(base) == 2 and (base <= {2, 3} if base_training else base <= {4, 5, 6, 7})

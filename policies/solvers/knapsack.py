@@ -83,6 +83,9 @@ def mckp_flat(offs: np.ndarray, weights: np.ndarray, values: np.ndarray, capacit
     (int64 non-negative weights, finite float values: not checked again here)."""
     cap = int(capacity)
     sizes = np.diff(offs)
+    if weights.shape[0]:  # no selection weighs more than every group's heaviest item together
+        starts = np.asarray(offs[:-1], np.int64)[sizes > 0]
+        cap = min(cap, int(np.maximum.reduceat(np.asarray(weights, np.int64), starts).sum()))
     most = int(sizes.max()) if sizes.size else 0
     dtype = np.int8 if most < 127 else (np.int16 if most < 32_767 else np.int32)
     choice = np.full((sizes.shape[0], cap + 1), -1, dtype)
@@ -101,23 +104,29 @@ def _dp(offs, w, v, cap, exactly_one, choice):
     n_groups = offs.shape[0] - 1
     dp = np.full(cap + 1, -np.inf)
     dp[0] = 0.0
-    new = np.empty(cap + 1)
+    new = np.full(cap + 1, -np.inf)
+    reach = 0  # dp[c] is -inf above the heaviest selection so far: those cells are skipped
     for g in range(n_groups):
+        heaviest = 0
+        for k in range(offs[g + 1] - offs[g]):
+            heaviest = max(heaviest, w[offs[g] + k])
+        top = min(cap, reach + heaviest)
         if exactly_one:
-            new[:] = -np.inf
+            new[:top + 1] = -np.inf
         else:
-            new[:] = dp
+            new[:top + 1] = dp[:top + 1]
         for k in range(offs[g + 1] - offs[g]):
             wk = w[offs[g] + k]
             if wk > cap:
                 continue
             vk = v[offs[g] + k]
-            for c in range(wk, cap + 1):
+            for c in range(wk, min(cap, reach + wk) + 1):
                 cand = dp[c - wk] + vk
                 if cand > new[c]:
                     new[c] = cand
                     choice[g, c] = k
-        dp[:] = new
+        dp[:top + 1] = new[:top + 1]
+        reach = top
     c = 0
     best = dp[0]
     for i in range(1, cap + 1):

@@ -2,6 +2,7 @@
 
     python -m benchmarks.bench_aryl            # reclaim decisions (ms)
     python -m benchmarks.bench_aryl --run 0.0625   # plus one Aryl Basic run at that scale of 443+520
+    python -m benchmarks.bench_aryl --run 1 --variant baseline --params event_driven=false  # paper size, FIFO
 
 The reclaim benchmark builds a loaded 443 + 520-server cluster (seeded): every on-loan server
 hosts 1-3 jobs, a quarter of them spanning 2-4 servers (some with workers on training
@@ -81,35 +82,52 @@ def bench_gap(trials: int = 300, servers: int = 16, seed: int = 0) -> dict:
                        f"preemptions {100 * extra / trials:.1f}%, mean overlap with an optimum {100 * overlap / trials:.0f}%")
 
 
-def bench_run(scale: float) -> dict:
-    """One Aryl Basic run of the Philly stand-in at `scale` (wall s; target < 300 s at scale 1), with the
-    settings of the `loan` grid of experiments/catalog/aryl.toml (the reproduction's Basic cell)."""
+def bench_run(scale: float, variant: str = "basic", params: dict | None = None) -> dict:
+    """One run of the Philly stand-in at `scale` (wall and CPU s; target < 300 s at scale 1), with the
+    settings of the aryl catalog's `loan` grid (or `noloan` for its variants, e.g. baseline = FIFO;
+    their load series is the 520-server one, so scale 1 only) at the full size: `variant` a named
+    variant of those grids, `params` policy options over the variant's (e.g. event_driven=false for
+    the paper-size run; `perf=linear:hetero_efficiency=1.0` overrides the backend)."""
     from experiments.aryl_metrics import policy_metrics
     from experiments.runner import RunConfig, run
     from experiments.spec import load_experiment
     from traces import aryl as W
 
-    grid = load_experiment("aryl").grid("loan", "full")
+    exp = load_experiment("aryl")
+    found = {g: exp.variants(g, "full") for g in ("loan", "noloan")}
+    gname = next((g for g, vs in found.items() if variant in vs), None)
+    if gname is None:
+        raise SystemExit(f"bench_aryl: unknown variant {variant!r}; valid: {sorted(v for vs in found.values() for v in vs)}")
+    grid = exp.grid(gname, "full")
+    policy, vparams = found[gname][variant]
+    params = {**vparams, **(params or {})}
+    perf = params.pop("perf", grid["perf"][0])
     trace = f"aryl:basic:{scale}"
     tr, inf, window = W.servers(trace)
     out = Path(f"/tmp/cosim-bench-aryl-{scale}-{time.time_ns()}")
     out.mkdir(parents=True)
     cluster = out / f"cluster-{tr}+{inf}.toml"
     cluster.write_text(W.cluster_toml(tr, inf))
-    cfg = RunConfig(trace=trace, cluster=str(cluster), policies=("aryl",), contention=False, seed=0,
-                    costs=grid["costs"][0], perf=grid["perf"][0], load_series=grid["load_series"],
+    cfg = RunConfig(trace=trace, cluster=str(cluster), policies=(policy,), policy_params={policy: params},
+                    contention=False, seed=0, costs=grid["costs"][0], perf=perf, load_series=grid["load_series"],
                     write_decisions=True)
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     run(cfg, out / "run")
-    wall = time.perf_counter() - t0
-    m = policy_metrics(out / "run" / "aryl", window)
-    return dict(name=f"aryl 15-day run, scale {scale}", value=wall, unit="s",
-                target="< 300 s at scale 1", detail=f"{m['jobs']} jobs, {m['finished']} finished")
+    wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+    m = policy_metrics(out / "run" / policy, window)
+    return dict(name=f"aryl {variant} 15-day run, scale {scale}", value=wall, unit="s",
+                target="< 300 s at scale 1", detail=f"{m['jobs']} jobs, {m['finished']} finished; CPU {cpu:.1f} s; "
+                f"qt_mean {m.get('qt_mean_s', float('nan')):.0f} s, jct_mean {m.get('jct_mean_s', float('nan')):.0f} s")
 
 
 if __name__ == "__main__":
     rows = bench_reclaim() + [bench_gap()]
     if "--run" in sys.argv:
-        rows.append(bench_run(float(sys.argv[sys.argv.index("--run") + 1])))
+        var = sys.argv[sys.argv.index("--variant") + 1] if "--variant" in sys.argv else "basic"
+        extra = {}
+        for kv in sys.argv[sys.argv.index("--params") + 1].split(",") if "--params" in sys.argv else []:
+            k, _, v = kv.partition("=")
+            extra[k] = {"true": True, "false": False}.get(v.lower(), v)
+        rows.append(bench_run(float(sys.argv[sys.argv.index("--run") + 1]), var, extra))
     for r in rows:
         print(f"{r['name']:<32} {r['value']:>10.3f} {r['unit']:<7} target {r['target']:<18} {r['detail']}")

@@ -18,7 +18,17 @@ come back (`--load-series`, `simcore.capacity`); this policy decides *which* ret
 
 Baselines and ablations are options of the same policy (`loaning`, `scaling`, `order`,
 `special_placement`, `reclaim`), so every comparison runs one code path: FIFO (no loaning, no
-elasticity) is `order=fifo scaling=none loaning=false`.
+elasticity) is `order=fifo scaling=none loaning=false`; Aryl+TunedJobs is
+`batch_tuning=pollux` (Pollux's batch agent, `policies.pollux.best_batch`, per elastic job).
+With `mix_types` (Advanced/Ideal) heterogeneous-capable jobs come last in each round
+(`hetero_last`); their gangs' speed is the `linear` backend's (0.7 of summed capacity). Under
+the backend's imperfect scaling (`--perf linear:imperfect_loss=0.1`, Fig. 10) the MCKP values
+follow that curve (the notes' generalised T(w_min) − T(w_min + w)).
+
+Round cost (the paper-size run, docs/reproductions/aryl/FULL.md): the MCKP is one numba
+kernel, phase 1 skips by free GPUs per type without placing, flexible/base GPU arrays are
+cached per job, and only jobs whose GPUs changed are rebuilt into the decision; with
+`event_driven=false` rounds run only at the tick and at capacity changes.
 """
 
 from __future__ import annotations
@@ -37,6 +47,9 @@ from policies.registry import POLICIES
 from simcore.api import NEED_DURATION_ORACLE, Allocation, ClusterView, Decision, ReclaimAnswer, ReclaimDemand
 
 RECLAIMS = ("aryl", "random", "scf", "static")
+_NO_BASE: frozenset[int] = frozenset()
+_NO_GPUS = np.zeros(0, np.int64)
+_NO_GPUS.flags.writeable = False
 SCALINGS = ("mckp", "gandiva", "none")
 ORDERS = ("sjf", "fifo", "fifo-strict")
 
@@ -55,6 +68,10 @@ class ArylConfig(PolicyConfig):
 
     interval_s: float | None = param(60.0, "scheduler tick (also runs on arrivals and completions)",
                                      source="aryl.md §2.0 [I]: not given in the paper")
+    event_driven: bool = param(True, "also run a round at every arrival and completion (false: rounds only at "
+                                     "the tick and at capacity changes, the paper's 'runs periodically'; the "
+                                     "paper-size run uses false: ~20k rounds instead of ~700k)",
+                               source="aryl.md §2.0 [I]")
     loaning: bool = param(True, "use on-loan inference servers (false: FIFO baseline and scaling-only ablation)")
     scaling: str = param("mckp", "flexible workers: mckp = Aryl's phase 2; gandiva = scale every elastic job to "
                                  "w_max while no job is pending (opportunistic, Aryl §6); none = elastic jobs run "
@@ -79,8 +96,21 @@ class ArylConfig(PolicyConfig):
     estimate_error_frac: float = param(0.0, "fraction of jobs whose running-time estimate is wrong (Table 9: 0-0.6)")
     estimate_error_margin: float = param(0.25, "a wrong estimate is off by a factor U[1-m, 1+m] (Table 9 caption)")
     mix_types: bool = param(False, "type-agnostic jobs may span training and inference GPUs in one gang "
-                                   "(heterogeneous training, Advanced/Ideal); it runs at the slowest type's pace "
-                                   "under --perf linear, not the paper's 0.7 of summed capacity")
+                                   "(heterogeneous training, Advanced/Ideal); under --perf linear such a gang runs "
+                                   "at 0.7 of its summed GPU speeds (the backend's hetero_efficiency, App. A)")
+    hetero_last: bool = param(True, "with mix_types: heterogeneous-capable (type-agnostic) jobs are placed after "
+                                    "the others in each round ('lastly on the remaining resources')",
+                              source="Aryl §5.3/§6; aryl.md §2.5 item 5")
+    hetero_base_training: bool = param(True, "with mix_types: a heterogeneous-capable elastic job's base workers go "
+                                             "to training servers first, its flexible ones to inference servers "
+                                             "(false: base to on-loan servers like other elastic jobs). Under the "
+                                             "0.7 rule a T4 flexible worker added to a V100 base slows the gang "
+                                             "(docs/reproductions/aryl/FULL.md)",
+                                       source="Aryl §6; aryl.md §2.5 item 5")
+    batch_tuning: str = param("none", "elastic jobs' global batch: none = the trace's; pollux = Pollux's agent "
+                                      "picks it for the job's allocation each time it changes "
+                                      "(policies.pollux.best_batch: highest goodput; Aryl+TunedJobs, Table 5 row 11)",
+                              choices=("none", "pollux"), source="Aryl §7.4 'Aryl+TunedJobs'")
 
     def validate(self) -> None:
         self.check("t4_ratio", 0.0 < self.t4_ratio <= 1.0, "a ratio in (0, 1]")
@@ -99,6 +129,10 @@ class Aryl(BasePolicy):
     def __init__(self, config: ArylConfig) -> None:
         super().__init__(config)
         self.needs = frozenset({NEED_DURATION_ORACLE})
+        self.event_driven = bool(config.event_driven)
+        self._n_held = np.zeros(0, np.int64)  # job -> len(self._held[job]), -1 when not held
+        self._flex_cache: dict[int, tuple] = {}  # job -> (held tuple, base set, flexible GPUs)
+        self._base_cache: dict[int, tuple] = {}  # job -> (base set, its GPUs as an array)
         self.base: dict[int, frozenset[int]] = {}  # job -> GPUs of its base (or whole inelastic) gang
         self._held: dict[int, tuple[int, ...]] = {}  # job -> its GPUs as last seen (sorted)
         self._el = np.zeros(0, bool)  # elastic jobs of this round
@@ -140,8 +174,27 @@ class Aryl(BasePolicy):
         return r * jobs.num_gpus[js] / np.maximum(1, at_gpus) * self._err[js]
 
     def _flex_of(self, view: ClusterView, j: int) -> np.ndarray:
-        base = self.base.get(j, frozenset())
-        return np.array([x for x in self._held[j] if x not in base], np.int64)
+        """Job j's flexible GPUs (held, not base): cached while its held tuple and base set are
+        the same objects (read-only arrays)."""
+        held, base = self._held[j], self.base.get(j, _NO_BASE)
+        hit = self._flex_cache.get(j)
+        if hit is not None and hit[0] is held and hit[1] is base:
+            return hit[2]
+        arr = np.array([x for x in held if x not in base], np.int64)
+        arr.flags.writeable = False
+        self._flex_cache[j] = (held, base, arr)
+        return arr
+
+    def _base_arr(self, j: int) -> np.ndarray:
+        """Job j's base GPUs as an array (cached per base set object; read-only)."""
+        base = self.base[j]
+        hit = self._base_cache.get(j)
+        if hit is not None and hit[0] is base:
+            return hit[1]
+        arr = np.fromiter(base, np.int64, len(base))
+        arr.flags.writeable = False
+        self._base_cache[j] = (base, arr)
+        return arr
 
     def _sync_base(self, view: ClusterView, running: np.ndarray) -> None:
         """Keep each running job's base gang within its GPUs (a reclaim may have scaled it in)."""
@@ -149,14 +202,23 @@ class Aryl(BasePolicy):
         self._el = (jobs.max_gpus > jobs.min_gpus) & (self.config.scaling != "none")
         alive = set(running.tolist())
         self.base = {j: b for j, b in self.base.items() if j in alive}
-        self._held = {j: h for j, h in self._held.items() if j in alive}
+        if len(self._flex_cache) > 2 * len(alive) + 64:  # drop the finished jobs' entries
+            self._flex_cache = {j: v for j, v in self._flex_cache.items() if j in alive}
+            self._base_cache = {j: v for j, v in self._base_cache.items() if j in alive}
+        if len(self._held) != len(alive) or any(j not in alive for j in self._held):
+            self._held = {j: h for j, h in self._held.items() if j in alive}
+            n_held = np.full(jobs.num_jobs, -1, np.int64)
+            for j, h in self._held.items():
+                n_held[j] = len(h)
+            self._n_held = n_held
+        elif self._n_held.shape[0] < jobs.num_jobs:
+            self._n_held = np.concatenate([self._n_held, np.full(jobs.num_jobs - self._n_held.shape[0], -1)])
         counts = jobs.alloc_count
-        for j in running.tolist():
-            h = self._held.get(j)
-            if h is not None and len(h) == int(counts[j]) and j in self.base:
-                continue  # unchanged: only this policy grows a job, reclaims only shrink it
+        # unchanged jobs are skipped (only this policy grows a job, reclaims only shrink it)
+        for j in running[self._n_held[running] != counts[running]].tolist():
             g = tuple(sorted(int(x) for x in view.allocation_of(j)))
             self._held[j] = g
+            self._n_held[j] = len(g)
             el = bool(self._el[j])
             want = int(jobs.min_gpus[j]) if el else len(g)
             old = self.base.get(j, frozenset())
@@ -188,7 +250,10 @@ class Aryl(BasePolicy):
         nodes = np.flatnonzero(free)
         if self.config.special_placement and role != "inelastic":
             other = has_flex if role == "base" else has_base
-            tier = np.where(inf[nodes], 0, 2) + other[nodes].astype(int)
+            on_inf = inf[nodes]
+            if role == "base" and self.config.mix_types and self.config.hetero_base_training and req < 0:
+                on_inf = ~on_inf  # a heterogeneous-capable job's base goes to training servers first (§6)
+            tier = np.where(on_inf, 0, 2) + other[nodes].astype(int)
         else:
             tier = inf[nodes].astype(int)
         types = [None] if self.config.mix_types or req >= 0 or like >= 0 else list(np.unique(c.gpu_type[idx]))
@@ -227,16 +292,15 @@ class Aryl(BasePolicy):
             allowed &= ~inf[c.gpu_node]
         avail = allowed & (c.gpu_owner < 0)
         prev_flex: dict[int, np.ndarray] = {}
-        for j in running.tolist():
-            if self._elastic(view, j):
-                prev_flex[j] = self._flex_of(view, j)
-                avail[prev_flex[j]] = True
+        for j in running[self._el[running]].tolist():
+            prev_flex[j] = self._flex_of(view, j)
+            avail[prev_flex[j]] = True
         n_nodes = inf.shape[0]
         has_base = np.zeros(n_nodes, bool)
         all_base = np.fromiter(itertools.chain.from_iterable(self.base.values()), np.int64)
         has_base[c.gpu_node[all_base]] = True
         has_flex = np.zeros(n_nodes, bool)
-        out: dict[int, np.ndarray] = {j: np.fromiter(self.base[j], np.int64, len(self.base[j])) for j in prev_flex}
+        out: dict[int, np.ndarray] = {j: self._base_arr(j) for j in prev_flex}
         # phase 1: inelastic jobs and elastic base demand
         queued = view.queued()
         if cfg.order == "sjf":
@@ -245,14 +309,29 @@ class Aryl(BasePolicy):
             queued = queued[np.lexsort((queued, jobs.submit_time[queued], key))]
         else:
             queued = queued[np.lexsort((queued, jobs.submit_time[queued]))]
+        if cfg.mix_types and cfg.hetero_last:  # heterogeneous-capable jobs last, each part in its order
+            het = jobs.gpu_type_req[queued] < 0
+            queued = np.concatenate([queued[~het], queued[het]])
         started: list[int] = []
         n_free = int(avail.sum())
-        need = np.where(self._el[queued], jobs.min_gpus[queued], jobs.num_gpus[queued]).tolist()
-        for j, k in zip(queued.tolist(), need):
+        n_queued = queued.size
+        need_a = np.where(self._el[queued], jobs.min_gpus[queued], jobs.num_gpus[queued])
+        # free GPUs per type: `_place` fails exactly when the gang's allowed type(s) hold fewer
+        # than k free GPUs (it may span servers), so that count decides without placing; the
+        # counts only fall within a round, so a job that cannot fit now is dropped up front
+        n_types = max(len(c.gpu_type_names), int(c.gpu_type.max()) + 1 if c.gpu_type.size else 1)
+        ft = np.bincount(c.gpu_type[avail], minlength=n_types)
+        req_a = jobs.gpu_type_req[queued]
+        if cfg.order != "fifo-strict":
+            cap0 = np.where(req_a >= 0, ft[np.maximum(req_a, 0)], n_free if cfg.mix_types else ft.max())
+            fits0 = need_a <= cap0
+            queued, need_a, req_a = queued[fits0], need_a[fits0], req_a[fits0]
+        for j, k, r in zip(queued.tolist(), need_a.tolist(), req_a.tolist()):
             if n_free == 0 and cfg.order != "fifo-strict":
                 break
             el = bool(self._el[j])
-            if k > n_free:
+            fit = int(ft[r]) if r >= 0 else n_free if cfg.mix_types else int(ft.max())
+            if k > fit:
                 if cfg.order == "fifo-strict":
                     break
                 continue
@@ -263,44 +342,72 @@ class Aryl(BasePolicy):
                 continue
             avail[g] = False
             n_free -= g.size
+            ft -= np.bincount(c.gpu_type[g], minlength=n_types)
             has_base[c.gpu_node[g]] = True
             out[j] = g
             self.base[j] = frozenset(g.tolist())
             started.append(j)
         # phase 2: flexible workers
         elastic = [j for j in list(prev_flex) + started if self._elastic(view, j)]
-        extra = self._flexible(view, elastic, avail, inf, pending=len(started) < queued.size)
+        extra = self._flexible(view, elastic, avail, inf, pending=len(started) < n_queued)
+        dirty = set(started)  # jobs whose GPUs may differ from what they hold
         for j, w in sorted(zip(elastic, extra), key=lambda x: (-x[1], x[0])):
+            had = prev_flex.get(j, _NO_GPUS)
             if w <= 0:
+                if had.size:
+                    dirty.add(j)
                 continue
             like = int(c.gpu_type[out[j][0]])
-            had = prev_flex.get(j, np.zeros(0, np.int64))
             keep = had[avail[had]][:w]
             avail[keep] = False
             g = keep
             # grow only when no flexible GPU was taken: a set that both loses and gains GPUs is a
             # migration (a restart) for the engine, a monotone one a free resize
             if keep.size < w and keep.size == had.size:
-                more = None
-                for k in range(w - keep.size, 0, -1):  # as many as fit
-                    more = self._place(view, j, k, "flex", avail, inf, has_base, has_flex, like)
-                    if more is not None:
-                        break
+                # as many as fit: a flexible gang keeps one GPU type and may span servers, so
+                # `_place` finds k GPUs exactly when that many of the type are free
+                ok = avail & (c.gpu_type == like) if not cfg.mix_types else avail.copy()
+                req = int(jobs.gpu_type_req[j])
+                if req >= 0:
+                    ok &= c.gpu_type == req
+                k = min(w - keep.size, int(ok.sum()))
+                more = self._place(view, j, k, "flex", avail, inf, has_base, has_flex, like) if k > 0 else None
                 if more is not None:
                     avail[more] = False
                     g = np.concatenate([keep, more])
             has_flex[c.gpu_node[g]] = True
             out[j] = np.concatenate([out[j], g])
+            if g.size != had.size:  # g keeps a subset of `had` or adds to all of it: same size = same set
+                dirty.add(j)
         changes: dict[int, Allocation] = {}
         for j, g in out.items():
+            if j not in dirty:  # base + every flexible GPU it had: what it holds
+                continue
             t = tuple(sorted(int(x) for x in g.tolist()))
             if self._held.get(j) != t:
-                changes[j] = Allocation(t)
+                changes[j] = Allocation(t, self._tuned_batch(view, j, t))
         if view.accepts_changes:
             return Decision(changes, changes_only=True)
         alloc = view.keep_running()
         alloc.update(changes)
         return Decision(alloc)
+
+    def _tuned_batch(self, view: ClusterView, j: int, gpus: tuple[int, ...]) -> int | None:
+        """Aryl+TunedJobs: Pollux's batch for an elastic job on its new GPUs (None: keep)."""
+        if self.config.batch_tuning != "pollux" or not self._el[j]:
+            return None
+        from policies.pollux import best_batch
+
+        b = int(best_batch(view, j, np.asarray(gpus, np.int64)))
+        return b if b >= len(gpus) else None
+
+    def _scaling_loss(self, view: ClusterView):
+        """The run's perf backend's per-job scaling factor (`LinearPerf.scaling_factor`), if it
+        has an imperfect-scaling loss (Fig. 10), else None."""
+        perf = getattr(getattr(view, "whatif", None), "perf", None)
+        if perf is None or getattr(perf, "imperfect_loss", 0.0) <= 0:
+            return None
+        return perf.scaling_factor
 
     def _flexible(self, view: ClusterView, elastic: list[int], avail: np.ndarray, inf: np.ndarray,
                   pending: bool) -> list[int]:
@@ -322,13 +429,23 @@ class Aryl(BasePolicy):
         cap = int(units * (int((avail & ~on_inf).sum()) + cfg.t4_ratio * int((avail & on_inf).sum())))
         if cap <= 0:
             return [0] * len(elastic)
+        loss = self._scaling_loss(view)
+        el = np.asarray(elastic, np.int64)
+        wmins = jobs.min_gpus[el].astype(np.int64)
+        t_maxs = self._estimates(view, el, wmins)
+        inf_scale = max(1, int(round(units * cfg.t4_ratio)))
+        scales = np.array([inf_scale if on_inf[int(self.base[j] and next(iter(self.base[j])))] else units
+                           for j in elastic], np.int64)
+        if loss is None:  # every group's items at once: core.mckp_items, flattened
+            spans = np.asarray(span, np.int64)
+            w, v, offs = core.mckp_items_flat(t_maxs, wmins, spans, cfg.literal_weights)
+            return core.allocate_flexible_flat(offs, w * np.repeat(scales, spans), v, cap)
         groups = []
-        for j, s in zip(elastic, span):
-            wmin = int(jobs.min_gpus[j])
-            t_max = self._estimate(view, j, wmin)
-            w, v = core.mckp_items(t_max, wmin, wmin + s, 1, cfg.literal_weights)
-            g0 = int(self.base[j] and next(iter(self.base[j])))
-            scale = units if not on_inf[g0] else max(1, int(round(units * cfg.t4_ratio)))
+        for j, s, wmin, t_max, scale in zip(elastic, span, wmins.tolist(), t_maxs.tolist(), scales.tolist()):
+            # the notes' generalised value T(w_min) − T(w_min + w) on the run's scaling curve
+            wmax = wmin + s
+            t_at = [t_max * wmin / (k * max(loss(k, wmin, wmax), 1e-9)) for k in range(wmin, wmax + 1)]
+            w, v = core.generalised_items(t_at, wmin, 1, cfg.literal_weights)
             groups.append(([x * scale for x in w], v))
         return core.allocate_flexible(groups, cap)
 

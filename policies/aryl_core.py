@@ -28,7 +28,7 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from policies.solvers.knapsack import mckp
+from policies.solvers.knapsack import mckp, mckp_flat
 
 Hosting = Mapping[int, Mapping[int, int]]  # job -> {server: preemptible GPUs of the job there}
 TIE_BREAKS = ("gpu_fraction", "server_id", "random")
@@ -170,6 +170,19 @@ def mckp_items(t_max_s: float, w_min: int, w_max: int, gpus_per_worker: int = 1,
     return weights, values
 
 
+def mckp_items_flat(t_max_s: np.ndarray, w_min: np.ndarray, span: np.ndarray,
+                    literal_weights: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """`mckp_items` for many groups at once (1 GPU per worker): (weights, values, offsets),
+    group g's items at offs[g]:offs[g + 1], element for element the same numbers."""
+    span = np.asarray(span, np.int64)
+    offs = np.zeros(span.shape[0] + 1, np.int64)
+    np.cumsum(span, out=offs[1:])
+    w = np.arange(int(offs[-1]), dtype=np.int64) - np.repeat(offs[:-1], span) + 1
+    wmin = np.repeat(np.asarray(w_min, np.int64), span)
+    values = np.repeat(np.asarray(t_max_s, float), span) * w / (w + wmin)
+    return (w + wmin if literal_weights else w), values, offs
+
+
 def generalised_items(time_at: Sequence[float], w_min: int, gpus_per_worker: int = 1,
                       literal_weights: bool = False) -> tuple[list[int], list[float]]:
     """The notes' generalised value T(w_min) − T(w_min + w) from running times at each worker
@@ -185,6 +198,14 @@ def allocate_flexible(groups: Sequence[tuple[list[int], list[float]]], capacity:
     if not groups:
         return []
     res = mckp(groups, max(0, int(capacity)))
+    return [int(k) + 1 if k >= 0 else 0 for k in res.choice.tolist()]
+
+
+def allocate_flexible_flat(offs: np.ndarray, weights: np.ndarray, values: np.ndarray, capacity: int) -> list[int]:
+    """`allocate_flexible` on flattened groups (`mckp_items_flat`)."""
+    if offs.shape[0] <= 1:
+        return []
+    res = mckp_flat(offs, weights, values, max(0, int(capacity)))
     return [int(k) + 1 if k >= 0 else 0 for k in res.choice.tolist()]
 
 

@@ -10,8 +10,9 @@ a zero-weight "keep as is" item).
 The table is indexed by exact total weight (dp[c] = best value of a selection weighing
 exactly c), so among selections of equal value the lightest is returned (Aryl's
 tie-break: prefer the smaller total weight); within that, a group prefers taking nothing,
-then its earlier item. Cost: O(items × capacity) numpy operations, memory groups ×
-(capacity + 1) choice indices.
+then its earlier item. Cost: O(items × capacity) in one numba kernel (`_dp`; Aryl solves it
+every scheduling round, so the per-group numpy calls of a plain loop dominated its rounds),
+memory groups × (capacity + 1) choice indices.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from dataclasses import dataclass
 from typing import Sequence
 
 import numpy as np
+from numba import njit
 
 from policies.solvers.lp import SolveError
 
@@ -56,33 +58,88 @@ def mckp(groups: Sequence[tuple[Sequence[int], Sequence[float]]], capacity: int,
     cap = int(capacity)
     if cap < 0 or cap != capacity:
         raise ValueError("capacity must be a non-negative integer")
-    items = [_group(w, v, g) for g, (w, v) in enumerate(groups)]
-    most = max((w.size for w, _ in items), default=0)
+    ws, vs = [], []
+    for g, (w, v) in enumerate(groups):
+        w, v = np.asarray(w), np.asarray(v, float)
+        if w.shape != v.shape or w.ndim != 1:
+            _group(w, v, g)  # raises the group's error
+        ws.append(w)
+        vs.append(v)
+    sizes = np.fromiter((w.size for w in ws), np.int64, len(ws))
+    offs = np.zeros(len(ws) + 1, np.int64)
+    np.cumsum(sizes, out=offs[1:])
+    w_all = np.concatenate(ws) if ws else np.zeros(0)
+    v_all = np.concatenate(vs).astype(float) if vs else np.zeros(0)
+    if w_all.size and (not np.all(np.equal(np.mod(w_all, 1), 0)) or w_all.min() < 0
+                       or not np.all(np.isfinite(v_all))):
+        for g, (w, v) in enumerate(zip(ws, vs)):
+            _group(w, v, g)  # the first bad group raises its error
+    return mckp_flat(offs, w_all.astype(np.int64), v_all, cap, exactly_one=exactly_one)
+
+
+def mckp_flat(offs: np.ndarray, weights: np.ndarray, values: np.ndarray, capacity: int, *,
+              exactly_one: bool = False) -> Knapsack:
+    """`mckp` on groups already flattened: group g's items are weights/values[offs[g]:offs[g + 1]]
+    (int64 non-negative weights, finite float values: not checked again here)."""
+    cap = int(capacity)
+    sizes = np.diff(offs)
+    if weights.shape[0]:  # no selection weighs more than every group's heaviest item together
+        starts = np.asarray(offs[:-1], np.int64)[sizes > 0]
+        cap = min(cap, int(np.maximum.reduceat(np.asarray(weights, np.int64), starts).sum()))
+    most = int(sizes.max()) if sizes.size else 0
     dtype = np.int8 if most < 127 else (np.int16 if most < 32_767 else np.int32)
-    dp = np.full(cap + 1, -np.inf)
-    dp[0] = 0.0
-    choice = np.full((len(items), cap + 1), -1, dtype)
-    for g, (w, v) in enumerate(items):
-        new = np.full(cap + 1, -np.inf) if exactly_one else dp.copy()
-        pick = choice[g]
-        for k in range(w.size):
-            wk = int(w[k])
-            if wk > cap:
-                continue
-            cand = dp[: cap + 1 - wk] + v[k]
-            better = cand > new[wk:]  # strict: ties keep "nothing" / the earlier item
-            new[wk:][better] = cand[better]
-            pick[wk:][better] = k
-        dp = new
-    best = float(dp.max())
+    choice = np.full((sizes.shape[0], cap + 1), -1, dtype)
+    out, best, weight = _dp(np.asarray(offs, np.int64), np.asarray(weights, np.int64),
+                            np.asarray(values, np.float64), cap, exactly_one, choice)
     if not np.isfinite(best):
         raise SolveError("infeasible", "no selection with exactly one item per group fits the capacity")
-    c = int(np.argmax(dp))  # first maximum: the lightest of the best selections
-    out = np.full(len(items), -1, np.int64)
+    return Knapsack(out, best, int(weight))
+
+
+@njit(cache=True)
+def _dp(offs, w, v, cap, exactly_one, choice):
+    """The DP over groups (items offs[g]:offs[g+1] of `w`, `v`): dp[c] = best value of exactly
+    weight c; strict improvement only (ties keep "nothing" / the earlier item); the first
+    maximum is the lightest best selection; backtracked through `choice` (filled here)."""
+    n_groups = offs.shape[0] - 1
+    dp = np.full(cap + 1, -np.inf)
+    dp[0] = 0.0
+    new = np.full(cap + 1, -np.inf)
+    reach = 0  # dp[c] is -inf above the heaviest selection so far: those cells are skipped
+    for g in range(n_groups):
+        heaviest = 0
+        for k in range(offs[g + 1] - offs[g]):
+            heaviest = max(heaviest, w[offs[g] + k])
+        top = min(cap, reach + heaviest)
+        if exactly_one:
+            new[:top + 1] = -np.inf
+        else:
+            new[:top + 1] = dp[:top + 1]
+        for k in range(offs[g + 1] - offs[g]):
+            wk = w[offs[g] + k]
+            if wk > cap:
+                continue
+            vk = v[offs[g] + k]
+            for c in range(wk, min(cap, reach + wk) + 1):
+                cand = dp[c - wk] + vk
+                if cand > new[c]:
+                    new[c] = cand
+                    choice[g, c] = k
+        dp[:top + 1] = new[:top + 1]
+        reach = top
+    c = 0
+    best = dp[0]
+    for i in range(1, cap + 1):
+        if dp[i] > best:
+            best = dp[i]
+            c = i
+    out = np.full(n_groups, -1, np.int64)
     weight = c
-    for g in range(len(items) - 1, -1, -1):
-        k = int(choice[g, c])
+    if not np.isfinite(best):
+        return out, best, weight
+    for g in range(n_groups - 1, -1, -1):
+        k = choice[g, c]
         out[g] = k
         if k >= 0:
-            c -= int(items[g][0][k])
-    return Knapsack(out, best, weight)
+            c -= w[offs[g] + k]
+    return out, best, weight

@@ -189,7 +189,8 @@ def _toy_trace(tmp_path):
 
 
 @pytest.mark.parametrize("params", [{}, {"loaning": False, "scaling": "none", "order": "fifo"},
-                                    {"scaling": "gandiva"}, {"reclaim": "random"}, {"special_placement": False}])
+                                    {"scaling": "gandiva"}, {"reclaim": "random"}, {"special_placement": False},
+                                    {"mix_types": True}, {"event_driven": False}])
 def test_aryl_runs_through_the_engine(tmp_path, params):
     from experiments.runner import RunConfig, run
 
@@ -208,3 +209,137 @@ def test_aryl_runs_through_the_engine(tmp_path, params):
         assert max(gpus) >= 32
     if params.get("scaling") == "none":
         assert "resize" not in set(dec["action"])
+
+
+# ---- heterogeneous jobs last, Aryl+TunedJobs, imperfect scaling (issue 18 follow-ups) ----------
+
+def _mixed_view(jobs):
+    from tests.policies.conftest import build_view
+
+    # node 0: type 0 (training V100), node 1: type 1 (T4); no inference group needed here
+    return build_view(jobs, now=0.0, nodes=2, gpus_per_node=4, leaves=1, gpu_types=[0] * 4 + [1] * 4)
+
+
+@pytest.mark.parametrize("hetero_last", [True, False])
+def test_heterogeneous_capable_jobs_are_placed_last(hetero_last):
+    """A short type-agnostic job ahead in SJF order must not take the only V100 server a longer
+    V100-only job can use (§5.3 'heterogeneous jobs lastly on the remaining resources')."""
+    from policies import make
+    from tests.policies.conftest import Job
+
+    jobs = [Job(gpus=4, type_req=0, remaining=1000.0, duration=1000.0),
+            Job(gpus=4, type_req=-1, remaining=100.0, duration=100.0)]
+    pol = make("aryl", mix_types=True, hetero_last=hetero_last)
+    d = pol.decide(_mixed_view(jobs), 0.0)
+    got = {j: a.gpus for j, a in d.allocations.items() if a.gpus}
+    if hetero_last:
+        assert got == {0: (0, 1, 2, 3), 1: (4, 5, 6, 7)}
+    else:  # SJF alone gives the agnostic job the first best fit, the V100 job waits
+        assert got == {1: (0, 1, 2, 3)}
+
+
+def test_batch_tuning_pollux_sets_best_batch(monkeypatch):
+    """batch_tuning=pollux: an elastic job's allocation carries policies.pollux.best_batch's
+    batch for its GPUs; inelastic jobs and batch_tuning=none keep the trace's batch."""
+    import policies.pollux as pollux_mod
+    from policies import make
+    from tests.policies.conftest import Job
+
+    seen = []
+
+    def fake_best(view, j, gpus):
+        seen.append((j, len(gpus)))
+        return 64 * len(gpus)
+
+    monkeypatch.setattr(pollux_mod, "best_batch", fake_best)
+    jobs = [Job(gpus=4, min_gpus=2, max_gpus=4, type_req=0, remaining=500.0, duration=500.0),
+            Job(gpus=2, type_req=0, remaining=100.0, duration=100.0)]
+    d = make("aryl", batch_tuning="pollux").decide(_mixed_view(jobs), 0.0)
+    assert d.allocations[0].batch_size == 64 * len(d.allocations[0].gpus) and seen == [(0, len(d.allocations[0].gpus))]
+    assert d.allocations[1].batch_size is None
+    d2 = make("aryl").decide(_mixed_view(jobs), 0.0)
+    assert d2.allocations[0].batch_size is None
+
+
+def test_imperfect_scaling_makes_mckp_stop_at_the_useful_size():
+    """Under the backend's scaling loss the MCKP values are T(w_min) − T(w_min + w) on that
+    curve: with loss 0.3 per GPU past the midpoint of [4, 8] (6), 7 GPUs are slower than 6,
+    so an idle cluster gives the elastic job 6, not 8 (linear: 8)."""
+    import dataclasses
+
+    from policies import make
+    from simcore.perf_backends import LinearPerf
+    from tests.policies.conftest import Job
+
+    class _WhatIf:
+        perf = LinearPerf.__new__(LinearPerf)
+
+    _WhatIf.perf.imperfect_loss, _WhatIf.perf.imperfect_form = 0.3, "additive"
+    jobs = [Job(gpus=8, min_gpus=4, max_gpus=8, type_req=0, remaining=800.0, duration=800.0)]
+    view = _mixed_view(jobs)
+    view = dataclasses.replace(view, cluster=dataclasses.replace(view.cluster, gpu_type=np.zeros(8, np.int16)))
+    assert len(make("aryl").decide(view, 0.0).allocations[0].gpus) == 8
+    d = make("aryl").decide(dataclasses.replace(view, whatif=_WhatIf()), 0.0)
+    assert len(d.allocations[0].gpus) == 6
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.floats(1.0, 1e6), st.integers(1, 32), st.integers(0, 32)), min_size=0, max_size=12),
+       st.booleans())
+def test_flat_items_equal_per_group_items(groups, literal):
+    t = np.array([g[0] for g in groups], float)
+    wmin = np.array([g[1] for g in groups], np.int64)
+    span = np.array([g[2] for g in groups], np.int64)
+    w, v, offs = core.mckp_items_flat(t, wmin, span, literal)
+    for i, (tm, lo, s) in enumerate(groups):
+        ww, vv = core.mckp_items(tm, lo, lo + s, 1, literal)
+        assert w[offs[i]:offs[i + 1]].tolist() == ww and v[offs[i]:offs[i + 1]].tolist() == vv  # bit-equal
+
+
+def test_event_driven_option():
+    from policies import make
+
+    assert make("aryl").event_driven is True
+    assert make("aryl", event_driven=False).event_driven is False
+
+
+def test_imperfect_scaling_run_never_uses_a_dead_size(tmp_path):
+    """linear:imperfect_loss=1: one GPU past the midpoint leaves no throughput, so the engine
+    cannot run it; the policy (which reads the curve) must never ask for it, and every job ends."""
+    from experiments.runner import RunConfig, run
+
+    import pandas as pd
+
+    trace = _toy_trace(tmp_path)
+    cfg = RunConfig(trace=str(trace), cluster="aryl-testbed", policies=("aryl",),
+                    policy_params={"aryl": {}}, contention=False, perf="linear:imperfect_loss=1.0", costs="aryl",
+                    load_series="diurnal:0.05", write_decisions=True)
+    r = run(cfg, None)
+    jobs, dec = r.jobs["aryl"], r.decisions["aryl"]
+    assert jobs["finished"].all()
+    df = pd.read_parquet(trace)
+    rng = {str(a): (int(lo), int(hi)) for a, lo, hi in zip(df["job_id"], df["min_gpus"], df["max_gpus"])}
+    sizes = [(rng[str(j)], len(str(g).split(","))) for j, g in zip(dec["job_id"], dec["gpus"])
+             if isinstance(g, str) and g]
+    assert any(hi > lo for (lo, hi), _ in sizes)  # elastic jobs ran
+    assert all(n <= -(-(lo + hi) // 2) for (lo, hi), n in sizes if hi > lo)
+
+
+@pytest.mark.parametrize("base_training", [True, False])
+def test_heterogeneous_elastic_base_goes_to_training_servers(base_training):
+    """§6: a heterogeneous-capable elastic job's base workers go to training servers first (false:
+    to on-loan servers like any elastic job under special placement)."""
+    import dataclasses
+
+    from policies import make
+    from tests.policies.conftest import Job
+
+    view = _mixed_view([Job(gpus=4, min_gpus=2, max_gpus=4, type_req=-1, remaining=100.0, duration=100.0),
+                        Job(gpus=4, type_req=0, remaining=50.0, duration=50.0, state=None, alloc=(0, 1))])
+    cl = dataclasses.replace(view.cluster, node_group=np.array([0, 1], np.int8),
+                             node_group_names=("training", "inference"))
+    view = dataclasses.replace(view, cluster=cl)
+    pol = make("aryl", mix_types=True, hetero_base_training=base_training)
+    pol.decide(view, 0.0)
+    base = set(pol.base[0])
+    assert len(base) == 2 and (base <= {2, 3} if base_training else base <= {4, 5, 6, 7})

@@ -80,13 +80,62 @@ def test_linear_is_one_gpu_time_at_local_batch_so_throughput_scales_with_gpus():
 def test_linear_slowest_type_and_zoo_memory_limit():
     topo = fake_topology(nodes=2, types=(0, 1))  # type B: twice as slow, 8 GB (local batch ≤ 70)
     lin = _pm(LinearPerf, topo)
-    assert lin.solo_iter_s("small", np.array([0, 4]), 64) == pytest.approx(2 * (0.01 + 0.001 * 32))
+    # a mixed gang runs at 0.7 of its summed speeds (Aryl App. A), not at the slow type's pace:
+    # A takes t, B 2t, so 2 GPUs give 0.7 * (1/t + 1/(2t)) local batches per second
+    t = 0.01 + 0.001 * 32
+    assert lin.solo_iter_s("small", np.array([0, 4]), 64) == pytest.approx(2 / (0.7 * 1.5 / t))
+    ideal = _pm(LinearPerf, topo, hetero_efficiency=1.0)
+    assert ideal.solo_iter_s("small", np.array([0, 4]), 64) == pytest.approx(2 / (1.5 / t))
+    assert lin.solo_iter_s("small", np.array([4, 5]), 64) == pytest.approx(2 * t)  # one type: no loss
     # local batch 100 does not fit type B: accumulation as the network model's one-GPU run
     ph = lin.phases("small", np.array([4, 5]), 200)
     assert ph.accumulation_steps == 2 and ph.solo_s == pytest.approx(2 * 2 * (0.01 + 0.001 * 50))
     strict = _pm(LinearPerf, topo, allow_accumulation=False)
     assert strict.phases("small", np.array([4, 5]), 200) is None
     assert lin.phases("small", np.array([0, 1, 2]), 2) is None  # batch smaller than the GPU count
+
+
+def test_linear_hetero_throughput_is_fraction_of_summed_capacity():
+    """Paper Table 10's arithmetic: 12 V100 + 4 T4 at T4 = 1/4 V100 is 13 V100s of capacity;
+    the gang gets hetero_efficiency of it (0.7 default)."""
+    topo = fake_topology(nodes=4, types=(0, 0, 0, 1))
+    for eff in (0.7, 1.0, 0.35):
+        lin = _pm(LinearPerf, topo, hetero_efficiency=eff)
+        ta = lin.solo_iter_s("small", np.array([0]), 8)
+        tb = lin.solo_iter_s("small", np.array([12]), 8)
+        gpus = np.array(list(range(12)) + [12, 13, 14, 15])
+        thr = 16 * 8 / lin.solo_iter_s("small", gpus, 16 * 8)
+        assert thr == pytest.approx(eff * (12 * 8 / ta + 4 * 8 / tb))
+
+
+def test_linear_imperfect_scaling_and_spec_options():
+    from simcore.perf_backends import make_perf, parse_perf
+
+    assert parse_perf("linear") == ("linear", {})
+    assert parse_perf("linear:imperfect_loss=0.1,hetero_efficiency=1") == (
+        "linear", {"imperfect_loss": 0.1, "hetero_efficiency": 1.0})
+    for bad in ("linear:imperfect_loss=2", "linear:foo=1", "linear:hetero_efficiency=0", "network:x=1",
+                "linear:imperfect_form=square", "linear:imperfect_loss"):
+        with pytest.raises(InputError):
+            parse_perf(bad)
+    with pytest.raises(UnknownNameError):
+        parse_perf("linearx:imperfect_loss=0.1")
+    topo = fake_topology()
+    lin = make_perf("linear:imperfect_loss=0.1", topo, FakeZoo(), FakeComm(topo), fake_solve)
+    assert lin.imperfect_loss == 0.1 and lin.hetero_efficiency == 0.7
+    # range [4, 8]: midpoint 6; 7 GPUs lose 10 %, 8 GPUs 20 % of the ideal throughput
+    assert [lin.scaling_factor(n, 4, 8) for n in (4, 6, 7, 8)] == pytest.approx([1, 1, 0.9, 0.8])
+    ph = lin.phases("small", np.arange(8), 64)
+    assert lin.job_phases(ph, 6, 4, 8) is ph
+    assert lin.job_phases(ph, 8, 4, 8).solo_s == pytest.approx(ph.solo_s / 0.8)
+    assert lin.job_phases(ph, 8, 4, 8) is lin.job_phases(ph, 8, 4, 8)  # cached
+    assert lin.job_phases(ph, 16, 2, 16).solo_s == pytest.approx(ph.solo_s / 0.3)  # 7 steps past 9
+    assert lin.job_phases(ph, 24, 2, 24) is None  # 11 steps past 13: no throughput left
+    comp = make_perf("linear:imperfect_loss=0.1,imperfect_form=compounding", topo, FakeZoo(), FakeComm(topo),
+                     fake_solve)
+    assert comp.scaling_factor(8, 4, 8) == pytest.approx(0.81)
+    off = make_perf("linear", topo, FakeZoo(), FakeComm(topo), fake_solve)
+    assert off.job_phases(ph, 8, 4, 8) is ph  # off by default
 
 
 def test_linear_contention_has_nothing_to_share():

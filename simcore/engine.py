@@ -646,7 +646,8 @@ class Engine:
         else:
             ref = jobs.global_batch.item(j)
             g = work_gain(mode, batch, ref, self.eff, j, p)
-            jobs.stat_eff[j] = g * ref / batch
+            if ref > 0:
+                jobs.stat_eff[j] = g * ref / batch
         jobs.gain[j] = g
         # the next segment (`_segment`, inlined)
         self._spp[j] = jobs.work_iters.item(j) * batch / g if g > 0 else 0.0

@@ -8,10 +8,12 @@ batch). A running job at global batch `b` with iteration time `t_iter` advances 
 
 where the per-mode gain is
 
-- `REPLAY` (a): `gain = 1` — one iteration is one unit of work, whatever the batch (replay
-  defines `W_j` from the trace duration at the requested GPU count on a consolidated
-  placement, alone on the network, so worse placements or a contended network take longer
-  than the trace did);
+- `REPLAY` (a): `gain = b / b_ref` — replay defines `W_j` from the trace duration at the
+  requested GPU count on a consolidated placement, alone on the network, so worse placements or
+  a contended network take longer than the trace did; those are iterations at the trace's batch,
+  so, as in (b), a policy that changes the batch (Pollux under `--perf linear` on the Aryl
+  stand-in shrank it 13x and finished 6x sooner while iterations stayed unit work) processes the
+  same samples. At the trace's batch `gain` is exactly 1 (every fixed-batch run is unchanged);
 - `ITERATIONS` (b): `gain = b / b_ref` — the trace gives `W_j` iterations *at its batch*
   `b_ref` (the Ares/Pollux/Sia workloads' fixed-epoch runs, synthetic traces), so the work is
   the samples of those iterations, `W_j × b_ref`: a policy that raises the batch (Pollux, ONES,
@@ -33,10 +35,10 @@ where the per-mode gain is
   dataset measured in those units (`simcore.goodput.AppStats.target`), so `W_j` is that
   target × `b_0 / b_ref`. A fixed large batch therefore needs more samples than the dataset.
 
-Batch changes in every mode but (a) conserve samples: progress gained per iteration is
-`b / b_ref` (times an efficiency in (d), (e)) reference iterations, so the samples still to
-process scale with the new batch (tests/simcore/test_goodput.py, property). Only a replayed
-job's iterations stay unit work (`UNIT_GAIN_MODES`): its trace timed iterations, not samples.
+Batch changes in every mode conserve samples: progress gained per iteration is `b / b_ref`
+(times an efficiency in (d), (e)) reference iterations, so the samples still to process scale
+with the new batch (tests/simcore/test_goodput.py, property). A job without a known batch
+(`b_ref` ≤ 0) gains 1 per iteration.
 
 Gains are kept per job in an array refreshed when the batch changes, so the hot loop never
 calls Python.
@@ -61,8 +63,9 @@ WORK_MODE_NAMES = {WorkMode.REPLAY: "replay", WorkMode.ITERATIONS: "iterations",
                    WorkMode.CONVERGENCE: "convergence", WorkMode.EPOCHS: "epochs"}
 
 
-#: Modes whose `work_gain` is 1 at every batch (the engine skips the call for them)
-UNIT_GAIN_MODES = frozenset({WorkMode.REPLAY})
+#: Modes whose `work_gain` is 1 at every batch (the engine skips the call for them): none since
+#: replayed iterations count their samples too (a batch-changing policy on a replayed trace)
+UNIT_GAIN_MODES: frozenset[WorkMode] = frozenset()
 
 
 @runtime_checkable
@@ -86,10 +89,10 @@ class ConstantEfficiency:
 
 def work_gain(mode: int, batch: int, ref_batch: int, eff: StatEfficiency, job: int, progress: float) -> float:
     """Reference iterations gained per iteration at global batch `batch` (see module doc)."""
-    if mode in UNIT_GAIN_MODES:
+    if mode in UNIT_GAIN_MODES or ref_batch <= 0:
         return 1.0
     ratio = batch / ref_batch
-    if mode in (WorkMode.ITERATIONS, WorkMode.SAMPLES):
+    if mode in (WorkMode.REPLAY, WorkMode.ITERATIONS, WorkMode.SAMPLES):
         return ratio
     if mode == WorkMode.EPOCHS:
         return ratio * eff.efficiency(job, batch, progress)

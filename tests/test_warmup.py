@@ -70,7 +70,7 @@ def test_stale_entry_does_not_stop_priming(tmp_path):
 
 
 def test_prime_only_with_a_spare_core(tmp_path, monkeypatch):
-    """A busy host (load above cores - 1) or COSIM_PRIME=0 compiles lazily: nothing primed,
+    """A busy host (load at or above cores - 0.5) or COSIM_PRIME=0 compiles lazily: nothing primed,
     no stamp; COSIM_PRIME=1 overrides the load check."""
     listing = tmp_path / "kernels.txt"
     listing.write_text("0\t0.1\tcosim.nsort\tno_such_kernel\t(int64,)\n", encoding="utf-8")

@@ -373,6 +373,15 @@ def _same(rp, en, ev, a, b):
     return True
 
 
+@njit(cache=True)
+def _seen(H, h, rp, en, ev, slot):
+    """Whether individual `slot` (hash h) repeats one of the `slot` before it (NSGA-II keeps one copy)."""
+    for q in range(slot):
+        if H[q] == h and _same(rp, en, ev, q, slot):
+            return True
+    return False
+
+
 # ---- the loop ----------------------------------------------------------------------------
 
 
@@ -427,12 +436,7 @@ def evolve_kernel(init, speedups, base, penalty, scale, p, node_cap, job_node_ca
         make_child(raw_rp, raw_en, raw_ev, 0, 0, 0, False, False, True, brp, ben, bev, node_cap, job_node_cap,
                    max_gpus, min_gpus, max_nodes, interference, rp, en, ev, P, W)
         h = hash_one(rp, en, ev, P, N)
-        dup = False
-        for q in range(P):
-            if H[q] == h and _same(rp, en, ev, q, P):
-                dup = True
-                break
-        if dup:
+        if _seen(H, h, rp, en, ev, P):
             continue
         H[P] = h
         PF[P, 0], PF[P, 1] = objective_one(rp, en, ev, P, speedups, brp, ben, bev, penalty, scale, p, node_cap, occ)
@@ -456,12 +460,7 @@ def evolve_kernel(init, speedups, base, penalty, scale, p, node_cap, job_node_ca
                     make_child(rp, en, ev, a, b, point, swap, True, True, brp, ben, bev, node_cap, job_node_cap,
                                max_gpus, min_gpus, max_nodes, interference, rp, en, ev, slot, W)
                     h = hash_one(rp, en, ev, slot, N)
-                    dup = False
-                    for q in range(slot):
-                        if H[q] == h and _same(rp, en, ev, q, slot):
-                            dup = True
-                            break
-                    if dup:
+                    if _seen(H, h, rp, en, ev, slot):
                         continue  # dropped: the slot is reused
                     H[slot] = h
                     PF[slot, 0], PF[slot, 1] = objective_one(rp, en, ev, slot, speedups, brp, ben, bev, penalty,

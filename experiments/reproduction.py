@@ -60,7 +60,7 @@ def sweep_config(exp: Experiment, grid: str, size: str, traces: list[TraceEntry]
 
     from simcore.sweep import PolicyPoint
 
-    table = {k: v for k, v in exp.grid(grid, size).items() if k not in ("traces", "variants")}
+    table = {k: v for k, v in exp.grid(grid, size).items() if k not in ("traces", "variants", "variant_params")}
     base = exp.source.parent if exp.source is not None else Path.cwd()
     if isinstance(table.get("clusters"), list):  # cluster files next to the experiment file
         table["clusters"] = [str(base / c) if isinstance(c, str) and c.endswith(".toml") else c

@@ -11,7 +11,10 @@ between.
 
 A grid may name its policy points as *variants* (`[grids.g.variants] name = { policy, params }`)
 instead of a `policies` product: each variant is one cell per trace/seed, and tables and claims
-name it; `[grids.g.<size>.variants]` adds variants or replaces them by name at that size. A figure may pool several grids (`grid = ["a", "b"]`: e.g. runs with and without an
+name it; `[grids.g.<size>.variants]` adds variants or replaces them by name at that size, and
+`[grids.g.<size>] variant_params = { POLICY = { key = value } }` gives every variant of POLICY
+those parameters at that size (a variant's own parameters win; e.g. Aryl's paper-size rounds at
+the tick only). A figure may pool several grids (`grid = ["a", "b"]`: e.g. runs with and without an
 inference load series side by side) and its claims may name a row (`better = "x@row"`: compared
 across rows, checked once). `pairwise = false` shows the paper's `values` beside cosim's
 without turning every pair into a claim (tables of ten variants). `sizes = [...]` limits a
@@ -188,7 +191,11 @@ class Experiment:
                 raise InputError.at(self.source, field=f"{where}.{v}.params", expected="a table of parameters",
                                     got=params)
             out[str(v)] = (_str(d, "policy", self.source, f"{where}.{v}."), dict(params))
-        return out
+        extra = self.grids[name].get(size, {}).get("variant_params", {})
+        if not isinstance(extra, dict) or not all(isinstance(x, dict) for x in extra.values()):
+            raise InputError.at(self.source, field=f"grids.{name}.{size}.variant_params",
+                                expected="a table POLICY = { key = value }", got=extra)
+        return {v: (pol, {**extra.get(pol, {}), **prm}) for v, (pol, prm) in out.items()}
 
 
 def shared_data_dir() -> Path:

@@ -160,3 +160,17 @@ def test_figure_policies_select_and_order_the_table():
     assert figure_table(cells, exp.figures[0])["policy"].tolist() == ["fast", "base"]  # "other" is not shown
     with pytest.raises(InputError, match=re.escape("field 'figures[0].policies'")):
         parse_experiment(_two_grids(policies="fast"), source="x.toml")
+
+
+def test_size_level_variant_params_reach_every_variant_of_that_policy():
+    raw = _two_grids()
+    raw["grids"]["b"]["variants"]["slow"] = {"policy": "sjf", "params": {"x": 2, "y": 0}}
+    raw["grids"]["b"]["full"] = {"variant_params": {"sjf": {"y": 5, "z": True}}}
+    exp = parse_experiment(raw)
+    assert exp.variants("b", "full") == {"fast": ("sjf", {"y": 5, "z": True, "x": 1}),
+                                         "slow": ("sjf", {"y": 0, "z": True, "x": 2})}  # the variant's own y wins
+    assert exp.variants("b", "small") == {"fast": ("sjf", {"x": 1}), "slow": ("sjf", {"x": 2, "y": 0})}
+    assert exp.variants("a", "full") == {"base": ("fifo", {})}
+    raw["grids"]["b"]["full"] = {"variant_params": {"sjf": 3}}
+    with pytest.raises(InputError, match=re.escape("grids.b.full.variant_params")):
+        parse_experiment(raw, source="x.toml").variants("b", "full")

@@ -66,6 +66,14 @@ First-call compilation (fresh COSIM_NUMBA_CACHE_DIR, Tiresias on synth:philly-si
 two trees at the same time, load 5-8): 48.5 s CPU for the whole run (ia-walk) vs 48.2 s
 (main): unchanged; walk_run is still one specialisation, now also compiled inside Tiresias'
 `_round_kernel` (numba `numba:compile` events, inclusive wall: walk_run 43.8 s / 47.0 s).
+
+Lead, 2026-11-24 10:39-10:43, every branch of the session merged, no helper running (load
+0.5-1), `_child_philly("tiresias", None)` in fresh processes alternating /work/wt/base (bb61ec7)
+and /work/main, `cpu_s` (policy_s): base 25.35 (5.55), 26.45 (5.71), 25.73 (5.52) s; main
+28.46 (6.44), 28.55 (6.50), 28.48 (6.43) s: +12.3, +7.9, +10.7 % pairwise (target within
+15 %: met); 305,232 events, 0.69 GB peak. The same script at 09:01-09:05 (load 0.1-1.3) on
+418f1ab: base 23.70 / 22.97 / 23.66 / 23.52 s, 418f1ab 29.03 / 29.43 / 29.22 / 29.19 s (+23 to
++27 %).
 """
 
 from __future__ import annotations

@@ -402,12 +402,10 @@ class Aryl(BasePolicy):
         return b if b >= len(gpus) else None
 
     def _scaling_loss(self, view: ClusterView):
-        """The run's perf backend's per-job scaling factor (`LinearPerf.scaling_factor`), if it
-        has an imperfect-scaling loss (Fig. 10), else None."""
-        perf = getattr(getattr(view, "whatif", None), "perf", None)
-        if perf is None or getattr(perf, "imperfect_loss", 0.0) <= 0:
-            return None
-        return perf.scaling_factor
+        """The run's per-job scaling factor (`WhatIf.scaling_factor`), if its perf backend has
+        an imperfect-scaling loss (Fig. 10), else None."""
+        w = view.whatif
+        return w.scaling_factor if w is not None and w.per_job_scaling else None
 
     def _flexible(self, view: ClusterView, elastic: list[int], avail: np.ndarray, inf: np.ndarray,
                   pending: bool) -> list[int]:

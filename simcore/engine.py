@@ -549,7 +549,7 @@ class Engine:
         gpus, _ = self.perf.placed(keep)
         batch = int(self.jobs.batch_size[j])
         ph = self.perf.phases_of(self.jobs.model[j], keep, gpus, batch)
-        if getattr(self.perf, "imperfect_loss", 0.0) > 0:  # per-job scaling loss (`LinearPerf.job_phases`)
+        if self.perf.per_job_scaling:  # e.g. `LinearPerf`'s imperfect scaling
             ph = self.perf.job_phases(ph, len(keep), int(self.jobs.min_gpus[j]), int(self.jobs.max_gpus[j]))
         return None if ph is None else Plan(j, Allocation(keep), gpus, batch, ph)
 

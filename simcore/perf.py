@@ -171,6 +171,21 @@ class _AsPrepared:
 class PerfModel:
     """Compute/communication phases and iteration times for (model, placement, batch)."""
 
+    #: whether a job's phases also depend on its own GPU range [w_min, w_max] (a backend with a
+    #: per-job scaling loss, `LinearPerf`'s `imperfect_loss`): then the engine and the validator
+    #: pass every placement's phases through `job_phases`
+    per_job_scaling: bool = False
+
+    def scaling_factor(self, n: int, w_min: int, w_max: int) -> float:  # noqa: ARG002
+        """Throughput factor of a job of range [w_min, w_max] on n GPUs (0: a size that cannot
+        run); 1 unless the backend has a per-job scaling loss."""
+        return 1.0
+
+    def job_phases(self, ph: Phases | None, n: int, w_min: int, w_max: int) -> Phases | None:  # noqa: ARG002
+        """`ph` (a placement's phases) for one job of range [w_min, w_max] on n GPUs; unchanged
+        unless the backend has a per-job scaling loss (`per_job_scaling`)."""
+        return ph
+
     def __init__(
         self,
         topology: Any,

@@ -61,7 +61,7 @@ from typing import Any
 
 import numpy as np
 from cosim.errors import InputError, UnknownNameError
-from simcore.perf import Phases, PerfModel
+from simcore.perf import Phases, PerfModel, _put
 
 #: backend names, the default first
 PERF_BACKENDS = ("network", "linear", "measured", "trace", "astra", "measured-pollux-sim")
@@ -152,6 +152,7 @@ class LinearPerf(PerfModel):
         self.hetero_efficiency = float(hetero_efficiency)
         self.imperfect_loss = float(imperfect_loss)
         self.imperfect_form = str(imperfect_form)
+        self.per_job_scaling = self.imperfect_loss > 0.0
         self._lin: dict[tuple[str, bytes, int], Phases | None] = {}
         self._slowed: dict[tuple[int, float], tuple[Phases, Phases]] = {}  # (id(ph), f) -> (ph, slowed)
 
@@ -179,7 +180,7 @@ class LinearPerf(PerfModel):
         hit = self._slowed.get(key)
         if hit is None:  # the entry keeps `ph` alive, so its id is not reused
             c = ph.compute_s / f
-            hit = self._slowed[key] = (ph, Phases(c, c, 0.0, _NO_IDS, _NO_BYTES, ph.accumulation_steps))
+            hit = _put(self._slowed, key, (ph, Phases(c, c, 0.0, _NO_IDS, _NO_BYTES, ph.accumulation_steps)))
         return hit[1]
 
     def phases(self, model: str, gpus: np.ndarray, batch: int) -> Phases | None:

@@ -190,7 +190,7 @@ def _plan(changed: list[int], allocs: Mapping[int, Allocation], jobs: JobTable, 
     online, owner = cluster.gpu_online, cluster.gpu_owner
     gpu_type = cluster.topology.gpu_type
     state, batch_size, model, min_gpus, max_gpus = jobs.state, jobs.batch_size, jobs.model, jobs.min_gpus, jobs.max_gpus
-    job_phases = getattr(perf, "job_phases", None) if getattr(perf, "imperfect_loss", 0.0) > 0 else None
+    per_job = perf.per_job_scaling  # phases depend on the job's own range too (`PerfModel.job_phases`)
     claimed: dict[int, int] = {}  # GPU -> the changed job given it
     plans = []
     # the cached GPU arrays and phases, where the perf model has them for this very topology
@@ -230,11 +230,11 @@ def _plan(changed: list[int], allocs: Mapping[int, Allocation], jobs: JobTable, 
         if batch < n:
             raise _err(policy, now, f"job {jobs.job_id[j]}: global batch {batch} is smaller than its {n} GPUs")
         ph = perf.phases(model[j], gpus, batch) if placed is None else perf.phases_of(model[j], g, gpus, batch)
-        if job_phases is not None and ph is not None:  # a backend with a per-job scaling loss (`LinearPerf.job_phases`)
+        if per_job and ph is not None:
             if perf.scaling_factor(n, min_gpus.item(j), max_gpus.item(j)) <= 0:
                 raise _err(policy, now, f"job {jobs.job_id[j]}: {n} GPUs leave no throughput under the backend's "
                                         f"imperfect scaling (range [{min_gpus.item(j)}, {max_gpus.item(j)}])")
-            ph = job_phases(ph, n, min_gpus.item(j), max_gpus.item(j))
+            ph = perf.job_phases(ph, n, min_gpus.item(j), max_gpus.item(j))
         if ph is None:  # the local batch does not fit memory (`PerfModel.micro_batching`), or the shape
             local = math.ceil(batch / n)
             if perf.micro_batching(model[j], np.unique(gpu_type[gpus]), local) is None:

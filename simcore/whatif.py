@@ -175,6 +175,17 @@ class WhatIf:
         b = self._batch(jj, batch)
         return self.throughput(jj, placement, b, gpu_type) * self.efficiency(jj, b)
 
+    def scaling_factor(self, n: int, w_min: int, w_max: int) -> float:
+        """Throughput factor of a job of GPU range [w_min, w_max] on n GPUs under the run's
+        perf backend (`PerfModel.scaling_factor`: 1 unless it has a per-job scaling loss, 0 for
+        a size that cannot run) — the shape of the scaling curve, as the backend runs it."""
+        return float(self.perf.scaling_factor(int(n), int(w_min), int(w_max)))
+
+    @property
+    def per_job_scaling(self) -> bool:
+        """Whether the run's perf backend has a per-job scaling loss (`scaling_factor` ≠ 1)."""
+        return bool(self.perf.per_job_scaling)
+
     def model_facts(self, j: Any) -> tuple[float, str]:
         """(parameter count, dataset name) of job j's model from the zoo the run uses: what a
         policy needs to price a state transfer or keep data local, without reaching into the

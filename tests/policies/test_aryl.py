@@ -271,10 +271,13 @@ def test_imperfect_scaling_makes_mckp_stop_at_the_useful_size():
     from simcore.perf_backends import LinearPerf
     from tests.policies.conftest import Job
 
-    class _WhatIf:
-        perf = LinearPerf.__new__(LinearPerf)
+    perf = LinearPerf.__new__(LinearPerf)
+    perf.imperfect_loss, perf.imperfect_form = 0.3, "additive"
 
-    _WhatIf.perf.imperfect_loss, _WhatIf.perf.imperfect_form = 0.3, "additive"
+    class _WhatIf:  # the what-if API's scaling members (`simcore.whatif.WhatIf`), on the linear backend's curve
+        per_job_scaling = True
+        scaling_factor = staticmethod(perf.scaling_factor)
+
     jobs = [Job(gpus=8, min_gpus=4, max_gpus=8, type_req=0, remaining=800.0, duration=800.0)]
     view = _mixed_view(jobs)
     view = dataclasses.replace(view, cluster=dataclasses.replace(view.cluster, gpu_type=np.zeros(8, np.int16)))

@@ -639,12 +639,8 @@ def apply_types(policy: BasePolicy, view: ClusterView, jobs: np.ndarray, chosen:
     last = view.jobs.last_gpu_type
     ran: dict[int, int] = {}
     for k in view.running().tolist():
-        cur = int(last[k])  # -2: a mixed allocation (never kept); -1: unknown (a hand-built view)
-        if cur == -1:
-            g = view.allocation_of(k)
-            cur = int(c.gpu_type[g[0]]) if len(g) else -1
-        w = want.get(k, -1)
-        if w >= 0 and w == cur and int(view.jobs.alloc_count[k]) == size.get(k) and r.keep(k):
+        cur = int(last[k])  # a running job's type (-2: a mixed allocation, never kept)
+        if want.get(k, -1) == cur and int(view.jobs.alloc_count[k]) == size.get(k) and r.keep(k):
             ran[k] = cur
             continue
         r.release(k)

@@ -12,6 +12,7 @@ Policies never import `netmodel` or the engine; everything they may know is here
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 from dataclasses import dataclass, field, fields
 from typing import Any, Callable, ClassVar, Mapping, Protocol, runtime_checkable
@@ -310,6 +311,16 @@ class ClusterView:
         if self.current is None:
             object.__setattr__(self, "current", {int(j): Allocation(tuple(self.allocation_of(int(j))))
                                                  for j in self.running_jobs})
+            # a running job's type, as the engine keeps it (-2: a mixed allocation), where the
+            # hand-built jobs left it as never run
+            last = self.jobs.last_gpu_type
+            fix = [j for j in self.running_jobs.tolist() if last[j] == -1 and len(self.current[j].gpus)]
+            if fix:
+                last = last.copy()
+                for j in fix:
+                    types = np.unique(np.asarray(self.cluster.gpu_type)[list(self.current[j].gpus)])
+                    last[j] = types[0] if types.size == 1 else -2
+                object.__setattr__(self, "jobs", dataclasses.replace(self.jobs, last_gpu_type=last))
 
     def active(self) -> np.ndarray:
         """Indices of submitted, unfinished jobs (queued, running or restarting), ascending."""

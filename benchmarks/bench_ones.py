@@ -12,10 +12,10 @@ Run: ``python -m benchmarks.bench_ones``.
 
 from __future__ import annotations
 
-import time
-
 import numpy as np
 import pandas as pd
+
+from benchmarks import time_calls
 
 TARGET_MS = 50.0
 PROBE_S = 240.0
@@ -41,13 +41,9 @@ def bench_ones_generation(probe_s: float = PROBE_S, repeats: int = REPEATS) -> d
             owner = view.cluster.gpu_owner
             deployed = np.where(owner[slots] >= 0, owner[slots], -1).astype(np.int32)
             super().decide(view, now)  # warm: caches of this instant
-            pop, times, cpu = self.pop.copy(), [], []
-            for _ in range(repeats):
-                self.pop = pop.copy()
-                t0, c0 = time.perf_counter(), time.process_time()
-                self.evolve(view, slots, deployed)
-                times.append(time.perf_counter() - t0)
-                cpu.append(time.process_time() - c0)
+            pop = self.pop.copy()
+            times, cpu, _ = time_calls(lambda: self.evolve(view, slots, deployed), repeats,
+                                    before=lambda: setattr(self, "pop", pop.copy()))
             out.update(best=min(times), mean=float(np.mean(times)), cpu=min(cpu), active=int(view.active().size),
                        running=int(view.running().size), K=int(pop.shape[0]), G=int(slots.size))
             raise _Done

@@ -23,6 +23,8 @@ import time
 
 import numpy as np
 
+from benchmarks import time_calls
+
 NODES, GPN, NODES_PER_LEAF, LEAVES_PER_POD = 256, 8, 8, 8
 JOBS = 1000
 TARGET_MS = 60.0
@@ -109,12 +111,7 @@ def _time_policy(name: str, repeats: int = 5, engine_fields: bool = True, **para
     view = build_view(engine_fields=engine_fields)
     pol = policies.make(name, **params)
     d = pol.decide(view, view.now)  # warm-up: numba compile / cache load
-    wall, cpu = [], []
-    for _ in range(repeats):
-        t0, c0 = time.perf_counter(), time.process_time()
-        d = pol.decide(view, view.now)
-        wall.append(time.perf_counter() - t0)
-        cpu.append(time.process_time() - c0)
+    wall, cpu, d = time_calls(lambda: pol.decide(view, view.now), repeats)
     ms = min(wall) * 1e3
     run = set(int(k) for k in view.running())
     detail = (f"2048 GPUs, {view.jobs.num_jobs} jobs ({len(run)} running); decision keeps/starts "

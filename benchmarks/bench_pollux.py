@@ -21,9 +21,9 @@ Run: ``python -m benchmarks.run --only pollux``.
 
 from __future__ import annotations
 
-import time
-
 import numpy as np
+
+from benchmarks import time_calls
 
 POP_BIG, GEN_BIG = 100, 100
 
@@ -74,12 +74,7 @@ def _time(view, name: str, target: str, repeats: int, **params) -> dict:
     pol = policies.make("pollux", **params)
     _fit_agents(pol, view, np.random.default_rng(1))
     pol.decide(view, view.now)  # warm: the population exists, as after the first round
-    wall, cpu = [], []
-    for _ in range(repeats):
-        t0, c0 = time.perf_counter(), time.process_time()
-        d = pol.decide(view, view.now)
-        wall.append(time.perf_counter() - t0)
-        cpu.append(time.process_time() - c0)
+    wall, cpu, d = time_calls(lambda: pol.decide(view, view.now), repeats)
     gens = max(pol.config.generations, 1)
     G, J = view.cluster.num_gpus, view.jobs.num_jobs
     return {"name": name, "value": min(wall), "unit": "s", "target": target,

@@ -189,22 +189,28 @@ def test_measurement_parquet(kind, edits, drop, rows, cut):
 
 # ---- platforms TOML and profile TOML --------------------------------------------------------
 
+def _toml_file(text: str, junk: int | None) -> Path:
+    """`text` written to a fresh p.toml, with a non-UTF-8 byte at position `junk` (mod length) if given."""
+    data = text.encode()
+    if junk is not None:
+        k = junk % (len(data) + 1)
+        data = data[:k] + b"\xff" + data[k:]
+    path = Path(tempfile.mkdtemp()) / "p.toml"
+    path.write_bytes(data)
+    return path
+
+
 @SETTINGS
 @given(line_no=st.integers(0, 100), value=TOML_VALUES, junk=st.none() | st.integers(0, 10**6))
 def test_platforms_toml(line_no, value, junk):
     from calibration.importers import DEFAULT_PLATFORMS_FILE, read_platforms
 
-    data = _mutate(DEFAULT_PLATFORMS_FILE.read_text(), line_no, value).encode()
-    if junk is not None:
-        k = junk % (len(data) + 1)
-        data = data[:k] + b"\xff" + data[k:]
-    d = Path(tempfile.mkdtemp())
-    (d / "p.toml").write_bytes(data)
+    path = _toml_file(_mutate(DEFAULT_PLATFORMS_FILE.read_text(), line_no, value), junk)
 
     def ok(m):
         assert m and all(isinstance(p, str) and p and isinstance(g, str) and g for p, g in m.values())
 
-    outcome(lambda: read_platforms(d / "p.toml"), ok)
+    outcome(lambda: read_platforms(path), ok)
 
 
 @SETTINGS
@@ -216,14 +222,9 @@ def test_profile_toml(name, line_no, value, junk):
 
     from calibration.stepform import PROFILES_DIR, read_profile
 
-    data = _mutate_quoted((PROFILES_DIR / f"{name}.toml").read_text(), line_no, value).encode()
-    if junk is not None:
-        k = junk % (len(data) + 1)
-        data = data[:k] + b"\xff" + data[k:]
-    d = Path(tempfile.mkdtemp())
-    (d / "p.toml").write_bytes(data)
+    path = _toml_file(_mutate_quoted((PROFILES_DIR / f"{name}.toml").read_text(), line_no, value), junk)
 
     def ok(prof):
         _finite_numbers(dataclasses.asdict(prof) if dataclasses.is_dataclass(prof) else vars(prof), "profile")
 
-    outcome(lambda: read_profile(d / "p.toml"), ok)
+    outcome(lambda: read_profile(path), ok)

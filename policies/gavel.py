@@ -320,17 +320,19 @@ def _inverse_rate_lp(tput, sf, num_gpus, *, weight=None, ftf=None, tol=1e-3, max
     return np.clip(sol["x"], 0.0, 1.0), upper, it
 
 
-def sjf_like(tput, sf, num_gpus, remaining, tol=1e-3, max_iter=12, solver="barrier"):
+def sjf_like(tput, sf, num_gpus, remaining, tol=1e-3, max_iter=12):
     """FFT's "Gavel SJF-like" (seeds/notes/fft.md A10): minimise Σ_j W_j / Σ_t X[j,t] T[j,t],
     the sum of the jobs' remaining times (W_j: remaining samples) at their allocated rates.
-    One usable type: exact by KKT (`_one_type_inverse_rate`); several: `solver` = "barrier"
-    (`gavel_sjf.sjf_barrier`, to a 1e-9 relative gap) or "cutting_planes" (Kelley's, to `tol`
-    or `max_iter` rounds)."""
+    One usable type: exact by KKT (`_one_type_inverse_rate`); several: a log-barrier Newton
+    method on the convex program itself (`gavel_sjf.sjf_barrier`, to a 1e-9 relative gap; it
+    returns the central optimum, as Gavel's interior-point solver does). Kelley's cutting planes
+    (`_inverse_rate_lp`, which FTF uses) stopped at their round cap above the tolerance here
+    and are only the tests' reference. `tol`/`max_iter` reach the one-type path's signature."""
     tput = np.asarray(tput, float)
     rmax = tput.max(axis=1) if tput.shape[0] else np.zeros(0)
     w = np.asarray(remaining, float) / np.where(rmax > 0, rmax, 1.0)  # seconds at the best type
     cols = np.flatnonzero((tput > 0).any(axis=0)) if tput.shape[0] else np.zeros(0, np.int64)
-    if solver == "barrier" and cols.size > 1:
+    if cols.size > 1:
         U = np.where(rmax[:, None] > 0, tput / np.where(rmax > 0, rmax, 1.0)[:, None], 0.0)
         return sjf_barrier(U, sf, num_gpus, w)[0]
     return _inverse_rate_lp(tput, sf, num_gpus, weight=w, tol=tol, max_iter=max_iter)[0]
@@ -469,7 +471,6 @@ def job_matrix(view: ClusterView, jobs: np.ndarray) -> tuple[np.ndarray, np.ndar
 
 
 OBJECTIVES = ("max_min_fairness", "max_sum_throughput", "finish_time_fairness", "sjf_like")
-SJF_SOLVERS = ("barrier", "cutting_planes")
 
 
 @dataclass(frozen=True)
@@ -510,16 +511,9 @@ class GavelConfig(PlacedConfig):
         "max_min_fairness: after the max-min optimum, give the slack to the jobs that can use it (a second LP "
         "keeping every job at the optimum); false: HiGHS' vertex as is, which may leave GPUs idle",
         source="stands in for the interior solution Gavel's ECOS solver returns")
-    sjf_solver: str = param(
-        "barrier",
-        "sjf_like on several GPU types: barrier = a log-barrier Newton method on the convex program itself, "
-        "exact to a 1e-9 relative gap (policies/gavel_sjf.py; ~0.1-0.5 s at 1,000 jobs x 8 types), returning the "
-        "central optimum as Gavel's interior-point solver does; cutting_planes = Kelley's cutting-plane LPs to "
-        "`cut_tol` (seconds at that size, often stopping at its 12-round cap above the tolerance)",
-        choices=SJF_SOLVERS, source="cosim (Gavel solves it with cvxpy/ECOS, an interior-point method)")
     cut_tol: float = param(
         1e-2,
-        "finish_time_fairness and sjf_like: relative gap at which the cutting-plane LP stops (the objective is "
+        "finish_time_fairness: relative gap at which the cutting-plane LP stops (the objective is "
         "convex, 1/rate): the objective is then within this fraction of the optimum; 1e-3 costs ~4x the time "
         "at 1,000 jobs", unit="fraction", source="cosim (Gavel solves these with cvxpy/ECOS)")
     interval_s: float | None = param(360.0, "round length: the only decision points",
@@ -575,7 +569,7 @@ class Gavel(BasePolicy):
             return max_sum_throughput(t, sf, num)
         rem = self.work.samples(view, jobs)
         if obj == "sjf_like":
-            return sjf_like(t, sf, num, rem, tol=self.config.cut_tol, solver=self.config.sjf_solver)
+            return sjf_like(t, sf, num, rem, tol=self.config.cut_tol)
         iso_time = self.iso_clock.update(jobs, rem, isolated_throughput(t, sf, num))
         since = now - view.jobs.submit_time[jobs]
         return finish_time_fairness(t, sf, num, rem, since, iso_time, tol=self.config.cut_tol)

@@ -358,8 +358,8 @@ def table(only: tuple[str, ...] = (), repeats: int = 3) -> list[dict]:
         for params in HETERO.get(name, [{}]):
             for label, view in (("1 type", one), ("8 types", eight)) if name in HETERO else (("1 type", one),):
                 try:
-                    fresh, warm, n = _time_view(view, name, params, repeats)
-                    detail = f"{n} allocations"
+                    fresh, warm, n, fresh_cpu, warm_cpu = _time_view(view, name, params, repeats)
+                    detail = f"{n} allocations; CPU ms fresh {fresh_cpu:.1f}, warm {warm_cpu:.1f}"
                 except Exception as e:  # noqa: BLE001 - a row says why the policy cannot run here
                     fresh = warm = float("nan")
                     detail = f"error: {type(e).__name__}: {str(e)[:80]}"

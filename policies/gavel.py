@@ -642,7 +642,7 @@ def apply_types(policy: BasePolicy, view: ClusterView, jobs: np.ndarray, chosen:
     todo.sort(key=lambda j: -size[j])
     # usable GPUs per type, kept as jobs are placed: a job whose type has fewer left than it
     # needs is not tried (`placement.place` would return None before any search or draw)
-    left = np.bincount(np.asarray(c.gpu_type, np.int64)[r.avail()], minlength=len(c.gpu_type_names))
+    left = np.bincount(np.asarray(c.gpu_type, np.int64)[r.avail()], minlength=len(c.gpu_type_names)).tolist()
     for j in todo:
         t = want[j]
         if left[t] < size[j]:
@@ -651,8 +651,7 @@ def apply_types(policy: BasePolicy, view: ClusterView, jobs: np.ndarray, chosen:
         def placer(jj: int, avail: np.ndarray, t=t) -> np.ndarray | None:
             return P.place(c, avail, size[jj], gpu_type=t, strategy=policy.config.placement, rng=policy.rng)
 
-        gpus = r.place(j, placer)
-        if gpus is not None:
+        if r.place(j, placer) is not None:
             ran[j] = t
-            np.subtract.at(left, np.asarray(c.gpu_type, np.int64)[np.asarray(gpus, np.int64)], 1)
+            left[t] -= size[j]  # `place` with gpu_type=t takes size[j] GPUs of type t
     return r.decision(), ran

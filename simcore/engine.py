@@ -184,6 +184,11 @@ class Engine:
         self._pending_outside = 0  # queued RESTART_END/CAPACITY/ARRIVAL events
         self._wakes: set[float] = set()
         self._round_pending = False
+        self._round_due = False  # a periodic round is due at this instant (`_accept`)
+        # the last decision's `quiet_until` (-inf: none, or an outside event since): rounds
+        # before it are answered here, each counted as a call (`Decision.quiet_until`)
+        self._quiet_until = -math.inf
+        self.quiet_rounds = 0
         self._idle_calls = 0
         self._unfinished = int(np.count_nonzero(jobs.state != _UNSCHEDULABLE))
         self._busy = 0
@@ -257,11 +262,24 @@ class Engine:
                 if self.marks.refresh:
                     for k in hit.tolist():
                         self._segment(k)
+            if self._round_due:
+                self._round_due = False
+                if not call:
+                    if t < self._quiet_until and self._alloc and not self._needs_oracle:
+                        # the policy promised this round keeps everything: its decision, answered
+                        # here (what `_is_stuck` does after a call that changes nothing while jobs run)
+                        self.num_calls += 1
+                        self.quiet_rounds += 1
+                        self._idle_calls = 0
+                    else:
+                        call = True
             if call:
                 decision = self._decide(t)  # the policy, with its name and the time on failure
                 checked = validate_decision(decision, self.jobs, self.cluster, self.perf, self._alloc_t,
                                             self.name, t, self._current)
                 did = self._apply(checked, t)  # preempt, start, migrate, resize, rebatch
+                q = getattr(decision, "quiet_until", None)
+                self._quiet_until = -math.inf if q is None else q
                 if self.opt.check_invariants:
                     self._check_ownership()
                 if decision.wake_at is not None and decision.wake_at > t and decision.wake_at not in self._wakes:
@@ -387,7 +405,10 @@ class Engine:
                     self._changed = True
                     self._mark_rates(ev.job)
                     call = call or self._call_on_restart_end
+                    if not self.flags.ignores_restart_ends:
+                        self._quiet_until = -math.inf
             elif p == _CAPACITY:
+                self._quiet_until = -math.inf
                 if ev.node >= 0:
                     self._capacity(ev.node, ev.online, t)
                 elif ev.version == 0:  # a join or reclaim demand (`simcore.capacity`)
@@ -397,11 +418,13 @@ class Engine:
                 call = True  # a node leaving or joining always gets a policy call
             elif p == _WAKE:
                 self._wakes.discard(ev.time)
+                self._quiet_until = -math.inf
                 call = call or self._active_n > 0
             elif p == _ROUND:
                 self._round_pending = False
                 skip = self._rounds_need_queue and not self._any_queued()
-                call = call or (self._active_n > 0 and not skip)
+                if self._active_n > 0 and not skip:
+                    self._round_due = True  # called unless the last decision's promise answers it (`_run`)
         self.num_events += len(done)
         if self.policy.interval_s and not self._round_pending:
             self._schedule_round(t)
@@ -425,6 +448,7 @@ class Engine:
         self._round_pending = True
 
     def _arrive(self, j: int) -> None:
+        self._quiet_until = -math.inf
         self.jobs.state[j] = _QUEUED
         self._queued_since[j] = self.now
         self._add_buf[self._add_n] = j
@@ -434,6 +458,7 @@ class Engine:
         self._push_next_arrival()
 
     def _complete(self, j: int, t: float) -> None:
+        self._quiet_until = -math.inf
         jobs = self.jobs
         self._release(j)
         jobs.state[j] = _FINISHED

@@ -18,6 +18,7 @@ never stepped — and the events the policy asked for are handed to its next cal
 from __future__ import annotations
 
 import math
+from bisect import bisect_right
 from typing import Any
 
 import numpy as np
@@ -62,6 +63,10 @@ class ProgressMarks:
                     self.bounds[j] = per[e]
         if self.milestones.size:
             jobs.mark[:] = self.milestones[0]
+        # the bounds as plain lists for `bisect` (the index `np.searchsorted(side="right")` gives
+        # on these finite ascending floats, without a NumPy call per epoch end), one per array
+        lists: dict[int, list] = {}
+        self._bounds_l = {j: lists.setdefault(id(b), b.tolist()) for j, b in self.bounds.items()}
         for j in self.bounds:
             jobs.mark[j] = self.next_mark(j)
 
@@ -85,27 +90,36 @@ class ProgressMarks:
         note milestones, set each next mark. True if the policy asked for one of these."""
         jobs = self.jobs
         want = False
+        progress, done, mark = jobs.progress, jobs.epochs_done, jobs.mark
+        lists, ms_next = self._bounds_l, self.ms_next
         for j in hit.tolist():
-            p = jobs.progress.item(j)
-            b = self.bounds.get(j)
+            p = progress.item(j)
+            m = 1.0  # the next mark (`next_mark`, inlined: progress does not change here)
+            b = lists.get(j)
             if b is not None:
-                k = int(np.searchsorted(b, p, side="right"))
-                done0 = jobs.epochs_done.item(j)
+                k = bisect_right(b, p)
+                done0 = done.item(j)
                 if k > done0:
-                    jobs.epochs_done[j] = k
+                    done[j] = k
                     if self.wants_epochs:
                         self.events.extend(ProgressEvent(j, "epoch", float(e)) for e in range(done0 + 1, k + 1))
                         want = True
                     if j in self.refresh:
                         self._refresh_gain(j, p)
-            if self.ms_next is not None:
+                if k < len(b):
+                    m = min(m, b[k])
+            if ms_next is not None:
                 k = int(np.searchsorted(self.milestones, p, side="right"))
-                k0 = int(self.ms_next[j])
+                k0 = int(ms_next[j])
                 if k > k0:
-                    self.ms_next[j] = k
-                    self.events.extend(ProgressEvent(j, "milestone", float(m)) for m in self.milestones[k0:k])
+                    ms_next[j] = k
+                    self.events.extend(ProgressEvent(j, "milestone", float(x)) for x in self.milestones[k0:k])
                     want = True
-            jobs.mark[j] = self.next_mark(j)
+                else:
+                    k = k0
+                if k < self.milestones.shape[0]:
+                    m = min(m, float(self.milestones[k]))
+            mark[j] = m
         return want
 
     def _refresh_gain(self, j: int, p: float) -> None:

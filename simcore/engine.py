@@ -255,13 +255,7 @@ class Engine:
                 break
             call = self._accept(t, done)  # completions, restart ends, arrivals, capacity, wakes, rounds
             if hit.shape[0]:
-                if self.marks.refresh:  # the gain may change at an epoch end: close the samples segment
-                    for k in hit.tolist():
-                        self._fold(k)
-                call = self.marks.reached(hit) or call  # epoch ends, milestones
-                if self.marks.refresh:
-                    for k in hit.tolist():
-                        self._segment(k)
+                call = self.marks.reached(hit) or call  # epoch ends (goodput refreshes), milestones
             if self._round_due:
                 self._round_due = False
                 if not call:
@@ -349,6 +343,23 @@ class Engine:
         ascending (`kernels.step`)."""
         j = self.jobs
         now = self.now
+        if self._through:  # instants with only goodput epoch ends are stepped through in the kernel
+            mk, acc = self.marks, self._acc
+            acc[0], acc[1] = self._online_gpu_s, self._busy_gpu_s
+            t, m, h = kernels.step_through(
+                self._held, self._held_n, now, self.queue.peek_time(), self.opt.completion_tol_s, j.state, j.rate,
+                j.progress, j.mark, j.alloc_count, j.attained_gpu_s, j.executed_s, j.restart_s, j.exposed_frac,
+                j.exposed_comm_s, self._done_buf, self._hit_buf, acc, self._online, self._busy, j.epochs_done, j.gain,
+                j.stat_eff, j.batch_size, j.global_batch, j.work_iters, self._s_base, self._p_base, self._spp,
+                mk.kb_flat, mk.kb_start, mk.kb_len, mk.ktab)
+            done = self._done_buf[:m] if m else _NONE
+            hit = self._hit_buf[:h] if h else _NONE
+            if t < now:
+                raise AssertionError(f"time went backwards: {now} → {t}")
+            if math.isfinite(t):
+                self._online_gpu_s, self._busy_gpu_s = acc.item(0), acc.item(1)
+                self.now = t
+            return t, done, hit
         t, m, h = kernels.step(self._held, self._held_n, now, self.queue.peek_time(), self.opt.completion_tol_s,
                                j.state, j.rate, j.progress, j.mark, j.alloc_count, j.attained_gpu_s, j.executed_s,
                                j.restart_s, j.exposed_frac, j.exposed_comm_s, self._done_buf, self._hit_buf)
@@ -659,7 +670,7 @@ class Engine:
             action, cost = self.charger.change(model, self._last_alloc.get(j, ()), tuple(gpus.tolist()))
             if cost > 0 or action != "rebatch":
                 jobs.num_restarts[j] += 1
-        # the samples counter's segment ends where batch and gain may change (`_fold`, inlined)
+        # the samples counter's segment ends where batch and gain may change (as at a mark: `kernels.refresh_hits`)
         p = jobs.progress.item(j)
         self._s_base[j] += (p - self._p_base.item(j)) * self._spp.item(j)
         self._p_base[j] = p
@@ -674,8 +685,10 @@ class Engine:
             if ref > 0:
                 jobs.stat_eff[j] = g * ref / batch
         jobs.gain[j] = g
-        # the next segment (`_segment`, inlined)
+        # the next segment
         self._spp[j] = jobs.work_iters.item(j) * batch / g if g > 0 else 0.0
+        if j in self.marks.refresh:  # its gains at the next epoch ends, at this batch
+            self.marks.set_batch(j, batch)
         a = plan.alloc
         self._last_type[j] = self.perf.placed(a.gpus)[1]  # cached: the validator looked this tuple up
         self._hold(j, gpus, a)
@@ -786,6 +799,9 @@ class Engine:
         self._ep_est = est
         self._ep_max = np.where(est, np.ceil(np.nan_to_num(ne, nan=0.0)), 0.0)
         self._synced = -1
+        self.marks.bind_counters(self._s_base, self._p_base, self._spp)
+        self._through = self.marks.through
+        self._acc = np.zeros(2)  # (online, busy) GPU-seconds while `kernels.step_through` adds them
 
     def _counter_views(self) -> dict:
         ro = _ro
@@ -794,19 +810,9 @@ class Engine:
                     exposed_comm_s=ro(self.jobs.exposed_comm_s), _sync=self._sync_counters,
                     _epoch_log=ConvergenceLog(self.jobs.num_epochs, self.jobs.attrs, self.jobs.job_id).log)
 
-    def _fold(self, j: int) -> None:
-        p = self.jobs.progress.item(j)
-        self._s_base[j] += (p - self._p_base.item(j)) * self._spp.item(j)
-        self._p_base[j] = p
-
-    def _segment(self, j: int) -> None:
-        jobs = self.jobs
-        g = jobs.gain.item(j)
-        self._spp[j] = jobs.work_iters.item(j) * jobs.batch_size.item(j) / g if g > 0 else 0.0
-
     def _finish_counters(self, j: int) -> None:
         jobs = self.jobs
-        p = jobs.progress.item(j)  # `_fold`, inlined (once per completion)
+        p = jobs.progress.item(j)  # the segment closes (as at a mark, once per completion)
         b = self._s_base.item(j) + (p - self._p_base.item(j)) * self._spp.item(j)
         self._s_base[j] = b
         self._p_base[j] = p

@@ -98,6 +98,77 @@ def step(held, n, now, t_event, tol_s, state, rate, progress, mark, alloc_count,
 
 
 @njit(cache=True)
+def refresh_hits(hit, h, progress, rate, mark, epochs_done, gain, stat_eff, batch_size, global_batch, work_iters,
+                 s_base, p_base, spp, kb_flat, kb_start, kb_len, ktab):  # pragma: no cover - compiled
+    """Epoch ends of goodput jobs (`simcore.marks`), for the jobs `hit[:h]` at a mark whose
+    bounds are `kb_flat[kb_start[j]:][:kb_len[j]]` (others are left alone): close the samples
+    segment at the job's progress p, count the epochs done (k = the bounds <= p), take the
+    gain of epoch k at the job's batch from `ktab[j, k]` (a row the engine fills when the batch
+    is set, `ProgressMarks.set_batch`) when k is new — the rate scaled by new / old gain, the
+    iteration time unchanged — set the next mark (the next bound, 1 after the last) and open
+    the next segment. The same float operations, in the same order, as the Python they replace."""
+    for i in range(h):
+        j = hit[i]
+        n = kb_len[j]
+        if n == 0:
+            continue
+        p = progress[j]
+        s_base[j] += (p - p_base[j]) * spp[j]
+        p_base[j] = p
+        st = kb_start[j]
+        lo = 0
+        hi = n
+        while lo < hi:  # bounds <= p (`bisect_right`)
+            mid = (lo + hi) // 2
+            if p < kb_flat[st + mid]:
+                hi = mid
+            else:
+                lo = mid + 1
+        k = lo
+        if k > epochs_done[j]:
+            epochs_done[j] = k
+            b = batch_size[j]
+            old = gain[j]
+            new = ktab[j, k]
+            gain[j] = new
+            stat_eff[j] = new * global_batch[j] / b
+            if old > 0 and rate[j] > 0:
+                rate[j] = rate[j] * (new / old)
+        m = 1.0
+        if k < n:
+            m = min(m, kb_flat[st + k])
+        mark[j] = m
+        g = gain[j]
+        spp[j] = work_iters[j] * batch_size[j] / g if g > 0 else 0.0
+
+
+@njit(cache=True)
+def step_through(held, n, now, t_event, tol_s, state, rate, progress, mark, alloc_count, attained_gpu_s, executed_s,
+                 restart_s, exposed_frac, exposed_comm_s, out, hit, acc, online, busy, epochs_done, gain, stat_eff,
+                 batch_size, global_batch, work_iters, s_base, p_base, spp, kb_flat, kb_start, kb_len,
+                 ktab):  # pragma: no cover - compiled
+    """`step`, repeated through the instants at which only epoch ends of goodput jobs happen
+    (no completion, no queued event): each handled by `refresh_hits`, as the engine would,
+    without returning to it. Returns the first other instant as `step` does (its epoch ends
+    left to the engine); `acc` += (online, busy) GPUs × each step's seconds, one step at a
+    time as the engine adds them (the same sums)."""
+    while True:
+        t, m, h = step(held, n, now, t_event, tol_s, state, rate, progress, mark, alloc_count, attained_gpu_s,
+                       executed_s, restart_s, exposed_frac, exposed_comm_s, out, hit)
+        if not np.isfinite(t) or t < now:
+            return t, m, h
+        dt = t - now
+        if dt > 0:
+            acc[0] += online * dt
+            acc[1] += busy * dt
+        if h == 0 or m > 0 or t >= t_event:
+            return t, m, h
+        refresh_hits(hit, h, progress, rate, mark, epochs_done, gain, stat_eff, batch_size, global_batch,
+                     work_iters, s_base, p_base, spp, kb_flat, kb_start, kb_len, ktab)
+        now = t
+
+
+@njit(cache=True)
 def merge_sorted(a, add, drop):  # pragma: no cover - compiled
     """A new ascending array: ascending `a` and ascending `add` merged, minus every value in
     ascending `drop` — one pass, one allocation (the engine's active set, per policy call)."""

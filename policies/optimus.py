@@ -77,13 +77,20 @@ class StepTimes:
     def __init__(self) -> None:
         self._cache: dict[tuple, float] = {}
         self._ids: dict[int, np.ndarray] = {}
+        # a greedy round asks ~2 times per GPU handed out: each job's (model, batch, type) and
+        # the cluster's most common type are kept for the views they were read from
+        self._of: tuple = (None, None)
+        self._job_key: dict[int, tuple] = {}
+        self._common: tuple = (None, -1)
 
     def gpu_type(self, view: ClusterView, j: int) -> int:
         req = int(view.jobs.gpu_type_req[j])
         if req >= 0:
             return req
-        counts = np.bincount(view.cluster.gpu_type.astype(np.int64))
-        return int(np.argmax(counts))
+        c = view.cluster
+        if self._common[0] is not c:  # GPU types never change within a cluster's arrays
+            self._common = (c, int(np.argmax(np.bincount(c.gpu_type.astype(np.int64)))))
+        return self._common[1]
 
     def type_size(self, view: ClusterView, t: int) -> int:
         return int(self._type_ids(view, t).size)
@@ -95,13 +102,17 @@ class StepTimes:
         return ids
 
     def __call__(self, view: ClusterView, j: int, g: int) -> float:
-        t = self.gpu_type(view, j)
-        b = int(view.jobs.global_batch[j])
-        key = (view.jobs.model[j], b, t, g)
+        jobs, c = view.jobs, view.cluster
+        if self._of[0] is not jobs or self._of[1] is not c:
+            self._of, self._job_key = (jobs, c), {}
+        pre = self._job_key.get(j)
+        if pre is None:
+            pre = self._job_key[j] = (jobs.model[j], int(jobs.global_batch[j]), self.gpu_type(view, j))
+        key = (*pre, g)
         s = self._cache.get(key)
         if s is None:
-            ids = self._type_ids(view, t)
-            s = float(view.iteration_time(j, ids[:g], b)) if 0 < g <= ids.size else np.inf
+            ids = self._type_ids(view, pre[2])
+            s = float(view.iteration_time(j, ids[:g], pre[1])) if 0 < g <= ids.size else np.inf
             self._cache[key] = s
         return s
 
@@ -277,7 +288,11 @@ class Optimus(BasePolicy):
                 self._rem_iters[ev.job] = remaining_iterations(view, self.step, ev.job)
         iv = float(self.config.interval_s)
         if self.wants_epoch_events and view.progress_events and abs(now / iv - round(now / iv)) > 1e-9:
-            r = Round(view)  # an epoch-end call between rounds: nothing moves (rounds are the only decisions)
+            # an epoch-end call between rounds: nothing moves (rounds are the only decisions); with
+            # every GPU online, keeping all is the empty list of changes (what the round gives)
+            if view.accepts_changes and view.cluster.gpu_online.all():
+                return Decision(changes_only=True)
+            r = Round(view)
             r.keep_all_undecided()
             return r.decision()
         active = view.active()

@@ -10,6 +10,7 @@ allocation (`marginal_greedy`) and the what-if step times (`StepTimes`) serve AF
 from __future__ import annotations
 
 import heapq
+import math
 from dataclasses import dataclass
 from typing import Callable, ClassVar
 
@@ -75,7 +76,7 @@ class StepTimes:
     """
 
     def __init__(self) -> None:
-        self._cache: dict[tuple, float] = {}
+        self._rows: dict[tuple, dict[int, float]] = {}  # (model, batch, type) → {g: seconds}
         self._ids: dict[int, np.ndarray] = {}
         # a greedy round asks ~2 times per GPU handed out: each job's (model, batch, type) and
         # the cluster's most common type are kept for the views they were read from
@@ -101,19 +102,26 @@ class StepTimes:
             ids = self._ids[t] = np.flatnonzero(view.cluster.gpu_type == t).astype(np.int64)
         return ids
 
-    def __call__(self, view: ClusterView, j: int, g: int) -> float:
+    def row(self, view: ClusterView, j: int) -> dict[int, float]:
+        """Job j's times known so far, by GPU count (shared by the jobs of its model, batch and
+        type; a count not in it yet: `self(view, j, g)`)."""
         jobs, c = view.jobs, view.cluster
         if self._of[0] is not jobs or self._of[1] is not c:
             self._of, self._job_key = (jobs, c), {}
-        pre = self._job_key.get(j)
-        if pre is None:
-            pre = self._job_key[j] = (jobs.model[j], int(jobs.global_batch[j]), self.gpu_type(view, j))
-        key = (*pre, g)
-        s = self._cache.get(key)
+        row = self._job_key.get(j)
+        if row is None:
+            key = (jobs.model[j], int(jobs.global_batch[j]), self.gpu_type(view, j))
+            row = self._job_key[j] = self._rows.setdefault(key, {})
+        return row
+
+    def __call__(self, view: ClusterView, j: int, g: int) -> float:
+        row = self.row(view, j)
+        s = row.get(g)
         if s is None:
-            ids = self._type_ids(view, pre[2])
-            s = float(view.iteration_time(j, ids[:g], pre[1])) if 0 < g <= ids.size else np.inf
-            self._cache[key] = s
+            t = self.gpu_type(view, j)
+            ids = self._type_ids(view, t)
+            s = float(view.iteration_time(j, ids[:g], int(view.jobs.global_batch[j]))) if 0 < g <= ids.size else np.inf
+            row[g] = s
         return s
 
 
@@ -272,12 +280,16 @@ class Optimus(BasePolicy):
         total = int(np.count_nonzero(view.cluster.gpu_online))
         cap = caps_of(view, jobs, self.config.batch_cap, self.config.single_gpu_models)
         base = first_fit_base(np.maximum(1, view.jobs.min_gpus[jobs]).astype(np.int64), cap, total)
-        rem_iters = np.array([self.remaining(view, j) for j in jobs.tolist()])
         jl = jobs.tolist()
+        rem_iters = [float(self.remaining(view, j)) for j in jl]
+        step = self.step
+        rows = [step.row(view, j) for j in jl]
 
-        def gain(i: int, g: int) -> float:
-            d = self.step(view, jl[i], g) - self.step(view, jl[i], g + 1)
-            return float(d * rem_iters[i]) if np.isfinite(d) else 0.0
+        def gain(i: int, g: int) -> float:  # 2 reads of the job's row per GPU handed out
+            r = rows[i]
+            a, b = r.get(g), r.get(g + 1)
+            d = (step(view, jl[i], g) if a is None else a) - (step(view, jl[i], g + 1) if b is None else b)
+            return d * rem_iters[i] if math.isfinite(d) else 0.0
 
         n = marginal_greedy(base, cap, total - int(base.sum()), gain)
         return drop_infeasible(view, self.step, jobs, n)

@@ -27,6 +27,10 @@ changes only (`Decision.changes_only`), and a complete decision's unchanged allo
 validation with C-level scans; each change is validated and planned once (`validate.Plan`:
 GPUs, batch, phases) and applied from the plan; rates are re-solved only for the contention
 groups a change touched, from inputs prepared once per placement (`simcore.rates`).
+Instants at which only goodput epoch ends happen (the efficiency refreshes, no policy call)
+are stepped through inside one kernel call (`kernels.step_through`), and periodic rounds a
+policy promised to leave unchanged (`Decision.quiet_until`) are answered without calling it:
+on the Pollux workload-1, Tiresias' 10,398 steps and 1,400 calls became 1,857 steps and 236.
 """
 
 from __future__ import annotations

@@ -10,7 +10,10 @@ next of:
 - a fraction of its work the policy declared in `milestones`.
 
 `JobTable.mark[j]` holds that next point (1 = completion only), so jobs without marks cost
-nothing per event. Reaching a mark is exact — the instant is computed from the job's rate,
+nothing per event. A goodput job's refresh is one kernel (`kernels.refresh_hits`) reading the
+gain of each epoch at the job's batch from a row built once per (application, batch) by
+`work_gain`; when the marks are only such refreshes, the engine steps through them inside the
+step kernel (`kernels.step_through`, `ProgressMarks.through`). Reaching a mark is exact — the instant is computed from the job's rate,
 never stepped — and the events the policy asked for are handed to its next call
 (`ClusterView.progress_events`), which happens at that instant.
 """

@@ -347,19 +347,33 @@ class Engine:
         ascending (`kernels.step`)."""
         j = self.jobs
         now = self.now
-        if self._through:  # instants with only goodput epoch ends are stepped through in the kernel
+        queue = self.queue
+        t_event = t_other = queue.peek_time()
+        if self._quiet_until > now and self._pass_rounds and self._alloc:
+            head = queue.peek()
+            if head is not None and head.priority == _ROUND:
+                t_other = queue.second_time()  # rounds before it (and the promise) pass in the kernel
+        if self._through or t_other != t_event:
+            # instants with only goodput epoch ends, and quiet rounds, are stepped through in the kernel
             mk, acc = self.marks, self._acc
             acc[0], acc[1] = self._online_gpu_s, self._busy_gpu_s
-            t, m, h = kernels.step_through(
-                self._held, self._held_n, now, self.queue.peek_time(), self.opt.completion_tol_s, j.state, j.rate,
-                j.progress, j.mark, j.alloc_count, j.attained_gpu_s, j.executed_s, j.restart_s, j.exposed_frac,
-                j.exposed_comm_s, self._done_buf, self._hit_buf, acc, self._online, self._busy, j.epochs_done, j.gain,
-                j.stat_eff, j.batch_size, j.global_batch, j.work_iters, self._s_base, self._p_base, self._spp,
-                mk.kb_flat, mk.kb_start, mk.kb_len, mk.ktab)
+            t, m, h, rounds, t_round = kernels.step_through(
+                self._held, self._held_n, now, t_event, self.opt.completion_tol_s, j.state, j.rate, j.progress,
+                j.mark, j.alloc_count, j.attained_gpu_s, j.executed_s, j.restart_s, j.exposed_frac, j.exposed_comm_s,
+                self._done_buf, self._hit_buf, acc, self._online, self._busy, self._through, t_other,
+                self._quiet_until, self._interval_s, j.epochs_done, j.gain, j.stat_eff, j.batch_size, j.global_batch,
+                j.work_iters, self._s_base, self._p_base, self._spp, mk.kb_flat, mk.kb_start, mk.kb_len, mk.ktab)
             done = self._done_buf[:m] if m else _NONE
             hit = self._hit_buf[:h] if h else _NONE
             if t < now:
                 raise AssertionError(f"time went backwards: {now} → {t}")
+            if rounds:  # each answered as `_run` answers a quiet round; the next one queued instead
+                queue.pop()
+                queue.push(Event(t_round, _ROUND))
+                self.num_events += rounds
+                self.num_calls += rounds
+                self.quiet_rounds += rounds
+                self._idle_calls = 0
             if math.isfinite(t):
                 self._online_gpu_s, self._busy_gpu_s = acc.item(0), acc.item(1)
                 self.now = t
@@ -805,6 +819,10 @@ class Engine:
         self._synced = -1
         self.marks.bind_counters(self._s_base, self._p_base, self._spp)
         self._through = self.marks.through
+        # rounds the step kernel may pass on a promise: those that would be calls (no rounds the
+        # engine skips for want of a queue, no oracle view to refresh)
+        self._interval_s = float(self.policy.interval_s or 0.0)
+        self._pass_rounds = self._interval_s > 0 and not self._rounds_need_queue and not self._needs_oracle
         self._acc = np.zeros(2)  # (online, busy) GPU-seconds while `kernels.step_through` adds them
 
     def _counter_views(self) -> dict:

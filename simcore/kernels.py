@@ -144,27 +144,46 @@ def refresh_hits(hit, h, progress, rate, mark, epochs_done, gain, stat_eff, batc
 
 @njit(cache=True)
 def step_through(held, n, now, t_event, tol_s, state, rate, progress, mark, alloc_count, attained_gpu_s, executed_s,
-                 restart_s, exposed_frac, exposed_comm_s, out, hit, acc, online, busy, epochs_done, gain, stat_eff,
-                 batch_size, global_batch, work_iters, s_base, p_base, spp, kb_flat, kb_start, kb_len,
-                 ktab):  # pragma: no cover - compiled
-    """`step`, repeated through the instants at which only epoch ends of goodput jobs happen
-    (no completion, no queued event): each handled by `refresh_hits`, as the engine would,
-    without returning to it. Returns the first other instant as `step` does (its epoch ends
-    left to the engine); `acc` += (online, busy) GPUs × each step's seconds, one step at a
-    time as the engine adds them (the same sums)."""
+                 restart_s, exposed_frac, exposed_comm_s, out, hit, acc, online, busy, through, t_other, quiet_until,
+                 interval_s, epochs_done, gain, stat_eff, batch_size, global_batch, work_iters, s_base, p_base, spp,
+                 kb_flat, kb_start, kb_len, ktab):  # pragma: no cover - compiled
+    """`step`, repeated through the instants at which nothing needs the engine, handling each
+    as the engine would:
+
+    - with `through`, instants with only epoch ends of goodput jobs (no completion, no queued
+      event): `refresh_hits`;
+    - periodic rounds (`t_event` is the queued round, `t_other` the next other queued event)
+      before `quiet_until` (the policy's promise, `Decision.quiet_until`) with nothing else at
+      their instant: counted, the next at (floor(t / interval_s) + 1) × interval_s, as the
+      engine schedules rounds (the caller passes `t_other = t_event` when no round may pass).
+
+    Returns (t, m, h, rounds passed, time of the next round) at the first other instant, as
+    `step` does (its epoch ends left to the engine); `acc` += (online, busy) GPUs × each
+    step's seconds, one step at a time as the engine adds them (the same sums)."""
+    rounds = 0
+    t_round = t_event
     while True:
-        t, m, h = step(held, n, now, t_event, tol_s, state, rate, progress, mark, alloc_count, attained_gpu_s,
+        te = t_round if t_round < t_other else t_other
+        t, m, h = step(held, n, now, te, tol_s, state, rate, progress, mark, alloc_count, attained_gpu_s,
                        executed_s, restart_s, exposed_frac, exposed_comm_s, out, hit)
         if not np.isfinite(t) or t < now:
-            return t, m, h
+            return t, m, h, rounds, t_round
         dt = t - now
         if dt > 0:
             acc[0] += online * dt
             acc[1] += busy * dt
-        if h == 0 or m > 0 or t >= t_event:
-            return t, m, h
-        refresh_hits(hit, h, progress, rate, mark, epochs_done, gain, stat_eff, batch_size, global_batch,
-                     work_iters, s_base, p_base, spp, kb_flat, kb_start, kb_len, ktab)
+        if m > 0:
+            return t, m, h, rounds, t_round
+        if h > 0:
+            if not through or t >= te:
+                return t, m, h, rounds, t_round
+            refresh_hits(hit, h, progress, rate, mark, epochs_done, gain, stat_eff, batch_size, global_batch,
+                         work_iters, s_base, p_base, spp, kb_flat, kb_start, kb_len, ktab)
+        elif t >= te and t_round < t_other and t_round < quiet_until:
+            rounds += 1  # a quiet round (t = t_round): nothing else happens at its instant
+            t_round = (np.floor(t / interval_s) + 1.0) * interval_s
+        else:
+            return t, m, h, rounds, t_round
         now = t
 
 

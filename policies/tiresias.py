@@ -303,10 +303,33 @@ class Tiresias(BasePolicy):
             if ok[j]:
                 r.keep(j)
         skew = self._is_skewed(view)
+        placed_all = True
         for j in admitted:
             if not run[j]:
-                r.place(j, lambda jj, avail: self._place(view, r, jj, avail, skew, self._caps(view)))
-        return r.decision()
+                if r.place(j, lambda jj, avail: self._place(view, r, jj, avail, skew, self._caps(view))) is None:
+                    placed_all = False
+        return r.decision(quiet_until=self._quiet_until(view, r, q, admitted, run, now) if placed_all else None)
+
+    def _quiet_until(self, view: ClusterView, r: Round, q: np.ndarray, admitted: list, run: np.ndarray,
+                     now: float) -> float:
+        """`Decision.quiet_until` of a by-count round whose admitted jobs all hold GPUs after it
+        (and no other job does): until one of them crosses its queue's threshold, a round sees
+        the same queues, entry times and active set, so admits the same jobs, all running: it
+        keeps every job. The crossing is when the service (growing by the job's GPU count per
+        second while it holds GPUs, restarts included) reaches the threshold `queues` tests
+        (`svc + eps >= thr`), less 1 s: float sums of the service may land a hair early."""
+        if not admitted:
+            return math.inf
+        a = np.asarray(admitted, np.int64)
+        qa = q[a]
+        live = qa < self._thr.size  # jobs in the last queue are never demoted
+        if not live.any():
+            return math.inf
+        a, qa = a[live], qa[live]
+        jobs = view.jobs
+        gpus = np.where(run[a], jobs.alloc_count[a], r.dem[a]).astype(float)
+        svc = jobs.attained_gpu_s[a] - self.svc_base[a]
+        return float(now + ((self._thr[qa] - _EPS_GPU_S - svc) / gpus).min()) - 1.0
 
     def _caps(self, view: ClusterView) -> "_TierCaps":
         if self._tier_caps is None or self._tier_caps.c is not view.cluster:

@@ -26,6 +26,12 @@ the checkout's folder, Python's and numba's version) marks a primed cache, so a 
 only a few `stat` calls. Nothing is primed without a free second core (`spare_core()`: one
 core, or a 1-minute load average above cores - 0.5): the run then compiles lazily in one process
 as before. `COSIM_PRIME=1` primes regardless, `COSIM_PRIME=0` never.
+
+Measured (session 7, 2026-11-24, a host at load 15-17, so wall times say nothing; CPU s of
+both processes, `bench_startup --fresh --against`, COSIM_PRIME=1 in both trees): main 78a4a53
+(two recorded groups) 55.8 s, this tree 46.1 s. The recorded units (load 19): contention 11.0 s,
+costs 9.5, placement 5.8, walk 5.7, Tiresias 3.6, gps 3.3, engine 2.2; claimed longest chain
+first they split 20.6 / 20.5 s on paper. The ≤ 20 s target needs an idle second core.
 """
 
 from __future__ import annotations
@@ -49,13 +55,13 @@ ROOT = Path(__file__).resolve().parents[1]  # the folder holding cosim/, simcore
 
 
 def entries(path: Path = KERNELS_FILE) -> list[tuple[int, float, str, str, str]]:
-    """(group, seconds, module, qualname, signature) of every listed kernel."""
+    """(unit, seconds, module, qualname, signature) of every listed kernel."""
     rows = []
     for line in Path(path).read_text(encoding="utf-8").splitlines():
         if not line.strip() or line.startswith("#"):
             continue
-        group, seconds, module, qualname, sig = line.split("\t")
-        rows.append((int(group), float(seconds), module, qualname, sig))
+        unit, seconds, module, qualname, sig = line.split("\t")
+        rows.append((int(unit), float(seconds), module, qualname, sig))
     return rows
 
 
@@ -134,7 +140,7 @@ def after(path: Path = KERNELS_FILE) -> dict[int, set[int]]:
 
 
 def compile_claimed(claims: Path, path: Path = KERNELS_FILE, other_alive=None, poll_s: float = 0.05) -> int:
-    """Compile every unit this process claims first, heaviest first: a unit is claimed by
+    """Compile every unit this process claims first, in `units` order: a unit is claimed by
     creating `claims/<unit>` (atomic, O_EXCL), so each unit is compiled by exactly one of the
     processes sharing `claims`, and a process that runs ahead (the worker starts before the
     CLI's heavy imports; one process may be slowed by the host) takes more of them: the

@@ -31,7 +31,8 @@ Measured (session 7, 2026-11-24, a host at load 15-17, so wall times say nothing
 both processes, `bench_startup --fresh --against`, COSIM_PRIME=1 in both trees): main 78a4a53
 (two recorded groups) 55.8 s, this tree 46.1 s. The recorded units (load 19): contention 11.0 s,
 costs 9.5, placement 5.8, walk 5.7, Tiresias 3.6, gps 3.3, engine 2.2; claimed longest chain
-first they split 20.6 / 20.5 s on paper. The ≤ 20 s target needs an idle second core.
+first they split 20.8 / 20.3 s on paper (recorded at load 19: less on an idle host). The ≤ 20 s
+target needs an idle second core.
 """
 
 from __future__ import annotations

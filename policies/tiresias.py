@@ -449,7 +449,7 @@ class _TierCaps:
 # same order, the same stable ordering), in one pass each instead of ~40 array calls.
 
 
-@njit(cache=True)
+@njit(cache=True, no_cfunc_wrapper=True)
 def _queue(svc, thr):
     """Number of thresholds `svc` has reached (`searchsorted(thr, svc, side="right")`)."""
     k = 0
@@ -459,7 +459,7 @@ def _queue(svc, thr):
     return k
 
 
-@njit(cache=True)
+@njit(cache=True, no_cfunc_wrapper=True)
 def _prepare(active, holding, now, submit, executed, attained, first_start, svc_base, exec_base, pend_base,
              promotions, thr, eps, knob, q, waited, rows, with_keys, order, klass, keys, kernel, run_rev, run_cls):
     """`prepare`, writing the order into `order[:n]`; with state `rows` (at least one row:
@@ -530,7 +530,7 @@ def _prepare(active, holding, now, submit, executed, attained, first_start, svc_
     return nrun
 
 
-@njit(cache=True)
+@njit(cache=True, no_cfunc_wrapper=True)
 def prepare(active, holding, now, submit, executed, attained, first_start, svc_base, exec_base, pend_base,
             promotions, thr, eps, knob, q, waited):
     """Bookkeeping and priority order of one call.
@@ -550,7 +550,7 @@ def prepare(active, holding, now, submit, executed, attained, first_start, svc_b
     return order
 
 
-@njit(cache=True)
+@njit(cache=True, no_cfunc_wrapper=True)
 def next_jump(new, new_gpus, kept, alloc_count, active, q, attained, svc_base, thr, now, knob, executed, exec_base,
               pend_base, waited, scratch):
     """Earliest time a job that runs after this call crosses its next threshold while a job
@@ -602,7 +602,7 @@ def next_jump(new, new_gpus, kept, alloc_count, active, q, attained, svc_base, t
     return min(t, t_promote)
 
 
-@njit(cache=True)
+@njit(cache=True, no_cfunc_wrapper=True)
 def walk_inputs(order, q, demand, type_req, skewed, num_queues, with_keys, consolidate):
     """Per-position inputs of the priority walk, in one pass over `order`.
 
@@ -626,14 +626,14 @@ def walk_inputs(order, q, demand, type_req, skewed, num_queues, with_keys, conso
     return klass, keys, kernel
 
 
-@njit(cache=True)
+@njit(cache=True, no_cfunc_wrapper=True)
 def _walk_inputs_into(order, rows, num_queues, with_keys, klass, keys, kernel):
     """The walk inputs of every position of `order` (`_walk_input`)."""
     for i in range(order.shape[0]):
         _walk_input(rows, order[i], num_queues, with_keys, i, klass, keys, kernel)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, no_cfunc_wrapper=True, inline="always")
 def _walk_input(rows, j, num_queues, with_keys, x, klass, keys, kernel):
     """The walk inputs of job j at position x, from its state row (column 1 queue, 2 shape
     × 2 + skewed, 3 kernel placer): its preemption class (the queue), its placement shape
@@ -655,7 +655,6 @@ def _aligned(shape: tuple[int, int], dtype) -> np.ndarray:
     return buf[skip:skip + n * k].reshape(n, k)
 
 
-@njit(cache=True)
 def _round_kernel(owner, online, running, active, undecided, now, submit, executed, attained, first_start, fstate,
                   istate, thr, eps, knob, with_keys, order, klass, keys, kernel, demand, type_req, alloc_count, memo,
                   topo, ibuf, masks):
@@ -663,31 +662,56 @@ def _round_kernel(owner, online, running, active, undecided, now, submit, execut
     the running jobs, which `prepare` reads as holding), `prepare` with the walk inputs
     written into the first len(active) entries of `order`, `klass`, `keys`, `kernel` and
     the victim candidates into `run_rev`, `run_cls`, then the walk's first run
-    (`_round_kernels.walk_run`, the one walk, on the workspace's `masks` and `ibuf`) in one
-    kernel call. Where that run finished the walk (nothing for Python), also the wake-up
-    time (`next_jump` on its outcome). Returns (`round_begin`'s count, the position the
-    walk stopped at, the wake-up time or inf) for `Round(begun=)` and `Round.walk(ran=)`.
+    (`_round_kernels.walk_run`, the one walk, on the workspace's `masks` and `ibuf`). Where
+    that run finished the walk (nothing for Python), also the wake-up time (`next_jump` on
+    its outcome). Returns (`round_begin`'s count, the position the walk stopped at, the
+    wake-up time or inf) for `Round(begun=)` and `Round.walk(ran=)`.
+
+    Three kernel calls (`_round_begin`, `walk_run`, `_round_wake`), not one: a kernel calling
+    `walk_run` holds its own copy of the walk and of every placement kernel under it, which
+    numba optimises and compiles to machine code once more (≈ 2 s of a first run's CPU,
+    issue 15); the two more dispatches cost microseconds a call.
 
     The policy's per-job arrays are columns of two (one job's entries side by side):
     `fstate` (float64): svc_base, exec_base, pend_base, waited; `istate` (int64):
     promotions, q, shape key × 2 + skewed, kernel placer, `next_jump`'s scratch (all 0)."""
+    n_off, slow = _round_begin(owner, online, running, active, undecided, now, submit, executed, attained, first_start,
+                               fstate, istate, thr, eps, knob, with_keys, order, klass, keys, kernel, ibuf, masks)
+    n = active.shape[0]
+    i = RK.walk_run(order[:n], 0, undecided, slow, klass[:n], thr.shape[0] + 1, demand, type_req, alloc_count, keys[:n],
+                    memo, online, owner, masks, kernel[:n], topo, ibuf)
+    if i < n:
+        return n_off, i, math.inf
+    return n_off, i, _round_wake(undecided.shape[0], owner.shape[0], active, now, executed, attained, fstate, istate,
+                                 thr, knob, alloc_count, ibuf)
+
+
+@njit(cache=True, no_cfunc_wrapper=True)
+def _round_begin(owner, online, running, active, undecided, now, submit, executed, attained, first_start, fstate,
+                 istate, thr, eps, knob, with_keys, order, klass, keys, kernel, ibuf, masks):
+    """`_round_kernel`'s first part: `round_begin`, the jobs to check one by one (`slow_jobs`),
+    the memo emptied, `_prepare` with the walk inputs and victim candidates. Returns
+    (`round_begin`'s count, the `slow` mask)."""
     counts, memo_n, kept, rec, rel, run_rev, run_cls, rank = RK.walk_buffers(ibuf, undecided.shape[0], owner.shape[0])
     n_off = RK.round_begin(owner, online, running, undecided, masks[0], masks[1])
     slow = RK.slow_jobs(owner, online, undecided.shape[0], n_off)
     memo_n[0] = 0
     svc_base, exec_base, pend_base, waited = fstate[:, 0], fstate[:, 1], fstate[:, 2], fstate[:, 3]
-    promotions, q, scratch = istate[:, 0], istate[:, 1], istate[:, 4]
+    promotions, q = istate[:, 0], istate[:, 1]
     counts[3] = _prepare(active, undecided, now, submit, executed, attained, first_start, svc_base, exec_base,
                          pend_base, promotions, thr, eps, knob, q, waited, istate, with_keys, order, klass, keys,
                          kernel, run_rev, run_cls)
-    n = active.shape[0]
-    o = order[:n]
-    i = RK.walk_run(o, 0, undecided, slow, klass[:n], thr.shape[0] + 1, demand, type_req, alloc_count, keys[:n],
-                    memo, online, owner, masks, kernel[:n], topo, ibuf)
-    if i < n:
-        return n_off, i, np.inf
-    # the jobs that run after the call: the walk's placements (records: job, GPU count, ids)
-    # and the jobs it kept
+    return n_off, slow
+
+
+@njit(cache=True, no_cfunc_wrapper=True)
+def _round_wake(n_jobs, n_gpus, active, now, executed, attained, fstate, istate, thr, knob, alloc_count, ibuf):
+    """`_round_kernel`'s last part, after a walk that needed no Python: the wake-up time
+    (`next_jump`) of the jobs that run after the call — the walk's placements (records: job,
+    GPU count, ids) and the jobs it kept."""
+    counts, memo_n, kept, rec, rel, run_rev, run_cls, rank = RK.walk_buffers(ibuf, n_jobs, n_gpus)
+    svc_base, exec_base, pend_base, waited = fstate[:, 0], fstate[:, 1], fstate[:, 2], fstate[:, 3]
+    q, scratch = istate[:, 1], istate[:, 4]
     nrec = counts[1]
     m = 0
     x = 0
@@ -701,6 +725,5 @@ def _round_kernel(owner, online, running, active, undecided, now, submit, execut
         new[y] = rec[x]
         new_n[y] = rec[x + 1]
         x += 2 + rec[x + 1]
-    t = next_jump(new, new_n, kept[:counts[0]], alloc_count, active, q, attained, svc_base, thr, now, knob, executed,
-                  exec_base, pend_base, waited, scratch)
-    return n_off, i, t
+    return next_jump(new, new_n, kept[:counts[0]], alloc_count, active, q, attained, svc_base, thr, now, knob, executed,
+                     exec_base, pend_base, waited, scratch)

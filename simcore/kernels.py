@@ -20,7 +20,7 @@ RUNNING = 2
 RESTARTING = 3
 
 
-@njit(cache=True)
+@njit(cache=True, no_cfunc_wrapper=True)
 def step(held, n, now, t_event, tol_s, state, rate, progress, mark, alloc_count, attained_gpu_s, executed_s,
          restart_s, exposed_frac, exposed_comm_s, out, hit):  # pragma: no cover - compiled
     """One step of simulated time, in one call: the next instant `t` (the first instant a job
@@ -97,7 +97,7 @@ def step(held, n, now, t_event, tol_s, state, rate, progress, mark, alloc_count,
     return t, m, h
 
 
-@njit(cache=True)
+@njit(cache=True, no_cfunc_wrapper=True)
 def refresh_hits(hit, h, progress, rate, mark, epochs_done, gain, stat_eff, batch_size, global_batch, work_iters,
                  s_base, p_base, spp, kb_flat, kb_start, kb_len, ktab):  # pragma: no cover - compiled
     """Epoch ends of goodput jobs (`simcore.marks`), for the jobs `hit[:h]` at a mark whose
@@ -142,7 +142,7 @@ def refresh_hits(hit, h, progress, rate, mark, epochs_done, gain, stat_eff, batc
         spp[j] = work_iters[j] * batch_size[j] / g if g > 0 else 0.0
 
 
-@njit(cache=True)
+@njit(cache=True, no_cfunc_wrapper=True)
 def step_through(held, n, now, t_event, tol_s, state, rate, progress, mark, alloc_count, attained_gpu_s, executed_s,
                  restart_s, exposed_frac, exposed_comm_s, out, hit, acc, online, busy, through, t_other, quiet_until,
                  interval_s, epochs_done, gain, stat_eff, batch_size, global_batch, work_iters, s_base, p_base, spp,
@@ -187,7 +187,7 @@ def step_through(held, n, now, t_event, tol_s, state, rate, progress, mark, allo
         now = t
 
 
-@njit(cache=True)
+@njit(cache=True, no_cfunc_wrapper=True)
 def merge_sorted(a, add, drop):  # pragma: no cover - compiled
     """A new ascending array: ascending `a` and ascending `add` merged, minus every value in
     ascending `drop` — one pass, one allocation (the engine's active set, per policy call)."""
@@ -209,7 +209,7 @@ def merge_sorted(a, add, drop):  # pragma: no cover - compiled
     return out[:n]
 
 
-@njit(cache=True)
+@njit(cache=True, no_cfunc_wrapper=True)
 def view_sets(active, add, n_add, drop, n_drop, held, n_held, want_active, want_running):  # pragma: no cover
     """The policy view's two index sets in one call: (`active` with the first `n_add` of
     `add` merged in and the first `n_drop` of `drop` taken out, `held[:n_held]` sorted),
@@ -222,7 +222,7 @@ def view_sets(active, add, n_add, drop, n_drop, held, n_held, want_active, want_
     return a, r
 
 
-@njit(cache=True)
+@njit(cache=True, no_cfunc_wrapper=True)
 def linked_inputs(seeds, n_links, slot_job, slot_of, nlink, links, demand, compute, start,
                   comm):  # pragma: no cover - compiled
     """The jobs whose contention a change can touch, with their prepared solver inputs.

@@ -62,10 +62,6 @@ class Triangulation:
         pts = self.points
         object.__setattr__(self, "_min", pts.min(axis=0).tolist() if pts.shape[0] else [])
         object.__setattr__(self, "_max", pts.max(axis=0).tolist() if pts.shape[0] else [])
-        object.__setattr__(self, "_nbr", self.neighbors.tolist())
-        object.__setattr__(self, "_tr", self.transform.tolist())
-        object.__setattr__(self, "_eq", self.equations.tolist())
-        object.__setattr__(self, "_sx", self.simplices.tolist())
 
     @classmethod
     def build(cls, points: np.ndarray) -> "Triangulation":
@@ -111,7 +107,7 @@ class Triangulation:
 
     def _coords(self, s: int, x: list[float]) -> list[float]:
         """Barycentric coordinates of `x` in simplex `s`, in scipy's arithmetic order."""
-        t = self._tr[s]
+        t = self.transform[s].tolist()
         d = len(x)
         r = t[d]
         c = [0.0] * (d + 1)
@@ -127,7 +123,7 @@ class Triangulation:
         return c
 
     def _distplane(self, s: int, z: list[float]) -> float:
-        e = self._eq[s]
+        e = self.equations[s].tolist()
         dist = e[-1]
         for k in range(len(z)):
             dist += e[k] * z[k]
@@ -136,8 +132,7 @@ class Triangulation:
     def find_simplex(self, point) -> int:
         """Index of a simplex holding `point` (within `EPS`), or -1 when it is outside the hull."""
         x = [float(v) for v in point]
-        m = len(self._sx)
-        if m == 0 or self._outside_box(x):
+        if self.simplices.shape[0] == 0 or self._outside_box(x):
             return -1
         d = len(x)
         lifted = 0.0
@@ -150,7 +145,7 @@ class Triangulation:
         while changed and not best > 0:  # walk towards a facet the lifted point is above
             changed = False
             for k in range(d + 1):
-                nb = self._nbr[s][k]
+                nb = int(self.neighbors[s, k])
                 if nb == -1:
                     continue
                 dist = self._distplane(nb, z)
@@ -160,12 +155,12 @@ class Triangulation:
 
     def _directed(self, s: int, x: list[float]) -> int:
         d = len(x)
-        for _ in range(1 + len(self._sx) // 4):
+        for _ in range(1 + self.simplices.shape[0] // 4):
             c = self._coords(s, x)
             inside = 1
             for k in range(d + 1):
                 if c[k] < -EPS:  # the point lies beyond face k
-                    nb = self._nbr[s][k]
+                    nb = int(self.neighbors[s, k])
                     if nb == -1:
                         return -1  # beyond a hull facet: outside (the hull is convex)
                     s, inside = nb, -1
@@ -179,22 +174,34 @@ class Triangulation:
         return self._brute_force(x)
 
     def _brute_force(self, x: list[float]) -> int:
+        """The first simplex holding `x` (scipy's `_find_simplex_bruteforce`), all simplices at
+        once: the coordinates are computed with scipy's operations in scipy's order, so the same
+        simplices pass the same tolerance test."""
         if self._outside_box(x):
             return -1
         d = len(x)
-        for s in range(len(self._sx)):
-            if not math.isnan(self._tr[s][0][0]):
-                if all(-EPS <= ci <= 1.0 + EPS for ci in self._coords(s, x)):
-                    return s
-                continue
-            for nb in self._nbr[s]:  # a degenerate simplex: accept a neighbour with leeway towards it
-                if nb == -1 or math.isnan(self._tr[nb][0][0]):
+        t = self.transform
+        c = np.empty((t.shape[0], d + 1))
+        last = np.ones(t.shape[0])
+        for i in range(d):
+            ci = np.zeros(t.shape[0])
+            for j in range(d):
+                ci = ci + t[:, i, j] * (x[j] - t[:, d, j])
+            c[:, i] = ci
+            last = last - ci
+        c[:, d] = last
+        ok = np.all((c >= -EPS) & (c <= 1.0 + EPS), axis=1)
+        bad = np.isnan(t[:, 0, 0])
+        first_ok = int(np.argmax(ok)) if ok.any() else t.shape[0]
+        for s in np.flatnonzero(bad[:first_ok]).tolist():  # degenerate simplices before it: scipy
+            for nb in self.neighbors[s].tolist():  # accepts a neighbour with leeway towards them
+                if nb == -1 or bad[nb]:
                     continue
-                c = self._coords(nb, x)
-                back = self._nbr[nb]
-                if all((-EPS_BROAD if back[k] == s else -EPS) <= c[k] <= 1.0 + EPS for k in range(d + 1)):
+                back = self.neighbors[nb].tolist()
+                cn = self._coords(nb, x)
+                if all((-EPS_BROAD if back[k] == s else -EPS) <= cn[k] <= 1.0 + EPS for k in range(d + 1)):
                     return nb
-        return -1
+        return first_ok if first_ok < t.shape[0] else -1
 
     # ---- values --------------------------------------------------------------------------------
 
@@ -206,7 +213,7 @@ class Triangulation:
             return None
         c = self._coords(s, [float(v) for v in point])
         out = [0.0] * values.shape[1]
-        for j, vertex in enumerate(self._sx[s]):
+        for j, vertex in enumerate(self.simplices[s].tolist()):
             row = values[vertex]
             for k in range(len(out)):
                 out[k] += c[j] * float(row[k])

@@ -30,8 +30,9 @@ import logging
 import os
 import tempfile
 import zipfile
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
-from typing import Callable, Iterable, Mapping, TypeVar
+from typing import TypeVar
 
 import numpy as np
 
@@ -104,9 +105,8 @@ def _write(path: Path, want: str, arrays: Mapping[str, np.ndarray]) -> None:
     from cosim.atomic import atomic_path
 
     try:
-        with atomic_path(path) as tmp:
-            with open(tmp, "wb") as fh:  # a file object: np.savez would append ".npz" to a name
-                np.savez(fh, **{_STAMP: np.array(want)}, **arrays)
+        with atomic_path(path) as tmp, open(tmp, "wb") as fh:  # a file: np.savez would append ".npz" to a name
+            np.savez(fh, **{_STAMP: np.array(want)}, **arrays)
     except OSError as exc:  # a full or read-only disk: the run goes on with the built arrays
         log.info("measured cache: could not write %s (%s)", path, exc)
 

@@ -64,11 +64,10 @@ class Triangulation:
         object.__setattr__(self, "_max", pts.max(axis=0).tolist() if pts.shape[0] else [])
 
     @classmethod
-    def build(cls, points: np.ndarray) -> "Triangulation":
+    def build(cls, points: np.ndarray) -> Triangulation:
         """Triangulate `points` with qhull (`scipy.spatial.Delaunay`, the options
         `LinearNDInterpolator` uses); imports scipy, so it runs when a table is first cached."""
-        from scipy.spatial import Delaunay
-        from scipy.spatial import QhullError
+        from scipy.spatial import Delaunay, QhullError
 
         pts = np.ascontiguousarray(points, dtype=np.float64)
         d = pts.shape[1]
@@ -87,7 +86,7 @@ class Triangulation:
                 "tri_paraboloid": np.array([self.paraboloid_scale, self.paraboloid_shift], np.float64)}
 
     @classmethod
-    def from_arrays(cls, points: np.ndarray, arrays: dict[str, np.ndarray]) -> "Triangulation":
+    def from_arrays(cls, points: np.ndarray, arrays: dict[str, np.ndarray]) -> Triangulation:
         """The triangulation stored by `to_arrays` (shapes checked: a mismatch is a `ValueError`,
         which the cache treats as a corrupt entry)."""
         pts = np.asarray(points, np.float64)

@@ -17,7 +17,10 @@ so do we (our own code, same method):
 3. **Unmeasured placement:** linear interpolation over (num_nodes, num_replicas,
    local_bsz) — Delaunay/barycentric, their `LinearNDInterpolator` — through the placement
    rows averaged per (nodes, replicas, local_bsz) plus the scalability rows, with the node
-   count capped at 16.
+   count capped at 16. The triangulation is computed once per version of the CSVs and cached
+   on disk with the table (`simcore.measured_cache`); lookups locate the point with scipy's own
+   walk in numpy (`simcore.measured_interp`: the same values, to the bit, without importing
+   scipy at run time).
 4. **Gradient accumulation** past the largest local batch measured for the application
    (Pollux's `max_local_bsz`): `a = ceil(l / l_max)` micro-steps of `ceil(l / a)` samples,
    iteration `step + (a - 1) * (step - sync)` (the synchronisation happens once).
@@ -28,7 +31,8 @@ gives NaN, and Pollux asserts), ours clamps instead, documented here and in
 nearest measured end; an unmeasured placement's node and GPU counts are capped at the
 largest the set measured (the same reasoning as Pollux's 16-node cap: past the largest
 measured scale the step time is taken as flat) and its local batch clipped to the set's
-range; a point still outside the interpolant's hull takes the nearest measured point.
+range; a point still outside the interpolant's hull takes the nearest measured point (an exact tie: the
+lowest point index, where scipy's kd-tree picked by its traversal order).
 So the iteration time equals the table at every measured (placement, local batch) and is
 continuous (piecewise linear) in the local batch between measured points.
 
@@ -67,7 +71,7 @@ import numpy as np
 from cosim.errors import InputError
 from simcore.measured_interp import FIELDS as TRI_FIELDS
 from simcore.measured_interp import Triangulation
-from simcore.perf import Phases, PerfModel
+from simcore.perf import PerfModel, Phases
 
 if TYPE_CHECKING:  # pandas is imported only where a table is first built (then cached)
     import pandas as pd
@@ -118,7 +122,7 @@ def placement_key(counts: np.ndarray) -> str:
 TABLE_FIELDS = ("keys", "key_start", "lbs", "step", "sync", "points", "values", "max_local_bsz", *TRI_FIELDS)
 
 
-def table_arrays(placements: "pd.DataFrame", scalability: "pd.DataFrame | None") -> dict[str, np.ndarray]:
+def table_arrays(placements: pd.DataFrame, scalability: pd.DataFrame | None) -> dict[str, np.ndarray]:
     """A table's arrays from `calibration.importers.read_pollux_placements` frames (STEP_COLUMNS):
     per placement the mean step/sync per measured local batch, the 3-D points (placement rows
     averaged per (nodes, replicas, local_bsz) with the scalability rows) and their triangulation.
@@ -139,7 +143,7 @@ def table_arrays(placements: "pd.DataFrame", scalability: "pd.DataFrame | None")
     frames = [placements[xs + ys]] + ([scalability[xs + ys]] if scalability is not None else [])
     pts = pd.concat(frames, ignore_index=True).groupby(xs, sort=True)[ys].mean().reset_index()
     points = pts[xs].to_numpy(np.float64)
-    cat = lambda parts: np.concatenate(parts) if parts else np.zeros(0)  # noqa: E731
+    cat = lambda parts: np.concatenate(parts) if parts else np.zeros(0)
     return {"keys": np.array(keys, dtype=str), "key_start": np.array(starts, np.int64), "lbs": cat(lbs),
             "step": cat(step), "sync": cat(sync), "points": points, "values": pts[ys].to_numpy(np.float64),
             "max_local_bsz": np.array(int(placements["local_bsz"].max()), np.int64),
@@ -165,7 +169,7 @@ class MeasuredTable:
         self._cache: dict[tuple[str, int, int], tuple[float, float]] = {}
 
     @classmethod
-    def from_arrays(cls, model: str, platform: str, a: dict[str, np.ndarray]) -> "MeasuredTable":
+    def from_arrays(cls, model: str, platform: str, a: dict[str, np.ndarray]) -> MeasuredTable:
         """From `table_arrays` (fresh or cached); a `ValueError`/`IndexError` for arrays that do not fit
         together (the cache then rebuilds the entry)."""
         keys, start = a["keys"], a["key_start"]
@@ -181,8 +185,8 @@ class MeasuredTable:
                    Triangulation.from_arrays(points, a))
 
     @classmethod
-    def from_frames(cls, model: str, platform: str, placements: "pd.DataFrame",
-                    scalability: "pd.DataFrame | None") -> "MeasuredTable":
+    def from_frames(cls, model: str, platform: str, placements: pd.DataFrame,
+                    scalability: pd.DataFrame | None) -> MeasuredTable:
         """From `calibration.importers.read_pollux_placements` frames, without the disk cache."""
         return cls.from_arrays(model, platform, table_arrays(placements, scalability))
 

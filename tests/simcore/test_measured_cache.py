@@ -12,10 +12,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import simcore.goodput as goodput
 import simcore.measured_cache as mc
 import simcore.perf_measured as pm
 from cosim.errors import InputError
+from simcore import goodput
 from simcore.perf_measured import MeasuredTables
 from tests.simcore.test_perf_backends import CIFAR, write_tables
 

@@ -190,17 +190,21 @@ class Triangulation:
             last = last - ci
         c[:, d] = last
         ok = np.all((c >= -EPS) & (c <= 1.0 + EPS), axis=1)
-        bad = np.isnan(t[:, 0, 0])
-        first_ok = int(np.argmax(ok)) if ok.any() else t.shape[0]
-        for s in np.flatnonzero(bad[:first_ok]).tolist():  # degenerate simplices before it: scipy
-            for nb in self.neighbors[s].tolist():  # accepts a neighbour with leeway towards them
-                if nb == -1 or bad[nb]:
-                    continue
-                back = self.neighbors[nb].tolist()
-                cn = self._coords(nb, x)
-                if all((-EPS_BROAD if back[k] == s else -EPS) <= cn[k] <= 1.0 + EPS for k in range(d + 1)):
-                    return nb
-        return first_ok if first_ok < t.shape[0] else -1
+        m = t.shape[0]
+        first_ok = int(np.argmax(ok)) if ok.any() else m
+        bad = np.flatnonzero(np.isnan(t[:first_ok, 0, 0]))
+        if bad.size:  # degenerate simplices before it: scipy accepts a neighbour (in order) that holds
+            nbs = self.neighbors[bad]  # the point with leeway towards the degenerate one
+            safe = np.where(nbs >= 0, nbs, 0)
+            usable = (nbs >= 0) & ~np.isnan(t[safe, 0, 0])
+            low = np.where(self.neighbors[safe] == bad[:, None, None], -EPS_BROAD, -EPS)
+            cn = c[safe]
+            hit = usable & np.all((cn >= low) & (cn <= 1.0 + EPS), axis=2)
+            rows = np.flatnonzero(hit.any(axis=1))
+            if rows.size:
+                r = int(rows[0])
+                return int(nbs[r, int(np.argmax(hit[r]))])
+        return first_ok if first_ok < m else -1
 
     # ---- values --------------------------------------------------------------------------------
 

@@ -22,7 +22,21 @@ load hits all sides alike. Usage:
     python -m benchmarks.bench_peer_process --run-peer --workloads 1 --policies tiresias
     python -m benchmarks.bench_peer_process --peer-times /work/notes/s7/peer_times.txt
 
-Measured (ja-measured, see the final table in the commit message / report).
+Measured 2026-11-24 14:03-14:16 UTC on the shared 2-core host at load 9-17 (so CPU s, not wall):
+`--repo . --repo <main 78a4a53> --peer-times /work/notes/s7/peer_times.txt` (peer CPU recorded by
+the lead at load 0.6-2.6). cosim with the measured-table cache (this tree) / main:
+
+    workload  tiresias-pollux  cosim CPU s  ratio      optimus  cosim CPU s  ratio
+    w1        peer 16.7        2.36 / 30.2  7.1x       peer 91.6  4.19 / 11.9  21.8x
+    w2        peer 17.3        2.44 / 13.0  7.1x       peer 75.6  4.15 / 13.1  18.2x
+    w3        peer 14.1        2.36 /  6.5  6.0x       peer 49.3  3.01 /  4.9  16.4x
+    w4        peer 16.3        2.20 /  6.3  7.4x       peer 68.5  3.53 /  7.8  19.4x
+    w5        peer 15.3        2.41 /  6.9  6.3x       peer 63.3  3.61 / 14.7  17.5x
+
+(main's numbers swing with the load: it builds six tables with pandas and qhull per run.) The
+floor `python -c "import numpy, numba, pyarrow, pyarrow.parquet"` took 0.53-0.69 s CPU in the
+same window, 0.97-1.06 s with pandas: Tiresias's 20x (about 0.75 s CPU a process) is below what the
+imports alone cost while pandas is on the path.
 """
 
 from __future__ import annotations

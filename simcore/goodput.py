@@ -36,7 +36,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 
 from cosim.errors import InputError
 
@@ -106,13 +105,39 @@ def load_app(folder: str | Path, epochs: int | None = None) -> AppStats:
 
     `epochs`: epochs the run trains (None: the rows of the shortest file, as Pollux does). A
     missing column, a non-finite or negative statistic, or a file with fewer rows than
-    `epochs` stops with an `InputError` naming the file.
+    `epochs` stops with an `InputError` naming the file. The files' rows are read once per
+    version of the files and cached as arrays (`simcore.measured_cache`: no CSV parsing, no
+    pandas on later runs).
     """
+    from simcore.measured_cache import load_or_build
+
     d = Path(folder)
     files = sorted((int(m.group(1)), p) for p in d.glob("validation-*.csv") if (m := _FILE.search(p.name)))
     if not files:
         raise InputError.at(d, expected="validation-<batch>.csv files (Pollux/Sia gradient statistics)")
-    frames = []
+    rows = load_or_build("validation", d.name, [p for _, p in files], ("batches", "row_start", "rows"),
+                         lambda: _read_validation(files), lambda a: _split_rows(a, [b for b, _ in files]))
+    frames = [(batch, p, x) for (batch, p), x in zip(files, rows)]
+    need = min(x.shape[0] for _, _, x in frames) if epochs is None else int(epochs)
+    for batch, p, x in frames:
+        if x.shape[0] < max(need, 1):
+            raise InputError.at(p, expected=f"at least {max(need, 1)} rows (one per epoch) for a noise-scale fit",
+                                got=f"{x.shape[0]} rows")
+    progress = np.stack([x[:need, 0] for _, _, x in frames])
+    epoch_end = progress.min(axis=0)
+    if np.any(np.diff(epoch_end) <= 0) or epoch_end[0] <= 0:
+        raise InputError.at(d, field="progress", expected="end-of-epoch progress increasing from a positive value")
+    return AppStats(name=d.name, batches=np.array([b for b, _, _ in frames], np.int64),
+                    grad_sqr=np.stack([x[:need, 1] for _, _, x in frames]),
+                    grad_var=np.stack([x[:need, 2] for _, _, x in frames]), epoch_end=epoch_end)
+
+
+def _read_validation(files: list[tuple[int, Path]]) -> dict[str, np.ndarray]:
+    """The checked (progress, grad_sqr, grad_var) rows of each file, concatenated (`row_start`:
+    where each file's rows begin), for the cache; a bad file is an `InputError` naming it."""
+    import pandas as pd
+
+    parts = []
     for batch, p in files:
         try:
             df = pd.read_csv(p)
@@ -128,19 +153,21 @@ def load_app(folder: str | Path, epochs: int | None = None) -> AppStats:
                                 expected="finite non-negative numbers", got=tuple(x[bad[0]]))
         if batch <= 0:
             raise InputError.at(p, expected="a positive batch size in the file name", got=batch)
-        frames.append((batch, p, x))
-    need = min(x.shape[0] for _, _, x in frames) if epochs is None else int(epochs)
-    for batch, p, x in frames:
-        if x.shape[0] < max(need, 1):
-            raise InputError.at(p, expected=f"at least {max(need, 1)} rows (one per epoch) for a noise-scale fit",
-                                got=f"{x.shape[0]} rows")
-    progress = np.stack([x[:need, 0] for _, _, x in frames])
-    epoch_end = progress.min(axis=0)
-    if np.any(np.diff(epoch_end) <= 0) or epoch_end[0] <= 0:
-        raise InputError.at(d, field="progress", expected="end-of-epoch progress increasing from a positive value")
-    return AppStats(name=d.name, batches=np.array([b for b, _, _ in frames], np.int64),
-                    grad_sqr=np.stack([x[:need, 1] for _, _, x in frames]),
-                    grad_var=np.stack([x[:need, 2] for _, _, x in frames]), epoch_end=epoch_end)
+        parts.append(x)
+    return {"batches": np.array([b for b, _ in files], np.int64),
+            "row_start": np.cumsum([0] + [x.shape[0] for x in parts]).astype(np.int64),
+            "rows": np.concatenate(parts).reshape(-1, len(_COLUMNS))}
+
+
+def _split_rows(a: dict[str, np.ndarray], batches: list[int]) -> list[np.ndarray]:
+    """Each file's rows from cached arrays (`ValueError` when they are not the files' rows: the
+    cache then rebuilds the entry)."""
+    start, rows = a["row_start"], np.asarray(a["rows"], np.float64)
+    if (a["batches"].tolist() != batches or start.shape != (len(batches) + 1,) or rows.ndim != 2
+            or rows.shape[1] != len(_COLUMNS) or start[0] != 0 or int(start[-1]) != rows.shape[0]
+            or np.any(np.diff(start) < 0)):
+        raise ValueError("cached validation rows do not match the files")
+    return [rows[i:j] for i, j in zip(start[:-1].tolist(), start[1:].tolist())]
 
 
 def app_for_model(model: str, apps: set[str], runs: dict) -> str | None:

@@ -17,7 +17,10 @@ so do we (our own code, same method):
 3. **Unmeasured placement:** linear interpolation over (num_nodes, num_replicas,
    local_bsz) — Delaunay/barycentric, their `LinearNDInterpolator` — through the placement
    rows averaged per (nodes, replicas, local_bsz) plus the scalability rows, with the node
-   count capped at 16.
+   count capped at 16. The triangulation is computed once per version of the CSVs and cached
+   on disk with the table (`simcore.measured_cache`); lookups locate the point with scipy's own
+   walk in numpy (`simcore.measured_interp`: the same values, to the bit, without importing
+   scipy at run time).
 4. **Gradient accumulation** past the largest local batch measured for the application
    (Pollux's `max_local_bsz`): `a = ceil(l / l_max)` micro-steps of `ceil(l / a)` samples,
    iteration `step + (a - 1) * (step - sync)` (the synchronisation happens once).
@@ -28,7 +31,8 @@ gives NaN, and Pollux asserts), ours clamps instead, documented here and in
 nearest measured end; an unmeasured placement's node and GPU counts are capped at the
 largest the set measured (the same reasoning as Pollux's 16-node cap: past the largest
 measured scale the step time is taken as flat) and its local batch clipped to the set's
-range; a point still outside the interpolant's hull takes the nearest measured point.
+range; a point still outside the interpolant's hull takes the nearest measured point (an exact tie: the
+lowest point index, where scipy's kd-tree picked by its traversal order).
 So the iteration time equals the table at every measured (placement, local batch) and is
 continuous (piecewise linear) in the local batch between measured points.
 
@@ -60,13 +64,17 @@ import math
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 
 from cosim.errors import InputError
-from simcore.perf import Phases, PerfModel
+from simcore.measured_interp import FIELDS as TRI_FIELDS
+from simcore.measured_interp import Triangulation
+from simcore.perf import PerfModel, Phases
+
+if TYPE_CHECKING:  # pandas is imported only where a table is first built (then cached)
+    import pandas as pd
 
 #: the Pollux simulator's hand-set largest local batch per application (`measured-pollux-sim` only)
 POLLUX_SIM_MAX_LOCAL_BSZ = {"yolov3": 8}
@@ -109,6 +117,39 @@ def placement_key(counts: np.ndarray) -> str:
     return "".join(map(str, best))
 
 
+#: arrays of one cached table (`simcore.measured_cache`): the per-placement 1-D curves (`keys`,
+#: `key_start` offsets into `lbs`/`step`/`sync`), the 3-D point set and its triangulation
+TABLE_FIELDS = ("keys", "key_start", "lbs", "step", "sync", "points", "values", "max_local_bsz", *TRI_FIELDS)
+
+
+def table_arrays(placements: pd.DataFrame, scalability: pd.DataFrame | None) -> dict[str, np.ndarray]:
+    """A table's arrays from `calibration.importers.read_pollux_placements` frames (STEP_COLUMNS):
+    per placement the mean step/sync per measured local batch, the 3-D points (placement rows
+    averaged per (nodes, replicas, local_bsz) with the scalability rows) and their triangulation.
+    Runs once per source file (the result is cached); imports pandas and scipy."""
+    import pandas as pd
+
+    from simcore.measured_interp import Triangulation
+
+    keys, starts, lbs, step, sync = [], [0], [], [], []
+    for key, g in placements.groupby("placement", sort=True):
+        g = g.groupby("local_bsz", sort=True)[["step_time_s", "sync_time_s"]].mean()
+        keys.append(str(key))
+        lbs.append(g.index.to_numpy(np.float64))
+        step.append(g["step_time_s"].to_numpy(np.float64))
+        sync.append(g["sync_time_s"].to_numpy(np.float64))
+        starts.append(starts[-1] + len(g))
+    xs, ys = ["num_nodes", "num_gpus", "local_bsz"], ["step_time_s", "sync_time_s"]
+    frames = [placements[xs + ys]] + ([scalability[xs + ys]] if scalability is not None else [])
+    pts = pd.concat(frames, ignore_index=True).groupby(xs, sort=True)[ys].mean().reset_index()
+    points = pts[xs].to_numpy(np.float64)
+    cat = lambda parts: np.concatenate(parts) if parts else np.zeros(0)
+    return {"keys": np.array(keys, dtype=str), "key_start": np.array(starts, np.int64), "lbs": cat(lbs),
+            "step": cat(step), "sync": cat(sync), "points": points, "values": pts[ys].to_numpy(np.float64),
+            "max_local_bsz": np.array(int(placements["local_bsz"].max()), np.int64),
+            **Triangulation.build(points).to_arrays()}
+
+
 @dataclass
 class MeasuredTable:
     """One application's measured set on one platform, ready for lookups."""
@@ -119,28 +160,35 @@ class MeasuredTable:
     points: np.ndarray  # float64[k, 3]: num_nodes, num_replicas, local_bsz (3-D interpolation)
     values: np.ndarray  # float64[k, 2]: step_s, sync_s
     max_local_bsz: int  # Pollux: largest local batch of the placements file (accumulation beyond)
+    tri: Triangulation  # Delaunay triangulation of `points` (`simcore.measured_interp`)
 
     def __post_init__(self) -> None:
-        self._lin = self._near = None
         self._max_nodes = int(min(self.points[:, 0].max(), MAX_NODES))
         self._max_reps = int(self.points[:, 1].max())
         self._lbs = (float(self.points[:, 2].min()), float(self.points[:, 2].max()))
         self._cache: dict[tuple[str, int, int], tuple[float, float]] = {}
 
     @classmethod
+    def from_arrays(cls, model: str, platform: str, a: dict[str, np.ndarray]) -> MeasuredTable:
+        """From `table_arrays` (fresh or cached); a `ValueError`/`IndexError` for arrays that do not fit
+        together (the cache then rebuilds the entry)."""
+        keys, start = a["keys"], a["key_start"]
+        lbs, step, sync = (np.asarray(a[k], np.float64) for k in ("lbs", "step", "sync"))
+        points, values = np.asarray(a["points"], np.float64), np.asarray(a["values"], np.float64)
+        if (keys.ndim != 1 or start.shape != (keys.shape[0] + 1,) or start[0] != 0 or np.any(np.diff(start) < 1)
+                or not lbs.shape == step.shape == sync.shape == (int(start[-1]),) or points.ndim != 2
+                or points.shape[1] != 3 or points.shape[0] < 1 or values.shape != (points.shape[0], 2)):
+            raise ValueError("measured table arrays do not fit together")
+        by_key = {str(k): (lbs[i:j], step[i:j], sync[i:j])
+                  for k, i, j in zip(keys.tolist(), start[:-1].tolist(), start[1:].tolist())}
+        return cls(model, platform, by_key, points, values, int(a["max_local_bsz"]),
+                   Triangulation.from_arrays(points, a))
+
+    @classmethod
     def from_frames(cls, model: str, platform: str, placements: pd.DataFrame,
-                    scalability: pd.DataFrame | None) -> "MeasuredTable":
-        """From `calibration.importers.read_pollux_placements` frames (STEP_COLUMNS)."""
-        by_key = {}
-        for key, g in placements.groupby("placement", sort=True):
-            g = g.groupby("local_bsz", sort=True)[["step_time_s", "sync_time_s"]].mean()
-            by_key[str(key)] = (g.index.to_numpy(np.float64), g["step_time_s"].to_numpy(np.float64),
-                                g["sync_time_s"].to_numpy(np.float64))
-        xs, ys = ["num_nodes", "num_gpus", "local_bsz"], ["step_time_s", "sync_time_s"]
-        frames = [placements[xs + ys]] + ([scalability[xs + ys]] if scalability is not None else [])
-        pts = pd.concat(frames, ignore_index=True).groupby(xs, sort=True)[ys].mean().reset_index()
-        return cls(model, platform, by_key, pts[xs].to_numpy(np.float64), pts[ys].to_numpy(np.float64),
-                   int(placements["local_bsz"].max()))
+                    scalability: pd.DataFrame | None) -> MeasuredTable:
+        """From `calibration.importers.read_pollux_placements` frames, without the disk cache."""
+        return cls.from_arrays(model, platform, table_arrays(placements, scalability))
 
     def step_sync(self, counts: np.ndarray, local_bsz: int) -> tuple[float, float]:
         """(step s, sync s) of one step with `counts` GPUs per node at `local_bsz` per GPU."""
@@ -159,17 +207,28 @@ class MeasuredTable:
         return res
 
     def _interpolate(self, nodes: int, replicas: int, local_bsz: float) -> tuple[float, float]:
-        from scipy.interpolate import LinearNDInterpolator, NearestNDInterpolator
-
-        if self._lin is None:
-            self._lin = LinearNDInterpolator(self.points, self.values)
-            self._near = NearestNDInterpolator(self.points, self.values)
+        """3-D piecewise-linear lookup (the peers' `LinearNDInterpolator`), the nearest measured
+        point outside the hull; node/GPU counts and local batch clamped (module docstring)."""
         n = min(nodes, self._max_nodes)
-        q = np.array([[n, max(n, min(replicas, self._max_reps)), min(max(local_bsz, self._lbs[0]), self._lbs[1])]])
-        v = self._lin(q)[0]
-        if not np.all(np.isfinite(v)):  # outside the hull of the measured points
-            v = self._near(q)[0]
+        q = (float(n), float(max(n, min(replicas, self._max_reps))), min(max(local_bsz, self._lbs[0]), self._lbs[1]))
+        v = self.tri.interpolate(q, self.values)
         return float(v[0]), float(v[1])
+
+
+def load_table(model: str, platform: str, placements: Path, scalability: Path) -> MeasuredTable:
+    """The table of a `placements-<platform>.csv` (and its `scalability-<platform>.csv` when it
+    exists), through the on-disk cache (`simcore.measured_cache`): read, averaged and triangulated
+    once per version of the files, loaded as arrays afterwards (no pandas, no scipy)."""
+    from simcore.measured_cache import load_or_build
+
+    def build() -> dict[str, np.ndarray]:
+        from calibration.importers import read_pollux_placements
+
+        return table_arrays(read_pollux_placements(placements),
+                            read_pollux_placements(scalability) if scalability.is_file() else None)
+
+    return load_or_build("table", f"{placements.parent.name}-{platform}", [placements, scalability], TABLE_FIELDS,
+                         build, lambda a: MeasuredTable.from_arrays(model, platform, a))
 
 
 class MeasuredTables:
@@ -204,15 +263,11 @@ class MeasuredTables:
         k = (model, platform)
         t = self._tables.get(k, _MISSING)
         if t is _MISSING:
-            from calibration.importers import read_pollux_placements
-
             t = None
             app = self.apps().get(model)
             f = app / f"placements-{platform}.csv" if app is not None else None
             if f is not None and f.is_file():
-                s = app / f"scalability-{platform}.csv"
-                t = MeasuredTable.from_frames(model, platform, read_pollux_placements(f),
-                                              read_pollux_placements(s) if s.is_file() else None)
+                t = load_table(model, platform, f, app / f"scalability-{platform}.csv")
             self._tables[k] = t
         return t
 

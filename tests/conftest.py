@@ -22,3 +22,13 @@ def shared_data() -> Path:
     if not SHARED_DATA.is_dir():
         pytest.skip(f"real data not found at {SHARED_DATA} (clone with ../shared beside the repo)")
     return SHARED_DATA
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _measured_cache_dir(tmp_path_factory):
+    """Table-mode cache entries (`simcore.measured_cache`) of a test run go to a fresh temporary
+    folder, not the user's ~/.cache/cosim/measured: tests start cold and leave nothing behind."""
+    mp = pytest.MonkeyPatch()
+    mp.setenv("COSIM_MEASURED_CACHE_DIR", str(tmp_path_factory.mktemp("measured-cache")))
+    yield
+    mp.undo()

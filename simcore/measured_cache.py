@@ -1,0 +1,136 @@
+"""On-disk cache of the measured tables: built once from the CSVs, then loaded as numpy arrays.
+
+Table mode (`--perf measured*`) and goodput progress (`--progress goodput`) read the Pollux/Sia
+sets on every run: per application the placements/scalability step times, their per-placement
+means, the 3-D point set and its Delaunay triangulation (`simcore.measured_interp`), and the
+gradient statistics of its `validation-<b>.csv` files. Building those (pandas group-bys, CSV
+parsing, qhull) cost about 2.5 s of a 4-s `cosim simulate`; loading the arrays back costs a few
+milliseconds and imports neither pandas nor scipy.
+
+Where: `$COSIM_MEASURED_CACHE_DIR` if set (tests point it at a temporary folder), else
+`$XDG_CACHE_HOME/cosim/measured` (default `~/.cache/cosim/measured`, beside numba's
+`~/.cache/cosim/numba`, `cosim.numba_cache`), else `<tmp>/cosim-measured-<user>` when those
+cannot be written. When no folder can be written the tables are built in memory, as before.
+
+An entry is one `.npz` per (kind, source folder, name) — e.g. the placements of `cifar10` on
+`aws` — named by a hash of its first source file's absolute path, and holding a *stamp*: the
+SHA-256 of `FORMAT_VERSION` and every source file's absolute path, size and modification time
+(ns), or "absent" for an optional file that does not exist. An entry is used only when its stamp
+equals the sources' stamp now and all its arrays load with the expected names; anything else —
+a stale stamp, a truncated or corrupt file, a missing array, a shape the reader rejects — is
+rebuilt from the CSVs and rewritten (atomically: `cosim.atomic.atomic_path`, so concurrent runs
+never see half a file). A changed CSV therefore changes its stamp and is re-read; bump
+`FORMAT_VERSION` whenever what is stored, or how it is computed, changes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import tempfile
+import zipfile
+from collections.abc import Callable, Iterable, Mapping
+from pathlib import Path
+from typing import TypeVar
+
+import numpy as np
+
+log = logging.getLogger(__name__)
+
+ENV = "COSIM_MEASURED_CACHE_DIR"
+#: bump when the stored arrays or the way they are computed change (old entries are then rebuilt)
+FORMAT_VERSION = 1
+_STAMP = "_stamp"
+T = TypeVar("T")
+
+
+def cache_dir() -> Path | None:
+    """The cache folder (see the module docstring), created; None when none can be written."""
+    env = os.environ.get(ENV, "").strip()
+    if env:
+        candidates = [Path(env).expanduser()]
+    else:
+        base = os.environ.get("XDG_CACHE_HOME", "").strip() or os.path.join(os.path.expanduser("~"), ".cache")
+        user = os.environ.get("USER") or str(getattr(os, "getuid", lambda: "user")())
+        candidates = [Path(base) / "cosim" / "measured", Path(tempfile.gettempdir()) / f"cosim-measured-{user}"]
+    for path in candidates:
+        try:
+            path.mkdir(parents=True, exist_ok=True)
+        except OSError:
+            continue
+        if os.access(path, os.W_OK | os.X_OK):
+            return path
+    return None
+
+
+def stamp(sources: Iterable[Path]) -> str:
+    """SHA-256 of `FORMAT_VERSION` and each source's absolute path, size and mtime (ns) or 'absent'."""
+    h = hashlib.sha256(f"cosim-measured-cache v{FORMAT_VERSION}\n".encode())
+    for p in sources:
+        p = Path(p).absolute()
+        try:
+            st = p.stat()
+            h.update(f"{p}\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
+        except OSError:
+            h.update(f"{p}\0absent\n".encode())
+    return h.hexdigest()
+
+
+def entry_path(folder: Path, kind: str, name: str, sources: list[Path]) -> Path:
+    """The entry file of `kind`/`name` built from `sources` (named by the first source's path)."""
+    where = hashlib.sha256(str(Path(sources[0]).absolute()).encode()).hexdigest()[:16]
+    safe = "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in f"{kind}-{name}")
+    return folder / f"{safe}-{where}.npz"
+
+
+def _read(path: Path, want: str, fields: Iterable[str]) -> dict[str, np.ndarray] | None:
+    """The entry's arrays when its stamp is `want` and every field is there, else None."""
+    try:
+        with np.load(path, allow_pickle=False) as z:
+            if _STAMP not in z.files or str(z[_STAMP]) != want:
+                return None
+            out = {k: z[k] for k in z.files if k != _STAMP}
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError, EOFError, KeyError, zipfile.BadZipFile) as exc:
+        log.info("measured cache: unreadable entry %s (%s); rebuilding it", path, exc)
+        return None
+    if any(f not in out for f in fields):
+        return None
+    return out
+
+
+def _write(path: Path, want: str, arrays: Mapping[str, np.ndarray]) -> None:
+    from cosim.atomic import atomic_path
+
+    try:
+        with atomic_path(path) as tmp, open(tmp, "wb") as fh:  # a file: np.savez would append ".npz" to a name
+            np.savez(fh, **{_STAMP: np.array(want)}, **arrays)
+    except OSError as exc:  # a full or read-only disk: the run goes on with the built arrays
+        log.info("measured cache: could not write %s (%s)", path, exc)
+
+
+def load_or_build(kind: str, name: str, sources: list[Path], fields: Iterable[str],
+                  build: Callable[[], Mapping[str, np.ndarray]], parse: Callable[[dict[str, np.ndarray]], T]) -> T:
+    """`parse` of the arrays `build()` makes from `sources`, from the cache when a valid entry exists.
+
+    `fields`: the arrays an entry must hold. `parse(arrays)` turns them into the object the caller
+    wants and raises `ValueError`/`KeyError`/`IndexError`/`TypeError` on arrays it cannot use: a
+    cached entry it rejects is rebuilt, never trusted. Errors of `build` (an `InputError` for a bad
+    CSV) propagate and write nothing."""
+    fields = tuple(fields)
+    want = stamp(sources)
+    folder = cache_dir()
+    path = entry_path(folder, kind, name, sources) if folder is not None else None
+    if path is not None:
+        got = _read(path, want, fields)
+        if got is not None:
+            try:
+                return parse(got)
+            except (ValueError, KeyError, IndexError, TypeError) as exc:
+                log.info("measured cache: rejected entry %s (%s); rebuilding it", path, exc)
+    arrays = {k: np.asarray(v) for k, v in build().items()}
+    if path is not None:
+        _write(path, want, arrays)
+    return parse(arrays)

@@ -20,6 +20,9 @@ The checkout's installable part is copied first (pip builds from the copy and le
 the checkout). pip's download and wheel caches are used as they are: say whether they were warm
 (the first measurement on a machine fills them). The kernel cache is a new empty folder
 (COSIM_NUMBA_CACHE_DIR), so `first` includes compiling the default run's numba kernels.
+PYTHONDONTWRITEBYTECODE is removed from the environment, as in a user's shell: with
+`--no-compile`, Python then compiles the modules a command imports on first use and caches
+them in the venv (`first` pays that once; `warm` reads the cached bytecode).
 """
 
 from __future__ import annotations
@@ -72,7 +75,10 @@ def measure(repo: Path, pip_args: list[str], simulate: bool = True) -> list[dict
         src = copy_source(repo, root / "src")
         elsewhere = root / "cwd"  # not the source folder: `import cosim` must come from the venv
         elsewhere.mkdir()
-        env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "NUMBA_CACHE_DIR", "VIRTUAL_ENV")}
+        # a user's shell: no PYTHONDONTWRITEBYTECODE (this project's sandboxes set it; with it, a
+        # --no-compile install would compile every imported module again on every run)
+        env = {k: v for k, v in os.environ.items()
+               if k not in ("PYTHONPATH", "NUMBA_CACHE_DIR", "VIRTUAL_ENV", "PYTHONDONTWRITEBYTECODE")}
         env["COSIM_NUMBA_CACHE_DIR"] = str(root / "numba-cache")
         venv = root / "venv"
         rows = [_timed("venv", [sys.executable, "-m", "venv", str(venv)], elsewhere, env)]

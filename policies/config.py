@@ -53,7 +53,7 @@ def policy_name_of(cfg_cls: type) -> str:
     """The registered name of the policy whose Config is `cfg_cls` (for error messages)."""
     from policies.registry import POLICIES
 
-    for name in POLICIES.names():
+    for name in POLICIES.loaded():  # its module is imported (it defines cfg_cls): look no further
         if POLICIES.get(name).Config is cfg_cls:
             return name
     return cfg_cls.__name__

@@ -376,12 +376,21 @@ def _write(df: pd.DataFrame, path: Path, meta: dict) -> None:
     write_parquet(pa.Table.from_pandas(df, preserve_index=False), path, meta)
 
 
+def _console_shows_live() -> bool:
+    """Whether rich would draw the bar: on a terminal or in Jupyter. Elsewhere (a pipe, a log)
+    the transient bar prints nothing, yet its refresh thread renders it ten times a second."""
+    from rich.console import Console
+
+    console = Console()
+    return console.is_terminal or console.is_jupyter
+
+
 class _Progress:
     """A rich progress bar (stderr) over policies × jobs finished; no-op when disabled."""
 
     def __init__(self, enabled: bool, num_policies: int, num_jobs: int) -> None:
         self.p = None
-        if enabled:
+        if enabled and _console_shows_live():
             from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
             self.p = Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),

@@ -103,3 +103,25 @@ def test_install_then_editable_collectives(tmp_path):
 def test_install_then_editable_simulate(tmp_path):
     """The README's order (`pip install . && cosim simulate`, then the editable test install) on a small run."""
     _install_cycle(tmp_path, ("simulate", "--synth", "philly-sia:12:1h", "--policy", "fifo,tiresias"))
+
+
+def test_editable_then_install_collectives(tmp_path):
+    """The other order: the test install (`pip install -e .`) and a kernel-compiling command first,
+    then `pip install .` in the same venv: the CLI now runs the installed copy and still works."""
+    src = _copy_source(tmp_path / "src")
+    cache = tmp_path / "numba-cache"
+    venv = Venv(tmp_path / "venv", cache)
+    elsewhere = tmp_path / "cwd"
+    elsewhere.mkdir()
+    command = ("net", "allreduce", "--placement", "4,4", "--bytes", "64MB")
+
+    venv.pip("install", "--no-deps", "-e", str(src), cwd=elsewhere)
+    assert venv.module_file("policies", elsewhere) == (src / "policies" / "__init__.py").resolve()
+    first = venv.cosim(*command, cwd=elsewhere).stdout
+    venv.pip("install", "--no-deps", str(src), cwd=elsewhere)
+    installed = venv.module_file("policies", elsewhere)
+    assert "site-packages" in installed.parts, installed
+    listing = venv.cosim("policies", "list", cwd=elsewhere).stdout
+    assert "fifo" in listing and "tiresias" in listing, listing
+    assert venv.cosim(*command, cwd=elsewhere).stdout == first
+    assert venv.numba_files() == [], f"numba cache files inside the venv: {venv.numba_files()[:5]}"

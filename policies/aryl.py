@@ -33,7 +33,6 @@ cached per job, and only jobs whose GPUs changed are rebuilt into the decision; 
 
 from __future__ import annotations
 
-import itertools
 import time
 from dataclasses import dataclass
 from typing import ClassVar
@@ -136,6 +135,10 @@ class Aryl(BasePolicy):
         self.base: dict[int, frozenset[int]] = {}  # job -> GPUs of its base (or whole inelastic) gang
         self._held: dict[int, tuple[int, ...]] = {}  # job -> its GPUs as last seen (sorted)
         self._el = np.zeros(0, bool)  # elastic jobs of this round
+        self._el_of: tuple | None = None  # (max_gpus, min_gpus) arrays `_el` was computed from
+        self._base_n = np.zeros(0, np.int32)  # GPU -> how many base sets hold it (has_base without a scan)
+        self._prev_running = np.zeros(0, np.int64)  # running jobs at the last sync
+        self._started: list[int] = []  # jobs given a base since the last sync
         self._err: np.ndarray | None = None
         self.reclaim_stats: list[dict] = []
 
@@ -196,23 +199,47 @@ class Aryl(BasePolicy):
         self._base_cache[j] = (base, arr)
         return arr
 
+    def _set_base(self, j: int, base: frozenset[int]) -> None:
+        """Job j's base gang is `base`; `_base_n` counts, per GPU, the base sets holding it."""
+        old = self.base.get(j)
+        if old is not None and old:
+            self._base_n[self._base_arr(j)] -= 1
+        self.base[j] = base
+        if base:
+            self._base_n[self._base_arr(j)] += 1
+
+    def _drop_base(self, j: int) -> None:
+        if self.base.get(j):
+            self._base_n[self._base_arr(j)] -= 1
+        del self.base[j]
+
     def _sync_base(self, view: ClusterView, running: np.ndarray) -> None:
-        """Keep each running job's base gang within its GPUs (a reclaim may have scaled it in)."""
+        """Keep each running job's base gang within its GPUs (a reclaim may have scaled it in).
+
+        Incremental: the jobs that left are those running at the last sync, or started since,
+        that are not running now (the base and held maps hold no others), and only jobs whose
+        GPU count changed are revisited (only this policy grows a job, reclaims only shrink it)."""
         jobs = view.jobs
-        self._el = (jobs.max_gpus > jobs.min_gpus) & (self.config.scaling != "none")
-        alive = set(running.tolist())
-        self.base = {j: b for j, b in self.base.items() if j in alive}
-        if len(self._flex_cache) > 2 * len(alive) + 64:  # drop the finished jobs' entries
-            self._flex_cache = {j: v for j, v in self._flex_cache.items() if j in alive}
-            self._base_cache = {j: v for j, v in self._base_cache.items() if j in alive}
-        if len(self._held) != len(alive) or any(j not in alive for j in self._held):
-            self._held = {j: h for j, h in self._held.items() if j in alive}
-            n_held = np.full(jobs.num_jobs, -1, np.int64)
-            for j, h in self._held.items():
-                n_held[j] = len(h)
-            self._n_held = n_held
-        elif self._n_held.shape[0] < jobs.num_jobs:
+        if self._el_of is None or self._el_of[0] is not jobs.max_gpus or self._el_of[1] is not jobs.min_gpus:
+            self._el = (jobs.max_gpus > jobs.min_gpus) & (self.config.scaling != "none")
+            self._el_of = (jobs.max_gpus, jobs.min_gpus)
+        n_gpus = view.cluster.gpu_owner.shape[0]
+        if self._base_n.shape[0] != n_gpus:
+            self._base_n = np.zeros(n_gpus, np.int32)
+        if self._n_held.shape[0] < jobs.num_jobs:
             self._n_held = np.concatenate([self._n_held, np.full(jobs.num_jobs - self._n_held.shape[0], -1)])
+        alive = np.zeros(max(jobs.num_jobs, self._n_held.shape[0]), bool)
+        alive[running] = True
+        was = np.concatenate([self._prev_running, np.asarray(self._started, np.int64)])
+        for j in np.unique(was[~alive[was]]).tolist():
+            if j in self.base:
+                self._drop_base(j)
+            if self._held.pop(j, None) is not None:
+                self._n_held[j] = -1
+        self._prev_running, self._started = running, []
+        if len(self._flex_cache) > 2 * running.shape[0] + 64:  # drop the finished jobs' entries
+            self._flex_cache = {j: v for j, v in self._flex_cache.items() if alive[j]}
+            self._base_cache = {j: v for j, v in self._base_cache.items() if alive[j] or j in self.base}
         counts = jobs.alloc_count
         # unchanged jobs are skipped (only this policy grows a job, reclaims only shrink it)
         for j in running[self._n_held[running] != counts[running]].tolist():
@@ -225,7 +252,7 @@ class Aryl(BasePolicy):
             b = [x for x in g if x in old]
             if len(b) < min(want, len(g)):
                 b += [x for x in g if x not in b][:want - len(b)]
-            self.base[j] = frozenset(b[:max(want, 0)] if el else g)
+            self._set_base(j, frozenset(b[:max(want, 0)] if el else g))
 
     def _elastic(self, view: ClusterView, j: int) -> bool:
         return bool(self._el[j])
@@ -291,14 +318,12 @@ class Aryl(BasePolicy):
         if not cfg.loaning:
             allowed &= ~inf[c.gpu_node]
         avail = allowed & (c.gpu_owner < 0)
-        prev_flex: dict[int, np.ndarray] = {}
-        for j in running[self._el[running]].tolist():
-            prev_flex[j] = self._flex_of(view, j)
-            avail[prev_flex[j]] = True
+        prev_flex = {j: self._flex_of(view, j) for j in running[self._el[running]].tolist()}
+        if prev_flex:
+            avail[np.concatenate(list(prev_flex.values()))] = True
         n_nodes = inf.shape[0]
         has_base = np.zeros(n_nodes, bool)
-        all_base = np.fromiter(itertools.chain.from_iterable(self.base.values()), np.int64)
-        has_base[c.gpu_node[all_base]] = True
+        has_base[c.gpu_node[self._base_n > 0]] = True
         has_flex = np.zeros(n_nodes, bool)
         out: dict[int, np.ndarray] = {j: self._base_arr(j) for j in prev_flex}
         # phase 1: inelastic jobs and elastic base demand
@@ -345,18 +370,39 @@ class Aryl(BasePolicy):
             ft -= np.bincount(c.gpu_type[g], minlength=n_types)
             has_base[c.gpu_node[g]] = True
             out[j] = g
-            self.base[j] = frozenset(g.tolist())
+            self._set_base(j, frozenset(g.tolist()))
+            self._started.append(j)
             started.append(j)
         # phase 2: flexible workers
         elastic = [j for j in list(prev_flex) + started if self._elastic(view, j)]
         extra = self._flexible(view, elastic, avail, inf, pending=len(started) < n_queued)
         dirty = set(started)  # jobs whose GPUs may differ from what they hold
+        # a job that keeps exactly its flexible GPUs, all still free here and not taken by an
+        # earlier job's growth (the only step below that takes other jobs' GPUs), changes
+        # nothing: its GPUs are marked taken in one step before the next `avail` read
+        el_had = [prev_flex[j] for j in elastic if j in prev_flex and prev_flex[j].size]
+        intact: set[int] = set()
+        if el_had:
+            flat = np.concatenate(el_had)
+            sizes = np.fromiter((h.size for h in el_had), np.int64, len(el_had))
+            offs = np.zeros(len(el_had), np.int64)
+            np.cumsum(sizes[:-1], out=offs[1:])
+            free_all = np.logical_and.reduceat(avail[flat], offs)
+            intact = {j for j, f in zip((j for j in elastic if j in prev_flex and prev_flex[j].size),
+                                        free_all.tolist()) if f}
+        pending: list[np.ndarray] = []  # kept GPUs not yet marked taken in `avail`
         for j, w in sorted(zip(elastic, extra), key=lambda x: (-x[1], x[0])):
             had = prev_flex.get(j, _NO_GPUS)
             if w <= 0:
                 if had.size:
                     dirty.add(j)
                 continue
+            if w == had.size and j in intact:
+                pending.append(had)
+                continue
+            if pending:
+                avail[np.concatenate(pending)] = False
+                pending = []
             like = int(c.gpu_type[out[j][0]])
             keep = had[avail[had]][:w]
             avail[keep] = False
@@ -375,7 +421,8 @@ class Aryl(BasePolicy):
                 if more is not None:
                     avail[more] = False
                     g = np.concatenate([keep, more])
-            has_flex[c.gpu_node[g]] = True
+                    intact.difference_update(c.gpu_owner[more].tolist())  # their flexible GPUs taken
+            # (phase 2 places flexible gangs only, whose tiers ignore `has_flex`: not updated here)
             out[j] = np.concatenate([out[j], g])
             if g.size != had.size:  # g keeps a subset of `had` or adds to all of it: same size = same set
                 dirty.add(j)
@@ -413,7 +460,9 @@ class Aryl(BasePolicy):
         cfg, jobs, c = self.config, view.jobs, view.cluster
         if not elastic or cfg.scaling == "none":
             return [0] * len(elastic)
-        span = [int(jobs.max_gpus[j]) - int(jobs.min_gpus[j]) for j in elastic]
+        el = np.asarray(elastic, np.int64)
+        spans = jobs.max_gpus[el].astype(np.int64) - jobs.min_gpus[el].astype(np.int64)
+        span = spans.tolist()
         if cfg.scaling == "gandiva":  # under-utilised = free GPUs and no pending job
             if pending:
                 return [0] * len(elastic)
@@ -428,14 +477,12 @@ class Aryl(BasePolicy):
         if cap <= 0:
             return [0] * len(elastic)
         loss = self._scaling_loss(view)
-        el = np.asarray(elastic, np.int64)
         wmins = jobs.min_gpus[el].astype(np.int64)
         t_maxs = self._estimates(view, el, wmins)
         inf_scale = max(1, int(round(units * cfg.t4_ratio)))
-        scales = np.array([inf_scale if on_inf[int(self.base[j] and next(iter(self.base[j])))] else units
-                           for j in elastic], np.int64)
+        first = np.fromiter((next(iter(self.base[j])) for j in elastic), np.int64, len(elastic))
+        scales = np.where(on_inf[first], inf_scale, units).astype(np.int64)  # a base's first GPU's kind
         if loss is None:  # every group's items at once: core.mckp_items, flattened
-            spans = np.asarray(span, np.int64)
             w, v, offs = core.mckp_items_flat(t_maxs, wmins, spans, cfg.literal_weights)
             return core.allocate_flexible_flat(offs, w * np.repeat(scales, spans), v, cap)
         groups = []

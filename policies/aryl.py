@@ -215,7 +215,7 @@ class Aryl(BasePolicy):
         alive = np.zeros(max(jobs.num_jobs, self._n_held.shape[0]), bool)
         alive[running] = True
         was = np.concatenate([self._prev_running, np.asarray(self._started, np.int64)])
-        for j in np.unique(was[~alive[was]]).tolist():
+        for j in dict.fromkeys(was[~alive[was]].tolist()):  # each job once (the drops commute)
             self._drop(j)
         self._prev_running, self._started = running, []
         counts = jobs.alloc_count

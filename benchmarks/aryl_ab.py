@@ -25,6 +25,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+
 def one(tree: Path, scale: float, variant: str) -> dict:
     """One bench_aryl run in `tree`: process CPU (user+sys), load at start, run CPU, run dir."""
     load = os.getloadavg()[0]

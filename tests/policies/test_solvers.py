@@ -274,7 +274,7 @@ def test_mckp_every_item_fits_shortcut_equals_the_dp(raw, extra_cap, near_tie):
     """With capacity ≥ every group's heaviest item together, `mckp_flat` takes each group's best
     item without the DP (`_all_fit`); the choice, value (bit for bit) and weight are the DP's,
     and near-ties fall back to the DP."""
-    from policies.solvers.knapsack import _dp, _all_fit, mckp_flat
+    from policies.solvers.knapsack import _all_fit, _dp, mckp_flat
 
     if near_tie and raw[0]:
         raw[0].append((raw[0][0][0] + 1, raw[0][0][1]))  # a tie in group 0: the DP decides

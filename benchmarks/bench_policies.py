@@ -11,7 +11,10 @@ several calls (the detail gives mean wall and CPU time; the box may be shared) o
 
 Run: ``python -m benchmarks.bench_policies`` (the older per-policy rows), or the one table of
 every registered policy (issue 14): ``nice -n 10 python -m benchmarks.bench_policies --table``
-(``--only NAME[,NAME]`` to time a few). The table times each registered policy on the one-type
+(``--only NAME[,NAME]`` to time a few, ``--repeats N`` calls each, default 3; each row's detail
+gives the CPU ms of the best fresh and warm call beside the wall ms, and the table the 1-min load).
+Before/after a change, interleaved: ``python -m benchmarks.bench_interleave OLD_CHECKOUT NEW_CHECKOUT
+--only gavel,pal``. The table times each registered policy on the one-type
 view and, for the heterogeneity-aware ones (`HETERO`), on the same 2,048 GPUs split into 8 types
 of 256 (`_TableWhatIf` throughput table); policies whose decision needs their own fitted state
 (`OWN_BENCH`) point to their own benchmark instead.
@@ -312,22 +315,26 @@ OWN_BENCH = {
 }
 
 
-def _time_view(view, name: str, params: dict, repeats: int) -> tuple[float, float, int]:
+def _time_view(view, name: str, params: dict, repeats: int) -> tuple[float, float, int, float, float]:
     """(best ms of a fresh policy's first call, best ms of a warm policy's later call on the
-    same view, allocations) of `decide` on `view`; one untimed call first loads numba kernels."""
+    same view, allocations, and the CPU ms of those two calls) of `decide` on `view`; one
+    untimed call first loads numba kernels. On a shared machine wall times inflate with the load;
+    the CPU times (user + sys of this process) much less."""
     import policies
 
     policies.make(name, **params).decide(view, view.now)  # numba compile / cache load
-    fresh, warm = [], []
+    fresh, warm, fresh_cpu, warm_cpu = [], [], [], []
     for _ in range(repeats):
         pol = policies.make(name, **params)
-        t0 = time.perf_counter()
+        c0, t0 = time.process_time(), time.perf_counter()
         d = pol.decide(view, view.now)
         fresh.append(time.perf_counter() - t0)
-        t0 = time.perf_counter()
+        fresh_cpu.append(time.process_time() - c0)
+        c0, t0 = time.process_time(), time.perf_counter()
         pol.decide(view, view.now)
         warm.append(time.perf_counter() - t0)
-    return min(fresh) * 1e3, min(warm) * 1e3, len(d.allocations)
+        warm_cpu.append(time.process_time() - c0)
+    return min(fresh) * 1e3, min(warm) * 1e3, len(d.allocations), min(fresh_cpu) * 1e3, min(warm_cpu) * 1e3
 
 
 def table(only: tuple[str, ...] = (), repeats: int = 3) -> list[dict]:
@@ -351,8 +358,8 @@ def table(only: tuple[str, ...] = (), repeats: int = 3) -> list[dict]:
         for params in HETERO.get(name, [{}]):
             for label, view in (("1 type", one), ("8 types", eight)) if name in HETERO else (("1 type", one),):
                 try:
-                    fresh, warm, n = _time_view(view, name, params, repeats)
-                    detail = f"{n} allocations"
+                    fresh, warm, n, fresh_cpu, warm_cpu = _time_view(view, name, params, repeats)
+                    detail = f"{n} allocations; CPU ms fresh {fresh_cpu:.1f}, warm {warm_cpu:.1f}"
                 except Exception as e:  # noqa: BLE001 - a row says why the policy cannot run here
                     fresh = warm = float("nan")
                     detail = f"error: {type(e).__name__}: {str(e)[:80]}"
@@ -362,7 +369,11 @@ def table(only: tuple[str, ...] = (), repeats: int = 3) -> list[dict]:
 
 
 def print_table(rows: list[dict]) -> None:
+    import os
+
     w = max(len(r["policy"] + r["params"]) for r in rows) + 1
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+    print(f"1-min load average at the end: {load:.2f}")
     print(f"{'policy':<{w}}  {'view':<7}  {'fresh ms':>8}  {'warm ms':>8}  <50ms  detail")
     for r in rows:
         key = r["fresh_ms"] if r["policy"] in FRESH else r["warm_ms"]
@@ -378,7 +389,8 @@ def main() -> None:
         only = ()
         if "--only" in sys.argv:
             only = tuple(sys.argv[sys.argv.index("--only") + 1].split(","))
-        print_table(table(only))
+        repeats = int(sys.argv[sys.argv.index("--repeats") + 1]) if "--repeats" in sys.argv else 3
+        print_table(table(only, repeats))
         return
     rows = [f() for f in (bench_fifo, bench_fifo_backfill, bench_sjf, bench_srtf, bench_tiresias, bench_gandiva,
                           bench_allox, bench_placement_consolidate, bench_philly_cut_per_call)]

@@ -11,6 +11,8 @@ average is recorded beside it because the host is shared.
     python -m benchmarks.bench_startup --compare DIR   # rerun, and fail unless its outputs equal DIR's
     python -m benchmarks.bench_startup --repo /work/main   # measure another checkout (before/after)
     python -m benchmarks.bench_startup --record-kernels # rewrite cosim/default_kernels.txt (cosim.warmup)
+    python -m benchmarks.bench_startup --fresh --against /tmp/base --repeat 3  # alternate with another
+                                                        # checkout, each run's wall, CPU and load
 
 Where the first run's time goes (issue 15): all of it is numba compiling the 23 kernels the
 default run calls (with their callees, 209 compiles on main). Per-kernel times come from numba's
@@ -92,6 +94,35 @@ Measured on this tree's final state (bench_startup, nice 10, interleaved with /w
     warm, main / this             3.71 / 3.60 s median, CPU 2.41-2.52 / 2.30-2.44 s (load 5-6)
     cosim --help, main / this     0.37-0.56 / 0.39-0.41 s (load 5)
 
+Session 7 (branch jc-compile; per-kernel table: `python -m benchmarks.compile_profile`, which
+times numba's `Dispatcher.compile` per function and signature, process CPU, in one process with
+an empty cache and no priming). main 78a4a53 and this tree run side by side at load 19-22:
+54.5 s CPU / 126 compiles (52.9 s compiling, LLVM 26.5 s) → 43.6 s / 113 (42.0 s, LLVM 19.7 s)
+before the Tiresias split below. What changed, all with the same default-run outputs (`--compare`):
+- signatures compiled twice: `walk_run` (a literal `0` for `start` inside Tiresias' kernel:
+  a whole second walk, 3.0 s), `_heap_push` (a loop counter starting as literal 0: numba
+  compiles callees for the intermediate literal type too), `_group_nodes_needed` (int32 leaf
+  ids vs int64 pod ids), `sorted_copy` on int32 (`take_gpus` sorts int64 now); gps'
+  `np.searchsorted` (numba's, 0.6 s with helpers) replaced by an 8-line binary search;
+- `_kfit` and `_kpreempt` inlined into `walk_run` (numba IR): each was a thin kernel holding
+  a copy of `consolidate_gpus` and all it calls, optimised and compiled again (1.2 + 1.7 s).
+  Inlining kernels with small callees (`_shape_costs`, `dutycycle_group`, `maxmin_rates`)
+  gained nothing (typing a bigger function costs what the second module saved): not kept;
+- `no_cfunc_wrapper=True` on the default path's kernels: numba builds a C-callable wrapper
+  per compiled function that nothing in cosim calls (≈ 2 s, 5 %, measured side by side);
+- Tiresias' `_round_kernel` is three calls (`_round_begin`, `walk_run`, `_round_wake`), not
+  one kernel that held a second copy of the walk and the placement kernels;
+- `cosim.warmup`: the worker starts before the CLI's heavy imports; both processes claim
+  units (modules sharing callees) heaviest chain first, a unit calling another unit's kernels
+  waits for it (then loads them), so the two processes end together without a recorded split.
+Cache writes are 0.8 s of a first run (not worth avoiding). After the split: 42.5 s CPU, 114
+compiles (40.9 s compiling, LLVM 18.3 s) at load 17. `--fresh --against /tmp/jc-base`
+(COSIM_PRIME=1 in both, this tree first), CPU s of both processes: 46.1 vs 55.8 (load 15-17),
+48.6 vs 60.7 (load 13-15); wall 321.8 / 330.5 s and 179.4 / 169.5 s: on a host at load 13-17
+wall time says nothing about the ≤ 20 s target, which needs an idle second core. Warm
+(`--against /tmp/jc-base --repeat 3`, load 13-14): CPU 2.70 / 2.77 / 2.86 s vs main 2.81 / 2.87 /
+2.82 s (the Tiresias split's two more dispatches a call do not show).
+
 `--compare` is the before/after check for start-up work (lazy imports, fewer kernel
 specialisations): summary.parquet and every policy's jobs.parquet and timeline.parquet must be
 equal cell for cell (NaN equal to NaN) to the saved run's; wall-clock columns are excluded.
@@ -153,6 +184,22 @@ def bench_simulate_first() -> dict:
             "detail": f"CPU s {cpu[0]:.2f}; {_load()}"}
 
 
+def interleave(other: Path, repeat: int, fresh: bool) -> None:
+    """Alternate this checkout and `other` (e.g. a `git worktree add /tmp/base main` copy),
+    `repeat` times each, printing every run's wall s, CPU s and the 1-minute load beside it:
+    on a shared host only runs taken side by side compare."""
+    global _repo
+    mine = _repo
+    for i in range(repeat):
+        for name, repo in (("this", mine), ("other", other.resolve())):
+            _repo = repo
+            load0 = os.getloadavg()[0]
+            r = bench_simulate_first() if fresh else bench_simulate_warm(reps=1)
+            print(f"{i} {name:5s} {repo}: {r['value']:.2f} s wall; {r['detail']}; load at start {load0:.2f}",
+                  flush=True)
+    _repo = mine
+
+
 def _frames(folder: Path) -> dict:
     import pandas as pd
 
@@ -203,20 +250,26 @@ def _capture(path: Path) -> None:
     path.write_text("".join(f"{m}\t{q}\t{s}\t{t:.3f}\n" for m, q, s, t in rows), encoding="utf-8")
 
 
-#: kernels compiled in one process because they share callees (a second process would compile
-#: those again): simcore.kernels uses collectives' union-find, simcore.gps the cosim.nsort sorts
-#: that the policies' kernels use; any other module goes with its top-level package
-_FAMILIES = {"simcore.kernels": "collectives", "simcore.gps": "policies"}
+#: the priming units (cosim.warmup): kernels sharing callees in one unit (a second process would
+#: compile those again); a module not named here is a unit of its own
+_UNITS = {"collectives.shape": "costs", "collectives.algorithms": "costs", "collectives.model": "costs",
+          "collectives.contention": "contention", "collectives.contention_dutycycle": "contention",
+          "collectives.contention_exact": "contention", "simcore.kernels": "engine", "simcore.gps": "gps",
+          "policies._kernels": "placement", "policies._round_kernels": "walk", "policies.tiresias": "tiresias"}
+#: units that call another unit's kernels, compiled after it (then they load those from the cache):
+#: the walk kernel places with `consolidate_gpus`, Tiresias' round kernel runs the walk kernel
+_AFTER = {"walk": ("placement",), "tiresias": ("placement", "walk")}
 
 
 def _family(module: str) -> str:
-    return _FAMILIES.get(module, module.split(".")[0])
+    return _UNITS.get(module, module)
 
 
 def record_kernels() -> Path:
     """Rewrite cosim/default_kernels.txt from a default run with an empty cache (no priming):
-    every kernel signature it compiles from Python, split into two groups of about equal compile
-    time, kernels sharing callees together (`_FAMILIES`)."""
+    every kernel signature it compiles from Python, with its first-call compile time, in
+    units (kernels sharing callees together, `_FAMILIES`) numbered heaviest first: the
+    priming processes claim whole units (cosim.warmup.compile_claimed)."""
     target = _repo / "cosim" / "default_kernels.txt"
     with tempfile.TemporaryDirectory(prefix="cosim-numba-") as cache:
         env = dict(os.environ, COSIM_NUMBA_CACHE_DIR=cache, COSIM_PRIME="0")
@@ -232,16 +285,15 @@ def record_kernels() -> Path:
     per_family: dict[str, float] = {}
     for module, _, _, seconds in rows:
         per_family[_family(module)] = per_family.get(_family(module), 0.0) + float(seconds)
-    load, group = [0.0, 0.0], {}
-    for family in sorted(per_family, key=lambda f: (-per_family[f], f)):  # greedy: heaviest first
-        g = 0 if load[0] <= load[1] else 1
-        group[family] = g
-        load[g] += per_family[family]
+    order = sorted(per_family, key=lambda f: (-per_family[f], f))
+    unit = {family: i for i, family in enumerate(order)}
     lines = ["# Kernels the default `cosim simulate` compiles from Python (read by cosim/warmup.py).",
              "# Written by `python -m benchmarks.bench_startup --record-kernels`; do not edit by hand.",
-             f"# group<TAB>first-call CPU s<TAB>module<TAB>function<TAB>numba signature; groups "
-             f"{load[0]:.1f} s / {load[1]:.1f} s; {_load()}"]
-    lines += [f"{group[_family(m)]}\t{float(t):.2f}\t{m}\t{q}\t{s}" for m, q, s, t in rows]
+             "# unit<TAB>first-call CPU s<TAB>module<TAB>function<TAB>numba signature; units "
+             + ", ".join(f"{unit[f]} {f} {per_family[f]:.1f} s" for f in order) + f"; {_load()}"]
+    lines += [f"#after\t{unit[f]}\t{','.join(str(unit[d]) for d in _AFTER[f] if d in unit)}"
+              for f in order if f in _AFTER]
+    lines += [f"{unit[_family(m)]}\t{float(t):.2f}\t{m}\t{q}\t{s}" for m, q, s, t in rows]
     target.write_text("\n".join(lines) + "\n", encoding="utf-8")
     return target
 
@@ -249,6 +301,8 @@ def record_kernels() -> Path:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--fresh", action="store_true", help="time the first run with an empty kernel cache")
+    ap.add_argument("--against", type=Path, help="alternate runs of this checkout and this other one")
+    ap.add_argument("--repeat", type=int, default=3, help="runs of each checkout with --against")
     ap.add_argument("--save", type=Path, help="write the default run's outputs to this folder")
     ap.add_argument("--compare", type=Path, help="rerun and compare with the outputs saved in this folder")
     ap.add_argument("--repo", type=Path, default=REPO, help="checkout to run (default: this one)")
@@ -274,6 +328,9 @@ def main(argv: list[str] | None = None) -> int:
             problems = compare(args.compare, Path(tmp) / "run")
         print("\n".join(problems) if problems else f"identical to {args.compare} (every Parquet file, every cell)")
         return 1 if problems else 0
+    if args.against:
+        interleave(args.against, args.repeat, args.fresh)
+        return 0
     r = bench_simulate_first() if args.fresh else bench_simulate_warm()
     print(f"{r['name']}: {r['value']:.2f} s (target {r['target']}); {r['detail']}")
     return 0

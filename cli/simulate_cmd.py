@@ -61,13 +61,16 @@ def simulate(
     check_perf(perf)  # what can be checked now fails before anything loads
     params = policy_overrides(set_ or ())
     global_costs, per_policy_costs = parse_costs(costs or ())
+    primer = None
+    if trace is None and not policy and contention and perf == "network" and progress == "plain":  # default kernels
+        from cosim.warmup import start
+
+        primer = start(phase)  # first run only: a worker compiles while this process imports
     phase("loading the simulator (numba kernels compile on the first run, then load from the cache)")
     from experiments.runner import DEFAULT_TRACE, RunConfig, load_capacity, run
 
-    if trace is None and not policy and contention and perf == "network" and progress == "plain":  # default kernels
-        from cosim.warmup import prime
-
-        prime(phase)  # first run only: compile them on two cores
+    if primer is not None:
+        primer.finish()  # this process compiles the units the worker has not taken
 
     spec = str(trace) if trace is not None else (f"synth:{synth}" if synth else DEFAULT_TRACE)
     pols = tuple(p.strip() for p in policy.split(",") if p.strip()) if policy else ()

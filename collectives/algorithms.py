@@ -44,7 +44,7 @@ RING, TREE, HIER, DIRECT, NONE = range(5)
 
 
 # ----------------------------------------------------------------------------- numba helpers
-@njit(cache=True)
+@njit(cache=True, no_cfunc_wrapper=True)
 def _beta(coef, edges, ring_Bps, intra_cap, nic_usable, leaf_cap, pod_cap, sc):
     """max over links of coef / (usable bandwidth × tier efficiency): the slowest link."""
     n = ring_Bps.shape[0]
@@ -65,7 +65,7 @@ def _beta(coef, edges, ring_Bps, intra_cap, nic_usable, leaf_cap, pod_cap, sc):
     return t
 
 
-@njit(cache=True)
+@njit(cache=True, no_cfunc_wrapper=True)
 def _next_pair_max(nic_lat, leaf_rank, pod_rank, leaf_lat, pod_lat, staged, sc):
     """max over i of the latency of the network step i → i+1 (wrap-around included); the
     pair latency is written out in the loop: a numba call with array arguments inside a
@@ -89,7 +89,7 @@ def _next_pair_max(nic_lat, leaf_rank, pod_rank, leaf_lat, pod_lat, staged, sc):
     return lat
 
 
-@njit(cache=True)
+@njit(cache=True, no_cfunc_wrapper=True)
 def _ring_latency(k, intra_lat, nic_lat, leaf_rank, pod_rank, leaf_lat, pod_lat, staged, sc):
     """Slowest step of a ring through all GPUs in node order (wrap-around edge included)."""
     n = k.shape[0]
@@ -102,7 +102,7 @@ def _ring_latency(k, intra_lat, nic_lat, leaf_rank, pod_rank, leaf_lat, pod_lat,
     return lat
 
 
-@njit(cache=True)
+@njit(cache=True, no_cfunc_wrapper=True)
 def _shape_costs(op, k, ring_Bps, intra_cap, intra_lat, nic_usable, nic_lat, staged, leaf_rank, pod_rank,
                  leaf_cap, leaf_lat, pod_cap, pod_lat, sc):
     """α (without base/protocol), steps, β and per-link coefficients of every algorithm.
@@ -263,7 +263,7 @@ def node_attributes(topo) -> np.ndarray:
                             topo.node_nic_count, topo.node_gpus_max, topo.node_gpudirect]).astype(np.float64)
 
 
-@njit(cache=True)
+@njit(cache=True, no_cfunc_wrapper=True)
 def _gather_and_cost(op, nodes, counts, leaf_rank, pod_rank, leaves, pods, node_attr, ring_table, cap, lat,
                      n_nodes, n_leaves, sc, proto):
     """Gather a shape's per-node / per-leaf / per-pod arrays from the topology, cost every

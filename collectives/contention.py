@@ -82,7 +82,7 @@ _Q_HALF = np.uint64(1 << (52 - _KEEP_BITS - 1))
 _Q_MASK = np.uint64(((1 << 64) - 1) ^ ((1 << (52 - _KEEP_BITS)) - 1))
 
 
-@njit(cache=True)
+@njit(cache=True, no_cfunc_wrapper=True)
 def _quantise_into(src, dst, half, mask):  # pragma: no cover - compiled
     """``quantise`` element by element (the same bit operations), ``src`` into ``dst``."""
     u = src.view(np.uint64)
@@ -94,7 +94,7 @@ def _quantise_into(src, dst, half, mask):  # pragma: no cover - compiled
             dst[i] = src[i]
 
 
-@njit(cache=True)
+@njit(cache=True, no_cfunc_wrapper=True)
 def _prepare_job(C, s, M, lids, dem, cap_q, half, mask):  # pragma: no cover - compiled
     """One job through ``solve``'s per-job steps: ``(ok, [C, min(s, C), M] quantised,
     demands quantised, some demand above its link's capacity)``. ``ok`` False: an input

@@ -58,7 +58,7 @@ def gauss_hermite_standard(n_points: int = _GH_POINTS) -> tuple[np.ndarray, np.n
     return z.astype(np.float64), (wt / wt.sum()).astype(np.float64)
 
 
-@njit(cache=True)
+@njit(cache=True, no_cfunc_wrapper=True)
 def _share(wj_cap, a_j, load, per_work):
     """Max-min rate of job j on one link when the others active there put ``load`` on it
     (its reciprocal, time per unit of solo work, when ``per_work``)."""
@@ -66,7 +66,7 @@ def _share(wj_cap, a_j, load, per_work):
     return 1.0 / x if per_work else x
 
 
-@njit(cache=True)
+@njit(cache=True, no_cfunc_wrapper=True)
 def _expected_rates_enum(lo, hi, lent, ejob, q, a, ao, w, cap, per_work, out):
     """Per entry of one link: E[share] by enumerating the other users' on/off states (exact)."""
     m = hi - lo
@@ -93,7 +93,7 @@ def _expected_rates_enum(lo, hi, lent, ejob, q, a, ao, w, cap, per_work, out):
     # each leave-one-out state was visited once per mask containing i: exactly once
 
 
-@njit(cache=True)
+@njit(cache=True, no_cfunc_wrapper=True)
 def _expected_rates_count_dp(lo, hi, lent, ejob, q, a, ao, w, cap, per_work, out, pk, loo, rep, reuse=True):
     """Per entry of one link: E[share] with the others' load approximated as K * abar.
 
@@ -165,7 +165,7 @@ def _expected_rates_count_dp(lo, hi, lent, ejob, q, a, ao, w, cap, per_work, out
         out[e] = r / norm
 
 
-@njit(cache=True)
+@njit(cache=True, no_cfunc_wrapper=True)
 def _expected_rates_normal(lo, hi, lent, ejob, q, a, ao, w, cap, per_work, out, gh_z, gh_w):
     """Per entry of one link: E[share] with the others' load normal (moment-matched, clipped)."""
     mu = 0.0
@@ -189,7 +189,7 @@ def _expected_rates_normal(lo, hi, lent, ejob, q, a, ao, w, cap, per_work, out, 
         out[e] = r
 
 
-@njit(cache=True)
+@njit(cache=True, no_cfunc_wrapper=True)
 def _memo_copy(lo, hi, lent, ejob, q, a, ao, w, L, slot, memo_n, memo_key, memo_r, out):
     """Copy link L's last evaluation in this round slot if its users' (q, a, ao, w) are
     equal, in order, to this one's (an evaluation is a function of those alone: the
@@ -208,7 +208,7 @@ def _memo_copy(lo, hi, lent, ejob, q, a, ao, w, L, slot, memo_n, memo_key, memo_
     return True
 
 
-@njit(cache=True)
+@njit(cache=True, no_cfunc_wrapper=True)
 def _memo_store(lo, hi, lent, ejob, q, a, ao, w, L, slot, memo_n, memo_key, memo_r, out):
     """Remember link L's evaluation (its users' inputs and answers) in this round slot."""
     memo_n[L, slot] = hi - lo
@@ -258,7 +258,7 @@ class LinkMemo:
 NO_MEMO = (np.zeros((0, 1), np.int64), np.zeros((0, 1, 1, 4)), np.zeros((0, 1, 1)))
 
 
-@njit(cache=True)
+@njit(cache=True, no_cfunc_wrapper=True)
 def dutycycle_group(compute_s, comm_start_s, comm_s, weight, ptr, lidx, demand_Bps, cap_Bps,
                     gh_z, gh_w, enum_max_others, dp_max_others, per_work, elsewhere, tol, max_rounds,
                     glink, memo_n, memo_key, memo_r):
@@ -378,7 +378,7 @@ def dutycycle_group(compute_s, comm_start_s, comm_s, weight, ptr, lidx, demand_B
     return it, rounds, converged, link_evals, need_users
 
 
-@njit(cache=True)
+@njit(cache=True, no_cfunc_wrapper=True)
 def solve_large_groups(compute_s, comm_start_s, comm_s, weight, ptr, lidx, demand_Bps, cap_Bps, min_jobs,
                        gh_z, gh_w, enum_max_others, dp_max_others, per_work, elsewhere, tol, max_rounds,
                        memo_n, memo_key, memo_r):

@@ -41,7 +41,7 @@ _COMM = 2  # communicating (compute may or may not be finished)
 _WAIT_COMPUTE = 3  # communication finished, compute still running
 
 
-@njit(cache=True)
+@njit(cache=True, no_cfunc_wrapper=True)
 def build_link_index(n_links, ptr, lidx):
     """Transpose job->link CSR into link->entry CSR (``lptr``, entry numbers ``lent``)."""
     n_jobs = ptr.shape[0] - 1
@@ -60,7 +60,7 @@ def build_link_index(n_links, ptr, lidx):
     return lptr, lent, ejob
 
 
-@njit(cache=True)
+@njit(cache=True, no_cfunc_wrapper=True)
 def maxmin_rates(active, w, ptr, lidx, d, cap, lptr, lent, ejob, x):
     """Weighted max-min fair rates (progressive filling) for the jobs with ``active[j]``.
 
@@ -122,7 +122,7 @@ def maxmin_rates(active, w, ptr, lidx, d, cap, lptr, lent, ejob, x):
     return x
 
 
-@njit(cache=True)
+@njit(cache=True, no_cfunc_wrapper=True)
 def simulate_group(compute_s, comm_start_s, comm_s, weight, ptr, lidx, demand_Bps, cap_Bps,
                    offset_s, warmup_iters, window_iters, rtol, max_iters, max_events):
     """Run the phase simulation of one group; see the module docstring.

@@ -14,7 +14,7 @@ import numpy as np
 from numba import njit
 
 
-@njit(cache=True)
+@njit(cache=True, no_cfunc_wrapper=True)
 def find(parent, i):
     """Root of i's set, halving the path on the way."""
     while parent[i] != i:
@@ -23,7 +23,7 @@ def find(parent, i):
     return i
 
 
-@njit(cache=True)
+@njit(cache=True, no_cfunc_wrapper=True)
 def union(parent, a, b):
     """Join the sets of a and b; the smaller root becomes the root (deterministic groups)."""
     ra = find(parent, a)
@@ -35,7 +35,7 @@ def union(parent, a, b):
             parent[ra] = rb
 
 
-@njit(cache=True)
+@njit(cache=True, no_cfunc_wrapper=True)
 def split_groups(n_links, ptr, link_ids, demand_Bps, comm_s):
     """Connected components with at least two jobs, as concatenated group-local CSR arrays.
 

@@ -77,7 +77,7 @@ class _ShapeCost:
     num_gpus: int
 
 
-@njit(cache=True)
+@njit(cache=True, no_cfunc_wrapper=True)
 def _eval_buckets(alpha, beta, wire, only, sizes, mult, coef, ids):
     """Σ over buckets of min over (algorithm, protocol) of α + β·size; `only` ≥ 0 restricts to
     one algorithm. Returns (seconds, dominant algorithm, dominant protocol, link ids, wire bytes)

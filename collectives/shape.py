@@ -18,7 +18,7 @@ from cosim.nsort import sorted_copy
 OK, OUT_OF_RANGE, DUPLICATE, EMPTY = 0, 1, 2, 3
 
 
-@njit(cache=True)
+@njit(cache=True, no_cfunc_wrapper=True)
 def _placement_shape(gpus, gpu_node, node_leaf, leaf_pod, node_type, leaf_class, pod_class):
     """Return (status, bad_gpu, nodes, counts, leaf_rank, pod_rank, leaves, pods, signature, link ids).
 

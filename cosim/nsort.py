@@ -26,7 +26,7 @@ from numba import njit
 _RUN = 16
 
 
-@njit(cache=True)
+@njit(cache=True, no_cfunc_wrapper=True)
 def argsort_stable(a):  # pragma: no cover - compiled
     """Indices that sort 1-D `a` ascending; equal values keep their order; NaN last."""
     n = a.shape[0]
@@ -77,7 +77,7 @@ def argsort_stable(a):  # pragma: no cover - compiled
     return src
 
 
-@njit(cache=True)
+@njit(cache=True, no_cfunc_wrapper=True)
 def sorted_copy(a):  # pragma: no cover - compiled
     """A sorted copy of 1-D `a` (NaN last), same dtype."""
     n = a.shape[0]
@@ -127,7 +127,7 @@ def sorted_copy(a):  # pragma: no cover - compiled
     return src
 
 
-@njit(cache=True)
+@njit(cache=True, no_cfunc_wrapper=True)
 def unique_sorted(a):  # pragma: no cover - compiled
     """The distinct values of 1-D `a`, ascending (`np.unique(a)` for `a` without NaN)."""
     s = sorted_copy(a)

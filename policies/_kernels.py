@@ -16,7 +16,7 @@ from cosim.nsort import argsort_stable, sorted_copy
 _NONE = 4611686018427387904  # 2**62: 'impossible' (a plain int, so numba inlines it)
 
 
-@njit(cache=True)
+@njit(cache=True, no_cfunc_wrapper=True)
 def node_free_counts(avail, gpu_node, gpu_type, want_type, num_nodes):
     """Usable GPUs per node: `avail[g]` and (any type or `gpu_type[g] == want_type`)."""
     f = np.zeros(num_nodes, np.int64)
@@ -26,7 +26,7 @@ def node_free_counts(avail, gpu_node, gpu_type, want_type, num_nodes):
     return f
 
 
-@njit(cache=True)
+@njit(cache=True, no_cfunc_wrapper=True)
 def type_counts(avail, gpu_type, num_types):
     c = np.zeros(num_types, np.int64)
     for g in range(avail.shape[0]):
@@ -35,13 +35,13 @@ def type_counts(avail, gpu_type, num_types):
     return c
 
 
-@njit(cache=True)
+@njit(cache=True, no_cfunc_wrapper=True)
 def take_gpus(avail, gpu_type, want_type, node_first_gpu, node_num_gpus, nodes, counts):
     """The lowest-numbered usable GPUs: `counts[i]` of them on node `nodes[i]`; sorted ids."""
     total = 0
     for i in range(counts.shape[0]):
         total += counts[i]
-    out = np.empty(total, np.int32)
+    out = np.empty(total, np.int64)  # sorted as int64: one `sorted_copy` for every kernel here (issue 15)
     k = 0
     for i in range(nodes.shape[0]):
         n = nodes[i]
@@ -54,10 +54,14 @@ def take_gpus(avail, gpu_type, want_type, node_first_gpu, node_num_gpus, nodes, 
                 out[k] = g
                 k += 1
                 c -= 1
-    return sorted_copy(out)
+    s = sorted_copy(out)
+    ids = np.empty(total, np.int32)
+    for i in range(total):
+        ids[i] = s[i]
+    return ids
 
 
-@njit(cache=True)
+@njit(cache=True, no_cfunc_wrapper=True)
 def _best_fit_node(f, demand):
     """Node with the fewest usable GPUs that still holds `demand` (lowest index on ties), or -1."""
     best = -1
@@ -67,7 +71,7 @@ def _best_fit_node(f, demand):
     return best
 
 
-@njit(cache=True)
+@njit(cache=True, no_cfunc_wrapper=True)
 def _min_nodes(f, demand):
     """Fewest nodes whose usable GPUs add up to `demand` (`_NONE` if impossible)."""
     s = sorted_copy(f)[::-1]  # values only: same result as np.sort, without compiling numba's quicksort
@@ -81,7 +85,7 @@ def _min_nodes(f, demand):
     return _NONE
 
 
-@njit(cache=True)
+@njit(cache=True, no_cfunc_wrapper=True)
 def _group_nodes_needed(f, group_of, num_groups, demand):
     """Per group (leaf or pod): fewest of its nodes that hold `demand`, and its usable total."""
     # sort nodes by (group, -f, node) with a stable sort on a composite key
@@ -108,7 +112,7 @@ def _group_nodes_needed(f, group_of, num_groups, demand):
     return needed, total
 
 
-@njit(cache=True)
+@njit(cache=True, no_cfunc_wrapper=True)
 def _select(f, member, demand, k, node_leaf, leaf_total):
     """Pick exactly `k` nodes among `member` nodes holding `demand` GPUs.
 
@@ -164,7 +168,7 @@ def _select(f, member, demand, k, node_leaf, leaf_total):
     return nodes, counts
 
 
-@njit(cache=True)
+@njit(cache=True, no_cfunc_wrapper=True)
 def consolidate_nodes(f, demand, node_leaf, leaf_pod, num_leaves, num_pods):
     """Fewest nodes, then fewest leaves, then fewest pods; best fit among equals.
 
@@ -181,7 +185,10 @@ def consolidate_nodes(f, demand, node_leaf, leaf_pod, num_leaves, num_pods):
     if bn >= 0:
         return np.array([bn], np.int64), np.array([demand], np.int64)
     k = _min_nodes(f, demand)
-    leaf_needed, leaf_total = _group_nodes_needed(f, node_leaf, num_leaves, demand)
+    node_leaf64 = np.empty(f.shape[0], np.int64)  # int64 as node_pod: one `_group_nodes_needed` to compile
+    for n in range(f.shape[0]):
+        node_leaf64[n] = node_leaf[n]
+    leaf_needed, leaf_total = _group_nodes_needed(f, node_leaf64, num_leaves, demand)
     best = -1
     for lf in range(num_leaves):
         if leaf_needed[lf] == k and (best < 0 or leaf_total[lf] < leaf_total[best]):
@@ -204,7 +211,7 @@ def consolidate_nodes(f, demand, node_leaf, leaf_pod, num_leaves, num_pods):
     return _select(f, member, demand, k, node_leaf, leaf_total)
 
 
-@njit(cache=True)
+@njit(cache=True, no_cfunc_wrapper=True)
 def spread_nodes(f, demand):
     """One GPU per node per round, fullest nodes first: the widest placement (worst fit)."""
     empty = np.empty(0, np.int64)
@@ -230,7 +237,7 @@ def spread_nodes(f, demand):
     return nodes.astype(np.int64), counts[nodes]
 
 
-@njit(cache=True)
+@njit(cache=True, no_cfunc_wrapper=True)
 def _mode_of_node(gpu_value, s, e):
     """The most frequent non-negative value of gpu_value[s:e] (smaller on ties), else -1."""
     best = -1
@@ -249,7 +256,7 @@ def _mode_of_node(gpu_value, s, e):
     return best
 
 
-@njit(cache=True)
+@njit(cache=True, no_cfunc_wrapper=True)
 def node_mode(gpu_value, node_first_gpu, node_num_gpus):
     """Per node, the most frequent non-negative `gpu_value` on its GPUs (smaller on ties), else -1."""
     n_nodes = node_first_gpu.shape[0]
@@ -259,7 +266,7 @@ def node_mode(gpu_value, node_first_gpu, node_num_gpus):
     return out
 
 
-@njit(cache=True)
+@njit(cache=True, no_cfunc_wrapper=True)
 def node_mode_into(gpu_value, node_first_gpu, node_num_gpus, nodes, out):
     """`node_mode` recomputed only for `nodes`, written into `out`."""
     for i in range(nodes.shape[0]):
@@ -267,7 +274,7 @@ def node_mode_into(gpu_value, node_first_gpu, node_num_gpus, nodes, out):
         out[n] = _mode_of_node(gpu_value, node_first_gpu[n], node_first_gpu[n] + node_num_gpus[n])
 
 
-@njit(cache=True)
+@njit(cache=True, no_cfunc_wrapper=True)
 def consolidate_gpus(avail, gpu_node, gpu_type, want_type, node_first_gpu, node_num_gpus, node_leaf, leaf_pod,
                      num_leaves, num_pods, demand):
     """`consolidate_nodes` on the usable GPUs and `take_gpus` of the result, in one call

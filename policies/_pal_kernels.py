@@ -25,12 +25,36 @@ def lxv_candidates(avail, bins, num_bins, types, typed, pm, gpu_node, gpu_type, 
     `types[i]` is the GPU type of column i (-1: any, `typed` False)."""
     G = avail.shape[0]
     T = types.shape[0]
+    # each usable GPU's column (the i with types[i] == its type; 0 when untyped; -1: none),
+    # and the usable GPUs bucketed by bin (one pass each, instead of a pass over every GPU per
+    # bin and a scan of the columns per GPU)
+    maxt = 0
+    for i in range(T):
+        maxt = max(maxt, types[i])
+    tcol = np.full(maxt + 1, -1, np.int64)
+    for i in range(T):
+        if types[i] >= 0:
+            tcol[types[i]] = i
+    col = np.full(G, -1, np.int64)
+    per_bin = np.zeros(num_bins + 1, np.int64)
     grow = np.zeros((num_bins, T), np.int64)
     for g in range(G):
         if avail[g]:
-            for i in range(T):
-                if not typed or gpu_type[g] == types[i]:
-                    grow[bins[g], i] += 1
+            per_bin[bins[g] + 1] += 1
+            if not typed:
+                col[g] = 0
+            elif gpu_type[g] <= maxt:
+                col[g] = tcol[gpu_type[g]]
+            if col[g] >= 0:
+                grow[bins[g], col[g]] += 1
+    for b in range(num_bins):
+        per_bin[b + 1] += per_bin[b]
+    order = np.empty(per_bin[num_bins], np.int64)
+    fill = per_bin[:num_bins].copy()
+    for g in range(G):
+        if avail[g]:
+            order[fill[bins[g]]] = g
+            fill[bins[g]] += 1
     pool = np.zeros(G, np.bool_)
     size = np.zeros(T, np.int64)
     free = np.zeros((T, node_num_gpus.shape[0]), np.int64)  # usable GPUs per (type column, node)
@@ -40,12 +64,11 @@ def lxv_candidates(avail, bins, num_bins, types, typed, pm, gpu_node, gpu_type, 
     opm = np.empty(num_bins * T, np.float64)
     k = 0
     for b in range(num_bins):
-        for g in range(G):
-            if avail[g] and bins[g] == b:
-                pool[g] = True
-                for i in range(T):
-                    if not typed or gpu_type[g] == types[i]:
-                        free[i, gpu_node[g]] += 1
+        for q in range(per_bin[b], per_bin[b + 1]):
+            g = order[q]
+            pool[g] = True
+            if col[g] >= 0:
+                free[col[g], gpu_node[g]] += 1
         for i in range(T):
             size[i] += grow[b, i]
             if grow[b, i] == 0 or size[i] < demand:

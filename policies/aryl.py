@@ -50,6 +50,8 @@ _NO_GPUS = np.zeros(0, np.int64)
 _NO_GPUS.flags.writeable = False
 SCALINGS = ("mckp", "gandiva", "none")
 ORDERS = ("sjf", "fifo", "fifo-strict")
+HETERO_JOBS = ("agnostic", "vc")
+HETERO_VC = "hetero"  # the virtual cluster of heterogeneous-capable jobs (hetero_jobs = vc)
 
 
 @dataclass(frozen=True)
@@ -96,6 +98,12 @@ class ArylConfig(PolicyConfig):
     mix_types: bool = param(False, "type-agnostic jobs may span training and inference GPUs in one gang "
                                    "(heterogeneous training, Advanced/Ideal); under --perf linear such a gang runs "
                                    "at 0.7 of its summed GPU speeds (the backend's hetero_efficiency, App. A)")
+    hetero_jobs: str = param("agnostic", "with mix_types: which jobs may span GPU types: agnostic = every "
+                                         "type-agnostic job; vc = only the type-agnostic jobs of the trace's virtual "
+                                         "cluster 'hetero' (traces/aryl.py marks the Advanced scenario's extra 10 % "
+                                         "there, so the other type-agnostic and the elastic jobs keep single-type "
+                                         "gangs as in Basic)", choices=HETERO_JOBS,
+                             source="Aryl §7.1 'Advanced: Basic plus 10 % of jobs able to run on heterogeneous GPUs'")
     hetero_last: bool = param(True, "with mix_types: heterogeneous-capable (type-agnostic) jobs are placed after "
                                     "the others in each round ('lastly on the remaining resources')",
                               source="Aryl §5.3/§6; aryl.md §2.5 item 5")
@@ -138,6 +146,7 @@ class Aryl(BasePolicy):
         self._base_n = np.zeros(0, np.int32)  # GPU -> how many base sets hold it (has_base without a scan)
         self._prev_running = np.zeros(0, np.int64)  # running jobs at the last sync
         self._started: list[int] = []  # jobs given a base since the last sync
+        self._mix = np.zeros(0, bool)  # jobs that may span GPU types (mix_types, hetero_jobs)
         self._err: np.ndarray | None = None
         self._type_masks: dict[int, tuple] = {}  # GPU type -> (gpu_type array, its mask)
         self.reclaim_stats: list[dict] = []
@@ -236,6 +245,18 @@ class Aryl(BasePolicy):
             flex.flags.writeable = False
             self._flex[j] = flex
 
+    def _sync_mix(self, view: ClusterView) -> None:
+        """`_mix[j]`: job j may run a heterogeneous gang (mix_types; hetero_jobs picks which);
+        recomputed only when the job table grows (the vc strings are compared once per job)."""
+        jobs = view.jobs
+        if self._mix.shape[0] == jobs.num_jobs:
+            return
+        mix = (jobs.gpu_type_req < 0) & bool(self.config.mix_types)
+        if self.config.hetero_jobs == "vc":
+            vc = jobs.vc if jobs.vc is not None else np.full(jobs.num_jobs, "", object)
+            mix &= np.asarray(vc, object) == HETERO_VC
+        self._mix = mix
+
     # ---- placement ----------------------------------------------------------------------
     def _type_mask(self, c, t: int) -> np.ndarray:
         """`c.gpu_type == t`, computed once per type (GPU types do not change during a run)."""
@@ -250,10 +271,11 @@ class Aryl(BasePolicy):
         `like`: the GPU type the gang must keep (flexible workers of a running job)."""
         c = view.cluster
         req = int(view.jobs.gpu_type_req[j])
+        mix = bool(self._mix[j])
         ok = avail
         if req >= 0:
             ok = ok & self._type_mask(c, req)
-        if like >= 0 and not self.config.mix_types:
+        if like >= 0 and not mix:
             ok = ok & self._type_mask(c, like)
         idx = np.flatnonzero(ok)
         if idx.size < k:
@@ -264,12 +286,12 @@ class Aryl(BasePolicy):
         if self.config.special_placement and role != "inelastic":
             other = has_flex if role == "base" else has_base
             on_inf = inf[nodes]
-            if role == "base" and self.config.mix_types and self.config.hetero_base_training and req < 0:
+            if role == "base" and mix and self.config.hetero_base_training:
                 on_inf = ~on_inf  # a heterogeneous-capable job's base goes to training servers first (§6)
             tier = np.where(on_inf, 0, 2) + other[nodes].astype(int)
         else:
             tier = inf[nodes].astype(int)
-        types = [None] if self.config.mix_types or req >= 0 or like >= 0 else list(np.unique(c.gpu_type[idx]))
+        types = [None] if mix or req >= 0 or like >= 0 else list(np.unique(c.gpu_type[idx]))
         if len(types) > 1:  # single-type gang: the type of the best tier first
             best_t = [int(tier[c.gpu_type[c.node_first_gpu[nodes]] == t].min()) for t in types]
             types = [t for _, t in sorted(zip(best_t, types), key=lambda x: (x[0], x[1]))]
@@ -300,6 +322,7 @@ class Aryl(BasePolicy):
         inf = self._inference_nodes(view)
         running = view.running()
         self._sync_base(view, running)
+        self._sync_mix(view)
         allowed = c.gpu_online.copy()
         if not cfg.loaning:
             allowed &= ~inf[c.gpu_node]
@@ -324,7 +347,7 @@ class Aryl(BasePolicy):
         else:
             queued = queued[np.lexsort((queued, jobs.submit_time[queued]))]
         if cfg.mix_types and cfg.hetero_last:  # heterogeneous-capable jobs last, each part in its order
-            het = jobs.gpu_type_req[queued] < 0
+            het = self._mix[queued]
             queued = np.concatenate([queued[~het], queued[het]])
         started: list[int] = []
         n_free = int(avail.sum())
@@ -337,14 +360,14 @@ class Aryl(BasePolicy):
         ft = np.bincount(c.gpu_type[avail], minlength=n_types)
         req_a = jobs.gpu_type_req[queued]
         if cfg.order != "fifo-strict":
-            cap0 = np.where(req_a >= 0, ft[np.maximum(req_a, 0)], n_free if cfg.mix_types else ft.max())
+            cap0 = np.where(req_a >= 0, ft[np.maximum(req_a, 0)], np.where(self._mix[queued], n_free, ft.max()))
             fits0 = need_a <= cap0
             queued, need_a, req_a = queued[fits0], need_a[fits0], req_a[fits0]
         for j, k, r in zip(queued.tolist(), need_a.tolist(), req_a.tolist()):
             if n_free == 0 and cfg.order != "fifo-strict":
                 break
             el = bool(self._el[j])
-            fit = int(ft[r]) if r >= 0 else n_free if cfg.mix_types else int(ft.max())
+            fit = int(ft[r]) if r >= 0 else n_free if self._mix[j] else int(ft.max())
             if k > fit:
                 if cfg.order == "fifo-strict":
                     break
@@ -397,7 +420,7 @@ class Aryl(BasePolicy):
             if keep.size < w and keep.size == had.size:
                 # as many as fit: a flexible gang keeps one GPU type and may span servers, so
                 # `_place` finds k GPUs exactly when that many of the type are free
-                ok = avail & self._type_mask(c, like) if not cfg.mix_types else avail
+                ok = avail & self._type_mask(c, like) if not self._mix[j] else avail
                 req = int(jobs.gpu_type_req[j])
                 if req >= 0:
                     ok = ok & self._type_mask(c, req)

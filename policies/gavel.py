@@ -640,12 +640,18 @@ def apply_types(policy: BasePolicy, view: ClusterView, jobs: np.ndarray, chosen:
         r.release(k)
     todo = [j for j, t in want.items() if t >= 0 and j not in ran]
     todo.sort(key=lambda j: -size[j])
+    # usable GPUs per type, kept as jobs are placed: a job whose type has fewer left than it
+    # needs is not tried (`placement.place` would return None before any search or draw)
+    left = np.bincount(np.asarray(c.gpu_type, np.int64)[r.avail()], minlength=len(c.gpu_type_names)).tolist()
     for j in todo:
         t = want[j]
+        if left[t] < size[j]:
+            continue
 
         def placer(jj: int, avail: np.ndarray, t=t) -> np.ndarray | None:
             return P.place(c, avail, size[jj], gpu_type=t, strategy=policy.config.placement, rng=policy.rng)
 
         if r.place(j, placer) is not None:
             ran[j] = t
+            left[t] -= size[j]  # `place` with gpu_type=t takes size[j] GPUs of type t
     return r.decision(), ran

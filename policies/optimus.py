@@ -10,6 +10,7 @@ allocation (`marginal_greedy`) and the what-if step times (`StepTimes`) serve AF
 from __future__ import annotations
 
 import heapq
+import math
 from dataclasses import dataclass
 from typing import Callable, ClassVar
 
@@ -75,15 +76,22 @@ class StepTimes:
     """
 
     def __init__(self) -> None:
-        self._cache: dict[tuple, float] = {}
+        self._rows: dict[tuple, dict[int, float]] = {}  # (model, batch, type) → {g: seconds}
         self._ids: dict[int, np.ndarray] = {}
+        # a greedy round asks ~2 times per GPU handed out: each job's (model, batch, type) and
+        # the cluster's most common type are kept for the views they were read from
+        self._of: tuple = (None, None)
+        self._job_key: dict[int, tuple] = {}
+        self._common: tuple = (None, -1)
 
     def gpu_type(self, view: ClusterView, j: int) -> int:
         req = int(view.jobs.gpu_type_req[j])
         if req >= 0:
             return req
-        counts = np.bincount(view.cluster.gpu_type.astype(np.int64))
-        return int(np.argmax(counts))
+        c = view.cluster
+        if self._common[0] is not c:  # GPU types never change within a cluster's arrays
+            self._common = (c, int(np.argmax(np.bincount(c.gpu_type.astype(np.int64)))))
+        return self._common[1]
 
     def type_size(self, view: ClusterView, t: int) -> int:
         return int(self._type_ids(view, t).size)
@@ -94,15 +102,26 @@ class StepTimes:
             ids = self._ids[t] = np.flatnonzero(view.cluster.gpu_type == t).astype(np.int64)
         return ids
 
+    def row(self, view: ClusterView, j: int) -> dict[int, float]:
+        """Job j's times known so far, by GPU count (shared by the jobs of its model, batch and
+        type; a count not in it yet: `self(view, j, g)`)."""
+        jobs, c = view.jobs, view.cluster
+        if self._of[0] is not jobs or self._of[1] is not c:
+            self._of, self._job_key = (jobs, c), {}
+        row = self._job_key.get(j)
+        if row is None:
+            key = (jobs.model[j], int(jobs.global_batch[j]), self.gpu_type(view, j))
+            row = self._job_key[j] = self._rows.setdefault(key, {})
+        return row
+
     def __call__(self, view: ClusterView, j: int, g: int) -> float:
-        t = self.gpu_type(view, j)
-        b = int(view.jobs.global_batch[j])
-        key = (view.jobs.model[j], b, t, g)
-        s = self._cache.get(key)
+        row = self.row(view, j)
+        s = row.get(g)
         if s is None:
+            t = self.gpu_type(view, j)
             ids = self._type_ids(view, t)
-            s = float(view.iteration_time(j, ids[:g], b)) if 0 < g <= ids.size else np.inf
-            self._cache[key] = s
+            s = float(view.iteration_time(j, ids[:g], int(view.jobs.global_batch[j]))) if 0 < g <= ids.size else np.inf
+            row[g] = s
         return s
 
 
@@ -261,12 +280,16 @@ class Optimus(BasePolicy):
         total = int(np.count_nonzero(view.cluster.gpu_online))
         cap = caps_of(view, jobs, self.config.batch_cap, self.config.single_gpu_models)
         base = first_fit_base(np.maximum(1, view.jobs.min_gpus[jobs]).astype(np.int64), cap, total)
-        rem_iters = np.array([self.remaining(view, j) for j in jobs.tolist()])
         jl = jobs.tolist()
+        rem_iters = [float(self.remaining(view, j)) for j in jl]
+        step = self.step
+        rows = [step.row(view, j) for j in jl]
 
-        def gain(i: int, g: int) -> float:
-            d = self.step(view, jl[i], g) - self.step(view, jl[i], g + 1)
-            return float(d * rem_iters[i]) if np.isfinite(d) else 0.0
+        def gain(i: int, g: int) -> float:  # 2 reads of the job's row per GPU handed out
+            r = rows[i]
+            a, b = r.get(g), r.get(g + 1)
+            d = (step(view, jl[i], g) if a is None else a) - (step(view, jl[i], g + 1) if b is None else b)
+            return d * rem_iters[i] if math.isfinite(d) else 0.0
 
         n = marginal_greedy(base, cap, total - int(base.sum()), gain)
         return drop_infeasible(view, self.step, jobs, n)
@@ -277,7 +300,11 @@ class Optimus(BasePolicy):
                 self._rem_iters[ev.job] = remaining_iterations(view, self.step, ev.job)
         iv = float(self.config.interval_s)
         if self.wants_epoch_events and view.progress_events and abs(now / iv - round(now / iv)) > 1e-9:
-            r = Round(view)  # an epoch-end call between rounds: nothing moves (rounds are the only decisions)
+            # an epoch-end call between rounds: nothing moves (rounds are the only decisions); with
+            # every GPU online, keeping all is the empty list of changes (what the round gives)
+            if view.accepts_changes and view.cluster.gpu_online.all():
+                return Decision(changes_only=True)
+            r = Round(view)
             r.keep_all_undecided()
             return r.decision()
         active = view.active()

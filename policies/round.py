@@ -551,9 +551,9 @@ class Round:
             a = self._current[j]
         return a
 
-    def decision(self, wake_at: float | None = None) -> Decision:
+    def decision(self, wake_at: float | None = None, quiet_until: float | None = None) -> Decision:
         """The round as a `Decision`: every unvisited running job kept; only the changes where
-        the engine accepts that."""
+        the engine accepts that (`quiet_until`: `Decision.quiet_until`)."""
         if self._n_und:
             self.keep_all_undecided()
         if not self._returned:  # all False now: every running job was kept or released
@@ -566,12 +566,12 @@ class Round:
                 if j not in self.alloc:
                     allocs[j] = _STOP
             d = _new(Decision)  # `Decision(allocations=, wake_at=, changes_only=True)` at half the cost
-            d.__dict__.update(allocations=allocs, wake_at=wake_at, changes_only=True)
+            d.__dict__.update(allocations=allocs, wake_at=wake_at, changes_only=True, quiet_until=quiet_until)
             return d
         allocs = dict(self.alloc)
         kept = self.kept_jobs().tolist()
         allocs.update(zip(kept, map(cur.__getitem__, kept)))
-        return Decision(allocations=allocs, wake_at=wake_at)
+        return Decision(allocations=allocs, wake_at=wake_at, quiet_until=quiet_until)
 
 
 def _i64(a) -> np.ndarray:

@@ -303,10 +303,33 @@ class Tiresias(BasePolicy):
             if ok[j]:
                 r.keep(j)
         skew = self._is_skewed(view)
+        placed_all = True
         for j in admitted:
             if not run[j]:
-                r.place(j, lambda jj, avail: self._place(view, r, jj, avail, skew, self._caps(view)))
-        return r.decision()
+                if r.place(j, lambda jj, avail: self._place(view, r, jj, avail, skew, self._caps(view))) is None:
+                    placed_all = False
+        return r.decision(quiet_until=self._quiet_until(view, r, q, admitted, run, now) if placed_all else None)
+
+    def _quiet_until(self, view: ClusterView, r: Round, q: np.ndarray, admitted: list, run: np.ndarray,
+                     now: float) -> float:
+        """`Decision.quiet_until` of a by-count round whose admitted jobs all hold GPUs after it
+        (and no other job does): until one of them crosses its queue's threshold, a round sees
+        the same queues, entry times and active set, so admits the same jobs, all running: it
+        keeps every job. The crossing is when the service (growing by the job's GPU count per
+        second while it holds GPUs, restarts included) reaches the threshold `queues` tests
+        (`svc + eps >= thr`), less 1 s: float sums of the service may land a hair early."""
+        if not admitted:
+            return math.inf
+        a = np.asarray(admitted, np.int64)
+        qa = q[a]
+        live = qa < self._thr.size  # jobs in the last queue are never demoted
+        if not live.any():
+            return math.inf
+        a, qa = a[live], qa[live]
+        jobs = view.jobs
+        gpus = np.where(run[a], jobs.alloc_count[a], r.dem[a]).astype(float)
+        svc = jobs.attained_gpu_s[a] - self.svc_base[a]
+        return float(now + ((self._thr[qa] - _EPS_GPU_S - svc) / gpus).min()) - 1.0
 
     def _caps(self, view: ClusterView) -> "_TierCaps":
         if self._tier_caps is None or self._tier_caps.c is not view.cluster:
@@ -426,7 +449,7 @@ class _TierCaps:
 # same order, the same stable ordering), in one pass each instead of ~40 array calls.
 
 
-@njit(cache=True)
+@njit(cache=True, no_cfunc_wrapper=True)
 def _queue(svc, thr):
     """Number of thresholds `svc` has reached (`searchsorted(thr, svc, side="right")`)."""
     k = 0
@@ -436,7 +459,7 @@ def _queue(svc, thr):
     return k
 
 
-@njit(cache=True)
+@njit(cache=True, no_cfunc_wrapper=True)
 def _prepare(active, holding, now, submit, executed, attained, first_start, svc_base, exec_base, pend_base,
              promotions, thr, eps, knob, q, waited, rows, with_keys, order, klass, keys, kernel, run_rev, run_cls):
     """`prepare`, writing the order into `order[:n]`; with state `rows` (at least one row:
@@ -507,7 +530,7 @@ def _prepare(active, holding, now, submit, executed, attained, first_start, svc_
     return nrun
 
 
-@njit(cache=True)
+@njit(cache=True, no_cfunc_wrapper=True)
 def prepare(active, holding, now, submit, executed, attained, first_start, svc_base, exec_base, pend_base,
             promotions, thr, eps, knob, q, waited):
     """Bookkeeping and priority order of one call.
@@ -527,7 +550,7 @@ def prepare(active, holding, now, submit, executed, attained, first_start, svc_b
     return order
 
 
-@njit(cache=True)
+@njit(cache=True, no_cfunc_wrapper=True)
 def next_jump(new, new_gpus, kept, alloc_count, active, q, attained, svc_base, thr, now, knob, executed, exec_base,
               pend_base, waited, scratch):
     """Earliest time a job that runs after this call crosses its next threshold while a job
@@ -579,7 +602,7 @@ def next_jump(new, new_gpus, kept, alloc_count, active, q, attained, svc_base, t
     return min(t, t_promote)
 
 
-@njit(cache=True)
+@njit(cache=True, no_cfunc_wrapper=True)
 def walk_inputs(order, q, demand, type_req, skewed, num_queues, with_keys, consolidate):
     """Per-position inputs of the priority walk, in one pass over `order`.
 
@@ -603,14 +626,14 @@ def walk_inputs(order, q, demand, type_req, skewed, num_queues, with_keys, conso
     return klass, keys, kernel
 
 
-@njit(cache=True)
+@njit(cache=True, no_cfunc_wrapper=True)
 def _walk_inputs_into(order, rows, num_queues, with_keys, klass, keys, kernel):
     """The walk inputs of every position of `order` (`_walk_input`)."""
     for i in range(order.shape[0]):
         _walk_input(rows, order[i], num_queues, with_keys, i, klass, keys, kernel)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, no_cfunc_wrapper=True, inline="always")
 def _walk_input(rows, j, num_queues, with_keys, x, klass, keys, kernel):
     """The walk inputs of job j at position x, from its state row (column 1 queue, 2 shape
     × 2 + skewed, 3 kernel placer): its preemption class (the queue), its placement shape
@@ -632,7 +655,6 @@ def _aligned(shape: tuple[int, int], dtype) -> np.ndarray:
     return buf[skip:skip + n * k].reshape(n, k)
 
 
-@njit(cache=True)
 def _round_kernel(owner, online, running, active, undecided, now, submit, executed, attained, first_start, fstate,
                   istate, thr, eps, knob, with_keys, order, klass, keys, kernel, demand, type_req, alloc_count, memo,
                   topo, ibuf, masks):
@@ -640,31 +662,56 @@ def _round_kernel(owner, online, running, active, undecided, now, submit, execut
     the running jobs, which `prepare` reads as holding), `prepare` with the walk inputs
     written into the first len(active) entries of `order`, `klass`, `keys`, `kernel` and
     the victim candidates into `run_rev`, `run_cls`, then the walk's first run
-    (`_round_kernels.walk_run`, the one walk, on the workspace's `masks` and `ibuf`) in one
-    kernel call. Where that run finished the walk (nothing for Python), also the wake-up
-    time (`next_jump` on its outcome). Returns (`round_begin`'s count, the position the
-    walk stopped at, the wake-up time or inf) for `Round(begun=)` and `Round.walk(ran=)`.
+    (`_round_kernels.walk_run`, the one walk, on the workspace's `masks` and `ibuf`). Where
+    that run finished the walk (nothing for Python), also the wake-up time (`next_jump` on
+    its outcome). Returns (`round_begin`'s count, the position the walk stopped at, the
+    wake-up time or inf) for `Round(begun=)` and `Round.walk(ran=)`.
+
+    Three kernel calls (`_round_begin`, `walk_run`, `_round_wake`), not one: a kernel calling
+    `walk_run` holds its own copy of the walk and of every placement kernel under it, which
+    numba optimises and compiles to machine code once more (≈ 2 s of a first run's CPU,
+    issue 15); the two more dispatches cost microseconds a call.
 
     The policy's per-job arrays are columns of two (one job's entries side by side):
     `fstate` (float64): svc_base, exec_base, pend_base, waited; `istate` (int64):
     promotions, q, shape key × 2 + skewed, kernel placer, `next_jump`'s scratch (all 0)."""
+    n_off, slow = _round_begin(owner, online, running, active, undecided, now, submit, executed, attained, first_start,
+                               fstate, istate, thr, eps, knob, with_keys, order, klass, keys, kernel, ibuf, masks)
+    n = active.shape[0]
+    i = RK.walk_run(order[:n], 0, undecided, slow, klass[:n], thr.shape[0] + 1, demand, type_req, alloc_count, keys[:n],
+                    memo, online, owner, masks, kernel[:n], topo, ibuf)
+    if i < n:
+        return n_off, i, math.inf
+    return n_off, i, _round_wake(undecided.shape[0], owner.shape[0], active, now, executed, attained, fstate, istate,
+                                 thr, knob, alloc_count, ibuf)
+
+
+@njit(cache=True, no_cfunc_wrapper=True)
+def _round_begin(owner, online, running, active, undecided, now, submit, executed, attained, first_start, fstate,
+                 istate, thr, eps, knob, with_keys, order, klass, keys, kernel, ibuf, masks):
+    """`_round_kernel`'s first part: `round_begin`, the jobs to check one by one (`slow_jobs`),
+    the memo emptied, `_prepare` with the walk inputs and victim candidates. Returns
+    (`round_begin`'s count, the `slow` mask)."""
     counts, memo_n, kept, rec, rel, run_rev, run_cls, rank = RK.walk_buffers(ibuf, undecided.shape[0], owner.shape[0])
     n_off = RK.round_begin(owner, online, running, undecided, masks[0], masks[1])
     slow = RK.slow_jobs(owner, online, undecided.shape[0], n_off)
     memo_n[0] = 0
     svc_base, exec_base, pend_base, waited = fstate[:, 0], fstate[:, 1], fstate[:, 2], fstate[:, 3]
-    promotions, q, scratch = istate[:, 0], istate[:, 1], istate[:, 4]
+    promotions, q = istate[:, 0], istate[:, 1]
     counts[3] = _prepare(active, undecided, now, submit, executed, attained, first_start, svc_base, exec_base,
                          pend_base, promotions, thr, eps, knob, q, waited, istate, with_keys, order, klass, keys,
                          kernel, run_rev, run_cls)
-    n = active.shape[0]
-    o = order[:n]
-    i = RK.walk_run(o, 0, undecided, slow, klass[:n], thr.shape[0] + 1, demand, type_req, alloc_count, keys[:n],
-                    memo, online, owner, masks, kernel[:n], topo, ibuf)
-    if i < n:
-        return n_off, i, np.inf
-    # the jobs that run after the call: the walk's placements (records: job, GPU count, ids)
-    # and the jobs it kept
+    return n_off, slow
+
+
+@njit(cache=True, no_cfunc_wrapper=True)
+def _round_wake(n_jobs, n_gpus, active, now, executed, attained, fstate, istate, thr, knob, alloc_count, ibuf):
+    """`_round_kernel`'s last part, after a walk that needed no Python: the wake-up time
+    (`next_jump`) of the jobs that run after the call — the walk's placements (records: job,
+    GPU count, ids) and the jobs it kept."""
+    counts, memo_n, kept, rec, rel, run_rev, run_cls, rank = RK.walk_buffers(ibuf, n_jobs, n_gpus)
+    svc_base, exec_base, pend_base, waited = fstate[:, 0], fstate[:, 1], fstate[:, 2], fstate[:, 3]
+    q, scratch = istate[:, 1], istate[:, 4]
     nrec = counts[1]
     m = 0
     x = 0
@@ -678,6 +725,5 @@ def _round_kernel(owner, online, running, active, undecided, now, submit, execut
         new[y] = rec[x]
         new_n[y] = rec[x + 1]
         x += 2 + rec[x + 1]
-    t = next_jump(new, new_n, kept[:counts[0]], alloc_count, active, q, attained, svc_base, thr, now, knob, executed,
-                  exec_base, pend_base, waited, scratch)
-    return n_off, i, t
+    return next_jump(new, new_n, kept[:counts[0]], alloc_count, active, q, attained, svc_base, thr, now, knob, executed,
+                     exec_base, pend_base, waited, scratch)

@@ -244,11 +244,19 @@ class Decision:
     `Allocation(())` for a job that stops — and every other running job keeps its
     allocation. It means the same desired set as the complete form, written so that a call
     costs what it changes, not the size of the running set (20,000-GPU clusters).
+
+    `quiet_until` (additive; None: no promise): the policy's promise that every periodic round
+    before that simulated time would keep every allocation and ask for no wake-up, as long as
+    nothing happens from outside it (an arrival, a completion, a capacity change, a wake-up, a
+    progress event it asked for, a restart end unless it `ignores_restart_ends`). The engine
+    answers those rounds itself, counting each as a policy call (the decision sequence is the
+    same); the first round at or after it, or after such an event, calls the policy.
     """
 
     allocations: Mapping[int, Allocation] = field(default_factory=dict)
     wake_at: float | None = None
     changes_only: bool = False
+    quiet_until: float | None = None
 
 
 @dataclass(frozen=True)

@@ -65,6 +65,15 @@ class EventQueue:
     def peek(self) -> Event | None:
         return self._heap[0][3] if self._heap else None
 
+    def second_time(self) -> float:
+        """Time of the event that comes out after the first (inf if none): one of the heap
+        root's two children."""
+        h = self._heap
+        n = len(h)
+        if n < 2:
+            return float("inf")
+        return h[1][0] if n == 2 or h[1][0] <= h[2][0] else h[2][0]
+
     def pop(self) -> Event:
         return heapq.heappop(self._heap)[3]
 

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import math
 import re
+from bisect import bisect_right
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -169,19 +170,30 @@ class GoodputModel:
         self.apps = apps
         self.app_of = np.asarray(app_of, np.int16)
         self.bounds = [a.epoch_end / a.target for a in apps]
+        # the engine asks at every epoch end of every job (thousands of times a run, few distinct
+        # answers): plain lists for `bisect` (the same index as `np.searchsorted(side="right")` on
+        # these finite ascending floats) and each (application, batch, epoch)'s efficiency kept
+        self._app = self.app_of.tolist()
+        self._bounds_l = [b.tolist() for b in self.bounds]
+        self._eff: dict[tuple, float] = {}
 
     def epoch(self, job: int, progress: float) -> int:
-        a = self.app_of[job]
+        a = self._app[job]
         if a < 0:
             return 0
-        b = self.bounds[a]
-        return min(int(np.searchsorted(b, progress, side="right")), b.shape[0] - 1)
+        b = self._bounds_l[a]
+        return min(bisect_right(b, progress), len(b) - 1)
 
     def efficiency(self, job: int, batch: int, progress: float) -> float:
-        a = self.app_of[job]
+        a = self._app[job]
         if a < 0:
             return 1.0
-        return self.apps[a].efficiency(batch, self.epoch(job, progress))
+        b = self._bounds_l[a]
+        key = (a, batch, min(bisect_right(b, progress), len(b) - 1))
+        e = self._eff.get(key)
+        if e is None:  # deterministic in (application, batch, epoch): computed once
+            e = self._eff[key] = self.apps[a].efficiency(batch, key[2])
+        return e
 
     def solo_iters(self, job: int, batch: int) -> float:
         """Iterations at a fixed global `batch` to finish job's run (its epochs, each at its own

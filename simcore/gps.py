@@ -42,7 +42,7 @@ from numba import njit
 from cosim.nsort import unique_sorted
 
 
-@njit(cache=True)
+@njit(cache=True, no_cfunc_wrapper=True)
 def _level(class_demand, class_count, capacity):  # pragma: no cover - compiled
     """Water level L: every active job gets min(demand, L); demands come in few distinct
     values (`class_demand`, ascending, with `class_count` active jobs each), so this costs
@@ -63,7 +63,7 @@ def _level(class_demand, class_count, capacity):  # pragma: no cover - compiled
     return np.inf  # every job gets its full demand
 
 
-@njit(cache=True)
+@njit(cache=True, no_cfunc_wrapper=True)
 def _heap_push(key, idx, base, size, k, j):  # pragma: no cover - compiled
     """Push (k, j) into the min-heap stored at key/idx[base : base + size]; returns new size."""
     i = size
@@ -79,7 +79,7 @@ def _heap_push(key, idx, base, size, k, j):  # pragma: no cover - compiled
     return size + 1
 
 
-@njit(cache=True)
+@njit(cache=True, no_cfunc_wrapper=True)
 def _heap_pop(key, idx, base, size):  # pragma: no cover - compiled
     """Remove the minimum of the heap at base (size > 0); returns new size."""
     size -= 1
@@ -101,7 +101,22 @@ def _heap_pop(key, idx, base, size):  # pragma: no cover - compiled
     return size
 
 
-@njit(cache=True)
+@njit(cache=True, no_cfunc_wrapper=True)
+def _search_left(a, v):  # pragma: no cover - compiled
+    """`np.searchsorted(a, v)` (side left) on ascending float `a`, NaN ordered last as numpy does."""
+    lo = 0
+    hi = a.shape[0]
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        x = a[mid]
+        if x < v or (v != v and x == x):  # a[mid] strictly before v  # noqa: PLR0124 (NaN test)
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+
+@njit(cache=True, no_cfunc_wrapper=True)
 def gps_completion(submit, demand, solo_s, cap_t, cap_v):  # pragma: no cover - compiled
     """Completion times of jobs (sorted by `submit`) under fluid GPS.
 
@@ -118,7 +133,9 @@ def gps_completion(submit, demand, solo_s, cap_t, cap_v):  # pragma: no cover - 
     done = np.full(n, np.nan)
     classes = unique_sorted(demand)
     nk = classes.shape[0]
-    cls = np.searchsorted(classes, demand)
+    cls = np.empty(n, np.int64)
+    for j in range(n):  # np.searchsorted(classes, demand): a loop compiles in a tenth of the time
+        cls[j] = _search_left(classes, demand[j])
     total = np.zeros(nk, np.int64)
     for j in range(n):
         total[cls[j]] += 1
@@ -130,7 +147,7 @@ def gps_completion(submit, demand, solo_s, cap_t, cap_v):  # pragma: no cover - 
     size = np.zeros(nk, np.int64)
     vclock = np.zeros(nk)
     speed = np.zeros(nk)
-    nxt = 0
+    nxt = np.int64(0)  # typed: a literal 0 made numba compile `_heap_push` twice (issue 15)
     t = 0.0
     active = 0
     ci = 0  # capacity interval: cap_t[ci] <= t < cap_t[ci + 1]
@@ -224,7 +241,7 @@ def capacity_steps(changes, node_num_gpus: np.ndarray) -> tuple[np.ndarray, np.n
 FTF_REFERENCES = ("gps", "gps-capped", "hetero-1-over-n")
 
 
-@njit(cache=True)
+@njit(cache=True, no_cfunc_wrapper=True)
 def one_over_n_completion(submit, demand, solo_s, speed, order, cap_t, cap_v):  # pragma: no cover - compiled
     """Completion times (jobs sorted by `submit`) when each of the N active jobs runs alone on
     `cap_v[i, k] / N` GPUs of every type k (capacity step i from `cap_t[i]`).

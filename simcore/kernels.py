@@ -20,7 +20,7 @@ RUNNING = 2
 RESTARTING = 3
 
 
-@njit(cache=True)
+@njit(cache=True, no_cfunc_wrapper=True)
 def step(held, n, now, t_event, tol_s, state, rate, progress, mark, alloc_count, attained_gpu_s, executed_s,
          restart_s, exposed_frac, exposed_comm_s, out, hit):  # pragma: no cover - compiled
     """One step of simulated time, in one call: the next instant `t` (the first instant a job
@@ -97,7 +97,97 @@ def step(held, n, now, t_event, tol_s, state, rate, progress, mark, alloc_count,
     return t, m, h
 
 
-@njit(cache=True)
+@njit(cache=True, no_cfunc_wrapper=True)
+def refresh_hits(hit, h, progress, rate, mark, epochs_done, gain, stat_eff, batch_size, global_batch, work_iters,
+                 s_base, p_base, spp, kb_flat, kb_start, kb_len, ktab):  # pragma: no cover - compiled
+    """Epoch ends of goodput jobs (`simcore.marks`), for the jobs `hit[:h]` at a mark whose
+    bounds are `kb_flat[kb_start[j]:][:kb_len[j]]` (others are left alone): close the samples
+    segment at the job's progress p, count the epochs done (k = the bounds <= p), take the
+    gain of epoch k at the job's batch from `ktab[j, k]` (a row the engine fills when the batch
+    is set, `ProgressMarks.set_batch`) when k is new — the rate scaled by new / old gain, the
+    iteration time unchanged — set the next mark (the next bound, 1 after the last) and open
+    the next segment. The same float operations, in the same order, as the Python they replace."""
+    for i in range(h):
+        j = hit[i]
+        n = kb_len[j]
+        if n == 0:
+            continue
+        p = progress[j]
+        s_base[j] += (p - p_base[j]) * spp[j]
+        p_base[j] = p
+        st = kb_start[j]
+        lo = 0
+        hi = n
+        while lo < hi:  # bounds <= p (`bisect_right`)
+            mid = (lo + hi) // 2
+            if p < kb_flat[st + mid]:
+                hi = mid
+            else:
+                lo = mid + 1
+        k = lo
+        if k > epochs_done[j]:
+            epochs_done[j] = k
+            b = batch_size[j]
+            old = gain[j]
+            new = ktab[j, k]
+            gain[j] = new
+            stat_eff[j] = new * global_batch[j] / b
+            if old > 0 and rate[j] > 0:
+                rate[j] = rate[j] * (new / old)
+        m = 1.0
+        if k < n:
+            m = min(m, kb_flat[st + k])
+        mark[j] = m
+        g = gain[j]
+        spp[j] = work_iters[j] * batch_size[j] / g if g > 0 else 0.0
+
+
+@njit(cache=True, no_cfunc_wrapper=True)
+def step_through(held, n, now, t_event, tol_s, state, rate, progress, mark, alloc_count, attained_gpu_s, executed_s,
+                 restart_s, exposed_frac, exposed_comm_s, out, hit, acc, online, busy, through, t_other, quiet_until,
+                 interval_s, epochs_done, gain, stat_eff, batch_size, global_batch, work_iters, s_base, p_base, spp,
+                 kb_flat, kb_start, kb_len, ktab):  # pragma: no cover - compiled
+    """`step`, repeated through the instants at which nothing needs the engine, handling each
+    as the engine would:
+
+    - with `through`, instants with only epoch ends of goodput jobs (no completion, no queued
+      event): `refresh_hits`;
+    - periodic rounds (`t_event` is the queued round, `t_other` the next other queued event)
+      before `quiet_until` (the policy's promise, `Decision.quiet_until`) with nothing else at
+      their instant: counted, the next at (floor(t / interval_s) + 1) × interval_s, as the
+      engine schedules rounds (the caller passes `t_other = t_event` when no round may pass).
+
+    Returns (t, m, h, rounds passed, time of the next round) at the first other instant, as
+    `step` does (its epoch ends left to the engine); `acc` += (online, busy) GPUs × each
+    step's seconds, one step at a time as the engine adds them (the same sums)."""
+    rounds = 0
+    t_round = t_event
+    while True:
+        te = t_round if t_round < t_other else t_other
+        t, m, h = step(held, n, now, te, tol_s, state, rate, progress, mark, alloc_count, attained_gpu_s,
+                       executed_s, restart_s, exposed_frac, exposed_comm_s, out, hit)
+        if not np.isfinite(t) or t < now:
+            return t, m, h, rounds, t_round
+        dt = t - now
+        if dt > 0:
+            acc[0] += online * dt
+            acc[1] += busy * dt
+        if m > 0:
+            return t, m, h, rounds, t_round
+        if h > 0:
+            if not through or t >= te:
+                return t, m, h, rounds, t_round
+            refresh_hits(hit, h, progress, rate, mark, epochs_done, gain, stat_eff, batch_size, global_batch,
+                         work_iters, s_base, p_base, spp, kb_flat, kb_start, kb_len, ktab)
+        elif t >= te and t_round < t_other and t_round < quiet_until:
+            rounds += 1  # a quiet round (t = t_round): nothing else happens at its instant
+            t_round = (np.floor(t / interval_s) + 1.0) * interval_s
+        else:
+            return t, m, h, rounds, t_round
+        now = t
+
+
+@njit(cache=True, no_cfunc_wrapper=True)
 def merge_sorted(a, add, drop):  # pragma: no cover - compiled
     """A new ascending array: ascending `a` and ascending `add` merged, minus every value in
     ascending `drop` — one pass, one allocation (the engine's active set, per policy call)."""
@@ -119,7 +209,7 @@ def merge_sorted(a, add, drop):  # pragma: no cover - compiled
     return out[:n]
 
 
-@njit(cache=True)
+@njit(cache=True, no_cfunc_wrapper=True)
 def view_sets(active, add, n_add, drop, n_drop, held, n_held, want_active, want_running):  # pragma: no cover
     """The policy view's two index sets in one call: (`active` with the first `n_add` of
     `add` merged in and the first `n_drop` of `drop` taken out, `held[:n_held]` sorted),
@@ -132,7 +222,7 @@ def view_sets(active, add, n_add, drop, n_drop, held, n_held, want_active, want_
     return a, r
 
 
-@njit(cache=True)
+@njit(cache=True, no_cfunc_wrapper=True)
 def linked_inputs(seeds, n_links, slot_job, slot_of, nlink, links, demand, compute, start,
                   comm):  # pragma: no cover - compiled
     """The jobs whose contention a change can touch, with their prepared solver inputs.

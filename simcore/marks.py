@@ -10,7 +10,10 @@ next of:
 - a fraction of its work the policy declared in `milestones`.
 
 `JobTable.mark[j]` holds that next point (1 = completion only), so jobs without marks cost
-nothing per event. Reaching a mark is exact — the instant is computed from the job's rate,
+nothing per event. A goodput job's refresh is one kernel (`kernels.refresh_hits`) reading the
+gain of each epoch at the job's batch from a row built once per (application, batch) by
+`work_gain`; when the marks are only such refreshes, the engine steps through them inside the
+step kernel (`kernels.step_through`, `ProgressMarks.through`). Reaching a mark is exact — the instant is computed from the job's rate,
 never stepped — and the events the policy asked for are handed to its next call
 (`ClusterView.progress_events`), which happens at that instant.
 """
@@ -18,11 +21,13 @@ never stepped — and the events the policy asked for are handed to its next cal
 from __future__ import annotations
 
 import math
+from bisect import bisect_right
 from typing import Any
 
 import numpy as np
 
 from cosim.errors import PolicyError
+from simcore import kernels
 from simcore.api import JobState, PolicyFlags, ProgressEvent
 from simcore.work import WorkMode, work_gain
 
@@ -62,8 +67,55 @@ class ProgressMarks:
                     self.bounds[j] = per[e]
         if self.milestones.size:
             jobs.mark[:] = self.milestones[0]
+        # the bounds as plain lists for `bisect` (the index `np.searchsorted(side="right")` gives
+        # on these finite ascending floats, without a NumPy call per epoch end), one per array
+        lists: dict[int, list] = {}
+        self._bounds_l = {j: lists.setdefault(id(b), b.tolist()) for j, b in self.bounds.items()}
         for j in self.bounds:
             jobs.mark[j] = self.next_mark(j)
+        self._tables(jobs.num_jobs, goodput is not None and eff is goodput)
+        #: every mark is a goodput job's epoch end, nothing the policy hears about: the engine
+        #: steps through them in one kernel call (`kernels.step_through`)
+        self.through = bool(self.refresh) and not self.wants_epochs and self.ms_next is None
+        self._counters: tuple = ()
+
+    def _tables(self, n: int, per_app: bool) -> None:
+        """The refresh kernel's inputs (`kernels.refresh_hits`): the epoch bounds of the goodput
+        jobs, flat (each distinct array once), and per job a row of gains by epochs done at its
+        current batch (`set_batch`), rows shared by the jobs of one application, batch and mode
+        (`per_app`: the efficiency is the goodput model's, a function of the application)."""
+        self.kb_start = np.zeros(n, np.int64)
+        self.kb_len = np.zeros(n, np.int64)
+        pieces, at, where = [], 0, {}
+        for j in sorted(self.refresh):
+            b = self.bounds[j]
+            if id(b) not in where:
+                where[id(b)] = at
+                pieces.append(np.asarray(b, np.float64))
+                at += b.shape[0]
+            self.kb_start[j], self.kb_len[j] = where[id(b)], b.shape[0]
+        self.kb_flat = np.concatenate(pieces) if pieces else np.zeros(1)
+        self.ktab = np.zeros((n if pieces else 0, int(self.kb_len.max(initial=0)) + 1))
+        self._rows: dict[tuple, np.ndarray] = {}
+        self._per_app = per_app
+
+    def bind_counters(self, s_base: np.ndarray, p_base: np.ndarray, spp: np.ndarray) -> None:
+        """The engine's samples counters (`Engine._init_counters`), whose segments close at marks."""
+        self._counters = (s_base, p_base, spp)
+
+    def set_batch(self, j: int, batch: int) -> None:
+        """Goodput job j now runs at global `batch`: its row of gains, `ktab[j, k]` = the gain
+        after k epochs (`work_gain` at the end of epoch k, the progress the job stops at)."""
+        jobs = self.jobs
+        b = self.bounds[j]
+        mode, ref = jobs.work_mode.item(j), jobs.global_batch.item(j)
+        key = (id(b) if self._per_app else j, mode, batch, ref)
+        row = self._rows.get(key)
+        if row is None:
+            row = np.zeros(self.ktab.shape[1])
+            row[1:b.shape[0] + 1] = [work_gain(mode, batch, ref, self.eff, j, float(x)) for x in b.tolist()]
+            self._rows[key] = row
+        self.ktab[j] = row
 
     def next_mark(self, j: int) -> float:
         """The first epoch end or milestone above job j's progress (1 if none)."""
@@ -81,44 +133,59 @@ class ProgressMarks:
         return m
 
     def reached(self, hit: np.ndarray) -> bool:
-        """Jobs at a mark (ascending): count epochs (refreshing the gain of goodput jobs),
-        note milestones, set each next mark. True if the policy asked for one of these."""
+        """Jobs at a mark (ascending): count epochs, refresh the gain of goodput jobs (new
+        epoch, new gradient statistics: the gain at the current batch, the rate scaled by it,
+        the samples segment closed and reopened; `kernels.refresh_hits`), note milestones, set
+        each next mark. True if the policy asked for one of these."""
         jobs = self.jobs
         want = False
-        for j in hit.tolist():
-            p = jobs.progress.item(j)
-            b = self.bounds.get(j)
-            if b is not None:
-                k = int(np.searchsorted(b, p, side="right"))
-                done0 = jobs.epochs_done.item(j)
-                if k > done0:
-                    jobs.epochs_done[j] = k
-                    if self.wants_epochs:
-                        self.events.extend(ProgressEvent(j, "epoch", float(e)) for e in range(done0 + 1, k + 1))
+        kernel = self.refresh
+        ms_marks: list[tuple[int, float]] = []
+        if not self.through:  # what the kernel does not do: events, milestones, plain epoch counts
+            progress, done, mark = jobs.progress, jobs.epochs_done, jobs.mark
+            lists, ms_next = self._bounds_l, self.ms_next
+            for j in hit.tolist():
+                p = progress.item(j)
+                mine = j in kernel
+                b = lists.get(j)
+                if b is not None:
+                    k = bisect_right(b, p)
+                    done0 = done.item(j)
+                    if k > done0:
+                        if self.wants_epochs:
+                            self.events.extend(ProgressEvent(j, "epoch", float(e)) for e in range(done0 + 1, k + 1))
+                            want = True
+                        if not mine:
+                            done[j] = k
+                    if not mine:  # the next mark (`next_mark`, inlined: progress does not change here)
+                        mark[j] = min(1.0, b[k]) if k < len(b) else 1.0
+                elif ms_next is not None:
+                    mark[j] = 1.0
+                if kernel and not mine:  # its samples segment closes here too (`_fold`, `_segment`)
+                    s_base, p_base, spp = self._counters
+                    s_base[j] += (p - p_base.item(j)) * spp.item(j)
+                    p_base[j] = p
+                    g = jobs.gain.item(j)
+                    spp[j] = jobs.work_iters.item(j) * jobs.batch_size.item(j) / g if g > 0 else 0.0
+                if ms_next is not None:
+                    k = int(np.searchsorted(self.milestones, p, side="right"))
+                    k0 = int(ms_next[j])
+                    if k > k0:
+                        ms_next[j] = k
+                        self.events.extend(ProgressEvent(j, "milestone", float(x)) for x in self.milestones[k0:k])
                         want = True
-                    if j in self.refresh:
-                        self._refresh_gain(j, p)
-            if self.ms_next is not None:
-                k = int(np.searchsorted(self.milestones, p, side="right"))
-                k0 = int(self.ms_next[j])
-                if k > k0:
-                    self.ms_next[j] = k
-                    self.events.extend(ProgressEvent(j, "milestone", float(m)) for m in self.milestones[k0:k])
-                    want = True
-            jobs.mark[j] = self.next_mark(j)
+                    else:
+                        k = k0
+                    if k < self.milestones.shape[0]:
+                        ms_marks.append((j, float(self.milestones[k])))
+        if kernel:
+            s_base, p_base, spp = self._counters
+            kernels.refresh_hits(hit, hit.shape[0], jobs.progress, jobs.rate, jobs.mark, jobs.epochs_done, jobs.gain,
+                                 jobs.stat_eff, jobs.batch_size, jobs.global_batch, jobs.work_iters, s_base, p_base,
+                                 spp, self.kb_flat, self.kb_start, self.kb_len, self.ktab)
+        for j, m in ms_marks:
+            jobs.mark[j] = min(jobs.mark.item(j), m)
         return want
-
-    def _refresh_gain(self, j: int, p: float) -> None:
-        """New epoch, new gradient statistics: the gain of the current batch, and the rate
-        scaled by it (rate = gain / (W × iteration time), the iteration time unchanged)."""
-        jobs = self.jobs
-        b, ref = jobs.batch_size.item(j), jobs.global_batch.item(j)
-        old = jobs.gain.item(j)
-        new = work_gain(jobs.work_mode.item(j), b, ref, self.eff, j, p)
-        jobs.gain[j] = new
-        jobs.stat_eff[j] = new * ref / b
-        if old > 0 and jobs.rate.item(j) > 0:
-            jobs.rate[j] = jobs.rate.item(j) * (new / old)
 
     def completed(self, j: int) -> None:
         b = self.bounds.get(j)

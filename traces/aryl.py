@@ -130,12 +130,16 @@ def _finish(rows: pd.DataFrame, w: ArylWorkload, rng: np.random.Generator, extra
     else:
         elastic = elastic_cut(gt, gpus, w.elastic_frac, w.elastic_share)
     agn = elastic.copy()
+    hetero = np.zeros(n, bool)
     want = int(round((w.agnostic_frac + (w.hetero_frac if w.scenario == "advanced" else 0.0)) * n))
     if w.scenario == "ideal":
         agn[:] = True
+        hetero[:] = True
     elif want > agn.sum():
         pick = rng.permutation(np.flatnonzero(~agn))[:want - int(agn.sum())]
         agn[pick] = True
+        if w.scenario == "advanced":  # the picks past Basic's agnostic share: the 10 % heterogeneous-capable
+            hetero[pick[max(0, int(round(w.agnostic_frac * n)) - int(elastic.sum())):]] = True
     min_g = np.where(elastic, np.maximum(1, gpus // 2), gpus)
     max_g = np.where(elastic & (gpus == 1), max(1, w.single_gpu_elastic_max), gpus)
     df = pd.DataFrame({
@@ -149,11 +153,14 @@ def _finish(rows: pd.DataFrame, w: ArylWorkload, rng: np.random.Generator, extra
         "max_gpus": max_g.astype(np.int32),
         "source": f"aryl-{w.scenario} from philly_jobs.csv",
     })
+    if hetero.any():  # heterogeneous-capable jobs (Advanced/Ideal) in virtual cluster "hetero": the job
+        df["vc"] = np.where(hetero, "hetero", None)  # schema has no capability column (policy aryl hetero_jobs=vc)
     stats = dict(params=dataclasses.asdict(w), jobs=n, elastic_jobs=int(elastic.sum()),
                  elastic_job_frac=float(elastic.mean()) if n else 0.0,
                  elastic_gpu_time_share=float(gt[elastic].sum() / max(gt.sum(), 1e-9)),
                  elastic_mean_duration_h=float(rows["duration"][elastic].mean() / 3600) if elastic.any() else 0.0,
-                 agnostic_frac=float(agn.mean()) if n else 0.0, **extra)
+                 agnostic_frac=float(agn.mean()) if n else 0.0,
+                 hetero_frac=float(hetero.mean()) if n else 0.0, **extra)
     return df, stats
 
 

@@ -446,10 +446,15 @@ def _calibration(value: Any, i: int, src: Path | None, base: Path) -> str | None
 
 
 def _perf(value: Any, i: int, src: Path | None) -> str:
-    from simcore.perf_backends import PERF_BACKENDS
+    from simcore.perf_backends import PERF_BACKENDS, parse_perf
 
-    if value not in PERF_BACKENDS:
-        raise InputError.at(src, field=f"perf[{i}]", expected=f"one of {', '.join(PERF_BACKENDS)}", got=value)
+    if not isinstance(value, str) or value.partition(":")[0] not in PERF_BACKENDS:
+        raise InputError.at(src, field=f"perf[{i}]", expected=f"one of {', '.join(PERF_BACKENDS)} "
+                            "(linear:key=value,... with options)", got=value)
+    try:
+        parse_perf(value)  # a `--perf` spec with options, e.g. linear:hetero_efficiency=1.0
+    except InputError as e:
+        raise InputError(f"{src}: perf[{i}]: {e}" if src else f"perf[{i}]: {e}") from None
     return value
 
 

@@ -22,6 +22,24 @@ def test_basic_workload_matches_the_papers_elastic_cut(shared_data):
     assert ideal["elastic_job_frac"] == 1.0 and ideal["agnostic_frac"] == 1.0
 
 
+def test_advanced_marks_only_the_extra_ten_percent_heterogeneous(shared_data):
+    """Advanced = Basic + 10 % heterogeneous-capable jobs (Aryl §7.1): the stand-in keeps Basic's
+    type-agnostic share and marks only the added 10 % (virtual cluster "hetero", read by the policy's
+    hetero_jobs=vc); elastic jobs stay single-type as in Basic; Ideal marks every job; Basic none."""
+    basic, _ = W.build(W.ArylWorkload(scale=1 / 32), shared_data)
+    adv, st = W.build(W.ArylWorkload(scenario="advanced", scale=1 / 32), shared_data)
+    het = (adv["vc"] == "hetero").to_numpy()
+    assert st["hetero_frac"] == pytest.approx(0.10, abs=0.002) and het.mean() == st["hetero_frac"]
+    assert st["agnostic_frac"] == pytest.approx(0.31, abs=0.005)
+    assert adv.loc[het, "gpu_type"].isna().all() and not (adv["min_gpus"] < adv["max_gpus"])[het].any()
+    # the hetero jobs are exactly the ones Advanced makes type-agnostic beyond Basic (same jobs, same order)
+    assert (adv["job_id"] == basic["job_id"]).all()
+    assert (het == (adv["gpu_type"].isna() & basic["gpu_type"].notna()).to_numpy()).all()
+    assert "vc" not in basic.columns or basic["vc"].isna().all()
+    ideal, _ = W.build(W.ArylWorkload(scenario="ideal", scale=1 / 32), shared_data)
+    assert (ideal["vc"] == "hetero").all()
+
+
 def test_testbed_workload(shared_data):
     df, st = W.testbed(shared_data)
     assert len(df) == 180 and st["elastic_jobs"] == 10

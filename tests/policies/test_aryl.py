@@ -348,6 +348,29 @@ def test_heterogeneous_elastic_base_goes_to_training_servers(base_training):
     assert len(base) == 2 and (base <= {2, 3} if base_training else base <= {4, 5, 6, 7})
 
 
+@pytest.mark.parametrize("hetero_jobs", ["agnostic", "vc"])
+def test_hetero_jobs_vc_keeps_other_agnostic_jobs_single_type(hetero_jobs):
+    """hetero_jobs=vc: only type-agnostic jobs of virtual cluster "hetero" may span GPU types (the
+    Advanced scenario's 10 %); another type-agnostic job keeps one GPU type and is not placed last.
+    2 V100 + 4 T4 free: a 4-GPU agnostic job fits only as a mixed gang or on the 4 T4s."""
+    import dataclasses
+
+    from policies import make
+    from tests.policies.conftest import Job
+
+    jobs = [Job(gpus=2, type_req=0, alloc=(0, 1)),  # two of the V100s busy
+            Job(gpus=4, type_req=-1, remaining=100.0, duration=100.0),  # plain type-agnostic
+            Job(gpus=4, type_req=-1, remaining=50.0, duration=50.0, submit=1.0)]  # in vc "hetero", shorter
+    view = _mixed_view(jobs)
+    view = dataclasses.replace(view, jobs=dataclasses.replace(view.jobs, vc=np.array(["", "", "hetero"], object)))
+    d = make("aryl", mix_types=True, hetero_jobs=hetero_jobs).decide(view, 0.0)
+    got = {j: a.gpus for j, a in d.allocations.items() if a.gpus and j > 0}
+    if hetero_jobs == "agnostic":  # both heterogeneous-capable: SJF order, job 2 first, as a best fit on the T4s
+        assert got == {2: (4, 5, 6, 7)}
+    else:  # job 1 is not heterogeneous-capable: placed first (job 2 last), single type = the 4 T4s
+        assert got == {1: (4, 5, 6, 7)}
+
+
 # ---- incremental bookkeeping (the paper-size speed work, docs/reproductions/aryl/FULL.md) --------
 
 @pytest.mark.parametrize("params", [{}, {"mix_types": True}, {"event_driven": False}])

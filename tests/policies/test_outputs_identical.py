@@ -15,6 +15,13 @@ workloads and its `jobs.parquet` table is compared with a reference committed un
 A difference in any decision changes start and end times far beyond the tolerance
 (relative 1e-9, which only absorbs float round-off of identical decisions).
 
+`test_pollux_workload_outputs_identical` (needs ../shared/data): Tiresias as the Pollux
+simulator runs it and Optimus on the Pollux OSDI'21 workload-1 (16×4 T4, `--perf
+measured-pollux-sim --progress goodput --costs pollux-sim`, `benchmarks.bench_inproc.config`),
+jobs and summary compared exactly with references generated from main at 78a4a53, before the
+engine's quiet rounds, kernel epoch refreshes and Optimus' step-time rows (issue 14's in-process
+speed); `python -m benchmarks.bench_inproc dump/diff` checks workloads 1-5 the same way.
+
 Regenerate (only when a change of outputs is intended, and say so in the commit):
 
     python -m tests.policies.test_outputs_identical --regenerate
@@ -69,6 +76,30 @@ def test_outputs_identical_to_reference(workload):
         pd.testing.assert_frame_equal(a, b, check_exact=False, rtol=1e-9, atol=0.0, obj=f"{workload}/{p}")
 
 
+POLLUX_POLICIES = ("tiresias-pollux", "optimus")
+
+
+def _pollux_w1() -> tuple[pd.DataFrame, pd.DataFrame]:
+    from benchmarks.bench_inproc import config
+    from experiments.runner import run
+
+    jobs, sums = [], []
+    for p in POLLUX_POLICIES:
+        res = run(config(p, 1), None)
+        jobs.append(res.jobs[p].assign(policy=p))
+        sums.append(res.summary)
+    return pd.concat(jobs, ignore_index=True), pd.concat(sums, ignore_index=True)
+
+
+def test_pollux_workload_outputs_identical(shared_data):
+    jobs, summary = _pollux_w1()
+    ref_jobs = pd.read_parquet(FIXTURES / "pollux_w1_jobs.parquet")
+    ref_summary = pd.read_parquet(FIXTURES / "pollux_w1_summary.parquet")
+    pd.testing.assert_frame_equal(jobs, ref_jobs, check_exact=True, obj="pollux w1 jobs")
+    # policy_calls included: rounds the engine answers from a policy's quiet promise count as calls
+    pd.testing.assert_frame_equal(summary, ref_summary, check_exact=True, obj="pollux w1 summary")
+
+
 def main(argv: list[str]) -> None:
     if argv != ["--regenerate"]:
         raise SystemExit("usage: python -m tests.policies.test_outputs_identical --regenerate")
@@ -76,6 +107,10 @@ def main(argv: list[str]) -> None:
     for w in WORKLOADS:
         _jobs(w).to_parquet(_path(w), index=False)
         print("wrote", _path(w))
+    jobs, summary = _pollux_w1()  # needs ../shared/data
+    jobs.to_parquet(FIXTURES / "pollux_w1_jobs.parquet", index=False)
+    summary.to_parquet(FIXTURES / "pollux_w1_summary.parquet", index=False)
+    print("wrote", FIXTURES / "pollux_w1_jobs.parquet")
 
 
 if __name__ == "__main__":

@@ -180,3 +180,14 @@ def test_load_series_key_reaches_the_run_config_and_the_cell_id(tmp_path):
     for bad in ("missing.csv", 3, ""):
         with pytest.raises(InputError, match="load_series"):
             parse_sweep(dict(base, load_series=bad), base_dir=tmp_path)
+
+
+def test_perf_axis_takes_a_perf_spec_with_options():
+    """A sweep's `perf` accepts what `--perf` does (`linear:hetero_efficiency=1.0`, the aryl catalog's
+    Ideal grid); a bad option or backend is one InputError naming the field."""
+    cfg = parse_sweep({"traces": "synth:philly:8", "policies": ["fifo"], "perf": ["linear", "linear:hetero_efficiency=1.0"]})
+    assert cfg.perf == ("linear", "linear:hetero_efficiency=1.0")
+    assert len({c.cell_id for c in cfg.cells()}) == 2
+    for bad in ("linear:hetero_efficiency=2", "linear:nope=1", "linearish"):
+        with pytest.raises(InputError, match=r"perf\[0\]"):
+            parse_sweep({"traces": "synth:philly:8", "policies": ["fifo"], "perf": [bad]}, source="s.toml")

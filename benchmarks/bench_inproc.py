@@ -1,0 +1,176 @@
+"""The simulation alone (in process) on the Pollux OSDI'21 workloads: issue 14's "≥ 200× the Pollux simulator".
+
+The setting is the one `cosim simulate` runs for the comparison with the peer simulator:
+
+    cosim simulate --trace workloads-pollux-osdi21/workload-N.csv --cluster t4-pcie --nodes 16 \\
+        --policy tiresias-pollux|optimus --perf measured-pollux-sim --progress goodput --costs pollux-sim
+
+and the number is the engine's own time, `RunResult.wall_s` (the "wall s" column `cosim
+simulate` prints: `Engine.run`, the policy's calls included, start-up and output writing not),
+taken in a fresh process per run as the CLI does (caches the run fills are part of it). The
+CPU time of the same call (`time.process_time`) is printed beside it: the better number on a
+shared host. The peer's time is its whole process (docs/peers.md); its import is ~2.5 s.
+
+    python -m benchmarks.bench_inproc time [--policies tiresias-pollux,optimus] [--workloads 1-5] [--repeats 3]
+    python -m benchmarks.bench_inproc dump DIR [--policies ...] [--workloads ...]   # outputs, for `diff`
+    python -m benchmarks.bench_inproc diff DIR_A DIR_B                               # value for value
+
+`dump` writes DIR/<policy>/w<N>/{jobs,timeline,summary}.parquet; `diff` compares every table of
+two dumps exactly (the summary without its wall-time columns) and exits 1 on a difference.
+Comparing two trees: run `time` from each tree's root, alternating, and compare `cpu_s`.
+Needs ../shared/data (the workloads and the measured tables).
+
+Measured 2026-11-24 13:48-14:05 on the 2-core host at load average 13-20 (seven helpers at
+work: wall times 3-10x idle ones, CPU inflated too), `cpu_s` of the engine in a fresh process
+per run, interleaved: main (78a4a53) / main with OPENBLAS_NUM_THREADS=1 / this branch
+(`benchmarks/interleave_inproc.sh`: for each repeat, policy and workload, the three in turn):
+
+- tiresias-pollux w1-w5, repeat 1: main 0.86 1.11 1.21 4.33 1.36 s; main-blas1 0.28 0.44 0.66
+  0.30 0.28 s; branch 0.14 0.12 0.45 0.11 0.16 s. Repeat 2: main 0.55 0.45 6.46 0.39 0.33;
+  main-blas1 0.30 0.28 0.75 0.27 0.30; branch 0.13 0.14 0.46 0.11 0.12 s.
+- optimus w1-w5, repeat 1: main 4.08 1.62 3.18 1.60 1.72 s; main-blas1 1.76 1.78 1.35 1.59
+  1.93 s; branch 0.61 0.64 0.70 0.61 0.54 s. Repeat 2 (w1-w3): main 1.77 1.82 5.13; main-blas1
+  1.89 2.07 1.52; branch 0.81 0.80 0.79 s.
+- outputs: `dump` of main and of the branch, `diff`: jobs, timeline and summary tables equal
+  value for value for both policies on w1-w5 (30 tables).
+- in one process, w1 Tiresias run 4 times (load 16): 0.128 s CPU the first run, 0.085-0.093 s
+  the next ones (the first pays numba's loading of cached kernels and the measured tables'
+  interpolators); Optimus 0.61, 0.59, 0.55 s.
+- w3's ~0.45 s: the run's first placement off the measured table imports `scipy.interpolate`
+  inside the engine (`simcore.perf_measured`, ~2 s of 2.6 under cProfile); w1/w2/w4/w5 do that
+  during start-up.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+POLICIES = ("tiresias-pollux", "optimus")
+WALL_COLUMNS = ("wall_s", "policy_wall_s")
+
+
+def workload_path(n: int) -> str:
+    from cosim.paths import shared_data_dir
+
+    return str(shared_data_dir("traces") / "philly" / "workloads-pollux-osdi21" / f"workload-{n}.csv")
+
+
+def config(policy: str, n: int):
+    from simcore.runner import RunConfig
+
+    return RunConfig(trace=workload_path(n), cluster="t4-pcie", cluster_nodes=16, policies=(policy,),
+                     perf="measured-pollux-sim", progress="goodput", costs="pollux-sim")
+
+
+def run_case(policy: str, n: int, out: Path | None = None) -> dict:
+    """One run in this process: the engine's wall and CPU seconds (and the policy's share)."""
+    from experiments import wiring
+    from simcore import runner
+
+    wiring.install()
+    cpu: dict[str, float] = {}
+    engine_cls = runner.Engine
+
+    class _Timed(engine_cls):  # CPU seconds of exactly what RunResult.wall_s times
+        def run(self):
+            c0 = time.process_time()
+            try:
+                return super().run()
+            finally:
+                cpu["engine"] = time.process_time() - c0
+
+    runner.Engine = _Timed
+    try:
+        res = runner.run(config(policy, n), out)
+    finally:
+        runner.Engine = engine_cls
+    return {"policy": policy, "workload": n, "wall_s": res.wall_s[policy], "cpu_s": cpu["engine"],
+            "policy_wall_s": res.policy_wall_s[policy], "load1": os.getloadavg()[0],
+            "policy_calls": int(res.summary["policy_calls"].iloc[0]), "events": int(res.summary["events"].iloc[0])}
+
+
+def _ints(spec: str) -> list[int]:
+    out: list[int] = []
+    for part in spec.split(","):
+        a, _, b = part.partition("-")
+        out.extend(range(int(a), int(b or a) + 1))
+    return out
+
+
+def _time(args) -> None:
+    for r in range(args.repeats):
+        for p in args.policies.split(","):
+            for n in _ints(args.workloads):
+                code = (f"import json; from benchmarks.bench_inproc import run_case; "
+                        f"print(json.dumps(run_case({p!r}, {n})))")
+                out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+                row = json.loads(out.stdout.strip().splitlines()[-1])
+                print(f"{p:16s} w{n} run {r}: wall_s {row['wall_s']:.3f}  cpu_s {row['cpu_s']:.3f}  "
+                      f"policy_s {row['policy_wall_s']:.3f}  calls {row['policy_calls']}  events {row['events']}  "
+                      f"load1 {row['load1']:.2f}", flush=True)
+
+
+def _dump(args) -> None:
+    import pandas as pd
+
+    for p in args.policies.split(","):
+        for n in _ints(args.workloads):
+            d = Path(args.dir) / p / f"w{n}"
+            run_case(p, n, d)
+            s = pd.read_parquet(d / "summary.parquet")
+            print(p, n, "avg_jct_s", float(s["avg_jct_s"].iloc[0]), flush=True)
+
+
+def _diff(args) -> int:
+    import pandas as pd
+
+    a, b = Path(args.a), Path(args.b)
+    bad = 0
+    files = sorted(p.relative_to(a) for p in a.rglob("*.parquet"))
+    if not files:
+        print(f"no Parquet files under {a}")
+        return 1
+    for rel in files:
+        x, y = pd.read_parquet(a / rel), pd.read_parquet(b / rel)
+        if rel.name == "summary.parquet":
+            x, y = (t.drop(columns=[c for c in WALL_COLUMNS if c in t]) for t in (x, y))
+        try:
+            pd.testing.assert_frame_equal(x, y, check_exact=True)
+            print("same     ", rel, x.shape)
+        except AssertionError as exc:
+            bad += 1
+            print("DIFFERENT", rel, str(exc).splitlines()[:6])
+    return 1 if bad else 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m benchmarks.bench_inproc", description=__doc__.splitlines()[0])
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    for name in ("time", "dump"):
+        s = sub.add_parser(name)
+        if name == "dump":
+            s.add_argument("dir")
+        s.add_argument("--policies", default=",".join(POLICIES))
+        s.add_argument("--workloads", default="1-5")
+        s.add_argument("--repeats", type=int, default=1)
+    s = sub.add_parser("diff")
+    s.add_argument("a")
+    s.add_argument("b")
+    args = ap.parse_args(argv)
+    if args.cmd == "time":
+        _time(args)
+    elif args.cmd == "dump":
+        _dump(args)
+    else:
+        return _diff(args)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,39 @@
+"""Before/after timings of `benchmarks.bench_policies --table`, interleaved on a shared machine.
+
+Runs the decision-time table alternately in two checkouts (e.g. a `git worktree add /tmp/base
+main` copy and the working tree), `--rounds` times each, so that both see the same load over
+time instead of one run each at different loads; prints every run's rows (wall ms, CPU ms in
+the detail, the load average) labelled with its checkout and round.
+
+    nice -n 10 python -m benchmarks.bench_interleave /tmp/base . --only gavel,pal --rounds 3
+"""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+from pathlib import Path
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("old", type=Path, help="checkout with the code before the change")
+    ap.add_argument("new", type=Path, help="checkout with the code after the change")
+    ap.add_argument("--only", default="", help="policies to time (comma-separated; default: all)")
+    ap.add_argument("--rounds", type=int, default=3, help="runs per checkout, alternating")
+    ap.add_argument("--repeats", type=int, default=3, help="calls per row within a run")
+    a = ap.parse_args(argv)
+    cmd = [sys.executable, "-m", "benchmarks.bench_policies", "--table", "--repeats", str(a.repeats)]
+    if a.only:
+        cmd += ["--only", a.only]
+    for r in range(a.rounds):
+        for label, where in (("old", a.old), ("new", a.new)):
+            out = subprocess.run(cmd, cwd=where, capture_output=True, text=True, check=False)
+            print(f"## round {r + 1} {label} ({where.resolve()})")
+            print(out.stdout.rstrip() or out.stderr[-2000:])
+            sys.stdout.flush()
+
+
+if __name__ == "__main__":
+    main()

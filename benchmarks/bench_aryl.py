@@ -3,6 +3,7 @@
     python -m benchmarks.bench_aryl            # reclaim decisions (ms)
     python -m benchmarks.bench_aryl --run 0.0625   # plus one Aryl Basic run at that scale of 443+520
     python -m benchmarks.bench_aryl --run 1 --variant baseline --params event_driven=false  # paper size, FIFO
+    python -m benchmarks.bench_aryl --run 1 --variant advanced --params event_driven=false  # Advanced scenario
 
 The reclaim benchmark builds a loaded 443 + 520-server cluster (seeded): every on-loan server
 hosts 1-3 jobs, a quarter of them spanning 2-4 servers (some with workers on training
@@ -85,16 +86,17 @@ def bench_gap(trials: int = 300, servers: int = 16, seed: int = 0) -> dict:
 def bench_run(scale: float, variant: str = "basic", params: dict | None = None) -> dict:
     """One run of the Philly stand-in at `scale` (wall and CPU s; target < 300 s at scale 1), with the
     settings of the aryl catalog's `loan` grid (or `noloan` for its variants, e.g. baseline = FIFO;
-    their load series is the 520-server one, so scale 1 only) at the full size: `variant` a named
-    variant of those grids, `params` policy options over the variant's (e.g. event_driven=false for
-    the paper-size run; `perf=linear:hetero_efficiency=1.0` overrides the backend)."""
+    their load series is the 520-server one, so scale 1 only; or `advanced` / `ideal`, whose
+    workload scenario is the grid's trace at `scale`) at the full size: `variant` a named variant
+    of those grids, `params` policy options over the variant's (e.g. event_driven=false for the
+    paper-size run; `perf=linear:hetero_efficiency=1.0` overrides the backend)."""
     from experiments.aryl_metrics import policy_metrics
     from experiments.runner import RunConfig, run
     from experiments.spec import load_experiment
     from traces import aryl as W
 
     exp = load_experiment("aryl")
-    found = {g: exp.variants(g, "full") for g in ("loan", "noloan")}
+    found = {g: exp.variants(g, "full") for g in ("loan", "noloan", "advanced", "ideal")}
     gname = next((g for g, vs in found.items() if variant in vs), None)
     if gname is None:
         raise SystemExit(f"bench_aryl: unknown variant {variant!r}; valid: {sorted(v for vs in found.values() for v in vs)}")
@@ -102,7 +104,7 @@ def bench_run(scale: float, variant: str = "basic", params: dict | None = None) 
     policy, vparams = found[gname][variant]
     params = {**vparams, **(params or {})}
     perf = params.pop("perf", grid["perf"][0])
-    trace = f"aryl:basic:{scale}"
+    trace = f"{grid['traces'][0]['synth'].rpartition(':')[0]}:{scale}"  # the grid's scenario at `scale`
     tr, inf, window = W.servers(trace)
     out = Path(f"/tmp/cosim-bench-aryl-{scale}-{time.time_ns()}")
     out.mkdir(parents=True)

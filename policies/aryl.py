@@ -33,7 +33,6 @@ cached per job, and only jobs whose GPUs changed are rebuilt into the decision; 
 
 from __future__ import annotations
 
-import itertools
 import time
 from dataclasses import dataclass
 from typing import ClassVar
@@ -47,7 +46,6 @@ from policies.registry import POLICIES
 from simcore.api import NEED_DURATION_ORACLE, Allocation, ClusterView, Decision, ReclaimAnswer, ReclaimDemand
 
 RECLAIMS = ("aryl", "random", "scf", "static")
-_NO_BASE: frozenset[int] = frozenset()
 _NO_GPUS = np.zeros(0, np.int64)
 _NO_GPUS.flags.writeable = False
 SCALINGS = ("mckp", "gandiva", "none")
@@ -139,13 +137,18 @@ class Aryl(BasePolicy):
         self.needs = frozenset({NEED_DURATION_ORACLE})
         self.event_driven = bool(config.event_driven)
         self._n_held = np.zeros(0, np.int64)  # job -> len(self._held[job]), -1 when not held
-        self._flex_cache: dict[int, tuple] = {}  # job -> (held tuple, base set, flexible GPUs)
-        self._base_cache: dict[int, tuple] = {}  # job -> (base set, its GPUs as an array)
+        self._flex: dict[int, np.ndarray] = {}  # running job -> its flexible GPUs (held, not base; read-only)
+        self._base_gpus: dict[int, np.ndarray] = {}  # job -> self.base[job] as an array (read-only)
         self.base: dict[int, frozenset[int]] = {}  # job -> GPUs of its base (or whole inelastic) gang
         self._held: dict[int, tuple[int, ...]] = {}  # job -> its GPUs as last seen (sorted)
         self._el = np.zeros(0, bool)  # elastic jobs of this round
+        self._el_of: tuple | None = None  # (max_gpus, min_gpus) arrays `_el` was computed from
+        self._base_n = np.zeros(0, np.int32)  # GPU -> how many base sets hold it (has_base without a scan)
+        self._prev_running = np.zeros(0, np.int64)  # running jobs at the last sync
+        self._started: list[int] = []  # jobs given a base since the last sync
         self._mix = np.zeros(0, bool)  # jobs that may span GPU types (mix_types, hetero_jobs)
         self._err: np.ndarray | None = None
+        self._type_masks: dict[int, tuple] = {}  # GPU type -> (gpu_type array, its mask)
         self.reclaim_stats: list[dict] = []
 
     # ---- views --------------------------------------------------------------------------
@@ -182,46 +185,48 @@ class Aryl(BasePolicy):
         r = np.where(np.isfinite(r), r, d)
         return r * jobs.num_gpus[js] / np.maximum(1, at_gpus) * self._err[js]
 
-    def _flex_of(self, view: ClusterView, j: int) -> np.ndarray:
-        """Job j's flexible GPUs (held, not base): cached while its held tuple and base set are
-        the same objects (read-only arrays)."""
-        held, base = self._held[j], self.base.get(j, _NO_BASE)
-        hit = self._flex_cache.get(j)
-        if hit is not None and hit[0] is held and hit[1] is base:
-            return hit[2]
-        arr = np.array([x for x in held if x not in base], np.int64)
-        arr.flags.writeable = False
-        self._flex_cache[j] = (held, base, arr)
-        return arr
-
-    def _base_arr(self, j: int) -> np.ndarray:
-        """Job j's base GPUs as an array (cached per base set object; read-only)."""
-        base = self.base[j]
-        hit = self._base_cache.get(j)
-        if hit is not None and hit[0] is base:
-            return hit[1]
+    def _set_base(self, j: int, base: frozenset[int]) -> None:
+        """Job j's base gang is `base` (also kept as an array, in the set's iteration order);
+        `_base_n` counts, per GPU, the base sets holding it."""
+        old = self._base_gpus.get(j)
+        if old is not None:
+            self._base_n[old] -= 1
         arr = np.fromiter(base, np.int64, len(base))
         arr.flags.writeable = False
-        self._base_cache[j] = (base, arr)
-        return arr
+        self.base[j], self._base_gpus[j] = base, arr
+        self._base_n[arr] += 1
+
+    def _drop(self, j: int) -> None:
+        """Forget job j (no longer running)."""
+        arr = self._base_gpus.pop(j, None)
+        if arr is not None:
+            self._base_n[arr] -= 1
+            del self.base[j]
+        self._flex.pop(j, None)
+        if self._held.pop(j, None) is not None:
+            self._n_held[j] = -1
 
     def _sync_base(self, view: ClusterView, running: np.ndarray) -> None:
-        """Keep each running job's base gang within its GPUs (a reclaim may have scaled it in)."""
+        """Keep each running job's base gang within its GPUs (a reclaim may have scaled it in).
+
+        Incremental: the jobs that left are those running at the last sync, or started since,
+        that are not running now (the base and held maps hold no others), and only jobs whose
+        GPU count changed are revisited (only this policy grows a job, reclaims only shrink it)."""
         jobs = view.jobs
-        self._el = (jobs.max_gpus > jobs.min_gpus) & (self.config.scaling != "none")
-        alive = set(running.tolist())
-        self.base = {j: b for j, b in self.base.items() if j in alive}
-        if len(self._flex_cache) > 2 * len(alive) + 64:  # drop the finished jobs' entries
-            self._flex_cache = {j: v for j, v in self._flex_cache.items() if j in alive}
-            self._base_cache = {j: v for j, v in self._base_cache.items() if j in alive}
-        if len(self._held) != len(alive) or any(j not in alive for j in self._held):
-            self._held = {j: h for j, h in self._held.items() if j in alive}
-            n_held = np.full(jobs.num_jobs, -1, np.int64)
-            for j, h in self._held.items():
-                n_held[j] = len(h)
-            self._n_held = n_held
-        elif self._n_held.shape[0] < jobs.num_jobs:
+        if self._el_of is None or self._el_of[0] is not jobs.max_gpus or self._el_of[1] is not jobs.min_gpus:
+            self._el = (jobs.max_gpus > jobs.min_gpus) & (self.config.scaling != "none")
+            self._el_of = (jobs.max_gpus, jobs.min_gpus)
+        n_gpus = view.cluster.gpu_owner.shape[0]
+        if self._base_n.shape[0] != n_gpus:
+            self._base_n = np.zeros(n_gpus, np.int32)
+        if self._n_held.shape[0] < jobs.num_jobs:
             self._n_held = np.concatenate([self._n_held, np.full(jobs.num_jobs - self._n_held.shape[0], -1)])
+        alive = np.zeros(max(jobs.num_jobs, self._n_held.shape[0]), bool)
+        alive[running] = True
+        was = np.concatenate([self._prev_running, np.asarray(self._started, np.int64)])
+        for j in dict.fromkeys(was[~alive[was]].tolist()):  # each job once (the drops commute)
+            self._drop(j)
+        self._prev_running, self._started = running, []
         counts = jobs.alloc_count
         # unchanged jobs are skipped (only this policy grows a job, reclaims only shrink it)
         for j in running[self._n_held[running] != counts[running]].tolist():
@@ -234,7 +239,11 @@ class Aryl(BasePolicy):
             b = [x for x in g if x in old]
             if len(b) < min(want, len(g)):
                 b += [x for x in g if x not in b][:want - len(b)]
-            self.base[j] = frozenset(b[:max(want, 0)] if el else g)
+            base = frozenset(b[:max(want, 0)] if el else g)
+            self._set_base(j, base)
+            flex = np.array([x for x in g if x not in base], np.int64)
+            flex.flags.writeable = False
+            self._flex[j] = flex
 
     def _sync_mix(self, view: ClusterView) -> None:
         """`_mix[j]`: job j may run a heterogeneous gang (mix_types; hetero_jobs picks which);
@@ -248,10 +257,14 @@ class Aryl(BasePolicy):
             mix &= np.asarray(vc, object) == HETERO_VC
         self._mix = mix
 
-    def _elastic(self, view: ClusterView, j: int) -> bool:
-        return bool(self._el[j])
-
     # ---- placement ----------------------------------------------------------------------
+    def _type_mask(self, c, t: int) -> np.ndarray:
+        """`c.gpu_type == t`, computed once per type (GPU types do not change during a run)."""
+        hit = self._type_masks.get(t)
+        if hit is None or hit[0] is not c.gpu_type:
+            hit = self._type_masks[t] = (c.gpu_type, c.gpu_type == t)
+        return hit[1]
+
     def _place(self, view: ClusterView, j: int, k: int, role: str, avail: np.ndarray, inf: np.ndarray,
                has_base: np.ndarray, has_flex: np.ndarray, like: int = -1) -> np.ndarray | None:
         """k GPUs from `avail` for job j's `role` (inelastic|base|flex) by the tiered BFD rule;
@@ -259,11 +272,11 @@ class Aryl(BasePolicy):
         c = view.cluster
         req = int(view.jobs.gpu_type_req[j])
         mix = bool(self._mix[j])
-        ok = avail.copy()
+        ok = avail
         if req >= 0:
-            ok &= c.gpu_type == req
+            ok = ok & self._type_mask(c, req)
         if like >= 0 and not mix:
-            ok &= c.gpu_type == like
+            ok = ok & self._type_mask(c, like)
         idx = np.flatnonzero(ok)
         if idx.size < k:
             return None
@@ -314,16 +327,17 @@ class Aryl(BasePolicy):
         if not cfg.loaning:
             allowed &= ~inf[c.gpu_node]
         avail = allowed & (c.gpu_owner < 0)
-        prev_flex: dict[int, np.ndarray] = {}
-        for j in running[self._el[running]].tolist():
-            prev_flex[j] = self._flex_of(view, j)
-            avail[prev_flex[j]] = True
+        el_running = running[self._el[running]].tolist()
+        prev_flex = {j: self._flex[j] for j in el_running}
+        flex_list = list(prev_flex.values())
+        flex_all = np.concatenate(flex_list) if flex_list else _NO_GPUS  # in el_running order
+        flex_n = np.fromiter((a.shape[0] for a in flex_list), np.int64, len(flex_list))
+        avail[flex_all] = True
         n_nodes = inf.shape[0]
         has_base = np.zeros(n_nodes, bool)
-        all_base = np.fromiter(itertools.chain.from_iterable(self.base.values()), np.int64)
-        has_base[c.gpu_node[all_base]] = True
+        has_base[c.gpu_node[self._base_n > 0]] = True
         has_flex = np.zeros(n_nodes, bool)
-        out: dict[int, np.ndarray] = {j: self._base_arr(j) for j in prev_flex}
+        out: dict[int, np.ndarray] = {j: self._base_gpus[j] for j in el_running}
         # phase 1: inelastic jobs and elastic base demand
         queued = view.queued()
         if cfg.order == "sjf":
@@ -368,18 +382,35 @@ class Aryl(BasePolicy):
             ft -= np.bincount(c.gpu_type[g], minlength=n_types)
             has_base[c.gpu_node[g]] = True
             out[j] = g
-            self.base[j] = frozenset(g.tolist())
+            self._set_base(j, frozenset(g.tolist()))
+            self._started.append(j)
             started.append(j)
         # phase 2: flexible workers
-        elastic = [j for j in list(prev_flex) + started if self._elastic(view, j)]
+        elastic = el_running + [j for j in started if self._el[j]]
         extra = self._flexible(view, elastic, avail, inf, pending=len(started) < n_queued)
         dirty = set(started)  # jobs whose GPUs may differ from what they hold
+        # a job that keeps exactly its flexible GPUs, all still free here and not taken by an
+        # earlier job's growth (the only step below that takes other jobs' GPUs), changes
+        # nothing: its GPUs are marked taken in one step before the next `avail` read
+        intact: set[int] = set()
+        if flex_all.size:
+            nz = flex_n > 0
+            starts = (np.cumsum(flex_n) - flex_n)[nz]  # each non-empty flexible set's first index
+            free_all = np.logical_and.reduceat(avail[flex_all], starts)
+            intact = set(np.asarray(el_running, np.int64)[nz][free_all].tolist())
+        pending: list[np.ndarray] = []  # kept GPUs not yet marked taken in `avail`
         for j, w in sorted(zip(elastic, extra), key=lambda x: (-x[1], x[0])):
             had = prev_flex.get(j, _NO_GPUS)
             if w <= 0:
                 if had.size:
                     dirty.add(j)
                 continue
+            if w == had.size and j in intact:
+                pending.append(had)
+                continue
+            if pending:
+                avail[np.concatenate(pending)] = False
+                pending = []
             like = int(c.gpu_type[out[j][0]])
             keep = had[avail[had]][:w]
             avail[keep] = False
@@ -389,16 +420,17 @@ class Aryl(BasePolicy):
             if keep.size < w and keep.size == had.size:
                 # as many as fit: a flexible gang keeps one GPU type and may span servers, so
                 # `_place` finds k GPUs exactly when that many of the type are free
-                ok = avail & (c.gpu_type == like) if not self._mix[j] else avail.copy()
+                ok = avail & self._type_mask(c, like) if not self._mix[j] else avail
                 req = int(jobs.gpu_type_req[j])
                 if req >= 0:
-                    ok &= c.gpu_type == req
-                k = min(w - keep.size, int(ok.sum()))
+                    ok = ok & self._type_mask(c, req)
+                k = min(w - keep.size, int(np.count_nonzero(ok)))
                 more = self._place(view, j, k, "flex", avail, inf, has_base, has_flex, like) if k > 0 else None
                 if more is not None:
                     avail[more] = False
                     g = np.concatenate([keep, more])
-            has_flex[c.gpu_node[g]] = True
+                    intact.difference_update(c.gpu_owner[more].tolist())  # their flexible GPUs taken
+            # (phase 2 places flexible gangs only, whose tiers ignore `has_flex`: not updated here)
             out[j] = np.concatenate([out[j], g])
             if g.size != had.size:  # g keeps a subset of `had` or adds to all of it: same size = same set
                 dirty.add(j)
@@ -436,7 +468,9 @@ class Aryl(BasePolicy):
         cfg, jobs, c = self.config, view.jobs, view.cluster
         if not elastic or cfg.scaling == "none":
             return [0] * len(elastic)
-        span = [int(jobs.max_gpus[j]) - int(jobs.min_gpus[j]) for j in elastic]
+        el = np.asarray(elastic, np.int64)
+        spans = jobs.max_gpus[el].astype(np.int64) - jobs.min_gpus[el].astype(np.int64)
+        span = spans.tolist()
         if cfg.scaling == "gandiva":  # under-utilised = free GPUs and no pending job
             if pending:
                 return [0] * len(elastic)
@@ -451,14 +485,12 @@ class Aryl(BasePolicy):
         if cap <= 0:
             return [0] * len(elastic)
         loss = self._scaling_loss(view)
-        el = np.asarray(elastic, np.int64)
         wmins = jobs.min_gpus[el].astype(np.int64)
         t_maxs = self._estimates(view, el, wmins)
         inf_scale = max(1, int(round(units * cfg.t4_ratio)))
-        scales = np.array([inf_scale if on_inf[int(self.base[j] and next(iter(self.base[j])))] else units
-                           for j in elastic], np.int64)
+        first = np.fromiter((next(iter(self.base[j])) for j in elastic), np.int64, len(elastic))
+        scales = np.where(on_inf[first], inf_scale, units).astype(np.int64)  # a base's first GPU's kind
         if loss is None:  # every group's items at once: core.mckp_items, flattened
-            spans = np.asarray(span, np.int64)
             w, v, offs = core.mckp_items_flat(t_maxs, wmins, spans, cfg.literal_weights)
             return core.allocate_flexible_flat(offs, w * np.repeat(scales, spans), v, cap)
         groups = []

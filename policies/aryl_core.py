@@ -134,9 +134,19 @@ def exhaustive_reclaim(hosting: Hosting, servers: Sequence[int], n_r: int) -> tu
     servers = sorted(int(s) for s in servers)
     if math.comb(len(servers), n_r) > 2_000_000:
         raise ValueError(f"exhaustive search over C({len(servers)}, {n_r}) subsets is too large")
+    # each server's jobs as a bit set: a subset preempts the union of its servers' (`preempted_jobs`)
+    bit = {int(j): 1 << i for i, j in enumerate(hosting)}
+    mask = dict.fromkeys(servers, 0)
+    for j, where in hosting.items():
+        for s in where:
+            if int(s) in mask:
+                mask[int(s)] |= bit[int(j)]
     best: tuple[int, tuple[int, ...]] | None = None
     for sub in itertools.combinations(servers, n_r):
-        k = len(preempted_jobs(hosting, sub))
+        u = 0
+        for s in sub:
+            u |= mask[s]
+        k = u.bit_count()
         if best is None or k < best[0]:
             best = (k, sub)
             if k == 0:

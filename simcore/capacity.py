@@ -105,10 +105,14 @@ class CapacityPlan:
         what a capacity-aware FTF reference (`simcore.gps`) needs, which counts GPUs, not nodes."""
         out = [(0.0, int(n), False) for n in self.offline_at_start.tolist()]
         loaned: dict[str, list[int]] = {}
+        pool_nodes: dict[str, list[int]] = {}  # each pool's nodes, ascending (looked up once)
         for d in self.demands:
             held = loaned.setdefault(d.pool, [])
             if d.kind == "join":
-                free = [int(n) for n in self.pools.nodes(d.pool).tolist() if n not in set(held)][:d.count]
+                if d.pool not in pool_nodes:
+                    pool_nodes[d.pool] = self.pools.nodes(d.pool).tolist()
+                on_loan = set(held)  # one set per join, not one per candidate node
+                free = [int(n) for n in pool_nodes[d.pool] if n not in on_loan][:d.count]
                 held.extend(free)
                 held.sort()
                 out.extend((d.time_s, n, True) for n in free)

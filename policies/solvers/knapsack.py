@@ -12,7 +12,9 @@ exactly c), so among selections of equal value the lightest is returned (Aryl's
 tie-break: prefer the smaller total weight); within that, a group prefers taking nothing,
 then its earlier item. Cost: O(items × capacity) in one numba kernel (`_dp`; Aryl solves it
 every scheduling round, so the per-group numpy calls of a plain loop dominated its rounds),
-memory groups × (capacity + 1) choice indices.
+memory groups × (capacity + 1) choice indices. When the capacity holds every group's heaviest
+item together (Aryl's rounds with spare GPUs), each group takes its best item outright
+(`_all_fit`, O(items)) unless near-ties make the DP's tie-breaks matter.
 """
 
 from __future__ import annotations
@@ -85,7 +87,13 @@ def mckp_flat(offs: np.ndarray, weights: np.ndarray, values: np.ndarray, capacit
     sizes = np.diff(offs)
     if weights.shape[0]:  # no selection weighs more than every group's heaviest item together
         starts = np.asarray(offs[:-1], np.int64)[sizes > 0]
-        cap = min(cap, int(np.maximum.reduceat(np.asarray(weights, np.int64), starts).sum()))
+        heaviest = int(np.maximum.reduceat(np.asarray(weights, np.int64), starts).sum())
+        if cap >= heaviest and not exactly_one and sizes.shape[0] < 1_000_000:
+            ok, out, best, weight = _all_fit(np.asarray(offs, np.int64), np.asarray(weights, np.int64),
+                                             np.asarray(values, np.float64))
+            if ok:
+                return Knapsack(out, best, int(weight))
+        cap = min(cap, heaviest)
     most = int(sizes.max()) if sizes.size else 0
     dtype = np.int8 if most < 127 else (np.int16 if most < 32_767 else np.int32)
     choice = np.full((sizes.shape[0], cap + 1), -1, dtype)
@@ -94,6 +102,38 @@ def mckp_flat(offs: np.ndarray, weights: np.ndarray, values: np.ndarray, capacit
     if not np.isfinite(best):
         raise SolveError("infeasible", "no selection with exactly one item per group fits the capacity")
     return Knapsack(out, best, int(weight))
+
+
+@njit(cache=True)
+def _all_fit(offs, w, v):
+    """Every selection fits: the optimum takes each group's best item, or nothing when no item
+    is worth more than 0. Accepted (ok) only when each group's best beats its runner-up (or
+    nothing) by more than 1e-9 of Σ|values|, far above the rounding of any sum of these
+    values: the optimum is then unique and `_dp` returns it too, with the same value (summed
+    in group order, as `_dp` adds it) and weight. Otherwise (near-ties) ok is False: run `_dp`."""
+    n_groups = offs.shape[0] - 1
+    out = np.full(n_groups, -1, np.int64)
+    scale = 1.0
+    for i in range(v.shape[0]):
+        scale += abs(v[i])
+    tol = 1e-9 * scale
+    value = 0.0
+    weight = 0
+    for g in range(n_groups):
+        best, second, pick = 0.0, -np.inf, -1  # "nothing" (value 0) is the first candidate
+        for k in range(offs[g + 1] - offs[g]):
+            x = v[offs[g] + k]
+            if x > best:
+                second, best, pick = best, x, k
+            elif x > second:
+                second = x
+        if not best - second > tol:
+            return False, out, 0.0, 0
+        out[g] = pick
+        if pick >= 0:
+            value += best
+            weight += w[offs[g] + pick]
+    return True, out, value, weight
 
 
 @njit(cache=True)

@@ -265,3 +265,28 @@ def test_assignment_matches_enumeration(n, m, data, complete, maximize):
         assert out.rows.size == min(n, m)
     col = out.col_of(n)
     assert all(col[r] == q for r, q in zip(out.rows, out.cols))
+
+
+@SETTINGS
+@given(st.lists(st.lists(st.tuples(st.integers(0, 6), st.floats(-5.0, 1e4, allow_nan=False)), max_size=5),
+                min_size=1, max_size=6), st.integers(0, 8), st.booleans())
+def test_mckp_every_item_fits_shortcut_equals_the_dp(raw, extra_cap, near_tie):
+    """With capacity ≥ every group's heaviest item together, `mckp_flat` takes each group's best
+    item without the DP (`_all_fit`); the choice, value (bit for bit) and weight are the DP's,
+    and near-ties fall back to the DP."""
+    from policies.solvers.knapsack import _all_fit, _dp, mckp_flat
+
+    if near_tie and raw[0]:
+        raw[0].append((raw[0][0][0] + 1, raw[0][0][1]))  # a tie in group 0: the DP decides
+    sizes = [len(g) for g in raw]
+    offs = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+    w = np.array([x for g in raw for x, _ in g], np.int64)
+    v = np.array([y for g in raw for _, y in g], float)
+    cap = int(sum(max((x for x, _ in g), default=0) for g in raw)) + extra_cap
+    out = mckp_flat(offs, w, v, cap)
+    choice = np.full((len(raw), cap + 1), -1, np.int32)
+    ref, best, weight = _dp(offs, w, v, cap, False, choice)
+    assert out.choice.tolist() == ref.tolist() and out.value == best and out.weight == weight
+    ok = _all_fit(offs, w, v)[0]
+    if near_tie and raw[0] and max(y for _, y in raw[0]) == raw[0][0][1] and raw[0][0][1] > 0:
+        assert not ok

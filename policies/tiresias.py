@@ -655,6 +655,7 @@ def _aligned(shape: tuple[int, int], dtype) -> np.ndarray:
     return buf[skip:skip + n * k].reshape(n, k)
 
 
+@njit(cache=True, no_cfunc_wrapper=True)
 def _round_kernel(owner, online, running, active, undecided, now, submit, executed, attained, first_start, fstate,
                   istate, thr, eps, knob, with_keys, order, klass, keys, kernel, demand, type_req, alloc_count, memo,
                   topo, ibuf, masks):
@@ -667,10 +668,11 @@ def _round_kernel(owner, online, running, active, undecided, now, submit, execut
     its outcome). Returns (`round_begin`'s count, the position the walk stopped at, the
     wake-up time or inf) for `Round(begun=)` and `Round.walk(ran=)`.
 
-    Three kernel calls (`_round_begin`, `walk_run`, `_round_wake`), not one: a kernel calling
-    `walk_run` holds its own copy of the walk and of every placement kernel under it, which
-    numba optimises and compiles to machine code once more (≈ 2 s of a first run's CPU,
-    issue 15); the two more dispatches cost microseconds a call.
+    One kernel call over three parts (`_round_begin`, `walk_run`, `_round_wake`): linking the
+    walk into this kernel costs ≈ 1 s more compile CPU on a first run (issue 15) than three
+    Python-level calls, but those cost ≈ 0.5 s more policy time on the full Philly trace
+    (issue 13's one-dispatch walk; both measured 2026-11-24). `start` is an int64, not the
+    literal 0, which would compile a second `walk_run`.
 
     The policy's per-job arrays are columns of two (one job's entries side by side):
     `fstate` (float64): svc_base, exec_base, pend_base, waited; `istate` (int64):
@@ -678,7 +680,8 @@ def _round_kernel(owner, online, running, active, undecided, now, submit, execut
     n_off, slow = _round_begin(owner, online, running, active, undecided, now, submit, executed, attained, first_start,
                                fstate, istate, thr, eps, knob, with_keys, order, klass, keys, kernel, ibuf, masks)
     n = active.shape[0]
-    i = RK.walk_run(order[:n], 0, undecided, slow, klass[:n], thr.shape[0] + 1, demand, type_req, alloc_count, keys[:n],
+    start = n - n  # an int64, not the literal 0 (a literal compiles a second walk_run)
+    i = RK.walk_run(order[:n], start, undecided, slow, klass[:n], thr.shape[0] + 1, demand, type_req, alloc_count, keys[:n],
                     memo, online, owner, masks, kernel[:n], topo, ibuf)
     if i < n:
         return n_off, i, math.inf

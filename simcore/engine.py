@@ -276,7 +276,7 @@ class Engine:
                 checked = validate_decision(decision, self.jobs, self.cluster, self.perf, self._alloc_t,
                                             self.name, t, self._current)
                 did = self._apply(checked, t)  # preempt, start, migrate, resize, rebatch
-                q = getattr(decision, "quiet_until", None)
+                q = decision.quiet_until  # a Decision: `validate_decision` checked it
                 self._quiet_until = -math.inf if q is None else q
                 if self.opt.check_invariants:
                     self._check_ownership()

@@ -139,6 +139,8 @@ def validate_decision(
     nj = jobs.num_jobs
     if decision.wake_at is not None and not (math.isfinite(decision.wake_at) and decision.wake_at >= now):
         raise _err(policy, now, f"wake_at={decision.wake_at!r} is not a finite time >= now")
+    if decision.quiet_until is not None and math.isnan(decision.quiet_until):  # a time in the past promises nothing
+        raise _err(policy, now, "quiet_until=nan is not a time")
     changed: list[int] = []
     emptied: list[int] = []
     objs = current_objs or {}

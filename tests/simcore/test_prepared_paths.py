@@ -299,3 +299,19 @@ def test_link_memo_copies_unchanged_links():
     assert first["link_evaluations"] > LinkMemo.SLOTS * n_links  # the group needs more rounds than slots
     assert first["link_evaluations"] - again["link_evaluations"] >= n_links  # round 1 copied whole
     assert a[0].tobytes() == b[0].tobytes()
+
+
+def test_quiet_until_nan_is_a_policy_error():
+    """`Decision.quiet_until` is a time (a past one promises nothing); NaN is a policy bug."""
+    from cosim.errors import PolicyError
+    from simcore.api import Allocation, Decision
+
+    class NanQuiet:
+        name, interval_s, event_driven, needs = "nan-quiet", None, True, frozenset()
+
+        def decide(self, view, now):
+            return Decision({0: Allocation((0,))}, quiet_until=float("nan"))
+
+    rows = [dict(submit_time=0.0, num_gpus=1, duration=100.0, model="small", elastic=False)]
+    with pytest.raises(PolicyError, match="quiet_until=nan"):
+        _run_policy(rows_of(rows), NanQuiet())

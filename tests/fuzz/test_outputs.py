@@ -7,7 +7,6 @@ the fake backends of tests/simcore (the real runner and writers, a stand-in trac
 from __future__ import annotations
 
 import errno
-from pathlib import Path
 from unittest import mock
 
 import pytest

@@ -3,7 +3,6 @@ policy in one run (issue 12, item 5)."""
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
 
 from cosim.errors import CosimError, InputError

@@ -40,31 +40,36 @@ from pathlib import Path
 ENV = "COSIM_NUMBA_CACHE_DIR"
 
 
-def default_dir() -> Path:
-    """The folder numba should use, from the environment (see the module docstring)."""
-    for var in (ENV, "NUMBA_CACHE_DIR"):
+def user_cache_dir(kind: str, env_vars: tuple[str, ...] = ()) -> Path | None:
+    """A writable per-user cache folder for `kind`, created: the first set variable of
+    `env_vars`, else `$XDG_CACHE_HOME/cosim/<kind>` (default `~/.cache/cosim/<kind>`); when that
+    cannot be written, `<tmp>/cosim-<kind>-<user>`; None when nothing can be. Shared by numba's
+    kernel cache (here) and the measured tables' cache (`simcore.measured_cache`)."""
+    path = None
+    for var in env_vars:
         value = os.environ.get(var, "").strip()
         if value:
-            return Path(value).expanduser()
-    base = os.environ.get("XDG_CACHE_HOME", "").strip() or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "cosim" / "numba"
-
-
-def _writable(path: Path) -> bool:
-    try:
-        path.mkdir(parents=True, exist_ok=True)
-    except OSError:
-        return False
-    return os.access(path, os.W_OK | os.X_OK)
+            path = Path(value).expanduser()
+            break
+    if path is None:
+        base = os.environ.get("XDG_CACHE_HOME", "").strip() or os.path.join(os.path.expanduser("~"), ".cache")
+        path = Path(base) / "cosim" / kind
+    user = os.environ.get("USER") or str(getattr(os, "getuid", lambda: "user")())
+    for candidate in (path, Path(tempfile.gettempdir()) / f"cosim-{kind}-{user}"):
+        try:
+            candidate.mkdir(parents=True, exist_ok=True)
+        except OSError:
+            continue
+        if os.access(candidate, os.W_OK | os.X_OK):
+            return candidate
+    return None
 
 
 def configure() -> Path:
-    """Point numba's cache at `default_dir()` (or a temp fallback); returns the folder used."""
-    path = default_dir()
-    if not _writable(path):
-        user = os.environ.get("USER") or str(getattr(os, "getuid", lambda: "user")())
-        path = Path(tempfile.gettempdir()) / f"cosim-numba-{user}"
-        path.mkdir(parents=True, exist_ok=True)
+    """Point numba's cache at `user_cache_dir("numba", ...)`; returns the folder used."""
+    path = user_cache_dir("numba", (ENV, "NUMBA_CACHE_DIR"))
+    if path is None:
+        raise OSError(f"no writable folder for numba's kernel cache (set ${ENV})")
     value = str(path.resolve())
     os.environ["NUMBA_CACHE_DIR"] = value
     numba = sys.modules.get("numba")

@@ -27,8 +27,6 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import os
-import tempfile
 import zipfile
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
@@ -47,21 +45,9 @@ T = TypeVar("T")
 
 def cache_dir() -> Path | None:
     """The cache folder (see the module docstring), created; None when none can be written."""
-    env = os.environ.get(ENV, "").strip()
-    if env:
-        candidates = [Path(env).expanduser()]
-    else:
-        base = os.environ.get("XDG_CACHE_HOME", "").strip() or os.path.join(os.path.expanduser("~"), ".cache")
-        user = os.environ.get("USER") or str(getattr(os, "getuid", lambda: "user")())
-        candidates = [Path(base) / "cosim" / "measured", Path(tempfile.gettempdir()) / f"cosim-measured-{user}"]
-    for path in candidates:
-        try:
-            path.mkdir(parents=True, exist_ok=True)
-        except OSError:
-            continue
-        if os.access(path, os.W_OK | os.X_OK):
-            return path
-    return None
+    from cosim.numba_cache import user_cache_dir
+
+    return user_cache_dir("measured", (ENV,))
 
 
 def stamp(sources: Iterable[Path]) -> str:

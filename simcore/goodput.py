@@ -215,8 +215,7 @@ class GoodputModel:
         a = self._app[job]
         if a < 0:
             return 1.0
-        b = self._bounds_l[a]
-        key = (a, batch, min(bisect_right(b, progress), len(b) - 1))
+        key = (a, batch, self.epoch(job, progress))
         e = self._eff.get(key)
         if e is None:  # deterministic in (application, batch, epoch): computed once
             e = self._eff[key] = self.apps[a].efficiency(batch, key[2])

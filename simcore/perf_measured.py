@@ -129,8 +129,6 @@ def table_arrays(placements: pd.DataFrame, scalability: pd.DataFrame | None) -> 
     Runs once per source file (the result is cached); imports pandas and scipy."""
     import pandas as pd
 
-    from simcore.measured_interp import Triangulation
-
     keys, starts, lbs, step, sync = [], [0], [], [], []
     for key, g in placements.groupby("placement", sort=True):
         g = g.groupby("local_bsz", sort=True)[["step_time_s", "sync_time_s"]].mean()
@@ -183,12 +181,6 @@ class MeasuredTable:
                   for k, i, j in zip(keys.tolist(), start[:-1].tolist(), start[1:].tolist())}
         return cls(model, platform, by_key, points, values, int(a["max_local_bsz"]),
                    Triangulation.from_arrays(points, a))
-
-    @classmethod
-    def from_frames(cls, model: str, platform: str, placements: pd.DataFrame,
-                    scalability: pd.DataFrame | None) -> MeasuredTable:
-        """From `calibration.importers.read_pollux_placements` frames, without the disk cache."""
-        return cls.from_arrays(model, platform, table_arrays(placements, scalability))
 
     def step_sync(self, counts: np.ndarray, local_bsz: int) -> tuple[float, float]:
         """(step s, sync s) of one step with `counts` GPUs per node at `local_bsz` per GPU."""

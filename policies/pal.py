@@ -69,8 +69,41 @@ def kmeans_bins(values: np.ndarray, k: int, iters: int = 50) -> np.ndarray:
     return rank[lab]
 
 
+def lxv_tables(c: ClusterArrays) -> tuple[bool, np.ndarray, np.ndarray, np.ndarray]:
+    """The per-type node tables of `lxv_candidates`, fixed for a cluster: (typed, gpu_local,
+    type_nodes, type_leaf). Row r of `type_nodes` lists the nodes holding GPUs of type r
+    (ascending, padded with -1), `type_leaf` their leaves (padded with 0, read-only like the
+    engine's cluster arrays, so `consolidate_nodes` runs at the signature it has elsewhere),
+    and `gpu_local[g]` the position of g's node in its type's row. Untyped (one type): one row,
+    every node holding a GPU."""
+    typed = len(c.gpu_type_names) > 1
+    node = np.asarray(c.gpu_node, np.int64)
+    n_nodes = int(c.node_num_gpus.shape[0])
+    r_of = np.asarray(c.gpu_type, np.int64) if typed else np.zeros(node.size, np.int64)
+    rows = max(1, len(c.gpu_type_names), int(r_of.max()) + 1 if r_of.size else 1)
+    pairs, inv = np.unique(r_of * n_nodes + node, return_inverse=True)
+    pr, pn = pairs // n_nodes, pairs % n_nodes
+    local = np.arange(pairs.size) - np.searchsorted(pr, pr)  # position within the row
+    width = max(1, int(local.max()) + 1 if local.size else 1)
+    type_nodes = np.full((rows, width), -1, np.int64)
+    type_leaf = np.zeros((rows, width), np.int32)
+    type_nodes[pr, local] = pn
+    type_leaf[pr, local] = np.asarray(c.node_leaf)[pn]
+    type_leaf.flags.writeable = False
+    return typed, local[inv.reshape(-1)].astype(np.int64), type_nodes, type_leaf
+
+
+def bin_order(bins: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(GPUs sorted by bin, ascending within a bin; offsets of each bin in it), built once per
+    class: `lxv_candidates` visits the GPUs bin by bin."""
+    bins = np.asarray(bins, np.int64)
+    off = np.zeros(int(bins.max()) + 2 if bins.size else 1, np.int64)
+    np.cumsum(np.bincount(bins, minlength=off.size - 1), out=off[1:])
+    return np.argsort(bins, kind="stable").astype(np.int64), off
+
+
 def lxv_place(c: ClusterArrays, avail: np.ndarray, demand: int, pm: np.ndarray, bins: np.ndarray,
-              cost, gpu_type: int = -1) -> np.ndarray | None:
+              cost, gpu_type: int = -1, tables=None, order=None) -> np.ndarray | None:
     """PAL's L×V traversal: for each variability bin b (best first) and each GPU type allowed,
     the consolidated (fewest nodes, then leaves) placement of `demand` GPUs among the usable
     GPUs of bins ≤ b; each candidate's predicted time is `cost(gpus)` (the iteration time,
@@ -80,27 +113,34 @@ def lxv_place(c: ClusterArrays, avail: np.ndarray, demand: int, pm: np.ndarray, 
     The candidates come from one numba call (`_pal_kernels.lxv_candidates`): a type's pool
     changes from bin b−1 to b only if bin b adds usable GPUs of that type, otherwise its
     placement is the one already found (a candidate counts at its first bin), so it is not
-    searched again — the same candidates as a search of every (bin, type), fewer searches."""
+    searched again — the same candidates as a search of every (bin, type), fewer searches.
+    They come in (bin, type) order, so the tie rule is "the first smallest". `tables`
+    (`lxv_tables(c)`) and `order` (`bin_order(bins)`) are fixed for a run: a caller placing
+    many jobs builds them once."""
     avail = np.asarray(avail, bool)
     ntypes = len(c.gpu_type_names)
     if demand <= 0 or np.count_nonzero(avail) < demand or (ntypes <= 1 and gpu_type > 0) or not bins.size:
         return None
-    typed = ntypes > 1
-    types = np.array([gpu_type] if gpu_type >= 0 else list(range(ntypes)), np.int64) if typed \
-        else np.array([-1], np.int64)
-    gpus, b_of, t_of, worst = lxv_candidates(avail, np.asarray(bins, np.int64), int(bins.max()) + 1, types, typed,
-                                             np.asarray(pm, np.float64), c.gpu_node, c.gpu_type, c.node_first_gpu,
-                                             c.node_num_gpus, c.node_leaf, c.leaf_pod, int(c.leaf_pod.shape[0]),
-                                             int(c.leaf_pod.max()) + 1 if c.leaf_pod.size else 1, int(demand))
-    best, best_key = None, None
-    for k, (b, i, w) in enumerate(zip(b_of.tolist(), t_of.tolist(), worst.tolist())):
+    typed, gpu_local, type_nodes, type_leaf = lxv_tables(c) if tables is None else tables
+    bin_gpus, bin_off = bin_order(bins) if order is None else order
+    types = (np.array([gpu_type], np.int64) if gpu_type >= 0 else np.arange(ntypes, dtype=np.int64)) if typed \
+        else _UNTYPED
+    gpus, _, _, worst = lxv_candidates(avail, bin_gpus, bin_off, types, typed, np.asarray(pm, np.float64),
+                                       c.gpu_type, gpu_local, type_nodes, type_leaf, c.node_first_gpu,
+                                       c.node_num_gpus, c.leaf_pod, int(c.leaf_pod.shape[0]),
+                                       int(c.leaf_pod.max()) + 1 if c.leaf_pod.size else 1, int(demand))
+    best, best_key = -1, 0.0
+    for k, w in enumerate(worst.tolist()):
         it = float(cost(gpus[k]))
         if not math.isfinite(it):  # NaN or inf: cannot run there
             continue
-        key = (it * w, b, int(types[i]))
-        if best_key is None or key < best_key:
-            best, best_key = gpus[k], key
-    return best
+        key = it * w
+        if best < 0 or key < best_key:  # strictly smaller: a later candidate has a later (bin, type)
+            best, best_key = k, key
+    return gpus[best] if best >= 0 else None
+
+
+_UNTYPED = np.array([-1], np.int64)
 
 
 @dataclass(frozen=True)
@@ -174,6 +214,8 @@ class Pal(BasePolicy):
             self.needs = frozenset({NEED_DURATION_ORACLE})
         self._pm: np.ndarray | None = None  # [class, gpu]
         self._bins: np.ndarray | None = None  # [class, gpu]
+        self._order: list[tuple[np.ndarray, np.ndarray]] = []  # per class: `bin_order`
+        self._tables: tuple | None = None  # (cluster arrays it was built from, `lxv_tables`)
         self._class: dict[str, int] = {}
 
     def _model_class(self, model: str) -> int:
@@ -197,7 +239,16 @@ class Pal(BasePolicy):
             else:
                 self._pm = np.ones((len(self.config.variability_spreads), g))
             self._bins = np.stack([kmeans_bins(row, self.config.num_bins) for row in self._pm])
+            self._order = [bin_order(row) for row in self._bins]
         return self._pm, self._bins
+
+    def tables(self, c: ClusterArrays) -> tuple:
+        """`lxv_tables(c)`, rebuilt only when the cluster's topology arrays are other objects."""
+        key = (c.gpu_type, c.gpu_node, c.node_leaf, c.node_num_gpus, len(c.gpu_type_names))
+        t = self._tables
+        if t is None or len(t[0]) != len(key) or any(a is not b for a, b in zip(t[0], key)):
+            self._tables = t = (key, lxv_tables(c))
+        return t[1]
 
     def order(self, view: ClusterView, jobs: np.ndarray) -> np.ndarray:
         """`jobs` in scheduling order (ties: arrival, then index)."""
@@ -216,6 +267,7 @@ class Pal(BasePolicy):
         c = view.cluster
         jv = view.jobs
         pm, bins = self.profiles(c)
+        tables, orders = self.tables(c), self._order
         jobs = self.order(view, np.asarray(view.active(), np.int64))
         dem = np.clip(jv.num_gpus[jobs], jv.min_gpus[jobs], jv.max_gpus[jobs]).astype(np.int64)
         cap = int(np.count_nonzero(c.gpu_online))
@@ -250,7 +302,7 @@ class Pal(BasePolicy):
                     if len(cur) == n and avail[cur].all():  # a preempted-then-refilled job stays put
                         return np.asarray(cur, np.int32)
                     return lxv_place(c, avail, n, pm[k], bins[k], lambda g: view.iteration_time(jj, g, b),
-                                     int(jv.gpu_type_req[jj]))
+                                     int(jv.gpu_type_req[jj]), tables, orders[k])
 
                 if r.place(j, placer) is not None:
                     placed.add(j)

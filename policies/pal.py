@@ -69,9 +69,9 @@ def kmeans_bins(values: np.ndarray, k: int, iters: int = 50) -> np.ndarray:
     return rank[lab]
 
 
-def lxv_tables(c: ClusterArrays) -> tuple[bool, np.ndarray, np.ndarray, np.ndarray]:
+def lxv_tables(c: ClusterArrays) -> tuple:
     """The per-type node tables of `lxv_candidates`, fixed for a cluster: (typed, gpu_local,
-    type_nodes, type_leaf). Row r of `type_nodes` lists the nodes holding GPUs of type r
+    type_nodes, type_leaf, every type's column array, num_leaves, num_pods). Row r of `type_nodes` lists the nodes holding GPUs of type r
     (ascending, padded with -1), `type_leaf` their leaves (padded with 0, read-only like the
     engine's cluster arrays, so `consolidate_nodes` runs at the signature it has elsewhere),
     and `gpu_local[g]` the position of g's node in its type's row. Untyped (one type): one row,
@@ -90,7 +90,10 @@ def lxv_tables(c: ClusterArrays) -> tuple[bool, np.ndarray, np.ndarray, np.ndarr
     type_nodes[pr, local] = pn
     type_leaf[pr, local] = np.asarray(c.node_leaf)[pn]
     type_leaf.flags.writeable = False
-    return typed, local[inv.reshape(-1)].astype(np.int64), type_nodes, type_leaf
+    all_types = np.arange(len(c.gpu_type_names), dtype=np.int64) if typed else np.array([-1], np.int64)
+    num_leaves = int(c.leaf_pod.shape[0])
+    num_pods = int(c.leaf_pod.max()) + 1 if c.leaf_pod.size else 1
+    return typed, local[inv.reshape(-1)].astype(np.int64), type_nodes, type_leaf, all_types, num_leaves, num_pods
 
 
 def bin_order(bins: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -121,26 +124,22 @@ def lxv_place(c: ClusterArrays, avail: np.ndarray, demand: int, pm: np.ndarray, 
     ntypes = len(c.gpu_type_names)
     if demand <= 0 or np.count_nonzero(avail) < demand or (ntypes <= 1 and gpu_type > 0) or not bins.size:
         return None
-    typed, gpu_local, type_nodes, type_leaf = lxv_tables(c) if tables is None else tables
+    typed, gpu_local, type_nodes, type_leaf, all_types, num_leaves, num_pods = \
+        lxv_tables(c) if tables is None else tables
     bin_gpus, bin_off = bin_order(bins) if order is None else order
-    types = (np.array([gpu_type], np.int64) if gpu_type >= 0 else np.arange(ntypes, dtype=np.int64)) if typed \
-        else _UNTYPED
+    types = np.array([gpu_type], np.int64) if typed and gpu_type >= 0 else all_types
     gpus, _, _, worst = lxv_candidates(avail, bin_gpus, bin_off, types, typed, np.asarray(pm, np.float64),
                                        c.gpu_type, gpu_local, type_nodes, type_leaf, c.node_first_gpu,
-                                       c.node_num_gpus, c.leaf_pod, int(c.leaf_pod.shape[0]),
-                                       int(c.leaf_pod.max()) + 1 if c.leaf_pod.size else 1, int(demand))
-    best, best_key = -1, 0.0
-    for k, w in enumerate(worst.tolist()):
-        it = float(cost(gpus[k]))
-        if not math.isfinite(it):  # NaN or inf: cannot run there
-            continue
-        key = it * w
-        if best < 0 or key < best_key:  # strictly smaller: a later candidate has a later (bin, type)
-            best, best_key = k, key
-    return gpus[best] if best >= 0 else None
-
-
-_UNTYPED = np.array([-1], np.int64)
+                                       c.node_num_gpus, c.leaf_pod, num_leaves, num_pods, int(demand))
+    best, best_key, k = None, 0.0, 0
+    isfinite = math.isfinite
+    for g, w in zip(gpus, worst.tolist()):
+        it = float(cost(g))
+        if isfinite(it):  # NaN or inf: cannot run there
+            key = it * w
+            if best is None or key < best_key:  # strictly smaller: a later candidate has a later (bin, type)
+                best, best_key = g, key
+    return best
 
 
 @dataclass(frozen=True)

@@ -13,8 +13,8 @@ once per cluster by `policies.pal.lxv_tables`), not over every node of the clust
 cluster of T types of equal size each `consolidate_nodes` scans 1/T of the nodes. The
 placement is the same: a node without GPUs of the type has no free GPU of it, and
 `consolidate_nodes` skips such nodes and breaks its ties by node order, which the compaction
-keeps (nodes ascending). The GPUs are visited bin by bin from a per-class order built once per
-run (`bin_order`) instead of being bucketed by bin on every call.
+keeps (nodes ascending). The GPUs are counted per (bin, type, node) in one pass in GPU order,
+and the pool mask `take_gpus` reads is set on the chosen nodes only.
 """
 
 from __future__ import annotations
@@ -26,17 +26,19 @@ from policies._kernels import consolidate_nodes, take_gpus
 
 
 @njit(cache=True)
-def lxv_candidates(avail, bin_gpus, bin_off, types, typed, pm, gpu_type, gpu_local, tn_nodes, tn_leaf,
+def lxv_candidates(avail, bins, types, typed, pm, gpu_type, gpu_local, type_nodes, type_leaf,
                    node_first_gpu, node_num_gpus, leaf_pod, num_leaves, num_pods, demand):
     """(gpus[k, demand] int32, bin[k], type index[k], max PM[k]) of the distinct candidates in
     search order (bin, then type; a placement found again at a later bin is kept at its first).
 
-    `types[i]` is the GPU type of column i (-1: any, `typed` False); `bin_gpus[bin_off[b]:
-    bin_off[b + 1]]` the GPUs of bin b; row r of `tn_nodes` / `tn_leaf` the nodes holding GPU
-    type r (ascending; row 0: every node when untyped) and their leaves, `gpu_local[g]` the
-    index of g's node in its type's row."""
+    `bins[g]` is GPU g's variability bin (0 = best); `types[i]` is the GPU type of column i (-1: any, `typed` False); row r of `type_nodes` /
+    `type_leaf` the nodes holding GPU type r (ascending, padded; row 0: every node when
+    untyped) and their leaves, `gpu_local[g]` the position of g's node in its type's row."""
     T = types.shape[0]
-    num_bins = bin_off.shape[0] - 1
+    W = type_nodes.shape[1]
+    num_bins = 0
+    for g in range(bins.shape[0]):
+        num_bins = max(num_bins, bins[g] + 1)
     maxt = 0
     for i in range(T):
         maxt = max(maxt, types[i])
@@ -46,38 +48,46 @@ def lxv_candidates(avail, bin_gpus, bin_off, types, typed, pm, gpu_type, gpu_loc
         if types[i] >= 0:
             tcol[types[i]] = i
             row[i] = types[i]
+    # usable GPUs per (bin, column, node of the column's type), in one pass in GPU order
+    cnt = np.zeros((num_bins, T, W), np.int64)
+    grow = np.zeros((num_bins, T), np.int64)
+    for g in range(avail.shape[0]):
+        if avail[g]:
+            c = 0
+            if typed:
+                c = tcol[gpu_type[g]] if gpu_type[g] <= maxt else -1
+            if c >= 0:
+                cnt[bins[g], c, gpu_local[g]] += 1
+                grow[bins[g], c] += 1
+    # the pool (usable, bin ≤ b) is read by `take_gpus` on the chosen nodes only: it is set
+    # there, for the bin at hand, instead of grown over every GPU bin by bin
     pool = np.zeros(avail.shape[0], np.bool_)
     size = np.zeros(T, np.int64)
-    grew = np.full(T, -1, np.int64)  # the last bin that added usable GPUs of the column
-    free = np.zeros((T, tn_nodes.shape[1]), np.int64)  # usable GPUs per (column, node of its type)
+    free = np.zeros((T, W), np.int64)  # usable GPUs of bins ≤ b per (column, node of its type)
     out = np.empty((num_bins * T, demand), np.int32)
     ob = np.empty(num_bins * T, np.int64)
     ot = np.empty(num_bins * T, np.int64)
     opm = np.empty(num_bins * T, np.float64)
     k = 0
     for b in range(num_bins):
-        for q in range(bin_off[b], bin_off[b + 1]):
-            g = bin_gpus[q]
-            if not avail[g]:
-                continue
-            pool[g] = True
-            c = 0
-            if typed:
-                c = tcol[gpu_type[g]] if gpu_type[g] <= maxt else -1
-            if c >= 0:
-                free[c, gpu_local[g]] += 1
-                size[c] += 1
-                grew[c] = b
         for i in range(T):
-            if grew[i] != b or size[i] < demand:
+            if grow[b, i] == 0:  # bin b adds nothing of this type: the placement found before
+                continue
+            size[i] += grow[b, i]
+            for n in range(W):
+                free[i, n] += cnt[b, i, n]
+            if size[i] < demand:
                 continue
             r = row[i]
-            local, counts = consolidate_nodes(free[i], demand, tn_leaf[r], leaf_pod, num_leaves, num_pods)
+            local, counts = consolidate_nodes(free[i], demand, type_leaf[r], leaf_pod, num_leaves, num_pods)
             if local.shape[0] == 0:
                 continue
             nodes = np.empty(local.shape[0], np.int64)
             for x in range(local.shape[0]):
-                nodes[x] = tn_nodes[r, local[x]]
+                n = type_nodes[r, local[x]]
+                nodes[x] = n
+                for g in range(node_first_gpu[n], node_first_gpu[n] + node_num_gpus[n]):
+                    pool[g] = avail[g] and bins[g] <= b
             gp = take_gpus(pool, gpu_type, types[i], node_first_gpu, node_num_gpus, nodes, counts)
             dup = False  # the same GPUs found at an earlier bin (same type): counted there
             for q in range(k):

@@ -96,17 +96,8 @@ def lxv_tables(c: ClusterArrays) -> tuple:
     return typed, local[inv.reshape(-1)].astype(np.int64), type_nodes, type_leaf, all_types, num_leaves, num_pods
 
 
-def bin_order(bins: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(GPUs sorted by bin, ascending within a bin; offsets of each bin in it), built once per
-    class: `lxv_candidates` visits the GPUs bin by bin."""
-    bins = np.asarray(bins, np.int64)
-    off = np.zeros(int(bins.max()) + 2 if bins.size else 1, np.int64)
-    np.cumsum(np.bincount(bins, minlength=off.size - 1), out=off[1:])
-    return np.argsort(bins, kind="stable").astype(np.int64), off
-
-
 def lxv_place(c: ClusterArrays, avail: np.ndarray, demand: int, pm: np.ndarray, bins: np.ndarray,
-              cost, gpu_type: int = -1, tables=None, order=None) -> np.ndarray | None:
+              cost, gpu_type: int = -1, tables=None) -> np.ndarray | None:
     """PAL's L×V traversal: for each variability bin b (best first) and each GPU type allowed,
     the consolidated (fewest nodes, then leaves) placement of `demand` GPUs among the usable
     GPUs of bins ≤ b; each candidate's predicted time is `cost(gpus)` (the iteration time,
@@ -118,20 +109,18 @@ def lxv_place(c: ClusterArrays, avail: np.ndarray, demand: int, pm: np.ndarray, 
     placement is the one already found (a candidate counts at its first bin), so it is not
     searched again — the same candidates as a search of every (bin, type), fewer searches.
     They come in (bin, type) order, so the tie rule is "the first smallest". `tables`
-    (`lxv_tables(c)`) and `order` (`bin_order(bins)`) are fixed for a run: a caller placing
-    many jobs builds them once."""
+    (`lxv_tables(c)`) are fixed for a cluster: a caller placing many jobs builds them once."""
     avail = np.asarray(avail, bool)
     ntypes = len(c.gpu_type_names)
     if demand <= 0 or np.count_nonzero(avail) < demand or (ntypes <= 1 and gpu_type > 0) or not bins.size:
         return None
     typed, gpu_local, type_nodes, type_leaf, all_types, num_leaves, num_pods = \
         lxv_tables(c) if tables is None else tables
-    bin_gpus, bin_off = bin_order(bins) if order is None else order
     types = np.array([gpu_type], np.int64) if typed and gpu_type >= 0 else all_types
-    gpus, _, _, worst = lxv_candidates(avail, bin_gpus, bin_off, types, typed, np.asarray(pm, np.float64),
+    gpus, _, _, worst = lxv_candidates(avail, np.asarray(bins, np.int64), types, typed, np.asarray(pm, np.float64),
                                        c.gpu_type, gpu_local, type_nodes, type_leaf, c.node_first_gpu,
                                        c.node_num_gpus, c.leaf_pod, num_leaves, num_pods, int(demand))
-    best, best_key, k = None, 0.0, 0
+    best, best_key = None, 0.0
     isfinite = math.isfinite
     for g, w in zip(gpus, worst.tolist()):
         it = float(cost(g))
@@ -213,7 +202,6 @@ class Pal(BasePolicy):
             self.needs = frozenset({NEED_DURATION_ORACLE})
         self._pm: np.ndarray | None = None  # [class, gpu]
         self._bins: np.ndarray | None = None  # [class, gpu]
-        self._order: list[tuple[np.ndarray, np.ndarray]] = []  # per class: `bin_order`
         self._tables: tuple | None = None  # (cluster arrays it was built from, `lxv_tables`)
         self._class: dict[str, int] = {}
 
@@ -238,7 +226,6 @@ class Pal(BasePolicy):
             else:
                 self._pm = np.ones((len(self.config.variability_spreads), g))
             self._bins = np.stack([kmeans_bins(row, self.config.num_bins) for row in self._pm])
-            self._order = [bin_order(row) for row in self._bins]
         return self._pm, self._bins
 
     def tables(self, c: ClusterArrays) -> tuple:
@@ -266,13 +253,13 @@ class Pal(BasePolicy):
         c = view.cluster
         jv = view.jobs
         pm, bins = self.profiles(c)
-        tables, orders = self.tables(c), self._order
+        tables = self.tables(c)
         jobs = self.order(view, np.asarray(view.active(), np.int64))
-        dem = np.clip(jv.num_gpus[jobs], jv.min_gpus[jobs], jv.max_gpus[jobs]).astype(np.int64)
+        dem = np.clip(jv.num_gpus[jobs], jv.min_gpus[jobs], jv.max_gpus[jobs]).astype(np.int64).tolist()
         cap = int(np.count_nonzero(c.gpu_online))
-        sel = np.zeros(jobs.size, bool)  # greedy in order: a job that does not fit is passed over
+        sel = [False] * len(dem)  # greedy in order: a job that does not fit is passed over
         used = 0
-        for i, d in enumerate(dem.tolist()):
+        for i, d in enumerate(dem):
             if used + d <= cap:
                 sel[i] = True
                 used += d
@@ -281,27 +268,29 @@ class Pal(BasePolicy):
         pos = {j: i for i, j in enumerate(jl)}
         placed: set[int] = set()
         running = set(view.running().tolist())
+        alloc_count = jv.alloc_count
         for k in sorted(running):
             i = pos.get(k)
-            if i is not None and sel[i] and int(jv.alloc_count[k]) == dem[i] and r.keep(k):
+            if i is not None and sel[i] and int(alloc_count[k]) == dem[i] and r.keep(k):
                 placed.add(k)
                 continue
             r.release(k)
         free = int(np.count_nonzero(r.avail()))  # usable GPUs: a job needing more cannot be placed
+        models, batches, reqs = jv.model, jv.global_batch, jv.gpu_type_req
         for pass_sel in (True, False):  # the selected jobs, then leftovers to the rest in order
             for i, j in enumerate(jl):
-                if sel[i] != pass_sel or j in placed or dem[i] > free:
+                n = dem[i]
+                if sel[i] != pass_sel or n > free or j in placed:
                     continue
-                k = self._model_class(str(jv.model[j]))
-                b = int(jv.global_batch[j])
-                n = int(dem[i])
+                k = self._model_class(str(models[j]))
+                b = int(batches[j])
 
                 def placer(jj: int, avail: np.ndarray, k=k, b=b, n=n) -> np.ndarray | None:
                     cur = view.allocation_of(jj) if jj in running else ()
                     if len(cur) == n and avail[cur].all():  # a preempted-then-refilled job stays put
                         return np.asarray(cur, np.int32)
                     return lxv_place(c, avail, n, pm[k], bins[k], lambda g: view.iteration_time(jj, g, b),
-                                     int(jv.gpu_type_req[jj]), tables, orders[k])
+                                     int(reqs[jj]), tables)
 
                 if r.place(j, placer) is not None:
                     placed.add(j)

@@ -28,8 +28,8 @@ from policies._kernels import consolidate_nodes, take_gpus
 @njit(cache=True)
 def lxv_candidates(avail, bins, types, typed, pm, gpu_type, gpu_local, type_nodes, type_leaf,
                    node_first_gpu, node_num_gpus, leaf_pod, num_leaves, num_pods, demand):
-    """(gpus[k, demand] int32, bin[k], type index[k], max PM[k]) of the distinct candidates in
-    search order (bin, then type; a placement found again at a later bin is kept at its first).
+    """(gpus[k, demand] int32, max PM[k]) of the distinct candidates in search order (bin,
+    then type; a placement found again at a later bin is kept at its first).
 
     `bins[g]` is GPU g's variability bin (0 = best); `types[i]` is the GPU type of column i (-1: any, `typed` False); row r of `type_nodes` /
     `type_leaf` the nodes holding GPU type r (ascending, padded; row 0: every node when
@@ -65,8 +65,7 @@ def lxv_candidates(avail, bins, types, typed, pm, gpu_type, gpu_local, type_node
     size = np.zeros(T, np.int64)
     free = np.zeros((T, W), np.int64)  # usable GPUs of bins ≤ b per (column, node of its type)
     out = np.empty((num_bins * T, demand), np.int32)
-    ob = np.empty(num_bins * T, np.int64)
-    ot = np.empty(num_bins * T, np.int64)
+    ot = np.empty(num_bins * T, np.int64)  # column of each candidate (the duplicate check)
     opm = np.empty(num_bins * T, np.float64)
     k = 0
     for b in range(num_bins):
@@ -106,8 +105,7 @@ def lxv_candidates(avail, bins, types, typed, pm, gpu_type, gpu_local, type_node
             for x in range(demand):
                 out[k, x] = gp[x]
                 m = max(m, pm[gp[x]])
-            ob[k] = b
             ot[k] = i
             opm[k] = m
             k += 1
-    return out[:k], ob[:k], ot[:k], opm[:k]
+    return out[:k], opm[:k]

@@ -117,9 +117,9 @@ def lxv_place(c: ClusterArrays, avail: np.ndarray, demand: int, pm: np.ndarray, 
     typed, gpu_local, type_nodes, type_leaf, all_types, num_leaves, num_pods = \
         lxv_tables(c) if tables is None else tables
     types = np.array([gpu_type], np.int64) if typed and gpu_type >= 0 else all_types
-    gpus, _, _, worst = lxv_candidates(avail, np.asarray(bins, np.int64), types, typed, np.asarray(pm, np.float64),
-                                       c.gpu_type, gpu_local, type_nodes, type_leaf, c.node_first_gpu,
-                                       c.node_num_gpus, c.leaf_pod, num_leaves, num_pods, int(demand))
+    gpus, worst = lxv_candidates(avail, np.asarray(bins, np.int64), types, typed, np.asarray(pm, np.float64),
+                                 c.gpu_type, gpu_local, type_nodes, type_leaf, c.node_first_gpu,
+                                 c.node_num_gpus, c.leaf_pod, num_leaves, num_pods, int(demand))
     best, best_key = None, 0.0
     isfinite = math.isfinite
     for g, w in zip(gpus, worst.tolist()):

@@ -71,10 +71,13 @@ def kmeans_bins(values: np.ndarray, k: int, iters: int = 50) -> np.ndarray:
 
 def lxv_tables(c: ClusterArrays) -> tuple:
     """The per-type node tables of `lxv_candidates`, fixed for a cluster: (typed, gpu_local,
-    type_nodes, type_leaf, every type's column array, num_leaves, num_pods). Row r of `type_nodes` lists the nodes holding GPUs of type r
-    (ascending, padded with -1), `type_leaf` their leaves (padded with 0, read-only like the
-    engine's cluster arrays, so `consolidate_nodes` runs at the signature it has elsewhere),
-    and `gpu_local[g]` the position of g's node in its type's row. Untyped (one type): one row,
+    type_nodes, type_leaf, every type's column array, num_leaves, num_pods).
+
+    Row r of `type_nodes` lists the nodes holding GPUs of type r (ascending, padded with -1),
+    `type_leaf` their leaves (padded with 0; `node_leaf`'s dtype, and read-only when it is, as
+    in the engine's views, so `consolidate_nodes` runs at the signature `placement.place`
+    compiles it with, not a second one: that would cost ~3 s of first-run compile), and
+    `gpu_local[g]` the position of g's node in its type's row. Untyped (one type): one row,
     every node holding a GPU."""
     typed = len(c.gpu_type_names) > 1
     node = np.asarray(c.gpu_node, np.int64)
@@ -86,10 +89,11 @@ def lxv_tables(c: ClusterArrays) -> tuple:
     local = np.arange(pairs.size) - np.searchsorted(pr, pr)  # position within the row
     width = max(1, int(local.max()) + 1 if local.size else 1)
     type_nodes = np.full((rows, width), -1, np.int64)
-    type_leaf = np.zeros((rows, width), np.int32)
+    node_leaf = np.asarray(c.node_leaf)
+    type_leaf = np.zeros((rows, width), node_leaf.dtype)
     type_nodes[pr, local] = pn
-    type_leaf[pr, local] = np.asarray(c.node_leaf)[pn]
-    type_leaf.flags.writeable = False
+    type_leaf[pr, local] = node_leaf[pn]
+    type_leaf.flags.writeable = node_leaf.flags.writeable
     all_types = np.arange(len(c.gpu_type_names), dtype=np.int64) if typed else np.array([-1], np.int64)
     num_leaves = int(c.leaf_pod.shape[0])
     num_pods = int(c.leaf_pod.max()) + 1 if c.leaf_pod.size else 1

@@ -116,8 +116,8 @@ def lxv_place(c: ClusterArrays, avail: np.ndarray, demand: int, pm: np.ndarray, 
     (`lxv_tables(c)`) are fixed for a cluster: a caller placing many jobs builds them once."""
     avail = np.asarray(avail, bool)
     ntypes = len(c.gpu_type_names)
-    if demand <= 0 or np.count_nonzero(avail) < demand or (ntypes <= 1 and gpu_type > 0) or not bins.size:
-        return None
+    if demand <= 0 or (ntypes <= 1 and gpu_type > 0) or not bins.size:  # fewer usable GPUs than
+        return None  # the demand: no type's pool reaches it, the kernel finds no candidate
     typed, gpu_local, type_nodes, type_leaf, all_types, num_leaves, num_pods = \
         lxv_tables(c) if tables is None else tables
     types = np.array([gpu_type], np.int64) if typed and gpu_type >= 0 else all_types

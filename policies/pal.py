@@ -206,7 +206,7 @@ class Pal(BasePolicy):
             self.needs = frozenset({NEED_DURATION_ORACLE})
         self._pm: np.ndarray | None = None  # [class, gpu]
         self._bins: np.ndarray | None = None  # [class, gpu]
-        self._tables: tuple | None = None  # (cluster arrays it was built from, `lxv_tables`)
+        self._tables: tuple | None = None  # (cluster arrays, type names it was built from, `lxv_tables`)
         self._class: dict[str, int] = {}
 
     def _model_class(self, model: str) -> int:
@@ -234,11 +234,11 @@ class Pal(BasePolicy):
 
     def tables(self, c: ClusterArrays) -> tuple:
         """`lxv_tables(c)`, rebuilt only when the cluster's topology arrays are other objects."""
-        key = (c.gpu_type, c.gpu_node, c.node_leaf, c.node_num_gpus, len(c.gpu_type_names))
+        key = (c.gpu_type, c.gpu_node, c.node_leaf, c.leaf_pod, c.node_first_gpu, c.node_num_gpus)
         t = self._tables
-        if t is None or len(t[0]) != len(key) or any(a is not b for a, b in zip(t[0], key)):
-            self._tables = t = (key, lxv_tables(c))
-        return t[1]
+        if t is None or t[1] != c.gpu_type_names or any(a is not b for a, b in zip(t[0], key)):
+            self._tables = t = (key, c.gpu_type_names, lxv_tables(c))
+        return t[2]
 
     def order(self, view: ClusterView, jobs: np.ndarray) -> np.ndarray:
         """`jobs` in scheduling order (ties: arrival, then index)."""

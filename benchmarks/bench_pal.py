@@ -27,7 +27,7 @@ def split(types: int, repeats: int) -> dict:
     from benchmarks.bench_policies import hetero_view
 
     view = hetero_view(types)
-    acc = dict(kernel=0.0, calls=0, cand=0)
+    acc = {"kernel": 0.0, "calls": 0, "cand": 0}
     kernel = pal_module.lxv_candidates
     it0 = view.iteration_time
     asked = []
@@ -59,8 +59,9 @@ def split(types: int, repeats: int) -> dict:
         for a in asked:
             it0(*a)
     cost = (time.process_time() - c0) / repeats
-    return dict(types=types, total_ms=total * 1e3, kernel_ms=acc["kernel"] / repeats * 1e3, cost_ms=cost * 1e3,
-                kernel_calls=acc["calls"] // repeats, candidates=len(asked), load=os.getloadavg()[0])
+    return {"types": types, "total_ms": total * 1e3, "kernel_ms": acc["kernel"] / repeats * 1e3,
+            "cost_ms": cost * 1e3, "kernel_calls": acc["calls"] // repeats, "candidates": len(asked),
+            "load": os.getloadavg()[0]}
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -230,9 +230,9 @@ def _random_view(seed: int):
 
 
 @pytest.mark.parametrize("seed", range(12))
-@pytest.mark.parametrize("params", [dict(), dict(order="fifo", num_bins=2, seed=3),
-                                    dict(model_classes=("resnet*:0", "*:1"), variability_spreads=(0.2, 0.05)),
-                                    dict(variability="none")])
+@pytest.mark.parametrize("params", [{}, {"order": "fifo", "num_bins": 2, "seed": 3},
+                                    {"model_classes": ("resnet*:0", "*:1"), "variability_spreads": (0.2, 0.05)},
+                                    {"variability": "none"}])
 def test_decide_equals_the_reference_search_on_seeded_views(seed, params, monkeypatch):
     """A whole round (keeps, preemptions, placements in order) is the one the specification
     search (`_lxv_reference`, one `placement.place` per bin and type) gives: same jobs, same

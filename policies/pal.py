@@ -69,8 +69,39 @@ def kmeans_bins(values: np.ndarray, k: int, iters: int = 50) -> np.ndarray:
     return rank[lab]
 
 
+def lxv_tables(c: ClusterArrays) -> tuple:
+    """The per-type node tables of `lxv_candidates`, fixed for a cluster: (typed, gpu_local,
+    type_nodes, type_leaf, every type's column array, num_leaves, num_pods).
+
+    Row r of `type_nodes` lists the nodes holding GPUs of type r (ascending, padded with -1),
+    `type_leaf` their leaves (padded with 0; `node_leaf`'s dtype, and read-only when it is, as
+    in the engine's views, so `consolidate_nodes` runs at the signature `placement.place`
+    compiles it with, not a second one: that would cost ~3 s of first-run compile), and
+    `gpu_local[g]` the position of g's node in its type's row. Untyped (one type): one row,
+    every node holding a GPU."""
+    typed = len(c.gpu_type_names) > 1
+    node = np.asarray(c.gpu_node, np.int64)
+    n_nodes = int(c.node_num_gpus.shape[0])
+    r_of = np.asarray(c.gpu_type, np.int64) if typed else np.zeros(node.size, np.int64)
+    rows = max(1, len(c.gpu_type_names), int(r_of.max()) + 1 if r_of.size else 1)
+    pairs, inv = np.unique(r_of * n_nodes + node, return_inverse=True)
+    pr, pn = pairs // n_nodes, pairs % n_nodes
+    local = np.arange(pairs.size) - np.searchsorted(pr, pr)  # position within the row
+    width = max(1, int(local.max()) + 1 if local.size else 1)
+    type_nodes = np.full((rows, width), -1, np.int64)
+    node_leaf = np.asarray(c.node_leaf)
+    type_leaf = np.zeros((rows, width), node_leaf.dtype)
+    type_nodes[pr, local] = pn
+    type_leaf[pr, local] = node_leaf[pn]
+    type_leaf.flags.writeable = node_leaf.flags.writeable
+    all_types = np.arange(len(c.gpu_type_names), dtype=np.int64) if typed else np.array([-1], np.int64)
+    num_leaves = int(c.leaf_pod.shape[0])
+    num_pods = int(c.leaf_pod.max()) + 1 if c.leaf_pod.size else 1
+    return typed, local[inv.reshape(-1)].astype(np.int64), type_nodes, type_leaf, all_types, num_leaves, num_pods
+
+
 def lxv_place(c: ClusterArrays, avail: np.ndarray, demand: int, pm: np.ndarray, bins: np.ndarray,
-              cost, gpu_type: int = -1) -> np.ndarray | None:
+              cost, gpu_type: int = -1, tables=None) -> np.ndarray | None:
     """PAL's L×V traversal: for each variability bin b (best first) and each GPU type allowed,
     the consolidated (fewest nodes, then leaves) placement of `demand` GPUs among the usable
     GPUs of bins ≤ b; each candidate's predicted time is `cost(gpus)` (the iteration time,
@@ -80,26 +111,27 @@ def lxv_place(c: ClusterArrays, avail: np.ndarray, demand: int, pm: np.ndarray, 
     The candidates come from one numba call (`_pal_kernels.lxv_candidates`): a type's pool
     changes from bin b−1 to b only if bin b adds usable GPUs of that type, otherwise its
     placement is the one already found (a candidate counts at its first bin), so it is not
-    searched again — the same candidates as a search of every (bin, type), fewer searches."""
+    searched again — the same candidates as a search of every (bin, type), fewer searches.
+    They come in (bin, type) order, so the tie rule is "the first smallest". `tables`
+    (`lxv_tables(c)`) are fixed for a cluster: a caller placing many jobs builds them once."""
     avail = np.asarray(avail, bool)
     ntypes = len(c.gpu_type_names)
-    if demand <= 0 or np.count_nonzero(avail) < demand or (ntypes <= 1 and gpu_type > 0) or not bins.size:
-        return None
-    typed = ntypes > 1
-    types = np.array([gpu_type] if gpu_type >= 0 else list(range(ntypes)), np.int64) if typed \
-        else np.array([-1], np.int64)
-    gpus, b_of, t_of, worst = lxv_candidates(avail, np.asarray(bins, np.int64), int(bins.max()) + 1, types, typed,
-                                             np.asarray(pm, np.float64), c.gpu_node, c.gpu_type, c.node_first_gpu,
-                                             c.node_num_gpus, c.node_leaf, c.leaf_pod, int(c.leaf_pod.shape[0]),
-                                             int(c.leaf_pod.max()) + 1 if c.leaf_pod.size else 1, int(demand))
-    best, best_key = None, None
-    for k, (b, i, w) in enumerate(zip(b_of.tolist(), t_of.tolist(), worst.tolist())):
-        it = float(cost(gpus[k]))
-        if not math.isfinite(it):  # NaN or inf: cannot run there
-            continue
-        key = (it * w, b, int(types[i]))
-        if best_key is None or key < best_key:
-            best, best_key = gpus[k], key
+    if demand <= 0 or (ntypes <= 1 and gpu_type > 0) or not bins.size:  # fewer usable GPUs than
+        return None  # the demand: no type's pool reaches it, the kernel finds no candidate
+    typed, gpu_local, type_nodes, type_leaf, all_types, num_leaves, num_pods = \
+        lxv_tables(c) if tables is None else tables
+    types = np.array([gpu_type], np.int64) if typed and gpu_type >= 0 else all_types
+    gpus, worst = lxv_candidates(avail, np.asarray(bins, np.int64), types, typed, np.asarray(pm, np.float64),
+                                 c.gpu_type, gpu_local, type_nodes, type_leaf, c.node_first_gpu,
+                                 c.node_num_gpus, c.leaf_pod, num_leaves, num_pods, int(demand))
+    best, best_key = None, 0.0
+    isfinite = math.isfinite
+    for g, w in zip(gpus, worst.tolist()):
+        it = float(cost(g))
+        if isfinite(it):  # NaN or inf: cannot run there
+            key = it * w
+            if best is None or key < best_key:  # strictly smaller: a later candidate has a later (bin, type)
+                best, best_key = g, key
     return best
 
 
@@ -174,6 +206,7 @@ class Pal(BasePolicy):
             self.needs = frozenset({NEED_DURATION_ORACLE})
         self._pm: np.ndarray | None = None  # [class, gpu]
         self._bins: np.ndarray | None = None  # [class, gpu]
+        self._tables: tuple | None = None  # (cluster arrays, type names it was built from, `lxv_tables`)
         self._class: dict[str, int] = {}
 
     def _model_class(self, model: str) -> int:
@@ -199,6 +232,14 @@ class Pal(BasePolicy):
             self._bins = np.stack([kmeans_bins(row, self.config.num_bins) for row in self._pm])
         return self._pm, self._bins
 
+    def tables(self, c: ClusterArrays) -> tuple:
+        """`lxv_tables(c)`, rebuilt only when the cluster's topology arrays are other objects."""
+        key = (c.gpu_type, c.gpu_node, c.node_leaf, c.leaf_pod, c.node_first_gpu, c.node_num_gpus)
+        t = self._tables
+        if t is None or t[1] != c.gpu_type_names or any(a is not b for a, b in zip(t[0], key)):
+            self._tables = t = (key, c.gpu_type_names, lxv_tables(c))
+        return t[2]
+
     def order(self, view: ClusterView, jobs: np.ndarray) -> np.ndarray:
         """`jobs` in scheduling order (ties: arrival, then index)."""
         jv = view.jobs
@@ -216,12 +257,13 @@ class Pal(BasePolicy):
         c = view.cluster
         jv = view.jobs
         pm, bins = self.profiles(c)
+        tables = self.tables(c)
         jobs = self.order(view, np.asarray(view.active(), np.int64))
-        dem = np.clip(jv.num_gpus[jobs], jv.min_gpus[jobs], jv.max_gpus[jobs]).astype(np.int64)
+        dem = np.clip(jv.num_gpus[jobs], jv.min_gpus[jobs], jv.max_gpus[jobs]).astype(np.int64).tolist()
         cap = int(np.count_nonzero(c.gpu_online))
-        sel = np.zeros(jobs.size, bool)  # greedy in order: a job that does not fit is passed over
+        sel = [False] * len(dem)  # greedy in order: a job that does not fit is passed over
         used = 0
-        for i, d in enumerate(dem.tolist()):
+        for i, d in enumerate(dem):
             if used + d <= cap:
                 sel[i] = True
                 used += d
@@ -230,27 +272,29 @@ class Pal(BasePolicy):
         pos = {j: i for i, j in enumerate(jl)}
         placed: set[int] = set()
         running = set(view.running().tolist())
+        alloc_count = jv.alloc_count
         for k in sorted(running):
             i = pos.get(k)
-            if i is not None and sel[i] and int(jv.alloc_count[k]) == dem[i] and r.keep(k):
+            if i is not None and sel[i] and int(alloc_count[k]) == dem[i] and r.keep(k):
                 placed.add(k)
                 continue
             r.release(k)
         free = int(np.count_nonzero(r.avail()))  # usable GPUs: a job needing more cannot be placed
+        models, batches, reqs = jv.model, jv.global_batch, jv.gpu_type_req
         for pass_sel in (True, False):  # the selected jobs, then leftovers to the rest in order
             for i, j in enumerate(jl):
-                if sel[i] != pass_sel or j in placed or dem[i] > free:
+                n = dem[i]
+                if sel[i] != pass_sel or n > free or j in placed:
                     continue
-                k = self._model_class(str(jv.model[j]))
-                b = int(jv.global_batch[j])
-                n = int(dem[i])
+                k = self._model_class(str(models[j]))
+                b = int(batches[j])
 
                 def placer(jj: int, avail: np.ndarray, k=k, b=b, n=n) -> np.ndarray | None:
                     cur = view.allocation_of(jj) if jj in running else ()
                     if len(cur) == n and avail[cur].all():  # a preempted-then-refilled job stays put
                         return np.asarray(cur, np.int32)
                     return lxv_place(c, avail, n, pm[k], bins[k], lambda g: view.iteration_time(jj, g, b),
-                                     int(jv.gpu_type_req[jj]))
+                                     int(reqs[jj]), tables)
 
                 if r.place(j, placer) is not None:
                     placed.add(j)

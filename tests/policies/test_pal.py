@@ -153,19 +153,24 @@ def _lxv_reference(c, avail, demand, pm, bins, cost, gpu_type=-1):
 @settings(max_examples=150, deadline=None)
 @given(st.data())
 def test_lxv_place_equals_the_per_bin_per_type_search(data):
-    """Random clusters (1-3 types, 2-4 leaves), free masks, multipliers, bin counts, demands,
+    """Random clusters (1-3 types, per node or mixed within nodes, 1-4 leaves, 1-4 pods), free masks, multipliers, bin counts, demands,
     type requests and locality costs (some placements infeasible): the same placement as the
     reference search."""
     nodes = data.draw(st.integers(2, 8))
     gpn = data.draw(st.sampled_from([2, 4]))
     ntypes = data.draw(st.integers(1, 3))
-    node_types = data.draw(st.lists(st.integers(0, ntypes - 1), min_size=nodes, max_size=nodes))
-    node_types[:ntypes] = list(range(ntypes))[:nodes]
-    c = build_arrays(nodes, gpn, leaves=data.draw(st.integers(1, min(4, nodes))),
-                     gpu_types=np.repeat(node_types, gpn))
     g = nodes * gpn
     seed = data.draw(st.integers(0, 10_000))
     rng = np.random.default_rng(seed)
+    if data.draw(st.booleans()):  # one type per node
+        node_types = data.draw(st.lists(st.integers(0, ntypes - 1), min_size=nodes, max_size=nodes))
+        node_types[:ntypes] = list(range(ntypes))[:nodes]
+        gpu_types = np.repeat(node_types, gpn)
+    else:  # nodes of mixed types, some type on few nodes (the kernel's per-type node rows differ in length)
+        gpu_types = rng.integers(0, ntypes, g)
+        gpu_types[:ntypes] = np.arange(ntypes)
+    leaves = data.draw(st.integers(1, min(4, nodes)))
+    c = build_arrays(nodes, gpn, leaves=leaves, pods=data.draw(st.integers(1, leaves)), gpu_types=gpu_types)
     avail = rng.random(g) < data.draw(st.floats(0.2, 1.0))
     pm = 1.0 + np.round(rng.random(g) * data.draw(st.floats(0.0, 0.5)), 3)
     bins = kmeans_bins(pm, data.draw(st.integers(1, 5)))
@@ -182,3 +187,69 @@ def test_lxv_place_equals_the_per_bin_per_type_search(data):
     assert (got is None) == (want is None)
     if got is not None:
         assert got.tolist() == want.tolist()
+
+
+def _random_view(seed: int):
+    """A seeded view: 6-12 nodes of 4 GPUs in 1-3 leaves, 1-3 GPU types (mixed within nodes
+    for some seeds), 10-40 jobs of 1-8 GPUs (some with a type requirement, some running on
+    GPUs of one node), and an iteration time that grows with the nodes spanned and (but for
+    every third seed) the type."""
+    rng = np.random.default_rng(seed)
+    nodes, gpn = int(rng.integers(6, 13)), 4
+    g = nodes * gpn
+    ntypes = int(rng.integers(1, 4))
+    if seed % 2:
+        gpu_types = rng.integers(0, ntypes, g)
+    else:
+        gpu_types = np.repeat(rng.integers(0, ntypes, nodes), gpn)
+    gpu_types[:ntypes] = np.arange(ntypes)
+    free = np.ones(g, bool)
+    jobs = []
+    for _ in range(int(rng.integers(10, 41))):
+        n = int(rng.choice([1, 2, 3, 4, 8]))
+        alloc = ()
+        if n <= gpn and rng.random() < 0.4:
+            node = int(rng.integers(nodes))
+            ids = [x for x in range(node * gpn, node * gpn + gpn) if free[x]][:n]
+            if len(ids) == n:
+                alloc = tuple(ids)
+                free[ids] = False
+        req = int(rng.integers(ntypes)) if ntypes > 1 and not alloc and rng.random() < 0.3 else -1
+        jobs.append(Job(gpus=n, submit=float(rng.uniform(0, 100)), alloc=alloc, type_req=req,
+                        attained=float(rng.uniform(0, 1e4)), model=str(rng.choice(["resnet50", "bert"]))))
+
+    per_type = 0.1 if seed % 3 else 0.0  # 0: every type equally fast, ties broken by (bin, type)
+
+    def it(j, gp, b):
+        spanned = len({int(x) // gpn for x in gp})
+        return 1.0 + 0.25 * (spanned - 1) + per_type * int(gpu_types[int(gp[0])]) + 0.01 * (j % 3)
+
+    leaves = int(rng.integers(1, 4))
+    return build_view(jobs, now=500.0, nodes=nodes, gpus_per_node=gpn, leaves=leaves, gpu_types=gpu_types,
+                      type_names=[f"t{i}" for i in range(ntypes)], iteration_time=it)
+
+
+@pytest.mark.parametrize("seed", range(12))
+@pytest.mark.parametrize("params", [{}, {"order": "fifo", "num_bins": 2, "seed": 3},
+                                    {"model_classes": ("resnet*:0", "*:1"), "variability_spreads": (0.2, 0.05)},
+                                    {"variability": "none"}])
+def test_decide_equals_the_reference_search_on_seeded_views(seed, params, monkeypatch):
+    """A whole round (keeps, preemptions, placements in order) is the one the specification
+    search (`_lxv_reference`, one `placement.place` per bin and type) gives: same jobs, same
+    GPUs, same order; on the first round and on a second one of the same policy."""
+    import policies.pal as pal_module
+
+    view = _random_view(seed)
+    got = make("pal", **params)
+    want = make("pal", **params)
+    fast = [[(j, a.gpus) for j, a in got.decide(view, t).allocations.items()] for t in (500.0, 860.0)]
+
+    def reference(c, avail, demand, pm, bins, cost, gpu_type=-1, tables=None, order=None):
+        if demand <= 0 or np.count_nonzero(avail) < demand or (len(c.gpu_type_names) <= 1 and gpu_type > 0):
+            return None
+        return _lxv_reference(c, np.asarray(avail, bool), demand, pm, bins, cost, gpu_type)
+
+    monkeypatch.setattr(pal_module, "lxv_place", reference)
+    slow = [[(j, a.gpus) for j, a in want.decide(view, t).allocations.items()] for t in (500.0, 860.0)]
+    assert fast == slow
+    assert fast[0]  # the round places something

@@ -24,6 +24,7 @@ _UNIT_GAIN = frozenset(int(m) for m in UNIT_GAIN_MODES)  # modes whose `work_gai
 
 class Applying:
     """GPU holding, releasing, placing and preempting (see module doc)."""
+
     def _apply(self, checked: Checked, t: float) -> bool:
         did = False
         gone = checked.gone  # held now, absent from the decision (ascending)

@@ -24,6 +24,7 @@ from simcore.validate import Plan
 
 class NodeChanges:
     """Node failures and returns, join and reclaim demands (see module doc)."""
+
     def _capacity(self, node: int, online: bool, t: float) -> None:
         gpus = self.cluster.node_gpus(node)
         was = self.cluster.gpu_online[gpus]

@@ -31,6 +31,7 @@ from simcore.events import Event
 
 class EventHandling:
     """Accepting one instant's events (see module doc)."""
+
     def _push(self, ev: Event) -> None:
         if RESTART_END <= ev.priority <= CAPACITY:  # from outside the policy
             self._pending_outside += 1

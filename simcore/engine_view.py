@@ -33,6 +33,7 @@ def _ro(a: np.ndarray) -> np.ndarray:
 
 class PolicyView:
     """The view's sets and counters (see module doc)."""
+
     def _view(self, t: float, events: bool = True) -> ClusterView:
         """The policy's view at `t` (for `decide`, and for reclaim answers with `events=False`:
         progress events wait for the next `decide`)."""

@@ -24,6 +24,21 @@ def shared_data() -> Path:
     return SHARED_DATA
 
 
+@pytest.fixture(scope="module")
+def calibration_engine():
+    """`calibration.fit` predicts through the engine factory the CLI installs for `cosim validate`
+    and `calibrate fit` (`simcore.runner.engine_for`). Module-scoped, so it is in place before a
+    module-scoped fixture that fits (pytest sets up wider scopes first); the factory found
+    before is put back after the module, so no test depends on another having run first."""
+    from calibration import fit
+    from simcore.runner import engine_for
+
+    before = fit._ENGINE
+    fit.set_engine(engine_for)
+    yield
+    fit.set_engine(before)
+
+
 @pytest.fixture(autouse=True, scope="session")
 def _measured_cache_dir(tmp_path_factory):
     """Table-mode cache entries (`simcore.measured_cache`) of a test run go to a fresh temporary

@@ -23,6 +23,7 @@ import tempfile
 from pathlib import Path
 
 import numpy as np
+import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
@@ -151,6 +152,7 @@ def _finite_numbers(obj, path="report") -> None:
             _finite_numbers(v, f"{path}[{i}]")
 
 
+@pytest.mark.usefixtures("calibration_engine")  # `calibrate fit` predicts through the engine
 @SETTINGS
 @example(kind="steps", edits=[], drop=None, rows=0, cut=None)  # an empty file used to write a NaN-error profile
 @example(kind="collectives", edits=[], drop="nbytes", rows=4, cut=None)

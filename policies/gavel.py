@@ -203,6 +203,11 @@ def _one_type_inverse_rate(sf: np.ndarray, cap: float, *, weight=None, ftf=None)
     return x, max(floor, float(np.max(ap + cp / xp)))
 
 
+#: `_ftf_dinkelbach` stops once an X is within this fraction of the lower bound max_j (a_j + c_j)
+#: (HiGHS' own feasibility tolerance, 1e-7, is looser: a later LP could only match it to that)
+LOWER_BOUND_RTOL = 1e-14
+
+
 def _ftf_dinkelbach(tput, sf, num_gpus, a, c, max_iter=30):
     """min max_j (a_j + c_j / u_j) over Gavel's constraints by the Dinkelbach-type method of
     Crouzeix, Ferland and Schaible for generalised fractional programs (ρ_j = N_j / D_j with
@@ -211,7 +216,10 @@ def _ftf_dinkelbach(tput, sf, num_gpus, a, c, max_iter=30):
     job's proportional share), then ρ_{k+1} = max_j ρ_j at its X. F(ρ) = 0 exactly at the
     optimum (F > 0 below it, as the start may be), and from the first feasible X on ρ_k
     decreases superlinearly: 2–4 LPs where Kelley's cutting planes needed 12+
-    and stopped far from it. Returns (X, objective, iterations)."""
+    and stopped far from it. Every ρ_j ≥ a_j + c_j (u_j ≤ 1), so max_j (a_j + c_j) bounds the
+    optimum from below: an X that reaches it is optimal and ends the iterations at once (the
+    common case where a job's past alone sets the maximum: one LP, not two). Returns (X,
+    objective, iterations)."""
     tput = np.asarray(tput, float)
     rmax = tput.max(axis=1)
     live = rmax > 0
@@ -220,6 +228,7 @@ def _ftf_dinkelbach(tput, sf, num_gpus, a, c, max_iter=30):
     a, c = np.asarray(a, float)[rows], np.asarray(c, float)[rows]
     d = np.clip(proportional_throughput(U, num_gpus)[rows], 1e-6, 1.0)
     rho = float(np.max(a + c / d))
+    lower = float(np.max(a + c))  # u_j ≤ 1: no X does better than every job on its best type full time
     best_x, best = None, np.inf
     n = rows.size
     it = 0
@@ -236,6 +245,8 @@ def _ftf_dinkelbach(tput, sf, num_gpus, a, c, max_iter=30):
         f = sol.objective  # > 0: ρ_k was below the optimum (the start); < 0: above; 0: optimal
         if abs(f) <= 1e-12 * max(1.0, abs(rho)) or (f < 0 and new >= rho * (1.0 - 1e-12)):
             break
+        if best <= lower + LOWER_BOUND_RTOL * abs(lower):
+            break  # certified: X reaches the lower bound max_j (a_j + c_j), nothing does better
         # the next normalisation: the rates at X — but only from a point above the optimum
         # (f < 0: every job then has a positive rate). From below (f > 0, the start) the LP may
         # leave a job empty, and a ~1e-9 weight on z sits below HiGHS' tolerances and stalls ρ.

@@ -259,11 +259,14 @@ class Model:
         return (-c if self._maximize else c), float(self._objective.const[0])
 
     def solve(self, *, time_limit_s: float | None = None, mip_rel_gap: float | None = None,
-              check: bool = True) -> Solution:
+              check: bool = True, lp_options: dict[str, Any] | None = None) -> Solution:
         """Solve with HiGHS. `check`: raise `SolveError` unless a solution is returned.
 
         `mip_rel_gap` stops branch-and-bound at that relative gap (HiGHS' default 1e-4);
         a run stopped by `time_limit_s` with an incumbent has status "limit" and its values.
+        `lp_options`: further HiGHS options (name → value, e.g. {"presolve": "off"}) for a
+        continuous model, on top of linprog's; ignored where scipy's HiGHS binding does not
+        load (linprog then runs with its own).
         """
         c, offset = self._cost()
         lb, ub = np.concatenate(self._lb or [np.zeros(0)]), np.concatenate(self._ub or [np.zeros(0)])
@@ -284,7 +287,7 @@ class Model:
                 cons = [LinearConstraint(a, rlb, rub)] if self.num_rows else []
                 res = milp(c, integrality=integrality, bounds=Bounds(lb, ub), constraints=cons, options=options)
             else:
-                res = _linprog(c, a, rlb, rub, lb, ub, options)
+                res = _linprog(c, a, rlb, rub, lb, ub, options, lp_options or {})
             status = _STATUS.get(int(res.status), "error")
             if status == "error" and "unbounded or infeasible" in str(res.message):
                 status = "infeasible or unbounded"  # HiGHS' presolve cannot tell which
@@ -307,7 +310,7 @@ class Model:
         return str(col)
 
 
-def _linprog(c, a: sp.csr_matrix, rlb, rub, lb, ub, options):
+def _linprog(c, a: sp.csr_matrix, rlb, rub, lb, ub, options, extra=None):
     """linprog's form: equality rows, ≤ rows, and ≥ rows negated into ≤ rows. Solved by
     `_highs_direct` (the same program and options, without linprog's per-column Python loop)
     where scipy's bundled HiGHS binding loads, else by `scipy.optimize.linprog`."""
@@ -318,7 +321,7 @@ def _linprog(c, a: sp.csr_matrix, rlb, rub, lb, ub, options):
     lo = np.isfinite(rlb) & ~eq
     a_ub = sp.vstack([a[up], -a[lo]], format="csr")
     b_ub = np.concatenate([rub[up], -rlb[lo]])
-    res = _highs_direct(c, a_ub, b_ub, a[eq], rlb[eq], lb, ub, options)
+    res = _highs_direct(c, a_ub, b_ub, a[eq], rlb[eq], lb, ub, options, extra or {})
     if res is not None:
         return res
     from scipy.optimize import linprog
@@ -344,13 +347,13 @@ class _LpResult:
 _HIGHS_STATUS = {"kOptimal": 0, "kTimeLimit": 1, "kIterationLimit": 1, "kInfeasible": 2, "kUnbounded": 3}
 
 
-def _highs_direct(c, a_ub, b_ub, a_eq, b_eq, lb, ub, options) -> _LpResult | None:
+def _highs_direct(c, a_ub, b_ub, a_eq, b_eq, lb, ub, options, extra) -> _LpResult | None:
     """`scipy.optimize.linprog(method="highs")` on the same program with the same HiGHS options
     (presolve on, dual simplex strategy, no output), through scipy's bundled HiGHS binding: the
     same HiGHS run, so the same vertex, without linprog's wrapper, which loops in Python over
     every column for the bound multipliers (~8 ms at 8,000 columns; Gavel's LPs at 1,000 jobs ×
     8 types). None where that binding (a private scipy module) does not load: the caller then
-    uses linprog itself."""
+    uses linprog itself. `extra`: further HiGHS options (`Model.solve`'s `lp_options`)."""
     try:
         import scipy.sparse as sp
         from scipy.optimize._highspy import _core as hc
@@ -374,6 +377,9 @@ def _highs_direct(c, a_ub, b_ub, a_eq, b_eq, lb, ub, options) -> _LpResult | Non
     h.setOptionValue("simplex_strategy", 1)  # linprog's kSimplexStrategyDual
     if options.get("time_limit") is not None:
         h.setOptionValue("time_limit", float(options["time_limit"]))
+    for k, v in extra.items():
+        if h.setOptionValue(k, v) != hc.HighsStatus.kOk:
+            raise ValueError(f"HiGHS option {k}={v!r}: unknown name or a value of the wrong type")
     h.passModel(lp)
     h.run()
     model_status = h.getModelStatus()

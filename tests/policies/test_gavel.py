@@ -257,6 +257,48 @@ def test_ftf_dinkelbach_reaches_the_optimum_of_long_cutting_planes(data):
     assert obj == pytest.approx(ref, rel=1e-4)
 
 
+@settings(max_examples=30, deadline=None)
+@given(st.integers(0, 100_000), st.booleans())
+def test_ftf_dinkelbach_fast_path_keeps_the_reference_optimum(seed, past_dominates):
+    """The Dinkelbach LPs with `FTF_LP_OPTIONS` (no presolve, devex pricing) and the stop at the
+    lower bound max_j (a_j + c_j) reach the same min-max ρ, to 1e-9, as the method before them
+    (linprog's HiGHS defaults, no early stop) on 2-8 types and 2-60 jobs, some unable to run on
+    some types; with `past_dominates` one job's past (a large a_j) sets the optimum, which the
+    certificate then ends after the first LP."""
+    import policies.gavel as G
+
+    rng = np.random.default_rng(seed)
+    J, T = int(rng.integers(2, 61)), int(rng.integers(2, 9))
+    sf = rng.choice([1, 2, 4, 8], J)
+    num = rng.integers(1, 40, T).astype(float)
+    tput = rng.uniform(0.1, 3.0, (J, T)) * (rng.random((J, T)) < 0.8)
+    tput = np.where(sf[:, None] <= num[None, :], tput, 0.0)
+    a = rng.uniform(0.0, 3.0, J) * (rng.random() < 0.5)
+    c = rng.uniform(0.01, 2.0, J)
+    if past_dominates:
+        a[0] = 1e3
+    live = tput.max(axis=1) > 0
+    if (tput > 0).any(axis=0).sum() < 2:
+        return  # one usable type: the exact KKT path, not the LPs
+    x, obj, it = G._inverse_rate_lp(tput, sf, num, ftf=(a, c))
+    opts, rtol = G.FTF_LP_OPTIONS, G.LOWER_BOUND_RTOL
+    try:
+        G.FTF_LP_OPTIONS, G.LOWER_BOUND_RTOL = {}, -1.0  # the solver as it was: never stop at the bound
+        _, ref, ref_it = G._inverse_rate_lp(tput, sf, num, ftf=(a, c))
+    finally:
+        G.FTF_LP_OPTIONS, G.LOWER_BOUND_RTOL = opts, rtol
+    assert obj == pytest.approx(ref, rel=1e-9)
+    assert it <= ref_it + 1
+    tol = 1e-6
+    assert (x >= -tol).all() and (x.sum(axis=1) <= 1 + tol).all() and ((sf[:, None] * x).sum(axis=0) <= num + tol).all()
+    u = (tput / np.maximum(tput.max(axis=1, keepdims=True), 1e-300) * x).sum(axis=1)
+    assert np.max((a + c / np.maximum(u, 1e-9))[live]) == pytest.approx(obj, rel=1e-12)
+    lower = float(np.max((a + c)[live]))
+    assert obj >= lower * (1 - 1e-7)
+    if past_dominates and live[0]:
+        assert obj == pytest.approx(lower, rel=1e-9) and it == 1
+
+
 def test_ftf_dinkelbach_with_jobs_left_empty_matches_cutting_planes():
     """Six jobs on two 2-GPU types, five able to run on type 0 only: the LP leaves some job empty;
     its rate must not shrink the next normalisation below the solver's tolerance (it returned

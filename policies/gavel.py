@@ -236,18 +236,49 @@ def _ftf_dinkelbach(tput, sf, num_gpus, a, c, max_iter=30):
     lower = float(np.max(a + c))  # u_j ≤ 1: no X does better than every job on its best type full time
     best_x, best = None, np.inf
     n = rows.size
+    # row j of the LP, N_j − ρ D_j + d_j z ≥ 0, i.e. u_j (ρ − a_j) + d_j z ≥ c_j, divided by
+    # ρ − a_j where c_j > 0 (then ρ ≥ a_j + c_j > a_j: ρ never drops below `lower` by more than
+    # the LP's tolerance): u_j + z·d_j/(ρ − a_j) ≥ c_j/(ρ − a_j). The same rows and optimum,
+    # but a new ρ or d changes only z's column and the right-hand sides, so one HiGHS model is
+    # kept and each LP restarts from the last basis. Rows with c_j = 0 (ρ_j = a_j whatever X)
+    # keep the unscaled form (their ρ − a_j may be 0 or negative): their X coefficients change.
+    pos = c > 0
+    zero = np.flatnonzero(~pos)
+
+    # z is solved in units of 1/zs, zs = the largest z coefficient, so that its column keeps
+    # coefficients near 1: after a start below the optimum ρ may be ~1e9 (a job left empty)
+    # and d/(ρ − a) ~1e-10 would fall under HiGHS' least matrix value (1e-9), leaving z free.
+
+    def coefficients(rho: float, d: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, float]:
+        gap = rho - a
+        scale = np.where(pos, 1.0 / np.where(pos, gap, 1.0), 1.0)
+        fz = d * scale
+        zs = float(fz.max()) if fz.size else 1.0
+        return np.where(pos, 1.0, gap), fz / zs, c * scale, zs  # (X rows' factor, z column, rhs, z unit)
+
+    fx, fz, rhs, zs = coefficients(rho, d)
+    m, x = _base(tput, sf, num_gpus)
+    z = m.var("z", 1, lb=-np.inf)
+    ftf_rows = m.add(_take(x.sum(axis=1, coef=U), rows) * fx + Expr(n, np.arange(n), np.full(n, z.start), fz) >= rhs)
+    ftf_rows = np.arange(ftf_rows.start, ftf_rows.stop)
+    m.minimize(z.sum())
+    lp = m.resolvable(FTF_LP_OPTIONS)
+    jz, tz = np.nonzero(U[rows[zero]] > 0)  # the X entries of the c_j = 0 rows
     it = 0
     for it in range(1, max_iter + 1):
-        m, x = _base(tput, sf, num_gpus)
-        z = m.var("z", 1, lb=-np.inf)
-        m.add(_take(x.sum(axis=1, coef=U), rows) * (rho - a) + Expr(n, np.arange(n), np.full(n, z.start), d) >= c)
-        m.minimize(z.sum())
-        sol = m.solve(lp_options=FTF_LP_OPTIONS)
+        if it > 1:
+            fx, fz, rhs, zs = coefficients(rho, d)
+            lp.set_coefficients(ftf_rows, z.start, fz)
+            lp.set_row_bounds(ftf_rows[pos], rhs[pos], np.inf)
+            if zero.size:
+                lp.set_coefficients(ftf_rows[zero[jz]], x.start + rows[zero[jz]] * U.shape[1] + tz,
+                                    U[rows[zero[jz]], tz] * fx[zero[jz]])
+        sol = lp.solve()
         u = np.maximum((U[rows] * sol["x"][rows]).sum(axis=1), 1e-9)
         new = float(np.max(a + c / u))
         if new < best:
             best_x, best = np.clip(sol["x"], 0.0, 1.0), new
-        f = sol.objective  # > 0: ρ_k was below the optimum (the start); < 0: above; 0: optimal
+        f = sol.objective / zs  # > 0: ρ_k was below the optimum (the start); < 0: above; 0: optimal
         if abs(f) <= 1e-12 * max(1.0, abs(rho)) or (f < 0 and new >= rho * (1.0 - 1e-12)):
             break
         if best <= lower + LOWER_BOUND_RTOL * abs(lower):

@@ -288,19 +288,27 @@ class Model:
                 res = milp(c, integrality=integrality, bounds=Bounds(lb, ub), constraints=cons, options=options)
             else:
                 res = _linprog(c, a, rlb, rub, lb, ub, options, lp_options or {})
-            status = _STATUS.get(int(res.status), "error")
-            if status == "error" and "unbounded or infeasible" in str(res.message):
-                status = "infeasible or unbounded"  # HiGHS' presolve cannot tell which
-            if res.x is None:
-                sol = Solution(status, float("nan"), message=str(res.message))
-            else:
-                x = np.asarray(res.x, float)
-                obj = float(c @ x)
-                values = {n: x[b.start:b.start + b.size].reshape(b.shape) for n, b in self.blocks.items()}
-                sol = Solution(status, (-obj if self._maximize else obj) + offset, values, str(res.message))
+            sol = self._solution(res, c, offset)
         if check and not sol.ok:
             raise SolveError(sol.status, sol.message or "no solution")
         return sol
+
+    def _solution(self, res: Any, c: np.ndarray, offset: float) -> Solution:
+        """A `Solution` from a linprog/milp-style result (status code, message, x)."""
+        status = _STATUS.get(int(res.status), "error")
+        if status == "error" and "unbounded or infeasible" in str(res.message):
+            status = "infeasible or unbounded"  # HiGHS' presolve cannot tell which
+        if res.x is None:
+            return Solution(status, float("nan"), message=str(res.message))
+        x = np.asarray(res.x, float)
+        obj = float(c @ x)
+        values = {n: x[b.start:b.start + b.size].reshape(b.shape) for n, b in self.blocks.items()}
+        return Solution(status, (-obj if self._maximize else obj) + offset, values, str(res.message))
+
+    def resolvable(self, lp_options: dict[str, Any] | None = None) -> "Resolvable":
+        """This continuous model held by one HiGHS instance, to change coefficients and row
+        bounds and solve again from the last basis (`Resolvable`)."""
+        return Resolvable(self, lp_options or {})
 
     def _name_of(self, col: int) -> str:
         for b in self.blocks.values():
@@ -334,6 +342,16 @@ def _linprog(c, a: sp.csr_matrix, rlb, rub, lb, ub, options, extra=None):
     return linprog(c, bounds=np.column_stack([lb, ub]), method="highs", options=options, **kw)
 
 
+def _highs_core() -> Any:
+    """scipy's bundled HiGHS binding (`scipy.optimize._highspy._core`, a private module), or None
+    where it does not load (another scipy layout): the callers then go through linprog."""
+    try:
+        from scipy.optimize._highspy import _core
+    except ImportError:  # pragma: no cover - depends on the installed scipy
+        return None
+    return _core
+
+
 @dataclass
 class _LpResult:
     """What `Model.solve` reads of a linprog result: status code, message, x."""
@@ -354,10 +372,10 @@ def _highs_direct(c, a_ub, b_ub, a_eq, b_eq, lb, ub, options, extra) -> _LpResul
     every column for the bound multipliers (~8 ms at 8,000 columns; Gavel's LPs at 1,000 jobs ×
     8 types). None where that binding (a private scipy module) does not load: the caller then
     uses linprog itself. `extra`: further HiGHS options (`Model.solve`'s `lp_options`)."""
-    try:
-        import scipy.sparse as sp
-        from scipy.optimize._highspy import _core as hc
-    except ImportError:  # pragma: no cover - older/newer scipy layouts: linprog's public path
+    import scipy.sparse as sp
+
+    hc = _highs_core()
+    if hc is None:
         return None
     a = sp.csc_array(sp.vstack([a_ub, a_eq])) if a_eq.shape[0] else sp.csc_array(a_ub)
     n_row = a.shape[0]
@@ -377,10 +395,13 @@ def _highs_direct(c, a_ub, b_ub, a_eq, b_eq, lb, ub, options, extra) -> _LpResul
     h.setOptionValue("simplex_strategy", 1)  # linprog's kSimplexStrategyDual
     if options.get("time_limit") is not None:
         h.setOptionValue("time_limit", float(options["time_limit"]))
-    for k, v in extra.items():
-        if h.setOptionValue(k, v) != hc.HighsStatus.kOk:
-            raise ValueError(f"HiGHS option {k}={v!r}: unknown name or a value of the wrong type")
+    _set_options(hc, h, extra)
     h.passModel(lp)
+    return _run(h)
+
+
+def _run(h: Any) -> _LpResult:
+    """Run a loaded HiGHS instance; its result in linprog's status codes and wording."""
     h.run()
     model_status = h.getModelStatus()
     name = str(model_status).rsplit(".", 1)[-1]
@@ -391,3 +412,92 @@ def _highs_direct(c, a_ub, b_ub, a_eq, b_eq, lb, ub, options, extra) -> _LpResul
     if status != 0:
         return _LpResult(status, message, None)
     return _LpResult(0, message, np.array(h.getSolution().col_value))
+
+
+def _highs_lp(hc: Any, c, a, rlb, rub, lb, ub) -> Any:
+    """A HighsLp of min c·x, rlb ≤ a·x ≤ rub, lb ≤ x ≤ ub (a: any scipy sparse matrix)."""
+    import scipy.sparse as sp
+
+    a = sp.csc_array(a)
+    a.sort_indices()
+    lp = hc.HighsLp()
+    lp.num_col_, lp.num_row_ = c.size, a.shape[0]
+    lp.a_matrix_.num_col_, lp.a_matrix_.num_row_ = c.size, a.shape[0]
+    lp.a_matrix_.format_ = hc.MatrixFormat.kColwise
+    lp.col_cost_ = np.asarray(c, float)
+    lp.col_lower_, lp.col_upper_ = np.asarray(lb, float), np.asarray(ub, float)
+    lp.row_lower_, lp.row_upper_ = np.asarray(rlb, float), np.asarray(rub, float)
+    lp.a_matrix_.start_, lp.a_matrix_.index_, lp.a_matrix_.value_ = a.indptr, a.indices, a.data
+    return lp
+
+
+def _set_options(hc: Any, h: Any, extra: dict[str, Any]) -> None:
+    for k, v in extra.items():
+        if h.setOptionValue(k, v) != hc.HighsStatus.kOk:
+            raise ValueError(f"HiGHS option {k}={v!r}: unknown name or a value of the wrong type")
+
+
+class Resolvable:
+    """A continuous `Model` kept in one HiGHS instance across solves (`Model.resolvable`).
+
+    Programs solved again and again with a few coefficients or bounds changed (Gavel's
+    finish-time-fairness Dinkelbach iterations: the same X rows, a new column of z
+    coefficients and new right-hand sides each time) restart the dual simplex from the last
+    optimal basis instead of from scratch, and skip rebuilding the matrix. Rows are the
+    model's (`Model.add` returns their slice), as lo ≤ a·x ≤ hi (no sign flips). Where scipy's
+    HiGHS binding does not load, each `solve` rebuilds and goes to linprog: same optimum.
+    """
+
+    def __init__(self, model: Model, lp_options: dict[str, Any]) -> None:
+        if any(i.any() for i in model._int):
+            raise ValueError("Resolvable takes continuous models only")
+        import scipy.sparse as sp
+
+        self.model = model
+        self._c, self._offset = model._cost()
+        self._lb = np.concatenate(model._lb or [np.zeros(0)])
+        self._ub = np.concatenate(model._ub or [np.zeros(0)])
+        a, self._rlb, self._rub = model.matrix()
+        self._options = dict(lp_options)
+        hc = _highs_core()
+        if hc is None:
+            self._h, self._a = None, sp.lil_matrix(a)
+            return
+        self._h = hc._Highs()
+        self._h.setOptionValue("output_flag", False)
+        self._h.setOptionValue("simplex_strategy", 1)  # dual simplex, as linprog
+        _set_options(hc, self._h, self._options)
+        self._h.passModel(_highs_lp(hc, self._c, a, self._rlb, self._rub, self._lb, self._ub))
+
+    def set_coefficients(self, rows: np.ndarray, cols: np.ndarray, vals: np.ndarray) -> None:
+        """a[rows[i], cols[i]] = vals[i] (a zero entry becomes a nonzero; 0 removes one)."""
+        rows, vals = np.asarray(rows, np.int64), np.asarray(vals, float)
+        cols = np.broadcast_to(np.asarray(cols, np.int64), rows.shape)
+        if self._h is None:
+            self._a[rows, cols] = vals
+            return
+        change = self._h.changeCoeff
+        for r, k, v in zip(rows.tolist(), cols.tolist(), vals.tolist()):
+            change(r, k, v)
+
+    def set_row_bounds(self, rows: np.ndarray, lower: np.ndarray, upper: np.ndarray) -> None:
+        """lower[i] ≤ row rows[i] ≤ upper[i] (±inf: no bound)."""
+        rows = np.asarray(rows, np.int64)
+        lower = np.broadcast_to(np.asarray(lower, float), rows.shape)
+        upper = np.broadcast_to(np.asarray(upper, float), rows.shape)
+        self._rlb[rows], self._rub[rows] = lower, upper
+        if self._h is not None:
+            change = self._h.changeRowBounds
+            for r, lo, hi in zip(rows.tolist(), lower.tolist(), upper.tolist()):
+                change(r, lo, hi)
+
+    def solve(self, check: bool = True) -> Solution:
+        """Solve from the last basis; as `Model.solve`."""
+        if self._h is not None:
+            res = _run(self._h)
+        else:
+            res = _linprog(self._c, self._a.tocsr(), self._rlb, self._rub, self._lb, self._ub, {"disp": False})
+        sol = self.model._solution(res, self._c, self._offset)
+        if check and not sol.ok:
+            raise SolveError(sol.status, sol.message or "no solution")
+        return sol

@@ -15,6 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from policies.solvers import Model, SolveError, assign, mckp
+from policies.solvers.lp import Expr
 
 SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -345,3 +346,51 @@ def test_lp_options_reach_highs():
     assert m.solve(lp_options={"presolve": "off", "simplex_iteration_limit": 0}, check=False).status == "limit"
     with pytest.raises(ValueError, match="no_such_option"):
         m.solve(lp_options={"no_such_option": 1})
+
+
+@pytest.mark.parametrize("binding", [True, False])
+@settings(max_examples=20, deadline=None)
+@given(seed=st.integers(0, 100_000))
+def test_resolvable_equals_a_fresh_model_after_changes(binding, seed):
+    """`Model.resolvable`: after changing a column's coefficients (some to 0, some zero entries
+    to nonzero) and some rows' bounds, re-solving from the last basis gives the optimum of a
+    fresh model of the changed program; the same without scipy's HiGHS binding (`binding`
+    False: each solve goes to linprog)."""
+    rng = np.random.default_rng(seed)
+    J, T = int(rng.integers(2, 10)), int(rng.integers(2, 4))
+    U = rng.uniform(0.1, 1.0, (J, T))
+    cap = rng.uniform(1.0, 4.0, T)
+
+    def build(e, r):
+        m = Model()
+        x = m.var("x", (J, T), ub=1.0)
+        z = m.var("z", 1, lb=-10.0)
+        m.add(x.sum(axis=1) <= 1.0)
+        m.add(x.sum(axis=0) <= cap)
+        rows = m.add(x.sum(axis=1, coef=U) + Expr(J, np.arange(J), np.full(J, z.start), e) >= r)
+        m.minimize(z.sum())
+        return m, z, rows
+
+    e0, r0 = rng.uniform(0.1, 1.0, J), rng.uniform(0.0, 0.5, J)
+    e1, r1 = e0 * rng.uniform(0.5, 2.0, J), rng.uniform(0.0, 0.5, J)
+    e1[0] = 0.0  # an entry removed
+    from policies.solvers import lp as L
+
+    saved = L._highs_core
+    try:
+        if not binding:
+            L._highs_core = lambda: None  # as where scipy's binding does not load: linprog
+        m, z, rows = build(e0, r0)
+        live = m.resolvable({"presolve": "off"} if binding else None)
+        assert live.solve().objective == pytest.approx(m.solve().objective, abs=1e-9)
+        idx = np.arange(rows.start, rows.stop)
+        live.set_coefficients(idx, z.start, e1)
+        live.set_row_bounds(idx, r1, np.inf)
+        got = live.solve(check=False)
+        want = build(e1, r1)[0].solve(check=False)
+        assert (live._h is None) == (not binding)
+    finally:
+        L._highs_core = saved
+    assert got.status == want.status
+    if want.status == "optimal":
+        assert got.objective == pytest.approx(want.objective, abs=1e-9)

@@ -68,13 +68,13 @@ def main(argv: list[str] | None = None) -> None:
     view, kw = capture_inputs()
     tput, sf, num = kw["tput"], kw["sf"], kw["num_gpus"]
     fa, fc = kw["ftf"]
-    cpu, wall, (x, obj, its) = _best(lambda: G._ftf_dinkelbach(tput, sf, num, fa, fc), a.repeats)
+    cpu, wall, (_, obj, its) = _best(lambda: G._ftf_dinkelbach(tput, sf, num, fa, fc), a.repeats)
     print(f"1-min load {os.getloadavg()[0]:.2f}; {tput.shape[0]} jobs x {tput.shape[1]} types")
     print(f"solve                 CPU {cpu:6.1f} ms  wall {wall:6.1f} ms  objective {obj:.12g}  LPs {its}  "
           f"lower bound max(a+c) {float(np.max(fa + fc)):.12g}")
-    for name, params in (("gavel", dict(objective="finish_time_fairness")), ("themis-ftf-lp", {})):
+    for name, params in (("gavel", {"objective": "finish_time_fairness"}), ("themis-ftf-lp", {})):
         policies.make(name, **params).decide(view, view.now)  # numba kernels / caches loaded
-        cpu, wall, _ = _best(lambda: policies.make(name, **params).decide(view, view.now), a.repeats)
+        cpu, wall, _ = _best(lambda n=name, p=params: policies.make(n, **p).decide(view, view.now), a.repeats)
         print(f"fresh {name:<15} CPU {cpu:6.1f} ms  wall {wall:6.1f} ms")
     print(f"1-min load at the end {os.getloadavg()[0]:.2f}")
 

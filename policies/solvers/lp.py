@@ -9,8 +9,12 @@ coef)` is one *row group* (one row per remaining index), and row groups combine 
 of the other). Everything is built as coordinate triplets with numpy and assembled into
 one scipy.sparse matrix at solve time, so a 4,000 × 8 model builds in milliseconds.
 
-Continuous models go to `scipy.optimize.linprog(method="highs")`, models with an integer
-block to `scipy.optimize.milp` (HiGHS branch-and-cut). Example (FFT's per-round ILP)::
+Continuous models go to HiGHS as `scipy.optimize.linprog(method="highs")` sends them (the same
+program and options, through scipy's bundled binding when it loads: linprog's wrapper costs
+~8 ms at 8,000 columns), models with an integer block to `scipy.optimize.milp` (HiGHS
+branch-and-cut). A program solved again with a few coefficients or bounds changed can be kept
+in one HiGHS instance and re-solved from its last basis (`Model.resolvable`). Example (FFT's
+per-round ILP)::
 
     m = Model()
     x = m.binary("x", (J, T), ub=mem_ok)            # x[j, i] = 0 where the memory does not fit
@@ -305,7 +309,7 @@ class Model:
         values = {n: x[b.start:b.start + b.size].reshape(b.shape) for n, b in self.blocks.items()}
         return Solution(status, (-obj if self._maximize else obj) + offset, values, str(res.message))
 
-    def resolvable(self, lp_options: dict[str, Any] | None = None) -> "Resolvable":
+    def resolvable(self, lp_options: dict[str, Any] | None = None) -> Resolvable:
         """This continuous model held by one HiGHS instance, to change coefficients and row
         bounds and solve again from the last basis (`Resolvable`)."""
         return Resolvable(self, lp_options or {})

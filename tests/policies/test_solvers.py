@@ -307,7 +307,7 @@ def test_direct_highs_is_linprogs_run(seed):
     rng = np.random.default_rng(seed)
     n, m_up, m_lo, m_eq = int(rng.integers(1, 30)), int(rng.integers(0, 12)), int(rng.integers(0, 12)), \
         int(rng.integers(0, 3))
-    dense = lambda k: rng.normal(size=(k, n)) * (rng.random((k, n)) < 0.5)  # noqa: E731
+    dense = lambda k: rng.normal(size=(k, n)) * (rng.random((k, n)) < 0.5)
     a_up, a_lo, a_eq = dense(m_up), dense(m_lo), dense(m_eq)
     b_up, b_lo = rng.uniform(0, 5, m_up), rng.uniform(-5, 1, m_lo)
     b_eq = a_eq @ rng.uniform(0, 1, n) if rng.random() < 0.8 else rng.normal(size=m_eq)

@@ -203,9 +203,10 @@ def _one_type_inverse_rate(sf: np.ndarray, cap: float, *, weight=None, ftf=None)
     return x, max(floor, float(np.max(ap + cp / xp)))
 
 
-#: HiGHS options of the Dinkelbach LPs (measured on the 1,000-job × 8-type benchmark view:
-#: dual simplex 16 ms with these, 27 ms without presolve, 40 ms with linprog's defaults; the
-#: presolve finds nothing to remove in these LPs and the steepest-edge pricing costs more per
+#: HiGHS options of the Dinkelbach LPs (measured on the first LP of the 1,000-job × 8-type
+#: benchmark view, `benchmarks/bench_ftf.py`, CPU ms at a load of ~7: dual simplex 16 ms with
+#: these, 27 ms without presolve only, 40 ms with linprog's defaults, 51 ms primal simplex;
+#: the presolve finds little to remove in these LPs and steepest-edge pricing costs more per
 #: iteration than it saves)
 FTF_LP_OPTIONS = {"presolve": "off", "simplex_dual_edge_weight_strategy": 1}  # 1: devex
 #: `_ftf_dinkelbach` stops once an X is within this fraction of the lower bound max_j (a_j + c_j)

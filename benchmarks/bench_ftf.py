@@ -79,9 +79,9 @@ def bench_ftf_fresh(repeats: int = 7) -> list[dict]:
         policies.make(name, **params).decide(view, view.now)  # numba kernels / caches loaded
         cpu, wall, _ = _best_ms(lambda n=name, p=params: policies.make(n, **p).decide(view, view.now), repeats)
         out.append({"name": f"{name.replace('-', '_')}_ftf_fresh_decide_2048gpu_8types_1000jobs", "value": cpu,
-                        "unit": "ms", "target": "< 40 ms",
-                        "detail": f"CPU ms, best of {repeats} fresh policies; wall {wall:.1f} ms; "
-                               f"1-min load {os.getloadavg()[0]:.2f}"})
+                    "unit": "ms", "target": "< 40 ms",
+                    "detail": f"CPU ms, best of {repeats} fresh policies; wall {wall:.1f} ms; "
+                              f"1-min load {os.getloadavg()[0]:.2f}"})
     return out
 
 

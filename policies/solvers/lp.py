@@ -353,7 +353,10 @@ def _highs_core() -> Any:
         from scipy.optimize._highspy import _core
     except ImportError:  # pragma: no cover - depends on the installed scipy
         return None
-    return _core
+    needed = ("_Highs", "HighsLp", "MatrixFormat", "HighsStatus", "HighsModelStatus")
+    calls = ("setOptionValue", "passModel", "run", "getModelStatus", "getSolution", "changeCoeff", "changeRowBounds")
+    ok = all(hasattr(_core, n) for n in needed) and all(hasattr(_core._Highs, n) for n in calls)
+    return _core if ok else None  # a scipy whose private binding changed shape: linprog
 
 
 @dataclass

@@ -203,6 +203,17 @@ def _one_type_inverse_rate(sf: np.ndarray, cap: float, *, weight=None, ftf=None)
     return x, max(floor, float(np.max(ap + cp / xp)))
 
 
+#: HiGHS options of the Dinkelbach LPs (measured on the first LP of the 1,000-job × 8-type
+#: benchmark view, `benchmarks/bench_ftf.py`, CPU ms at a load of ~7: dual simplex 16 ms with
+#: these, 27 ms without presolve only, 40 ms with linprog's defaults, 51 ms primal simplex;
+#: the presolve finds little to remove in these LPs and steepest-edge pricing costs more per
+#: iteration than it saves)
+FTF_LP_OPTIONS = {"presolve": "off", "simplex_dual_edge_weight_strategy": 1}  # 1: devex
+#: `_ftf_dinkelbach` stops once an X is within this fraction of the lower bound max_j (a_j + c_j)
+#: (HiGHS' own feasibility tolerance, 1e-7, is looser: a later LP could only match it to that)
+LOWER_BOUND_RTOL = 1e-14
+
+
 def _ftf_dinkelbach(tput, sf, num_gpus, a, c, max_iter=30):
     """min max_j (a_j + c_j / u_j) over Gavel's constraints by the Dinkelbach-type method of
     Crouzeix, Ferland and Schaible for generalised fractional programs (ρ_j = N_j / D_j with
@@ -210,8 +221,11 @@ def _ftf_dinkelbach(tput, sf, num_gpus, a, c, max_iter=30):
     F(ρ_k) = min_X max_j (N_j − ρ_k D_j) / d_j with d_j the previous rates (the first: each
     job's proportional share), then ρ_{k+1} = max_j ρ_j at its X. F(ρ) = 0 exactly at the
     optimum (F > 0 below it, as the start may be), and from the first feasible X on ρ_k
-    decreases superlinearly: 2–4 LPs where Kelley's cutting planes needed 12+
-    and stopped far from it. Returns (X, objective, iterations)."""
+    decreases superlinearly: 2–8 LPs where Kelley's cutting planes needed 12+
+    and stopped far from it. The LPs share one HiGHS model, re-solved from the last basis. Every ρ_j ≥ a_j + c_j (u_j ≤ 1), so max_j (a_j + c_j) bounds the
+    optimum from below: an X that reaches it is optimal and ends the iterations at once (the
+    common case where a job's past alone sets the maximum: one LP, not two). Returns (X,
+    objective, iterations)."""
     tput = np.asarray(tput, float)
     rmax = tput.max(axis=1)
     live = rmax > 0
@@ -220,22 +234,56 @@ def _ftf_dinkelbach(tput, sf, num_gpus, a, c, max_iter=30):
     a, c = np.asarray(a, float)[rows], np.asarray(c, float)[rows]
     d = np.clip(proportional_throughput(U, num_gpus)[rows], 1e-6, 1.0)
     rho = float(np.max(a + c / d))
+    lower = float(np.max(a + c))  # u_j ≤ 1: no X does better than every job on its best type full time
     best_x, best = None, np.inf
     n = rows.size
+    # row j of the LP, N_j − ρ D_j + d_j z ≥ 0, i.e. u_j (ρ − a_j) + d_j z ≥ c_j, divided by
+    # ρ − a_j where c_j > 0 (then ρ ≥ a_j + c_j > a_j: ρ never drops below `lower` by more than
+    # the LP's tolerance): u_j + z·d_j/(ρ − a_j) ≥ c_j/(ρ − a_j). The same rows and optimum,
+    # but a new ρ or d changes only z's column and the right-hand sides, so one HiGHS model is
+    # kept and each LP restarts from the last basis. Rows with c_j = 0 (ρ_j = a_j whatever X)
+    # keep the unscaled form (their ρ − a_j may be 0 or negative): their X coefficients change.
+    pos = c > 0
+    zero = np.flatnonzero(~pos)
+
+    # z is solved in units of 1/zs, zs = the largest z coefficient, so that its column keeps
+    # coefficients near 1: after a start below the optimum ρ may be ~1e9 (a job left empty)
+    # and d/(ρ − a) ~1e-10 would fall under HiGHS' least matrix value (1e-9), leaving z free.
+
+    def coefficients(rho: float, d: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, float]:
+        gap = rho - a
+        scale = np.where(pos, 1.0 / np.where(pos, gap, 1.0), 1.0)
+        fz = d * scale
+        zs = float(fz.max()) if fz.size else 1.0
+        return np.where(pos, 1.0, gap), fz / zs, c * scale, zs  # (X rows' factor, z column, rhs, z unit)
+
+    fx, fz, rhs, zs = coefficients(rho, d)
+    m, x = _base(tput, sf, num_gpus)
+    z = m.var("z", 1, lb=-np.inf)
+    ftf_rows = m.add(_take(x.sum(axis=1, coef=U), rows) * fx + Expr(n, np.arange(n), np.full(n, z.start), fz) >= rhs)
+    ftf_rows = np.arange(ftf_rows.start, ftf_rows.stop)
+    m.minimize(z.sum())
+    lp = m.resolvable(FTF_LP_OPTIONS)
+    jz, tz = np.nonzero(U[rows[zero]] > 0)  # the X entries of the c_j = 0 rows
     it = 0
     for it in range(1, max_iter + 1):
-        m, x = _base(tput, sf, num_gpus)
-        z = m.var("z", 1, lb=-np.inf)
-        m.add(_take(x.sum(axis=1, coef=U), rows) * (rho - a) + Expr(n, np.arange(n), np.full(n, z.start), d) >= c)
-        m.minimize(z.sum())
-        sol = m.solve()
+        if it > 1:
+            fx, fz, rhs, zs = coefficients(rho, d)
+            lp.set_coefficients(ftf_rows, z.start, fz)
+            lp.set_row_bounds(ftf_rows[pos], rhs[pos], np.inf)
+            if zero.size:
+                lp.set_coefficients(ftf_rows[zero[jz]], x.start + rows[zero[jz]] * U.shape[1] + tz,
+                                    U[rows[zero[jz]], tz] * fx[zero[jz]])
+        sol = lp.solve()
         u = np.maximum((U[rows] * sol["x"][rows]).sum(axis=1), 1e-9)
         new = float(np.max(a + c / u))
         if new < best:
             best_x, best = np.clip(sol["x"], 0.0, 1.0), new
-        f = sol.objective  # > 0: ρ_k was below the optimum (the start); < 0: above; 0: optimal
+        f = sol.objective / zs  # > 0: ρ_k was below the optimum (the start); < 0: above; 0: optimal
         if abs(f) <= 1e-12 * max(1.0, abs(rho)) or (f < 0 and new >= rho * (1.0 - 1e-12)):
             break
+        if best <= lower + LOWER_BOUND_RTOL * abs(lower):
+            break  # certified: X reaches the lower bound max_j (a_j + c_j), nothing does better
         # the next normalisation: the rates at X — but only from a point above the optimum
         # (f < 0: every job then has a positive rate). From below (f > 0, the start) the LP may
         # leave a job empty, and a ~1e-9 weight on z sits below HiGHS' tolerances and stalls ρ.
@@ -260,7 +308,7 @@ def _inverse_rate_lp(tput, sf, num_gpus, *, weight=None, ftf=None, tol=1e-3, max
     throughputs), the program is separable up to one capacity row and
     `_one_type_inverse_rate` solves it exactly in well under a millisecond (0 iterations).
     `ftf_method`: "dinkelbach" solves the min-max (FTF) program by `_ftf_dinkelbach` (exact,
-    2–4 LPs); "kelley" by the cutting planes above (kept for tests: at `max_iter` = 12 it can
+    1–8 LPs); "kelley" by the cutting planes above (kept for tests: at `max_iter` = 12 it can
     stop far from the optimum on 100+ jobs)."""
     tput = np.asarray(tput, float)
     J = tput.shape[0]

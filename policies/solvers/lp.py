@@ -9,8 +9,12 @@ coef)` is one *row group* (one row per remaining index), and row groups combine 
 of the other). Everything is built as coordinate triplets with numpy and assembled into
 one scipy.sparse matrix at solve time, so a 4,000 × 8 model builds in milliseconds.
 
-Continuous models go to `scipy.optimize.linprog(method="highs")`, models with an integer
-block to `scipy.optimize.milp` (HiGHS branch-and-cut). Example (FFT's per-round ILP)::
+Continuous models go to HiGHS as `scipy.optimize.linprog(method="highs")` sends them (the same
+program and options, through scipy's bundled binding when it loads: linprog's wrapper costs
+~8 ms at 8,000 columns), models with an integer block to `scipy.optimize.milp` (HiGHS
+branch-and-cut). A program solved again with a few coefficients or bounds changed can be kept
+in one HiGHS instance and re-solved from its last basis (`Model.resolvable`). Example (FFT's
+per-round ILP)::
 
     m = Model()
     x = m.binary("x", (J, T), ub=mem_ok)            # x[j, i] = 0 where the memory does not fit
@@ -259,11 +263,14 @@ class Model:
         return (-c if self._maximize else c), float(self._objective.const[0])
 
     def solve(self, *, time_limit_s: float | None = None, mip_rel_gap: float | None = None,
-              check: bool = True) -> Solution:
+              check: bool = True, lp_options: dict[str, Any] | None = None) -> Solution:
         """Solve with HiGHS. `check`: raise `SolveError` unless a solution is returned.
 
         `mip_rel_gap` stops branch-and-bound at that relative gap (HiGHS' default 1e-4);
         a run stopped by `time_limit_s` with an incumbent has status "limit" and its values.
+        `lp_options`: further HiGHS options (name → value, e.g. {"presolve": "off"}) for a
+        continuous model, on top of linprog's; ignored where scipy's HiGHS binding does not
+        load (linprog then runs with its own).
         """
         c, offset = self._cost()
         lb, ub = np.concatenate(self._lb or [np.zeros(0)]), np.concatenate(self._ub or [np.zeros(0)])
@@ -284,20 +291,28 @@ class Model:
                 cons = [LinearConstraint(a, rlb, rub)] if self.num_rows else []
                 res = milp(c, integrality=integrality, bounds=Bounds(lb, ub), constraints=cons, options=options)
             else:
-                res = _linprog(c, a, rlb, rub, lb, ub, options)
-            status = _STATUS.get(int(res.status), "error")
-            if status == "error" and "unbounded or infeasible" in str(res.message):
-                status = "infeasible or unbounded"  # HiGHS' presolve cannot tell which
-            if res.x is None:
-                sol = Solution(status, float("nan"), message=str(res.message))
-            else:
-                x = np.asarray(res.x, float)
-                obj = float(c @ x)
-                values = {n: x[b.start:b.start + b.size].reshape(b.shape) for n, b in self.blocks.items()}
-                sol = Solution(status, (-obj if self._maximize else obj) + offset, values, str(res.message))
+                res = _linprog(c, a, rlb, rub, lb, ub, options, lp_options or {})
+            sol = self._solution(res, c, offset)
         if check and not sol.ok:
             raise SolveError(sol.status, sol.message or "no solution")
         return sol
+
+    def _solution(self, res: Any, c: np.ndarray, offset: float) -> Solution:
+        """A `Solution` from a linprog/milp-style result (status code, message, x)."""
+        status = _STATUS.get(int(res.status), "error")
+        if status == "error" and "unbounded or infeasible" in str(res.message):
+            status = "infeasible or unbounded"  # HiGHS' presolve cannot tell which
+        if res.x is None:
+            return Solution(status, float("nan"), message=str(res.message))
+        x = np.asarray(res.x, float)
+        obj = float(c @ x)
+        values = {n: x[b.start:b.start + b.size].reshape(b.shape) for n, b in self.blocks.items()}
+        return Solution(status, (-obj if self._maximize else obj) + offset, values, str(res.message))
+
+    def resolvable(self, lp_options: dict[str, Any] | None = None) -> Resolvable:
+        """This continuous model held by one HiGHS instance, to change coefficients and row
+        bounds and solve again from the last basis (`Resolvable`)."""
+        return Resolvable(self, lp_options or {})
 
     def _name_of(self, col: int) -> str:
         for b in self.blocks.values():
@@ -307,19 +322,192 @@ class Model:
         return str(col)
 
 
-def _linprog(c, a: sp.csr_matrix, rlb, rub, lb, ub, options):
-    """linprog's form: equality rows, ≤ rows, and ≥ rows negated into ≤ rows."""
+def _linprog(c, a: sp.csr_matrix, rlb, rub, lb, ub, options, extra=None):
+    """linprog's form: equality rows, ≤ rows, and ≥ rows negated into ≤ rows. Solved by
+    `_highs_direct` (the same program and options, without linprog's per-column Python loop)
+    where scipy's bundled HiGHS binding loads, else by `scipy.optimize.linprog`."""
     import scipy.sparse as sp
-    from scipy.optimize import linprog
 
     eq = np.isfinite(rlb) & (rlb == rub)
     up = np.isfinite(rub) & ~eq
     lo = np.isfinite(rlb) & ~eq
     a_ub = sp.vstack([a[up], -a[lo]], format="csr")
     b_ub = np.concatenate([rub[up], -rlb[lo]])
+    res = _highs_direct(c, a_ub, b_ub, a[eq], rlb[eq], lb, ub, options, extra or {})
+    if res is not None:
+        return res
+    from scipy.optimize import linprog
+
     kw: dict[str, Any] = {}
     if a_ub.shape[0]:
         kw.update(A_ub=a_ub, b_ub=b_ub)
     if eq.any():
         kw.update(A_eq=a[eq], b_eq=rlb[eq])
     return linprog(c, bounds=np.column_stack([lb, ub]), method="highs", options=options, **kw)
+
+
+def _highs_core() -> Any:
+    """scipy's bundled HiGHS binding (`scipy.optimize._highspy._core`, a private module), or None
+    where it does not load (another scipy layout): the callers then go through linprog."""
+    try:
+        from scipy.optimize._highspy import _core
+    except ImportError:  # pragma: no cover - depends on the installed scipy
+        return None
+    needed = ("_Highs", "HighsLp", "MatrixFormat", "HighsStatus", "HighsModelStatus")
+    calls = ("setOptionValue", "passModel", "run", "getModelStatus", "getSolution", "changeCoeff", "changeRowBounds")
+    ok = all(hasattr(_core, n) for n in needed) and all(hasattr(_core._Highs, n) for n in calls)
+    return _core if ok else None  # a scipy whose private binding changed shape: linprog
+
+
+@dataclass
+class _LpResult:
+    """What `Model.solve` reads of a linprog result: status code, message, x."""
+
+    status: int
+    message: str
+    x: np.ndarray | None
+
+
+#: HiGHS model status → linprog's status code (`_STATUS`): optimal, limit, infeasible, unbounded
+_HIGHS_STATUS = {"kOptimal": 0, "kTimeLimit": 1, "kIterationLimit": 1, "kInfeasible": 2, "kUnbounded": 3}
+
+
+def _highs_direct(c, a_ub, b_ub, a_eq, b_eq, lb, ub, options, extra) -> _LpResult | None:
+    """`scipy.optimize.linprog(method="highs")` on the same program with the same HiGHS options
+    (presolve on, dual simplex strategy, no output), through scipy's bundled HiGHS binding: the
+    same HiGHS run, so the same vertex, without linprog's wrapper, which loops in Python over
+    every column for the bound multipliers (~8 ms at 8,000 columns; Gavel's LPs at 1,000 jobs ×
+    8 types). None where that binding (a private scipy module) does not load: the caller then
+    uses linprog itself. `extra`: further HiGHS options (`Model.solve`'s `lp_options`)."""
+    import scipy.sparse as sp
+
+    hc = _highs_core()
+    if hc is None:
+        return None
+    a = sp.csc_array(sp.vstack([a_ub, a_eq])) if a_eq.shape[0] else sp.csc_array(a_ub)
+    n_row = a.shape[0]
+    lp = hc.HighsLp()
+    lp.num_col_, lp.num_row_ = c.size, n_row
+    lp.a_matrix_.num_col_, lp.a_matrix_.num_row_ = c.size, n_row
+    lp.a_matrix_.format_ = hc.MatrixFormat.kColwise
+    lp.col_cost_ = np.asarray(c, float).tolist()  # lists: see `_highs_lp`
+    lp.col_lower_, lp.col_upper_ = np.asarray(lb, float).tolist(), np.asarray(ub, float).tolist()
+    lp.row_lower_ = np.concatenate([np.full(b_ub.size, -np.inf), b_eq]).tolist()
+    lp.row_upper_ = np.concatenate([b_ub, b_eq]).tolist()
+    lp.a_matrix_.start_, lp.a_matrix_.index_ = a.indptr.tolist(), a.indices.tolist()
+    lp.a_matrix_.value_ = a.data.tolist()
+    h = hc._Highs()
+    h.setOptionValue("output_flag", False)
+    h.setOptionValue("log_to_console", False)
+    h.setOptionValue("presolve", "on")
+    h.setOptionValue("simplex_strategy", 1)  # linprog's kSimplexStrategyDual
+    if options.get("time_limit") is not None:
+        h.setOptionValue("time_limit", float(options["time_limit"]))
+    _set_options(hc, h, extra)
+    h.passModel(lp)
+    return _run(h)
+
+
+def _run(h: Any) -> _LpResult:
+    """Run a loaded HiGHS instance; its result in linprog's status codes and wording."""
+    h.run()
+    model_status = h.getModelStatus()
+    name = str(model_status).rsplit(".", 1)[-1]
+    status = _HIGHS_STATUS.get(name, 4)
+    message = h.modelStatusToString(model_status)
+    if name == "kUnboundedOrInfeasible":  # linprog's wording, which `Model.solve` reads
+        message = "The problem is unbounded or infeasible."
+    if status != 0:
+        return _LpResult(status, message, None)
+    return _LpResult(0, message, np.array(h.getSolution().col_value))
+
+
+def _highs_lp(hc: Any, c, a, rlb, rub, lb, ub) -> Any:
+    """A HighsLp of min c·x, rlb ≤ a·x ≤ rub, lb ≤ x ≤ ub (a: any scipy sparse matrix)."""
+    import scipy.sparse as sp
+
+    a = sp.csc_array(a)
+    a.sort_indices()
+    lp = hc.HighsLp()
+    lp.num_col_, lp.num_row_ = c.size, a.shape[0]
+    lp.a_matrix_.num_col_, lp.a_matrix_.num_row_ = c.size, a.shape[0]
+    lp.a_matrix_.format_ = hc.MatrixFormat.kColwise
+    # lists, not arrays: pybind11 fills HiGHS' vectors from a list ~3x faster (~2 ms at 26,000 entries)
+    lp.col_cost_ = np.asarray(c, float).tolist()
+    lp.col_lower_, lp.col_upper_ = np.asarray(lb, float).tolist(), np.asarray(ub, float).tolist()
+    lp.row_lower_, lp.row_upper_ = np.asarray(rlb, float).tolist(), np.asarray(rub, float).tolist()
+    lp.a_matrix_.start_, lp.a_matrix_.index_ = a.indptr.tolist(), a.indices.tolist()
+    lp.a_matrix_.value_ = a.data.tolist()
+    return lp
+
+
+def _set_options(hc: Any, h: Any, extra: dict[str, Any]) -> None:
+    for k, v in extra.items():
+        if h.setOptionValue(k, v) != hc.HighsStatus.kOk:
+            raise ValueError(f"HiGHS option {k}={v!r}: unknown name or a value of the wrong type")
+
+
+class Resolvable:
+    """A continuous `Model` kept in one HiGHS instance across solves (`Model.resolvable`).
+
+    Programs solved again and again with a few coefficients or bounds changed (Gavel's
+    finish-time-fairness Dinkelbach iterations: the same X rows, a new column of z
+    coefficients and new right-hand sides each time) restart the dual simplex from the last
+    optimal basis instead of from scratch, and skip rebuilding the matrix. Rows are the
+    model's (`Model.add` returns their slice), as lo ≤ a·x ≤ hi (no sign flips). Where scipy's
+    HiGHS binding does not load, each `solve` rebuilds and goes to linprog: same optimum.
+    """
+
+    def __init__(self, model: Model, lp_options: dict[str, Any]) -> None:
+        if any(i.any() for i in model._int):
+            raise ValueError("Resolvable takes continuous models only")
+        import scipy.sparse as sp
+
+        self.model = model
+        self._c, self._offset = model._cost()
+        self._lb = np.concatenate(model._lb or [np.zeros(0)])
+        self._ub = np.concatenate(model._ub or [np.zeros(0)])
+        a, self._rlb, self._rub = model.matrix()
+        self._options = dict(lp_options)
+        hc = _highs_core()
+        if hc is None:
+            self._h, self._a = None, sp.lil_matrix(a)
+            return
+        self._h = hc._Highs()
+        self._h.setOptionValue("output_flag", False)
+        self._h.setOptionValue("simplex_strategy", 1)  # dual simplex, as linprog
+        _set_options(hc, self._h, self._options)
+        self._h.passModel(_highs_lp(hc, self._c, a, self._rlb, self._rub, self._lb, self._ub))
+
+    def set_coefficients(self, rows: np.ndarray, cols: np.ndarray, vals: np.ndarray) -> None:
+        """a[rows[i], cols[i]] = vals[i] (a zero entry becomes a nonzero; 0 removes one)."""
+        rows, vals = np.asarray(rows, np.int64), np.asarray(vals, float)
+        cols = np.broadcast_to(np.asarray(cols, np.int64), rows.shape)
+        if self._h is None:
+            self._a[rows, cols] = vals
+            return
+        change = self._h.changeCoeff
+        for r, k, v in zip(rows.tolist(), cols.tolist(), vals.tolist()):
+            change(r, k, v)
+
+    def set_row_bounds(self, rows: np.ndarray, lower: np.ndarray, upper: np.ndarray) -> None:
+        """lower[i] ≤ row rows[i] ≤ upper[i] (±inf: no bound)."""
+        rows = np.asarray(rows, np.int64)
+        lower = np.broadcast_to(np.asarray(lower, float), rows.shape)
+        upper = np.broadcast_to(np.asarray(upper, float), rows.shape)
+        self._rlb[rows], self._rub[rows] = lower, upper
+        if self._h is not None:
+            change = self._h.changeRowBounds
+            for r, lo, hi in zip(rows.tolist(), lower.tolist(), upper.tolist()):
+                change(r, lo, hi)
+
+    def solve(self, check: bool = True) -> Solution:
+        """Solve from the last basis; as `Model.solve`."""
+        if self._h is not None:
+            res = _run(self._h)
+        else:
+            res = _linprog(self._c, self._a.tocsr(), self._rlb, self._rub, self._lb, self._ub, {"disp": False})
+        sol = self.model._solution(res, self._c, self._offset)
+        if check and not sol.ok:
+            raise SolveError(sol.status, sol.message or "no solution")
+        return sol

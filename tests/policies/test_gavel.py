@@ -257,6 +257,81 @@ def test_ftf_dinkelbach_reaches_the_optimum_of_long_cutting_planes(data):
     assert obj == pytest.approx(ref, rel=1e-4)
 
 
+def _reference_ftf(tput, sf, num, a, c, max_iter=30):
+    """The finish-time-fairness solver as it was before the kept HiGHS model (main at 9c14525):
+    a fresh `Model` per Dinkelbach iteration, unscaled rows u_j (ρ − a_j) + d_j z ≥ c_j,
+    linprog's HiGHS defaults, no stop at the lower bound. Only the tests' reference."""
+    from policies.gavel import _base, _take, proportional_throughput
+    from policies.solvers.lp import Expr
+
+    rmax = tput.max(axis=1)
+    live = rmax > 0
+    U = np.where(live[:, None], tput / np.where(live, rmax, 1.0)[:, None], 0.0)
+    rows = np.flatnonzero(live)
+    a, c = a[rows], c[rows]
+    d = np.clip(proportional_throughput(U, num)[rows], 1e-6, 1.0)
+    rho = float(np.max(a + c / d))
+    best_x, best, n = None, np.inf, rows.size
+    for it in range(1, max_iter + 1):
+        m, x = _base(tput, sf, num)
+        z = m.var("z", 1, lb=-np.inf)
+        m.add(_take(x.sum(axis=1, coef=U), rows) * (rho - a) + Expr(n, np.arange(n), np.full(n, z.start), d) >= c)
+        m.minimize(z.sum())
+        sol = m.solve()
+        u = np.maximum((U[rows] * sol["x"][rows]).sum(axis=1), 1e-9)
+        new = float(np.max(a + c / u))
+        if new < best:
+            best_x, best = np.clip(sol["x"], 0.0, 1.0), new
+        f = sol.objective
+        if abs(f) <= 1e-12 * max(1.0, abs(rho)) or (f < 0 and new >= rho * (1.0 - 1e-12)):
+            break
+        rho = new
+        if f < 0:
+            d = u
+    return best_x, best, it
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.integers(0, 100_000), st.booleans(), st.booleans())
+def test_ftf_dinkelbach_keeps_the_reference_optimum(seed, past_dominates, some_done):
+    """The Dinkelbach LPs in one kept HiGHS model (scaled rows, restarts from the last basis,
+    no presolve, devex pricing) with the stop at the lower bound max_j (a_j + c_j) reach the
+    same min-max ρ, to 1e-9, as the solver before them (`_reference_ftf`) on 2-8 types and
+    2-120 jobs, some unable to run on some types; with `past_dominates` one job's past (a large
+    a_j) sets the optimum, which the certificate then ends after the first LP; with
+    `some_done` some jobs have no work left (c_j = 0: the unscaled rows whose X coefficients
+    change). The X is feasible and its ρ is the objective returned."""
+    import policies.gavel as G
+
+    rng = np.random.default_rng(seed)
+    J, T = int(rng.integers(2, 121)), int(rng.integers(2, 9))
+    sf = rng.choice([1, 2, 4, 8], J)
+    num = rng.integers(1, 40, T).astype(float)
+    tput = rng.uniform(0.1, 3.0, (J, T)) * (rng.random((J, T)) < 0.8)
+    tput = np.where(sf[:, None] <= num[None, :], tput, 0.0)
+    a = rng.uniform(0.0, 3.0, J) * (rng.random() < 0.5)
+    c = rng.uniform(0.01, 2.0, J)
+    if some_done:
+        c[rng.random(J) < 0.2] = 0.0
+    if past_dominates:
+        a[0] = 1e3
+    live = tput.max(axis=1) > 0
+    if (tput > 0).any(axis=0).sum() < 2 or not live.any():
+        return  # one usable type: the exact KKT path, not the LPs
+    x, obj, it = G._inverse_rate_lp(tput, sf, num, ftf=(a, c))
+    _, ref, ref_it = _reference_ftf(tput, sf, num, a, c)
+    assert obj == pytest.approx(ref, rel=1e-9)
+    assert it <= ref_it + 1
+    tol = 1e-6
+    assert (x >= -tol).all() and (x.sum(axis=1) <= 1 + tol).all() and ((sf[:, None] * x).sum(axis=0) <= num + tol).all()
+    u = (tput / np.maximum(tput.max(axis=1, keepdims=True), 1e-300) * x).sum(axis=1)
+    assert np.max((a + c / np.maximum(u, 1e-9))[live]) == pytest.approx(obj, rel=1e-12)
+    lower = float(np.max((a + c)[live]))
+    assert obj >= lower * (1 - 1e-7)
+    if past_dominates and live[0] and c[0] > 0:
+        assert obj == pytest.approx(lower, rel=1e-9) and it == 1
+
+
 def test_ftf_dinkelbach_with_jobs_left_empty_matches_cutting_planes():
     """Six jobs on two 2-GPU types, five able to run on type 0 only: the LP leaves some job empty;
     its rate must not shrink the next normalisation below the solver's tolerance (it returned

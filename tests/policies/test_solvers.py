@@ -15,6 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from policies.solvers import Model, SolveError, assign, mckp
+from policies.solvers.lp import Expr
 
 SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -290,3 +291,106 @@ def test_mckp_every_item_fits_shortcut_equals_the_dp(raw, extra_cap, near_tie):
     ok = _all_fit(offs, w, v)[0]
     if near_tie and raw[0] and max(y for _, y in raw[0]) == raw[0][0][1] and raw[0][0][1] > 0:
         assert not ok
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(0, 100_000))
+def test_direct_highs_is_linprogs_run(seed):
+    """Continuous models go to HiGHS through scipy's bundled binding (`lp._highs_direct`) with
+    linprog's program and options: the same run, so bit-identical x and the same status as
+    `scipy.optimize.linprog(method="highs")` on random LPs (≤, ≥ and equality rows, free and
+    bounded columns; some infeasible or unbounded)."""
+    from scipy.optimize import linprog
+
+    from policies.solvers import lp as L
+
+    rng = np.random.default_rng(seed)
+    n, m_up, m_lo, m_eq = int(rng.integers(1, 30)), int(rng.integers(0, 12)), int(rng.integers(0, 12)), \
+        int(rng.integers(0, 3))
+    dense = lambda k: rng.normal(size=(k, n)) * (rng.random((k, n)) < 0.5)
+    a_up, a_lo, a_eq = dense(m_up), dense(m_lo), dense(m_eq)
+    b_up, b_lo = rng.uniform(0, 5, m_up), rng.uniform(-5, 1, m_lo)
+    b_eq = a_eq @ rng.uniform(0, 1, n) if rng.random() < 0.8 else rng.normal(size=m_eq)
+    lb = np.where(rng.random(n) < 0.2, -np.inf, 0.0)
+    ub = np.where(rng.random(n) < 0.5, np.inf, rng.uniform(1, 3, n))
+    c = rng.normal(size=n)
+    import scipy.sparse as sp
+
+    a = sp.csr_matrix(np.vstack([a_up, a_lo, a_eq]).reshape(-1, n))
+    rlb = np.concatenate([np.full(m_up, -np.inf), b_lo, b_eq])
+    rub = np.concatenate([b_up, np.full(m_lo, np.inf), b_eq])
+    got = L._linprog(c, a, rlb, rub, lb, ub, {"disp": False})
+    kw = {}
+    a_ub = np.vstack([a_up, -a_lo]).reshape(-1, n)
+    if a_ub.shape[0]:
+        kw.update(A_ub=a_ub, b_ub=np.concatenate([b_up, -b_lo]))
+    if m_eq:
+        kw.update(A_eq=a_eq, b_eq=b_eq)
+    ref = linprog(c, bounds=np.column_stack([lb, ub]), method="highs", options={"disp": False}, **kw)
+    assert got.status == ref.status or {got.status, ref.status} == {4}
+    if ref.status == 0:
+        assert np.array_equal(got.x, ref.x)
+    else:
+        assert got.x is None
+
+
+def test_lp_options_reach_highs():
+    """`Model.solve(lp_options=...)`: a HiGHS option set through it changes the run (an
+    iteration limit of 0 stops before the optimum: no solution), an unknown name is an error."""
+    m = Model()
+    x = m.var("x", 3, ub=1.0)
+    m.add(x.sum() <= 2.0)
+    m.maximize(x.sum(coef=[1.0, 2.0, 3.0]))
+    assert m.solve().objective == pytest.approx(5.0)
+    assert m.solve(lp_options={"presolve": "off"}).objective == pytest.approx(5.0)
+    assert m.solve(lp_options={"presolve": "off", "simplex_iteration_limit": 0}, check=False).status == "limit"
+    with pytest.raises(ValueError, match="no_such_option"):
+        m.solve(lp_options={"no_such_option": 1})
+
+
+@pytest.mark.parametrize("binding", [True, False])
+@settings(max_examples=20, deadline=None)
+@given(seed=st.integers(0, 100_000))
+def test_resolvable_equals_a_fresh_model_after_changes(binding, seed):
+    """`Model.resolvable`: after changing a column's coefficients (some to 0, some zero entries
+    to nonzero) and some rows' bounds, re-solving from the last basis gives the optimum of a
+    fresh model of the changed program; the same without scipy's HiGHS binding (`binding`
+    False: each solve goes to linprog)."""
+    rng = np.random.default_rng(seed)
+    J, T = int(rng.integers(2, 10)), int(rng.integers(2, 4))
+    U = rng.uniform(0.1, 1.0, (J, T))
+    cap = rng.uniform(1.0, 4.0, T)
+
+    def build(e, r):
+        m = Model()
+        x = m.var("x", (J, T), ub=1.0)
+        z = m.var("z", 1, lb=-10.0)
+        m.add(x.sum(axis=1) <= 1.0)
+        m.add(x.sum(axis=0) <= cap)
+        rows = m.add(x.sum(axis=1, coef=U) + Expr(J, np.arange(J), np.full(J, z.start), e) >= r)
+        m.minimize(z.sum())
+        return m, z, rows
+
+    e0, r0 = rng.uniform(0.1, 1.0, J), rng.uniform(0.0, 0.5, J)
+    e1, r1 = e0 * rng.uniform(0.5, 2.0, J), rng.uniform(0.0, 0.5, J)
+    e1[0] = 0.0  # an entry removed
+    from policies.solvers import lp as L
+
+    saved = L._highs_core
+    try:
+        if not binding:
+            L._highs_core = lambda: None  # as where scipy's binding does not load: linprog
+        m, z, rows = build(e0, r0)
+        live = m.resolvable({"presolve": "off"} if binding else None)
+        assert live.solve().objective == pytest.approx(m.solve().objective, abs=1e-9)
+        idx = np.arange(rows.start, rows.stop)
+        live.set_coefficients(idx, z.start, e1)
+        live.set_row_bounds(idx, r1, np.inf)
+        got = live.solve(check=False)
+        want = build(e1, r1)[0].solve(check=False)
+        assert (live._h is None) == (not binding)
+    finally:
+        L._highs_core = saved
+    assert got.status == want.status
+    if want.status == "optimal":
+        assert got.objective == pytest.approx(want.objective, abs=1e-9)

@@ -10,7 +10,7 @@ of the other). Everything is built as coordinate triplets with numpy and assembl
 one scipy.sparse matrix at solve time, so a 4,000 × 8 model builds in milliseconds.
 
 Continuous models go to HiGHS as `scipy.optimize.linprog(method="highs")` sends them (the same
-program and options, through scipy's bundled binding when it loads: linprog's wrapper costs
+program and options, through scipy's bundled binding: linprog's wrapper costs
 ~8 ms at 8,000 columns), models with an integer block to `scipy.optimize.milp` (HiGHS
 branch-and-cut). A program solved again with a few coefficients or bounds changed can be kept
 in one HiGHS instance and re-solved from its last basis (`Model.resolvable`). Example (FFT's
@@ -269,8 +269,7 @@ class Model:
         `mip_rel_gap` stops branch-and-bound at that relative gap (HiGHS' default 1e-4);
         a run stopped by `time_limit_s` with an incumbent has status "limit" and its values.
         `lp_options`: further HiGHS options (name → value, e.g. {"presolve": "off"}) for a
-        continuous model, on top of linprog's; ignored where scipy's HiGHS binding does not
-        load (linprog then runs with its own).
+        continuous model, on top of linprog's.
         """
         c, offset = self._cost()
         lb, ub = np.concatenate(self._lb or [np.zeros(0)]), np.concatenate(self._ub or [np.zeros(0)])
@@ -323,9 +322,10 @@ class Model:
 
 
 def _linprog(c, a: sp.csr_matrix, rlb, rub, lb, ub, options, extra=None):
-    """linprog's form: equality rows, ≤ rows, and ≥ rows negated into ≤ rows. Solved by
-    `_highs_direct` (the same program and options, without linprog's per-column Python loop)
-    where scipy's bundled HiGHS binding loads, else by `scipy.optimize.linprog`."""
+    """linprog's form: equality rows, ≤ rows, and ≥ rows negated into ≤ rows, solved by
+    `_highs_direct` (the same program and options as `scipy.optimize.linprog(method="highs")`,
+    without linprog's per-column Python loop; tests/policies/test_solvers.py checks the two
+    give the same vertex)."""
     import scipy.sparse as sp
 
     eq = np.isfinite(rlb) & (rlb == rub)
@@ -333,30 +333,25 @@ def _linprog(c, a: sp.csr_matrix, rlb, rub, lb, ub, options, extra=None):
     lo = np.isfinite(rlb) & ~eq
     a_ub = sp.vstack([a[up], -a[lo]], format="csr")
     b_ub = np.concatenate([rub[up], -rlb[lo]])
-    res = _highs_direct(c, a_ub, b_ub, a[eq], rlb[eq], lb, ub, options, extra or {})
-    if res is not None:
-        return res
-    from scipy.optimize import linprog
-
-    kw: dict[str, Any] = {}
-    if a_ub.shape[0]:
-        kw.update(A_ub=a_ub, b_ub=b_ub)
-    if eq.any():
-        kw.update(A_eq=a[eq], b_eq=rlb[eq])
-    return linprog(c, bounds=np.column_stack([lb, ub]), method="highs", options=options, **kw)
+    return _highs_direct(c, a_ub, b_ub, a[eq], rlb[eq], lb, ub, options, extra or {})
 
 
 def _highs_core() -> Any:
-    """scipy's bundled HiGHS binding (`scipy.optimize._highspy._core`, a private module), or None
-    where it does not load (another scipy layout): the callers then go through linprog."""
+    """scipy's bundled HiGHS binding (`scipy.optimize._highspy._core`, a private module of scipy
+    1.15+; pyproject.toml pins the range this was checked on). The one way LPs are solved: a
+    scipy without it is an installation error, said in one line, not a slower second path."""
     try:
         from scipy.optimize._highspy import _core
     except ImportError:  # pragma: no cover - depends on the installed scipy
-        return None
+        _core = None
     needed = ("_Highs", "HighsLp", "MatrixFormat", "HighsStatus", "HighsModelStatus")
     calls = ("setOptionValue", "passModel", "run", "getModelStatus", "getSolution", "changeCoeff", "changeRowBounds")
-    ok = all(hasattr(_core, n) for n in needed) and all(hasattr(_core._Highs, n) for n in calls)
-    return _core if ok else None  # a scipy whose private binding changed shape: linprog
+    if _core is None or not (all(hasattr(_core, n) for n in needed) and all(hasattr(_core._Highs, n) for n in calls)):
+        import scipy
+
+        raise ImportError(f"scipy {scipy.__version__} has no usable HiGHS binding (scipy.optimize._highspy._core): "
+                          "cosim's LP solver needs scipy >= 1.15, < 1.18 (pip install 'scipy>=1.15,<1.18')")
+    return _core
 
 
 @dataclass
@@ -372,18 +367,15 @@ class _LpResult:
 _HIGHS_STATUS = {"kOptimal": 0, "kTimeLimit": 1, "kIterationLimit": 1, "kInfeasible": 2, "kUnbounded": 3}
 
 
-def _highs_direct(c, a_ub, b_ub, a_eq, b_eq, lb, ub, options, extra) -> _LpResult | None:
+def _highs_direct(c, a_ub, b_ub, a_eq, b_eq, lb, ub, options, extra) -> _LpResult:
     """`scipy.optimize.linprog(method="highs")` on the same program with the same HiGHS options
     (presolve on, dual simplex strategy, no output), through scipy's bundled HiGHS binding: the
     same HiGHS run, so the same vertex, without linprog's wrapper, which loops in Python over
     every column for the bound multipliers (~8 ms at 8,000 columns; Gavel's LPs at 1,000 jobs ×
-    8 types). None where that binding (a private scipy module) does not load: the caller then
-    uses linprog itself. `extra`: further HiGHS options (`Model.solve`'s `lp_options`)."""
+    8 types). `extra`: further HiGHS options (`Model.solve`'s `lp_options`)."""
     import scipy.sparse as sp
 
     hc = _highs_core()
-    if hc is None:
-        return None
     a = sp.csc_array(sp.vstack([a_ub, a_eq])) if a_eq.shape[0] else sp.csc_array(a_ub)
     n_row = a.shape[0]
     lp = hc.HighsLp()
@@ -454,15 +446,12 @@ class Resolvable:
     finish-time-fairness Dinkelbach iterations: the same X rows, a new column of z
     coefficients and new right-hand sides each time) restart the dual simplex from the last
     optimal basis instead of from scratch, and skip rebuilding the matrix. Rows are the
-    model's (`Model.add` returns their slice), as lo ≤ a·x ≤ hi (no sign flips). Where scipy's
-    HiGHS binding does not load, each `solve` rebuilds and goes to linprog: same optimum.
+    model's (`Model.add` returns their slice), as lo ≤ a·x ≤ hi (no sign flips).
     """
 
     def __init__(self, model: Model, lp_options: dict[str, Any]) -> None:
         if any(i.any() for i in model._int):
             raise ValueError("Resolvable takes continuous models only")
-        import scipy.sparse as sp
-
         self.model = model
         self._c, self._offset = model._cost()
         self._lb = np.concatenate(model._lb or [np.zeros(0)])
@@ -470,9 +459,6 @@ class Resolvable:
         a, self._rlb, self._rub = model.matrix()
         self._options = dict(lp_options)
         hc = _highs_core()
-        if hc is None:
-            self._h, self._a = None, sp.lil_matrix(a)
-            return
         self._h = hc._Highs()
         self._h.setOptionValue("output_flag", False)
         self._h.setOptionValue("simplex_strategy", 1)  # dual simplex, as linprog
@@ -483,9 +469,6 @@ class Resolvable:
         """a[rows[i], cols[i]] = vals[i] (a zero entry becomes a nonzero; 0 removes one)."""
         rows, vals = np.asarray(rows, np.int64), np.asarray(vals, float)
         cols = np.broadcast_to(np.asarray(cols, np.int64), rows.shape)
-        if self._h is None:
-            self._a[rows, cols] = vals
-            return
         change = self._h.changeCoeff
         for r, k, v in zip(rows.tolist(), cols.tolist(), vals.tolist()):
             change(r, k, v)
@@ -496,17 +479,13 @@ class Resolvable:
         lower = np.broadcast_to(np.asarray(lower, float), rows.shape)
         upper = np.broadcast_to(np.asarray(upper, float), rows.shape)
         self._rlb[rows], self._rub[rows] = lower, upper
-        if self._h is not None:
-            change = self._h.changeRowBounds
-            for r, lo, hi in zip(rows.tolist(), lower.tolist(), upper.tolist()):
-                change(r, lo, hi)
+        change = self._h.changeRowBounds
+        for r, lo, hi in zip(rows.tolist(), lower.tolist(), upper.tolist()):
+            change(r, lo, hi)
 
     def solve(self, check: bool = True) -> Solution:
         """Solve from the last basis; as `Model.solve`."""
-        if self._h is not None:
-            res = _run(self._h)
-        else:
-            res = _linprog(self._c, self._a.tocsr(), self._rlb, self._rub, self._lb, self._ub, {"disp": False})
+        res = _run(self._h)
         sol = self.model._solution(res, self._c, self._offset)
         if check and not sol.ok:
             raise SolveError(sol.status, sol.message or "no solution")

@@ -17,8 +17,8 @@ from typing import ClassVar
 import numpy as np
 
 from policies.base import BasePolicy, demands
-from policies.optimus import StepTimes, apply_counts, drop_infeasible, first_fit_base, marginal_greedy
 from policies.config import PlacedConfig, param
+from policies.optimus import StepTimes, apply_counts, drop_infeasible, first_fit_base, marginal_greedy
 from policies.registry import POLICIES
 from simcore.api import NEED_DURATION_ORACLE, ClusterView, Decision
 

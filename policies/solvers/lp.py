@@ -285,7 +285,11 @@ class Model:
             if integrality.any():
                 if mip_rel_gap is not None:
                     options["mip_rel_gap"] = float(mip_rel_gap)
-                from scipy.optimize import Bounds, LinearConstraint, milp  # on use: scipy.optimize loads scipy.linalg
+                from scipy.optimize import (  # on use: scipy.optimize loads scipy.linalg
+                    Bounds,
+                    LinearConstraint,
+                    milp,
+                )
 
                 cons = [LinearConstraint(a, rlb, rub)] if self.num_rows else []
                 res = milp(c, integrality=integrality, bounds=Bounds(lb, ub), constraints=cons, options=options)

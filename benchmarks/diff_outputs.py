@@ -6,7 +6,8 @@ measured-pollux-sim --progress goodput --costs pollux-sim`, 16 x 4 T4) once in `
 `git worktree add /tmp/base main` copy) and once in `--repo` (default: this checkout), with the
 same absolute trace path and `--out` folder name, and compares every file the two runs wrote:
 each Parquet file's schema *with* its metadata (field metadata, `cosim.*` and pandas keys) and its
-values (`pyarrow.Table.equals`: NaN equals NaN, exact floats), and `config.json` byte for byte (the `.cosim.lock` file, which holds the writer's process id, excepted).
+values (`pyarrow.Table.equals`: exact), and `config.json` byte for byte (not `.cosim.lock`, which
+holds the writer's process id).
 
     python -m benchmarks.diff_outputs --base /tmp/base                     # w1-w5, both policies
     python -m benchmarks.diff_outputs --base /tmp/base --workloads 3 --policies tiresias-pollux

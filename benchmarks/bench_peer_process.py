@@ -7,8 +7,9 @@ because the host is shared: CPU time is the comparable number, wall time is infl
 
 - cosim: `python -m cli.app simulate --trace workload-N.csv --cluster t4-pcie --nodes 16 --policy
   {tiresias-pollux|optimus} --perf measured-pollux-sim --progress goodput --costs pollux-sim`, run
-  in `--repo` (default: this checkout), after one untimed warm-up run per repo (numba's kernel cache
-  and the measured-table cache, `simcore.measured_cache`, are then warm, as for any user's second run);
+  in `--repo` (default: this checkout), after one untimed warm-up run per repo and workload (numba's
+  kernel cache, the measured-table cache `simcore.measured_cache` and the trace cache `traces.cache`
+  are then warm, as for any user's second run of that workload);
 - the peer: `python simulator.py --policy {tiresias|optimus} workloads/workload-N.csv` in
   `--peer-dir` (petuum/adaptdl branch osdi21-artifact, `simulator/`) with `--peer-python`, when
   both exist and `--run-peer` is given; otherwise its times come from `--peer-times`, a file of
@@ -109,9 +110,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"peer not found ({args.peer_dir}, {args.peer_python}): not run", file=sys.stderr)
     recorded = read_peer_times(args.peer_times) if args.peer_times else {}
     out = Path(tempfile.mkdtemp(prefix="bench-peer-"))
-    for repo in repos:  # warm-up: numba kernels and the measured-table cache of each checkout
-        cpu, wall, load, rc = timed(cosim_cmd(workload_path(args.workloads[0]), "tiresias-pollux", out / "warm"), repo)
-        print(f"warm-up {repo}: {cpu:.2f} s CPU, {wall:.2f} s wall, load {load:.1f}, rc {rc}", flush=True)
+    for repo in repos:  # warm-up: numba kernels, the measured-table and trace caches of each checkout
+        for n in args.workloads:
+            cpu, wall, load, rc = timed(cosim_cmd(workload_path(n), "tiresias-pollux", out / "warm"), repo)
+            print(f"warm-up {repo} w{n}: {cpu:.2f} s CPU, {wall:.2f} s wall, load {load:.1f}, rc {rc}", flush=True)
     rows = []
     for n in args.workloads:
         trace = workload_path(n)

@@ -18,13 +18,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from functools import lru_cache
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
 
-from cosim.arrow_columns import to_arrow, to_numpy
+from cosim.arrow_columns import pandas_version, to_arrow, to_numpy
 
 #: Arrow type → (pandas_type, numpy_type) as `from_pandas` records them for these dtypes
 _PANDAS_TYPES = {
@@ -34,14 +33,6 @@ _PANDAS_TYPES = {
     pa.bool_(): ("bool", "bool"),
     pa.large_string(): ("object", "str"),
 }
-
-
-@lru_cache(maxsize=1)
-def _pandas_version() -> str:
-    """The installed pandas' version, read from its distribution metadata (no import of pandas)."""
-    from importlib.metadata import version
-
-    return version("pandas")
 
 
 def arrow_table(columns: Mapping[str, Any]) -> pa.Table:
@@ -57,7 +48,7 @@ def arrow_table(columns: Mapping[str, Any]) -> pa.Table:
         meta.append({"name": name, "field_name": name, "pandas_type": kinds[0], "numpy_type": kinds[1],
                      "metadata": None})
     pandas_meta = {"index_columns": [], "column_indexes": [], "columns": meta, "attributes": {},
-                   "creator": {"library": "pyarrow", "version": pa.__version__}, "pandas_version": _pandas_version()}
+                   "creator": {"library": "pyarrow", "version": pa.__version__}, "pandas_version": pandas_version()}
     return pa.Table.from_arrays(arrays, names=names).replace_schema_metadata(
         {b"pandas": json.dumps(pandas_meta).encode("utf8")})
 

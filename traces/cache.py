@@ -47,15 +47,9 @@ def cache_dir() -> Path | None:
 
 
 def _versions() -> str:
-    from importlib.metadata import PackageNotFoundError, version
+    from cosim.arrow_columns import pandas_version
 
-    out = []
-    for dist in ("pandas", "pyarrow"):
-        try:
-            out.append(f"{dist}={version(dist)}")
-        except PackageNotFoundError:
-            out.append(f"{dist}=absent")
-    return ",".join(out)
+    return f"pandas={pandas_version()},pyarrow={pa.__version__}"
 
 
 def _sources() -> list[Path]:

@@ -13,12 +13,13 @@ Where: `$COSIM_TRACE_CACHE_DIR` if set (tests point it at a temporary folder), e
 numba's kernels, `cosim.numba_cache.user_cache_dir`), else `<tmp>/cosim-traces-<user>`; when no
 folder can be written, nothing is cached.
 
-An entry is named by a SHA-256 of `FORMAT_VERSION`, the seed, the pandas and pyarrow versions and
-the absolute path, size and modification time (ns) of the trace file and of every source of the
-loaders (`traces/**/*.py`, `traces/data/training_runs.json`), so an edited trace, an edited loader or
-another seed is a different entry. An unreadable entry is rebuilt. A load that logged a warning
-(rows excluded, jobs without a training run) is not cached, so every run repeats its warnings;
-the loaders' info lines (`-v`) are logged on the first load only.
+An entry is named by a SHA-256 of `FORMAT_VERSION`, the seed, the pandas, pyarrow and numpy
+versions and the absolute path, size and modification time (ns) of the trace file and of every
+source of the loaders (`traces/**/*.py`, `traces/data/training_runs.json`), so an edited trace,
+an edited loader or another seed is a different entry (old entries, a few kB each, stay until the
+folder is cleared). An unreadable entry is rebuilt. A load that logged a warning (rows excluded,
+jobs without a training run) is not cached, so every run repeats its warnings; the loaders' info
+lines (`-v`) are logged on the first load only.
 """
 
 from __future__ import annotations
@@ -49,7 +50,7 @@ def cache_dir() -> Path | None:
 def _versions() -> str:
     from cosim.arrow_columns import pandas_version
 
-    return f"pandas={pandas_version()},pyarrow={pa.__version__}"
+    return f"pandas={pandas_version()},pyarrow={pa.__version__},numpy={np.__version__}"
 
 
 def _sources() -> list[Path]:

@@ -2,8 +2,8 @@
 
 Each repetition is a fresh `python` process that imports, in order, what the Pollux-workload
 command needs — typer and the CLI, numpy, numba, pyarrow(+parquet), the policy registry, the
-engine, the runner, numba's target initialisation (`CPUContext.refresh`: the registries numba
-imports on the first cached-kernel load, e.g. `numba.np.random.generator_methods`), rich — and
+engine, the runner, numba's runtime initialisation (all a cached kernel load now does before
+loading: `cosim.numba_cache.defer_target_refresh` skips numba's full target refresh), rich — and
 then runs the command itself (`--perf measured-pollux-sim --progress goodput --costs pollux-sim`,
 16 x 4 T4, caches warm), noting `time.process_time()` after each stage. The table gives each
 stage's median CPU seconds over the repetitions, with the 1-min load, and whether pandas was
@@ -39,7 +39,8 @@ import policies; mark("policies (registry, placement kernels)")
 import simcore.engine; mark("simcore.engine (+ collectives, kernels)")
 import experiments.runner; mark("experiments.runner (rest of the runner)")
 from numba.core.registry import cpu_target
-cpu_target.target_context.refresh(); mark("numba target refresh (first kernel load)")
+from numba.core.runtime import rtsys
+rtsys.initialize(cpu_target.target_context); mark("numba runtime init (what a cached load needs)")
 import rich.console, rich.table; mark("rich console + table")
 sys.argv = ["cosim", "simulate", "--trace", TRACE, "--cluster", "t4-pcie", "--nodes", "16", "--policy", POLICY,
             "--perf", "measured-pollux-sim", "--progress", "goodput", "--costs", "pollux-sim", "--out", OUT, "--overwrite"]

@@ -34,6 +34,11 @@ the lead at load 0.6-2.6). cosim with the measured-table cache (this tree) / mai
     w4        peer 16.3        2.20 /  6.3  7.4x       peer 68.5  3.53 /  7.8  19.4x
     w5        peer 15.3        2.41 /  6.9  6.3x       peer 63.3  3.61 / 14.7  17.5x
 
+Re-measured 2026-11-24 16:40 UTC (branch kd-process vs main 9c14525, `--repeat 2 --policies tiresias
+--repo . --repo <main>`, load 7.0-7.3, both sides under the same load): tiresias-pollux w1-w5 CPU s
+this tree 0.78/0.75, 0.74/0.75, 0.73/0.75, 0.90/0.85, 0.92/0.76 against main 1.19-1.37 (ratio
+16.6-23.5x against 11.0-14.5x); no pandas, no pyarrow.compute, no numba target refresh per run.
+
 (main's numbers swing with the load: it builds six tables with pandas and qhull per run.) The
 floor `python -c "import numpy, numba, pyarrow, pyarrow.parquet"` took 0.53-0.69 s CPU in the
 same window, 0.97-1.06 s with pandas: Tiresias's 20x (about 0.75 s CPU a process) is below what the

@@ -7,8 +7,9 @@ because the host is shared: CPU time is the comparable number, wall time is infl
 
 - cosim: `python -m cli.app simulate --trace workload-N.csv --cluster t4-pcie --nodes 16 --policy
   {tiresias-pollux|optimus} --perf measured-pollux-sim --progress goodput --costs pollux-sim`, run
-  in `--repo` (default: this checkout), after one untimed warm-up run per repo (numba's kernel cache
-  and the measured-table cache, `simcore.measured_cache`, are then warm, as for any user's second run);
+  in `--repo` (default: this checkout), after one untimed warm-up run per repo and workload (numba's
+  kernel cache, the measured-table cache `simcore.measured_cache` and the trace cache `traces.cache`
+  are then warm, as for any user's second run of that workload);
 - the peer: `python simulator.py --policy {tiresias|optimus} workloads/workload-N.csv` in
   `--peer-dir` (petuum/adaptdl branch osdi21-artifact, `simulator/`) with `--peer-python`, when
   both exist and `--run-peer` is given; otherwise its times come from `--peer-times`, a file of
@@ -32,6 +33,11 @@ the lead at load 0.6-2.6). cosim with the measured-table cache (this tree) / mai
     w3        peer 14.1        2.36 /  6.5  6.0x       peer 49.3  3.01 /  4.9  16.4x
     w4        peer 16.3        2.20 /  6.3  7.4x       peer 68.5  3.53 /  7.8  19.4x
     w5        peer 15.3        2.41 /  6.9  6.3x       peer 63.3  3.61 / 14.7  17.5x
+
+Re-measured 2026-11-24 16:40 UTC (branch kd-process vs main 9c14525, `--repeat 2 --policies tiresias
+--repo . --repo <main>`, load 7.0-7.3, both sides under the same load): tiresias-pollux w1-w5 CPU s
+this tree 0.78/0.75, 0.74/0.75, 0.73/0.75, 0.90/0.85, 0.92/0.76 against main 1.19-1.37 (ratio
+16.6-23.5x against 11.0-14.5x); no pandas, no pyarrow.compute, no numba target refresh per run.
 
 (main's numbers swing with the load: it builds six tables with pandas and qhull per run.) The
 floor `python -c "import numpy, numba, pyarrow, pyarrow.parquet"` took 0.53-0.69 s CPU in the
@@ -109,9 +115,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"peer not found ({args.peer_dir}, {args.peer_python}): not run", file=sys.stderr)
     recorded = read_peer_times(args.peer_times) if args.peer_times else {}
     out = Path(tempfile.mkdtemp(prefix="bench-peer-"))
-    for repo in repos:  # warm-up: numba kernels and the measured-table cache of each checkout
-        cpu, wall, load, rc = timed(cosim_cmd(workload_path(args.workloads[0]), "tiresias-pollux", out / "warm"), repo)
-        print(f"warm-up {repo}: {cpu:.2f} s CPU, {wall:.2f} s wall, load {load:.1f}, rc {rc}", flush=True)
+    for repo in repos:  # warm-up: numba kernels, the measured-table and trace caches of each checkout
+        for n in args.workloads:
+            cpu, wall, load, rc = timed(cosim_cmd(workload_path(n), "tiresias-pollux", out / "warm"), repo)
+            print(f"warm-up {repo} w{n}: {cpu:.2f} s CPU, {wall:.2f} s wall, load {load:.1f}, rc {rc}", flush=True)
     rows = []
     for n in args.workloads:
         trace = workload_path(n)

@@ -20,12 +20,15 @@ import ast
 import json
 import re
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 
 from calibration import zoo
 from cosim.errors import CosimError, InputError, UnknownNameError
+
+if TYPE_CHECKING:  # pandas is imported where it is used: a cached `cosim simulate` never needs it
+    import pandas as pd
 
 #: the shipped platforms file: Pollux/Sia platform → netmodel preset and zoo GPU type
 #: (`read_platforms`); `--platforms FILE` replaces it.
@@ -106,6 +109,8 @@ def _model(file: Path, app: str) -> str:
 
 
 def _read_csv(file: Path, required: list[str]) -> pd.DataFrame:
+    import pandas as pd
+
     try:
         df = pd.read_csv(file, dtype={"placement": str})
     except FileNotFoundError as exc:
@@ -121,6 +126,8 @@ def _read_csv(file: Path, required: list[str]) -> pd.DataFrame:
 
 
 def _check_positive(file: Path, df: pd.DataFrame, cols: list[str], allow_zero: tuple[str, ...] = ()) -> None:
+    import pandas as pd
+
     for c in cols:
         v = pd.to_numeric(df[c], errors="coerce")
         bad = ~np.isfinite(v) | ((v < 0) if c in allow_zero else (v <= 0))
@@ -141,6 +148,8 @@ def _parse_name(file: Path) -> tuple[str, str]:
 def read_pollux_placements(file: str | Path, app: str | None = None,
                            platform_map: dict[str, tuple[str, str]] | None = None) -> pd.DataFrame:
     """One Pollux/Sia `placements-<platform>.csv` (app = its folder name unless given)."""
+    import pandas as pd
+
     file = Path(file)
     kind, platform = _parse_name(file)
     app = app or file.parent.name
@@ -193,6 +202,8 @@ def read_pollux_dir(root: str | Path, kinds: tuple[str, ...] = ("placements",), 
     """All Pollux/Sia files under `root` (= .../profiles/pollux-sia or .../profiles).
 
     Skips `gpt_pmp` (pipeline/model-parallel GPT: its times are not data-parallel steps)."""
+    import pandas as pd
+
     root = Path(root)
     platform_map = read_platforms() if platform_map is None else platform_map
     if (root / "pollux-sia").is_dir():
@@ -230,6 +241,8 @@ _GAVEL_KEY = re.compile(r"^(?P<job>.+?)(?: \(batch size (?P<bs>\d+)\))?$")
 
 def read_gavel(file: str | Path) -> pd.DataFrame:
     """Gavel's isolated single-GPU throughputs as step times (s = 1 / steps per second)."""
+    import pandas as pd
+
     file = Path(file)
     try:
         data = json.loads(file.read_text(encoding="utf-8"))
@@ -272,6 +285,8 @@ def read_gavel(file: str | Path) -> pd.DataFrame:
 
 def read_any(path: str | Path, platform_map: dict[str, tuple[str, str]] | None = None) -> pd.DataFrame:
     """Dispatch on the path: a pollux-sia folder / file, a Gavel JSON, or a profiles folder (both)."""
+    import pandas as pd
+
     p = Path(path)
     if p.is_dir():
         frames = []

@@ -150,7 +150,6 @@ def _print_table(result, cfg) -> None:
     from rich.console import Console
     from rich.table import Table
 
-    s = result.summary
     t = Table(title=f"{cfg.trace} on {cfg.cluster}" + (f" ({cfg.cluster_nodes} nodes)" if cfg.cluster_nodes else "")
               + (", contention" if cfg.contention else ", no contention")
               + (f", perf {cfg.perf}" if cfg.perf != "network" else ""))
@@ -161,7 +160,9 @@ def _print_table(result, cfg) -> None:
             ("wall s", None, "{:.2f}")]
     for head, *_ in cols:
         t.add_column(head, justify="left" if head == "policy" else "right", no_wrap=head in ("policy", "done"))
-    for _, row in s.iterrows():
+    from simcore.tables import table_rows
+
+    for row in table_rows(result.summary_table):  # not result.summary: that imports pandas
         cells = []
         for _, key, fmt in cols:
             if key is None:

@@ -25,6 +25,16 @@ flag only picks the BLAS or the plain loop for `np.correlate`/`np.convolve` when
 using them is compiled; cosim's kernels use neither. The hook lets that import skip the probe
 and leaves a flag that runs the very same probe the first time numba reads it, so numba behaves
 exactly as before, only later.
+
+And one more (`defer_target_refresh`): loading a cached kernel makes numba refresh its CPU
+target first (`Cache.load_overload` → `CPUContext.refresh`), which imports and registers every
+typing and lowering registry numba has — unicode, lists, sets, typed dicts, `numba.np.random`,
+polynomials, cffi (with pycparser), np.linalg … — ≈ 0.13 s CPU of a cached `cosim simulate` at
+low load (≈ 0.2 s loaded), for kernels whose machine code is already in the cache. Rebuilding
+a cached kernel needs only numba's runtime (`rtsys.initialize`), which the hook keeps; every
+path that needs the registries refreshes on its own (a compile: `CompilerBase.__init__`; a
+lowering lookup that misses: `BaseContext.get_function`), so they are imported when, and only
+if, something is compiled.
 """
 
 from __future__ import annotations
@@ -76,6 +86,7 @@ def configure() -> Path:
     if numba is not None:  # numba read its config already: set it where the cache locator looks
         numba.core.config.CACHE_DIR = value
     defer_blas_probe()
+    defer_target_refresh()
     return Path(value)
 
 
@@ -143,3 +154,64 @@ def defer_blas_probe() -> None:
     if "numba.np.arraymath" in sys.modules or any(isinstance(f, _BlasProbeDeferrer) for f in sys.meta_path):
         return
     sys.meta_path.insert(0, _BlasProbeDeferrer())
+
+
+def _load_overload_without_refresh(self, sig, target_context):
+    """`numba.core.caching.Cache.load_overload` less the target refresh (module docstring):
+    initialise numba's runtime, then load and rebuild the cached overload as numba does."""
+    from numba.core.runtime import rtsys
+
+    rtsys.initialize(target_context)
+    with self._guard_against_spurious_io_errors():
+        return self._load_overload(sig, target_context)
+
+
+def _patch_cache_loading(caching) -> None:
+    """Swap `Cache.load_overload` of numba's `caching` module for `_load_overload_without_refresh`,
+    only when numba's layout is the one it was written for (else numba is left as it is)."""
+    cache = getattr(caching, "Cache", None)
+    original = getattr(cache, "load_overload", None)
+    if original is None or original is _load_overload_without_refresh:
+        return
+    if not all(hasattr(cache, a) for a in ("_guard_against_spurious_io_errors", "_load_overload")):
+        return
+    try:
+        from numba.core.runtime import rtsys
+    except ImportError:
+        return
+    if not callable(getattr(rtsys, "initialize", None)):
+        return
+    cache.load_overload = _load_overload_without_refresh
+
+
+class _AfterImport(importlib.abc.MetaPathFinder):
+    """Import hook for one module (removed once used): runs `after(module)` once it is executed."""
+
+    def __init__(self, target: str, after) -> None:
+        self.target, self.after = target, after
+
+    def find_spec(self, name, path, target=None):
+        if name != self.target:
+            return None
+        sys.meta_path[:] = [f for f in sys.meta_path if f is not self]
+        spec = importlib.machinery.PathFinder.find_spec(name, path)
+        if spec is None or spec.loader is None or not hasattr(spec.loader, "exec_module"):
+            return spec
+        run, after = spec.loader.exec_module, self.after
+
+        def exec_module(module):
+            run(module)
+            after(module)
+
+        spec.loader.exec_module = exec_module
+        return spec
+
+
+def defer_target_refresh() -> None:
+    """Load cached kernels without numba's full target refresh (module docstring); idempotent.
+    numba already imported: patched now; else when `numba.core.caching` is imported."""
+    caching = sys.modules.get("numba.core.caching")
+    if caching is not None:
+        _patch_cache_loading(caching)
+    elif not any(isinstance(f, _AfterImport) and f.target == "numba.core.caching" for f in sys.meta_path):
+        sys.meta_path.insert(0, _AfterImport("numba.core.caching", _patch_cache_loading))

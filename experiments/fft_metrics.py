@@ -22,29 +22,30 @@ Registered into `simcore.metrics.SUMMARY_EXTRAS` on import (`experiments.wiring.
 from __future__ import annotations
 
 import numpy as np
-import pandas as pd
 
 from simcore import metrics as M
 
 
-def fft_extras(jobs: pd.DataFrame, res, policy=None, type_speed: np.ndarray | None = None,
+def fft_extras(jobs, res, policy=None, type_speed: np.ndarray | None = None,
                gpu_type: np.ndarray | None = None, ftf_ref=None) -> dict:
-    fin = jobs[jobs["finished"]]
-    ftf = fin["ftf"].to_numpy(float)
+    """The columns of one run; `jobs`: its jobs columns (`simcore.metrics.jobs_columns`, or the DataFrame)."""
+    done = np.asarray(jobs["finished"], bool)
+    ftf = np.asarray(jobs["ftf"], float)[done]
     ftf = ftf[np.isfinite(ftf)]
-    start = jobs["first_start_s"].to_numpy(float)
-    sub = jobs["submit_time_s"].to_numpy(float)
+    start = np.asarray(jobs["first_start_s"], float)
+    sub = np.asarray(jobs["submit_time_s"], float)
     starve = np.where(np.isnan(start), float(res.end_time) - sub, start - sub)
+    fin_jct = np.asarray(jobs["jct_s"], float)[done]
     out = {
         "ftf_share_below_1": float((ftf < 1.0).mean()) if ftf.size else float("nan"),
         "max_starvation_s": float(np.nanmax(starve)) if starve.size else 0.0,
-        "max_jct_s": float(fin["jct_s"].max()) if len(fin) else float("nan"),
+        "max_jct_s": float(np.nanmax(fin_jct)) if fin_jct.size and not np.isnan(fin_jct).all() else float("nan"),
         "type_switches": float("nan"), "upward_share": float("nan"), "switching_overhead_s": float("nan"),
     }  # the last three from decisions (runs that record them)
     if ftf_ref is not None:  # FFT's T_id: 1/N of every GPU type (notes A13), whatever the run's reference
         ref = np.asarray(ftf_ref("hetero-1-over-n"), float)
-        ok = jobs["finished"].to_numpy(bool) & (ref > 0) & np.isfinite(ref)
-        rho = jobs["jct_s"].to_numpy(float)[ok] / ref[ok]
+        ok = done & (ref > 0) & np.isfinite(ref)
+        rho = np.asarray(jobs["jct_s"], float)[ok] / ref[ok]
         out.update(ftf_hetero_mean=float(rho.mean()) if rho.size else float("nan"),
                    ftf_hetero_max=float(rho.max()) if rho.size else float("nan"),
                    ftf_hetero_share_below_1=float((rho < 1.0).mean()) if rho.size else float("nan"))
@@ -71,14 +72,17 @@ def placement_speed(res) -> float:
     return float(work[ok].sum() / ex[ok].sum()) if ok.any() else float("nan")
 
 
-def _switches(jobs: pd.DataFrame, dec, type_speed, gpu_type: np.ndarray) -> dict:
+def _switches(jobs, dec, type_speed, gpu_type: np.ndarray) -> dict:
     """Type switches, their upward share and the switching overhead, from the decisions: per job,
     in decision order, a restart on another GPU type than its last is a switch (its cost counts);
     a later action on the same type counts its cost unless it is a start or a keep."""
+    import pandas as pd
+
     d = pd.DataFrame({"job_id": pd.Series(dec["job_id"], dtype=object).astype(str),
                       "action": pd.Series(dec["action"], dtype=object).astype(str),
                       "gpus": pd.Series(dec["gpus"], dtype=object), "cost_s": np.asarray(dec["cost_s"], float)})
-    ids = pd.Series(np.arange(len(jobs)), index=jobs["job_id"].astype(str).to_numpy())
+    job_ids = np.asarray(jobs["job_id"]).astype(str)
+    ids = pd.Series(np.arange(job_ids.size), index=job_ids)
     d = d[d["gpus"].notna() & (d["gpus"].astype(str) != "")]
     d = d.assign(j=d["job_id"].map(ids))
     d = d[d["j"].notna()]

@@ -42,13 +42,15 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping
 
 import numpy as np
-import pandas as pd
 
 from cosim.errors import InputError, PolicyError
 from simcore.api import ReclaimAnswer, ReclaimDemand
+
+if TYPE_CHECKING:  # pandas is imported where it is used: a cached `cosim simulate` never needs it
+    import pandas as pd
 
 STEP_S = 300.0  # the inference load's resolution (Aryl Fig. 1 and 7: 5-minute samples)
 DIURNAL_PEAK = 0.95
@@ -134,6 +136,8 @@ class CapacityPlan:
 def read_load_series(path: str | Path, pools: Pools) -> pd.DataFrame:
     """A CSV `time_s,pool,nodes_needed` → rows sorted by time (checked: known pool, count in
     [0, pool size], non-negative time)."""
+    import pandas as pd
+
     p = Path(path)
     try:
         df = pd.read_csv(p)
@@ -174,6 +178,8 @@ def diurnal_utilisation(t_s: np.ndarray) -> np.ndarray:
 
 def diurnal_series(pool: str, pool_nodes: int, headroom: float, horizon_s: float, seed: int) -> pd.DataFrame:
     """The seeded diurnal load of one pool at 5-minute steps over [0, horizon_s]."""
+    import pandas as pd
+
     if not 0.0 <= headroom < 1.0:
         raise InputError.at(field="--load-series", expected="diurnal:H with headroom H in [0, 1)", got=headroom)
     steps = int(min(horizon_s, MAX_HORIZON_S) // STEP_S) + 1
@@ -326,5 +332,7 @@ class ReclaimLog:
                  jobs_evicted=",".join(evicted), deadline_met=bool(t <= r["deadline_s"] + 1e-9))
 
     def frame(self) -> pd.DataFrame:
+        import pandas as pd
+
         return pd.DataFrame(self.rows, columns=list(RECLAIM_COLUMNS))
 

@@ -203,6 +203,7 @@ class GoodputModel:
         self._app = self.app_of.tolist()
         self._bounds_l = [b.tolist() for b in self.bounds]
         self._eff: dict[tuple, float] = {}
+        self._solo: dict[tuple[int, float], float] = {}  # solo_iters by (application, batch)
 
     def epoch(self, job: int, progress: float) -> int:
         a = self._app[job]
@@ -223,11 +224,17 @@ class GoodputModel:
 
     def solo_iters(self, job: int, batch: int) -> float:
         """Iterations at a fixed global `batch` to finish job's run (its epochs, each at its own
-        efficiency) — the fixed-batch solo work for the FTF reference."""
-        st = self.apps[self.app_of[job]]
+        efficiency) — the fixed-batch solo work for the FTF reference. Deterministic in (the
+        job's application, batch): computed once per pair (160 jobs share a few dozen)."""
+        key = (int(self.app_of[job]), float(batch))
+        hit = self._solo.get(key)
+        if hit is not None:
+            return hit
+        st = self.apps[key[0]]
         steps = np.diff(st.epoch_end, prepend=0.0)
         scale = float(batch) / st.init_batch
-        return float(sum(steps[e] / (scale * st.efficiency(batch, e)) for e in range(st.epochs)))
+        out = self._solo[key] = float(sum(steps[e] / (scale * st.efficiency(batch, e)) for e in range(st.epochs)))
+        return out
 
     def epoch_bounds(self, job: int) -> np.ndarray | None:
         """Fractions of job's work at which its epochs end (the last is 1), or None."""

@@ -42,13 +42,13 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-import pandas as pd
 
 from cosim.errors import CosimError, InputError
 from simcore.api import JobState
 from simcore.perf import PerfModel
 from simcore.state import JobTable, static_columns
 from simcore.work import WorkMode
+from traces.cache import columns as job_columns
 from traces.workload import training_runs
 
 log = logging.getLogger(__name__)
@@ -61,19 +61,23 @@ class InvalidJob:
     index: int = -1  # row in the sorted job table
 
 
-def canonical_models(df: pd.DataFrame, zoo) -> tuple[pd.DataFrame, list[InvalidJob]]:
+def canonical_models(df, zoo) -> tuple[dict[str, np.ndarray], list[InvalidJob]]:
     """Resolve model names through the zoo (aliases → canonical); unknown ones are invalid.
+    `df`: the job table as columns (`traces.cache.columns`) or a DataFrame; returns its columns
+    with the canonical names.
 
     A `precision` column (fp32 | amp | bf16; null = fp32) names the model's precision variant
     (``resnet50@amp``, `calibration.zoo.with_precision`): its compute time, activation memory
     and name follow the precision; an unknown precision makes the job invalid."""
+    df = job_columns(df)
+    n = len(df["job_id"])
     bad: list[InvalidJob] = []
     cache: dict[tuple, str | None] = {}
     out = []
-    precs = df["precision"].to_numpy(dtype=object) if "precision" in df.columns else np.full(len(df), None)
+    precs = np.asarray(df["precision"], dtype=object) if "precision" in df else np.full(n, None)
     with_precision = getattr(zoo, "with_precision", None)
     pars = _parallelism(df, getattr(zoo, "with_parallelism", None))
-    for i, (jid, name, prec) in enumerate(zip(df["job_id"].astype(str), df["model"], precs)):
+    for i, (jid, name, prec) in enumerate(zip(map(str, df["job_id"]), df["model"], precs)):
         if not isinstance(name, str) or not name:
             bad.append(InvalidJob(jid, "no model", i))
             out.append("")
@@ -95,19 +99,19 @@ def canonical_models(df: pd.DataFrame, zoo) -> tuple[pd.DataFrame, list[InvalidJ
             out.append(name)
         else:
             out.append(c)
-    df = df.copy()
-    df["model"] = out
+    df = dict(df)
+    df["model"] = np.array(out, dtype=object)
     return df, bad
 
 
-def _parallelism(df: pd.DataFrame, with_parallelism) -> list | None:
+def _parallelism(df: dict[str, np.ndarray], with_parallelism) -> list | None:
     """Per row (sharding or None, model_parallel or None), or None per row when the row sets
     neither; None when the table has neither column (or the zoo has no parallelism variants)."""
-    if with_parallelism is None or not ({"sharding", "model_parallel"} & set(df.columns)):
+    if with_parallelism is None or not ({"sharding", "model_parallel"} & set(df)):
         return None
-    n = len(df)
-    sh = df["sharding"].to_numpy(dtype=object) if "sharding" in df.columns else np.full(n, None)
-    mp = df["model_parallel"].to_numpy(dtype=object) if "model_parallel" in df.columns else np.full(n, None)
+    n = len(df["job_id"])
+    sh = np.asarray(df["sharding"], dtype=object) if "sharding" in df else np.full(n, None)
+    mp = np.asarray(df["model_parallel"], dtype=object) if "model_parallel" in df else np.full(n, None)
     out: list = []
     for s, m in zip(sh, mp):
         s = None if _nan(s) or (isinstance(s, str) and not s.strip()) else str(s)
@@ -121,17 +125,24 @@ def _parallelism(df: pd.DataFrame, with_parallelism) -> list | None:
     return out
 
 
-def build_jobs(df: pd.DataFrame, perf: PerfModel, zoo, fixed_epochs: bool = True) -> tuple[JobTable, list[InvalidJob]]:
-    """Sort by (submit, job id), resolve names, assign work, and collect invalid jobs."""
-    if "model" not in df.columns:
+def build_jobs(df, perf: PerfModel, zoo, fixed_epochs: bool = True) -> tuple[JobTable, list[InvalidJob]]:
+    """Sort by (submit, job id), resolve names, assign work, and collect invalid jobs. `df`: the
+    canonical job table, as a DataFrame or as columns (`traces.cache.columns`: what a cached
+    trace gives, without pandas)."""
+    df = job_columns(df)
+    if "model" not in df:
         raise InputError.at(field="model", expected="a model per job (run traces.workload.assemble first)")
-    df = df.sort_values(["submit_time", "job_id"], kind="stable").reset_index(drop=True)
+    sub = np.asarray(df["submit_time"], np.float64)
+    ids = [str(x) for x in df["job_id"]]
+    order = np.array(sorted(range(len(ids)), key=lambda i: (sub[i], ids[i])), dtype=np.int64)
+    if not np.array_equal(order, np.arange(order.size)):  # pandas' stable sort by (submit_time, job_id)
+        df = {k: np.asarray(v)[order] for k, v in df.items()}
     df, bad = canonical_models(df, zoo)
     runs = training_runs() if fixed_epochs else {}
     bad_idx = {b.index for b in bad}
     type_names = perf.type_names
     static = static_columns(df, type_names)
-    n = len(df)
+    n = len(df["job_id"])
     gb = static["global_batch"]
     for i in np.flatnonzero(gb <= 0):  # no batch in the trace: the zoo's default
         m = static["model"][i]
@@ -140,7 +151,7 @@ def build_jobs(df: pd.DataFrame, perf: PerfModel, zoo, fixed_epochs: bool = True
     ref_cache: dict[tuple, float] = {}
     gpus_of_type = {t: int(np.count_nonzero(perf.gpu_type == t)) for t in range(len(type_names))}
     total = int(perf.gpu_type.shape[0])
-    get = lambda c: df[c].to_numpy() if c in df.columns else np.full(n, np.nan)  # noqa: E731
+    get = lambda c: np.asarray(df[c]) if c in df else np.full(n, np.nan)  # noqa: E731
     iters, epochs, epoch_size, target = get("total_iterations"), get("epochs"), get("epoch_size"), get("target_acc")
     tpi = static["trace_iter_s"]
     for i in range(n):
@@ -151,7 +162,7 @@ def build_jobs(df: pd.DataFrame, perf: PerfModel, zoo, fixed_epochs: bool = True
         reason = None
         cap = total if req < 0 else gpus_of_type.get(req, 0)
         if req == -2:
-            reason = f"GPU type '{df['gpu_type'].iloc[i]}' not in cluster (has {', '.join(type_names)})"
+            reason = f"GPU type '{df['gpu_type'][i]}' not in cluster (has {', '.join(type_names)})"
         elif num < 1 or static["min_gpus"][i] < 1 or static["min_gpus"][i] > static["max_gpus"][i]:
             reason = f"bad GPU counts (num {num}, min {static['min_gpus'][i]}, max {static['max_gpus'][i]})"
         elif static["min_gpus"][i] > cap or num > cap:
@@ -182,7 +193,8 @@ def build_jobs(df: pd.DataFrame, perf: PerfModel, zoo, fixed_epochs: bool = True
 
 
 def _nan(x) -> bool:
-    return x is None or (isinstance(x, float) and math.isnan(x)) or x is pd.NA
+    """Missing: None, NaN, or pandas' NA (recognised by type, so that pandas need not be imported)."""
+    return x is None or (isinstance(x, float) and math.isnan(x)) or type(x).__name__ == "NAType"
 
 
 def trace_time_s(iters, tpi, duration) -> float:

@@ -24,11 +24,11 @@ import logging
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field, replace
+from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 import pyarrow as pa
 
 from cosim import __version__
@@ -44,16 +44,20 @@ from simcore.gps import FTF_REFERENCES, ftf_reference_jct
 from simcore.metrics import (
     SUMMARY_EXTRAS,
     decisions_frame,
-    jobs_frame,
+    jobs_columns,
     summary_extras,
     summary_row,
-    timeline_frame,
+    timeline_columns,
 )
 from simcore.perf import PerfModel, gpu_variability
 from simcore.perf_backends import check_perf, make_perf, table_gaps
 from simcore.prepare import InvalidJob, build_jobs, describe_invalid
 from simcore.state import ClusterState, JobTable
+from simcore.tables import arrow_table, rows_table, to_pandas
 from simcore.work import WorkMode
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 log = logging.getLogger(__name__)
 
@@ -136,15 +140,35 @@ def _plain(v: Any) -> Any:
 
 @dataclass
 class RunResult:
-    summary: pd.DataFrame  # one row per policy
-    jobs: dict[str, pd.DataFrame]
-    timelines: dict[str, pd.DataFrame] = field(default_factory=dict)
+    """A run's tables. They are held as Arrow tables (`summary_table`, `job_tables`,
+    `timeline_tables`: what the Parquet files hold) and handed out as DataFrames on first use
+    (`summary`, `jobs`, `timelines`), so a run that only writes them, like `cosim simulate`,
+    never imports pandas (`simcore.tables`)."""
+
+    summary_table: pa.Table  # one row per policy
+    job_tables: dict[str, pa.Table]
+    timeline_tables: dict[str, pa.Table] = field(default_factory=dict)
     decisions: dict[str, pd.DataFrame] = field(default_factory=dict)
     wall_s: dict[str, float] = field(default_factory=dict)  # engine wall time per policy
     policy_wall_s: dict[str, float] = field(default_factory=dict)  # of which inside policy.decide
     invalid: list = field(default_factory=list)  # InvalidJob skipped (skip_invalid)
     config: RunConfig | None = None
     reclaims: dict[str, pd.DataFrame] = field(default_factory=dict)  # per policy, with a load series
+
+    @cached_property
+    def summary(self) -> pd.DataFrame:
+        """One row per policy."""
+        return to_pandas(self.summary_table)
+
+    @cached_property
+    def jobs(self) -> dict[str, pd.DataFrame]:
+        """Per policy, one row per job (`jobs.parquet`)."""
+        return {k: to_pandas(t) for k, t in self.job_tables.items()}
+
+    @cached_property
+    def timelines(self) -> dict[str, pd.DataFrame]:
+        """Per policy, the occupancy timeline (`timeline.parquet`)."""
+        return {k: to_pandas(t) for k, t in self.timeline_tables.items()}
 
 
 @dataclass
@@ -260,8 +284,8 @@ def run(config: RunConfig, out_dir: Path | None, progress: bool = False, backend
             res = engine.run()
             walls[name] = time.perf_counter() - t0
             pwalls[name] = res.policy_wall_s
-            jf = jobs_frame(res, gps, {**{b.index: b.reason for b in invalid}, **never})
-            jobs_out[name], tls[name] = jf, timeline_frame(res)
+            jf = jobs_columns(res, gps, {**{b.index: b.reason for b in invalid}, **never})
+            jobs_out[name], tls[name] = arrow_table(jf), arrow_table(timeline_columns(res))
             dec = decisions_frame(res)
             if dec is not None:
                 decs[name] = dec
@@ -276,25 +300,27 @@ def run(config: RunConfig, out_dir: Path | None, progress: bool = False, backend
             log.info("%s: %d events, %d policy calls, %.2f s", name, res.num_events, res.num_policy_calls, walls[name])
             if out is not None:
                 m = dict(meta, policy=name)
-                _write(jf, out / name / "jobs.parquet", m)
-                _write(tls[name], out / name / "timeline.parquet", m)
+                write_parquet(jobs_out[name], out / name / "jobs.parquet", m)
+                write_parquet(tls[name], out / name / "timeline.parquet", m)
                 if dec is not None:
                     _write(dec, out / name / "decisions.parquet", m)
                 if res.reclaims is not None:
                     _write(recl[name], out / name / "reclaims.parquet", m)
     finally:
         bar.close()
-    summary = pd.DataFrame(rows)
+    summary = rows_table(rows)
     if out is not None:
         write_text(json.dumps(dict(meta, invalid=[asdict(b) for b in invalid]), indent=2, sort_keys=True,
                               default=str) + "\n", out / "config.json")
-        _write(summary, out / "summary.parquet", meta)
+        write_parquet(summary, out / "summary.parquet", meta)
     return RunResult(summary, jobs_out, tls, decs, walls, pwalls, invalid, config, recl)
 
 
 def load_capacity(path: str | Path) -> tuple[tuple[float, int, bool], ...]:
     """Capacity changes from a CSV with columns `time_s,node,online` (online: 1/0/true/false):
     nodes leaving and joining (Aryl's loaned servers, FFT's churn)."""
+    import pandas as pd
+
     p = Path(path)
     try:
         df = pd.read_csv(p)
@@ -373,6 +399,7 @@ def _fresh(base: JobTable) -> JobTable:
 
 
 def _write(df: pd.DataFrame, path: Path, meta: dict) -> None:
+    """A DataFrame table (decisions, reclaims) to Parquet."""
     write_parquet(pa.Table.from_pandas(df, preserve_index=False), path, meta)
 
 
@@ -416,37 +443,51 @@ class _Progress:
 
 # ---- the project's packages ---------------------------------------------------------------
 
-def load_trace(config: RunConfig) -> pd.DataFrame:
+def load_trace(config: RunConfig) -> Any:
     """`synth:<like>:<jobs>[:<window>]` → traces.synth; a Parquet file → traces.io.read_jobs; any
-    other file → traces.load. Then traces.workload.assemble fills models and batches."""
+    other file → traces.load. Then traces.workload.assemble fills models and batches.
+
+    A file's assembled table goes through the trace cache (`traces.cache`) and comes back as
+    columns (name → numpy array), read without pandas on every run after the first; the other
+    specs give the DataFrame. `simcore.prepare.build_jobs` takes either."""
+    spec = config.trace
+    if spec.startswith(("synth:", "dally:", "aryl:")):
+        from traces import workload
+
+        if spec.startswith("synth:"):
+            from traces import synth
+
+            df = synth.from_spec(spec, config.seed)
+        elif spec.startswith("dally:"):  # the Dally paper's SenseTime batch / Poisson workloads
+            from traces import dally
+
+            df = dally.from_spec(spec, config.seed)
+        else:  # Aryl's Philly-derived workloads (testbed, Basic/Advanced/Ideal at a scale)
+            from traces import aryl
+
+            df = aryl.from_spec(spec, config.seed)
+        return workload.assemble(df, config.seed)
+    path = Path(spec)
+    if not path.exists():
+        raise InputError.at(spec, expected="an existing trace file or synth:<like>:<jobs>")
+    from traces import cache
+
+    return cache.load(path, config.seed, lambda: _load_file(path, config.seed))
+
+
+def _load_file(path: Path, seed: int) -> Any:
+    """The assembled DataFrame of a trace file (what `traces.cache` stores)."""
     from traces import workload
 
-    spec = config.trace
-    if spec.startswith("synth:"):
-        from traces import synth
+    if path.suffix == ".parquet":
+        from traces import io as tio
 
-        df = synth.from_spec(spec, config.seed)
-    elif spec.startswith("dally:"):  # the Dally paper's SenseTime batch / Poisson workloads
-        from traces import dally
-
-        df = dally.from_spec(spec, config.seed)
-    elif spec.startswith("aryl:"):  # Aryl's Philly-derived workloads (testbed, Basic/Advanced/Ideal at a scale)
-        from traces import aryl
-
-        df = aryl.from_spec(spec, config.seed)
+        df = tio.read_jobs(path)
     else:
-        path = Path(spec)
-        if not path.exists():
-            raise InputError.at(spec, expected="an existing trace file or synth:<like>:<jobs>")
-        if path.suffix == ".parquet":
-            from traces import io as tio
+        import traces
 
-            df = tio.read_jobs(path)
-        else:
-            import traces
-
-            df = traces.load(path)
-    return workload.assemble(df, config.seed)
+        df = traces.load(path)
+    return workload.assemble(df, seed)
 
 
 #: `make(name, params) -> Policy` and `names() -> list[str]`: what the runner needs of a policy registry

@@ -7,13 +7,13 @@ same memory (`views()`), so building a `ClusterView` copies nothing.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any
 
 import numpy as np
-import pandas as pd
 
-from simcore.api import ClusterArrays, JobsView, JobState
+from simcore.api import ClusterArrays, JobState, JobsView
 from simcore.work import WorkMode
 
 
@@ -169,38 +169,50 @@ def _node_groups(t: Any) -> dict:
     return dict(node_group=_ro(arr), node_group_names=names)
 
 
-def static_columns(df: pd.DataFrame, type_names: tuple[str, ...]) -> dict[str, np.ndarray]:
-    """The per-job static arrays from a canonical job table with canonical model names.
+def static_columns(df: Mapping[str, np.ndarray], type_names: tuple[str, ...]) -> dict[str, np.ndarray]:
+    """The per-job static arrays from a canonical job table with canonical model names, as columns
+    (name → numpy array, `traces.cache.columns`: missing numbers NaN, missing strings NaN/None).
 
     Work columns (`work_mode`, `work_iters`, `ref_iter_s`) are filled later by the runner's
     work assignment (`simcore.workload_prep.assign_work`), which needs the perf model.
     """
-    n = len(df)
+    n = len(df["job_id"])
+
+    def missing(a: np.ndarray) -> np.ndarray:
+        if a.dtype.kind == "f":
+            return np.isnan(a)
+        if a.dtype.kind == "O":
+            return np.array([v is None or (isinstance(v, float) and v != v) for v in a], dtype=bool)
+        return np.zeros(a.shape, bool)
 
     def col(name: str, default: Any, dtype: Any) -> np.ndarray:
-        if name in df.columns:
-            s = df[name]
-            return s.fillna(default).to_numpy(dtype=dtype) if s.isna().any() else s.to_numpy(dtype=dtype)
+        if name in df:
+            a = np.asarray(df[name])
+            miss = missing(a)
+            if miss.any():
+                a = a.astype(object) if np.dtype(dtype) == object else a.copy()
+                a[miss] = default
+            return a.astype(dtype)
         return np.full(n, default, dtype=dtype)
 
-    num = df["num_gpus"].to_numpy(np.int32)
+    num = np.asarray(df["num_gpus"]).astype(np.int32)
     min_g = col("min_gpus", -1, np.int64).astype(np.int32)
     max_g = col("max_gpus", -1, np.int64).astype(np.int32)
     min_g = np.where(min_g < 0, num, min_g).astype(np.int32)
     max_g = np.where(max_g < 0, num, max_g).astype(np.int32)
     type_index = {name: i for i, name in enumerate(type_names)}
-    if "gpu_type" in df.columns:
+    if "gpu_type" in df:
         req = np.array([type_index.get(t, -2) if isinstance(t, str) and t else -1 for t in df["gpu_type"]],
                        np.int16)
     else:
         req = np.full(n, -1, np.int16)
     return dict(
-        job_id=df["job_id"].astype(str).to_numpy(dtype=object),
-        submit_time=df["submit_time"].to_numpy(np.float64),
+        job_id=np.array([str(x) for x in df["job_id"]], dtype=object),
+        submit_time=np.asarray(df["submit_time"]).astype(np.float64),
         num_gpus=num,
         min_gpus=min_g,
         max_gpus=max_g,
-        model=df["model"].astype(str).to_numpy(dtype=object),
+        model=np.array([str(x) for x in df["model"]], dtype=object),
         global_batch=col("global_batch", 0, np.int64).astype(np.int32),
         gpu_type_req=req,
         duration=col("duration", np.nan, np.float64),
@@ -212,7 +224,7 @@ def static_columns(df: pd.DataFrame, type_names: tuple[str, ...]) -> dict[str, n
         app_id=np.full(n, -1, np.int16),
         vc=col("vc", "", object),
         user=col("user", "", object),
-        attrs={c: df[c].to_numpy() for c in ATTR_COLUMNS if c in df.columns and df[c].notna().any()},
+        attrs={c: np.asarray(df[c]) for c in ATTR_COLUMNS if c in df and not missing(np.asarray(df[c])).all()},
     )
 
 

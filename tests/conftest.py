@@ -45,5 +45,6 @@ def _measured_cache_dir(tmp_path_factory):
     folder, not the user's ~/.cache/cosim/measured: tests start cold and leave nothing behind."""
     mp = pytest.MonkeyPatch()
     mp.setenv("COSIM_MEASURED_CACHE_DIR", str(tmp_path_factory.mktemp("measured-cache")))
+    mp.setenv("COSIM_TRACE_CACHE_DIR", str(tmp_path_factory.mktemp("trace-cache")))  # traces.cache, alike
     yield
     mp.undo()

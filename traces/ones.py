@@ -26,13 +26,14 @@ in that history, e.g. 10/26/49 epochs); the job trains `total_epochs(E_j, patien
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 
 from cosim.errors import InputError
-from traces.formats.workloads import ONES_CLASSES, ONES_EPOCHS
-from traces.io import normalize
+
+if TYPE_CHECKING:  # pandas is imported where it is used: a cached `cosim simulate` never needs it
+    import pandas as pd
 
 #: per (model, task): per-GPU base batch, base lr, max lr, target accuracy, patience, requested GPUs
 #: (ONES notes §5.3, the artifact trace's class table; identical for every row of a class)
@@ -84,6 +85,8 @@ def epochs_to_target_of(total: float, patience: float) -> float:
 def class_total_epochs(model: str, task: str, size: float) -> float:
     """Total epochs (incl. patience) of a class at dataset size `size`: the artifact history's
     value, log-interpolated (and flat outside) between the class's two measured sizes."""
+    from traces.formats.workloads import ONES_CLASSES, ONES_EPOCHS  # the loaders: imported on use
+
     cls = ONES_CLASSES[(model, task)][0]
     pts = sorted((n, e) for (c, n), e in ONES_EPOCHS.items() if c == cls)
     xs = np.log([p[0] for p in pts])
@@ -94,6 +97,11 @@ def class_total_epochs(model: str, task: str, size: float) -> float:
 def generate(like: str, num_jobs: int, seed: int, *, gap_max_s: float = 60.0, epochs_sigma: float = 0.3,
              max_gpus: int = 64) -> pd.DataFrame:
     """A canonical job table of `num_jobs` ONES jobs (see module doc); deterministic in the args."""
+    import pandas as pd
+
+    from traces.formats.workloads import ONES_CLASSES
+    from traces.io import normalize
+
     if like not in LIKES:
         raise InputError.at(field="trace", expected=" | ".join(f"synth:{x}:<jobs>" for x in LIKES), got=like)
     if num_jobs < 0:

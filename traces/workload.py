@@ -50,12 +50,14 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 
 from cosim.errors import InputError, UnknownNameError
-from traces.sample import size_class
+
+if TYPE_CHECKING:  # pandas is imported where it is used: a cached `cosim simulate` never needs it
+    import pandas as pd
 
 log = logging.getLogger(__name__)
 
@@ -175,6 +177,10 @@ def assemble(df: pd.DataFrame, seed: int, *, mapping: str | dict = "ares", unkno
     `work` is one of `WORK_OPTIONS` (module doc); `runs` a training-runs file or mapping
     (default: the built-in `training_runs()`).
     """
+    import pandas as pd
+
+    from traces.sample import size_class
+
     if work not in WORK_OPTIONS:
         raise UnknownNameError("work option", work, list(WORK_OPTIONS))
     classes = _resolve_map(mapping)
@@ -245,6 +251,8 @@ def assemble(df: pd.DataFrame, seed: int, *, mapping: str | dict = "ares", unkno
 
 def _fill_work(out: pd.DataFrame, work: str, runs) -> None:
     """Give the rows `work` selects their model's fixed-epoch training run (in place)."""
+    import pandas as pd
+
     table = training_runs(runs) if runs is None or isinstance(runs, (str, Path)) \
         else {k.lower(): v for k, v in runs.items()}
     n = len(out)

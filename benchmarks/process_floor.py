@@ -1,0 +1,94 @@
+"""Where a cached `cosim simulate` process spends its CPU, stage by stage (issue 14's floor).
+
+Each repetition is a fresh `python` process that imports, in order, what the Pollux-workload
+command needs — typer and the CLI, numpy, numba, pyarrow(+parquet), the policy registry, the
+engine, the runner, numba's runtime initialisation (all a cached kernel load now does before
+loading: `cosim.numba_cache.defer_target_refresh` skips numba's full target refresh), rich — and
+then runs the command itself (`--perf measured-pollux-sim --progress goodput --costs pollux-sim`,
+16 x 4 T4, caches warm), noting `time.process_time()` after each stage. The table gives each
+stage's median CPU seconds over the repetitions, with the 1-min load, and whether pandas was
+imported (it should not be, with the trace cache warm).
+
+    python -m benchmarks.process_floor --repeat 5 --workload 3 --policy tiresias-pollux
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+
+_CHILD = r"""
+import sys, time, json, io, contextlib, os
+T = [("interpreter start + site", time.process_time())]
+def mark(n): T.append((n, time.process_time()))
+sys.path.insert(0, os.getcwd())
+import typer; mark("typer")
+sys.argv = ["cosim", "simulate"]
+import cli.app; mark("cli.app (simulate registered)")
+import numpy; mark("numpy")
+import numba; mark("numba")
+import pyarrow, pyarrow.parquet; mark("pyarrow + pyarrow.parquet")
+import policies; mark("policies (registry, placement kernels)")
+import simcore.engine; mark("simcore.engine (+ collectives, kernels)")
+import experiments.runner; mark("experiments.runner (rest of the runner)")
+from numba.core.registry import cpu_target
+from numba.core.runtime import rtsys
+rtsys.initialize(cpu_target.target_context); mark("numba runtime init (what a cached load needs)")
+import rich.console, rich.table; mark("rich console + table")
+sys.argv = ["cosim", "simulate", "--trace", TRACE, "--cluster", "t4-pcie", "--nodes", "16", "--policy", POLICY,
+            "--perf", "measured-pollux-sim", "--progress", "goodput", "--costs", "pollux-sim", "--out", OUT, "--overwrite"]
+try:
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+        cli.app.app()
+except SystemExit:
+    pass
+mark("the command (perf tables, kernels, run, write, print)")
+print(json.dumps({"stages": T, "pandas": "pandas" in sys.modules}))
+"""
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--workload", type=int, default=3)
+    ap.add_argument("--policy", default="tiresias-pollux")
+    ap.add_argument("--repo", type=Path, default=REPO)
+    args = ap.parse_args(argv)
+    import tempfile
+
+    from benchmarks.bench_peer_process import workload_path
+
+    out = Path(tempfile.mkdtemp(prefix="process-floor-")) / "out"
+    code = (f"TRACE = {str(workload_path(args.workload).resolve())!r}\nPOLICY = {args.policy!r}\n"
+            f"OUT = {str(out)!r}\n") + _CHILD
+    runs, loads = [], []
+    for i in range(args.repeat + 1):  # the first run warms the caches and is not counted
+        loads.append(os.getloadavg()[0])
+        res = subprocess.run([sys.executable, "-c", code], cwd=args.repo, capture_output=True, text=True, check=True)
+        if i:
+            runs.append(json.loads(res.stdout.strip().splitlines()[-1]))
+    names = [n for n, _ in runs[0]["stages"]]
+    print(f"{args.repo} w{args.workload} {args.policy}: median of {args.repeat} processes, CPU s "
+          f"(1-min load {min(loads[1:]):.1f}-{max(loads[1:]):.1f}; pandas imported: "
+          f"{sorted({r['pandas'] for r in runs})})")
+    prev = [0.0] * len(runs)
+    total = 0.0
+    for k, name in enumerate(names):
+        cum = [r["stages"][k][1] for r in runs]
+        step = statistics.median(c - p for c, p in zip(cum, prev))
+        total += step
+        print(f"  {name:56s} {step:6.3f}")
+        prev = cum
+    print(f"  {'total (in-process; exit not counted)':56s} {statistics.median(prev):6.3f}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

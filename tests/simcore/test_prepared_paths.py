@@ -328,7 +328,6 @@ def test_large_group_kernel_is_called_only_once_a_large_group_comes_up(monkeypat
     C = rng.uniform(0.1, 1.0, n)
     s, M = C * 0.5, rng.uniform(0.05, 0.5, n)
     ids = np.repeat(np.arange(4, dtype=np.int64), 3)  # jobs 3i..3i+2 share link i: four 3-job groups
-    ptr = np.arange(n + 1, dtype=np.int64)
     dem = np.full(n, 6e9)
     calls = []
     kernel = cc.solve_large_groups

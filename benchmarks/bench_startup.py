@@ -254,7 +254,8 @@ def _capture(path: Path) -> None:
 #: compile those again); a module not named here is a unit of its own
 _UNITS = {"collectives.shape": "costs", "collectives.algorithms": "costs", "collectives.model": "costs",
           "collectives.contention": "contention", "collectives.contention_dutycycle": "contention",
-          "collectives.contention_exact": "contention", "simcore.kernels": "engine", "simcore.gps": "gps",
+          "collectives.contention_exact": "contention", "collectives.contention_groups": "groups",
+          "simcore.kernels": "engine", "simcore.gps": "gps",
           "policies._kernels": "placement", "policies._round_kernels": "walk", "policies.tiresias": "tiresias"}
 #: units that call another unit's kernels, compiled after it (then they load those from the cache):
 #: the walk kernel places with `consolidate_gpus`, Tiresias' round kernel runs the walk kernel

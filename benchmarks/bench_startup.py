@@ -123,6 +123,18 @@ wall time says nothing about the ≤ 20 s target, which needs an idle second cor
 (`--against /tmp/jc-base --repeat 3`, load 13-14): CPU 2.70 / 2.77 / 2.86 s vs main 2.81 / 2.87 /
 2.82 s (the Tiresias split's two more dispatches a call do not show).
 
+Session 8 (branch kc-compile): compile only what the default run executes. The default run
+called `solve_large_groups` (the duty-cycle solver for groups above `exact_max_jobs`, 4.1 s of
+own compile CPU with its helpers at load 4) on every contention solve, but none of its groups
+is that large (1,245 calls, 587 groups, 0 large); `_solve_groups` now calls it only once a
+large group comes up (then on every call, so the full-Philly hot path, 54,927 of 56,291 calls
+with a large group, is unchanged). numba's np.round, np.argmax and np.cumsum helpers gave way
+to np.rint (equal on every float64) and loops. `python -m benchmarks.compile_profile --repo R`,
+alternating this tree and /tmp/kc-base (main 9c14525), process CPU at load 6-8: 36.2 s, 98
+compiles (this) vs 44.2 s, 115 compiles (main); the 17 signatures main compiles and this tree
+does not took 6.6 s of own compile CPU in that main run (4.1 s for the duty-cycle ones at load
+4). The default run's outputs are identical cell for cell (`--save` on main, `--compare` here).
+
 `--compare` is the before/after check for start-up work (lazy imports, fewer kernel
 specialisations): summary.parquet and every policy's jobs.parquet and timeline.parquet must be
 equal cell for cell (NaN equal to NaN) to the saved run's; wall-clock columns are excluded.

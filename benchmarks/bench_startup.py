@@ -130,10 +130,14 @@ is that large (1,245 calls, 587 groups, 0 large); `_solve_groups` now calls it o
 large group comes up (then on every call, so the full-Philly hot path, 54,927 of 56,291 calls
 with a large group, is unchanged). numba's np.round, np.argmax and np.cumsum helpers gave way
 to np.rint (equal on every float64) and loops. `python -m benchmarks.compile_profile --repo R`,
-alternating this tree and /tmp/kc-base (main 9c14525), process CPU at load 6-8: 36.2 s, 98
-compiles (this) vs 44.2 s, 115 compiles (main); the 17 signatures main compiles and this tree
-does not took 6.6 s of own compile CPU in that main run (4.1 s for the duty-cycle ones at load
-4). The default run's outputs are identical cell for cell (`--save` on main, `--compare` here).
+alternating this tree and /tmp/kc-base (main 9c14525), process CPU at load 6-8: 36.2 / 37.9 s,
+98 compiles (this) vs 44.2 / 43.5 s, 115 compiles (main); the 17 signatures main compiles and
+this tree does not took 6.6 / 6.7 s of own compile CPU in those main runs (4.1 s for the
+duty-cycle ones at load 4). Hot paths, interleaved, CPU s: full-Philly Tiresias
+(`bash benchmarks/bench_tiresias_pair.sh /tmp/kc-base .`, load 6-12) main 38.9 / 37.4 / 37.3,
+this 35.5 / 37.3 / 38.0; bench_inproc optimus w1-w5 mean of 2 runs main 0.606, this 0.595,
+tiresias-pollux 0.096 / 0.093. The default run's outputs are identical cell for cell (`--save`
+on main, `--compare` here).
 
 `--compare` is the before/after check for start-up work (lazy imports, fewer kernel
 specialisations): summary.parquet and every policy's jobs.parquet and timeline.parquet must be

@@ -123,6 +123,22 @@ wall time says nothing about the ≤ 20 s target, which needs an idle second cor
 (`--against /tmp/jc-base --repeat 3`, load 13-14): CPU 2.70 / 2.77 / 2.86 s vs main 2.81 / 2.87 /
 2.82 s (the Tiresias split's two more dispatches a call do not show).
 
+Session 8 (branch kc-compile): compile only what the default run executes. The default run
+called `solve_large_groups` (the duty-cycle solver for groups above `exact_max_jobs`, 4.1 s of
+own compile CPU with its helpers at load 4) on every contention solve, but none of its groups
+is that large (1,245 calls, 587 groups, 0 large); `_solve_groups` now calls it only once a
+large group comes up (then on every call, so the full-Philly hot path, 54,927 of 56,291 calls
+with a large group, is unchanged). numba's np.round, np.argmax and np.cumsum helpers gave way
+to np.rint (equal on every float64) and loops. `python -m benchmarks.compile_profile --repo R`,
+alternating this tree and /tmp/kc-base (main 9c14525), process CPU at load 6-8: 36.2 / 37.9 s,
+98 compiles (this) vs 44.2 / 43.5 s, 115 compiles (main); the 17 signatures main compiles and
+this tree does not took 6.6 / 6.7 s of own compile CPU in those main runs (4.1 s for the
+duty-cycle ones at load 4). Hot paths, interleaved, CPU s: full-Philly Tiresias
+(`bash benchmarks/bench_tiresias_pair.sh /tmp/kc-base .`, load 6-12) main 38.9 / 37.4 / 37.3,
+this 35.5 / 37.3 / 38.0; bench_inproc optimus w1-w5 mean of 2 runs main 0.606, this 0.595,
+tiresias-pollux 0.096 / 0.093. The default run's outputs are identical cell for cell (`--save`
+on main, `--compare` here).
+
 `--compare` is the before/after check for start-up work (lazy imports, fewer kernel
 specialisations): summary.parquet and every policy's jobs.parquet and timeline.parquet must be
 equal cell for cell (NaN equal to NaN) to the saved run's; wall-clock columns are excluded.
@@ -254,7 +270,8 @@ def _capture(path: Path) -> None:
 #: compile those again); a module not named here is a unit of its own
 _UNITS = {"collectives.shape": "costs", "collectives.algorithms": "costs", "collectives.model": "costs",
           "collectives.contention": "contention", "collectives.contention_dutycycle": "contention",
-          "collectives.contention_exact": "contention", "simcore.kernels": "engine", "simcore.gps": "gps",
+          "collectives.contention_exact": "contention", "collectives.contention_groups": "groups",
+          "simcore.kernels": "engine", "simcore.gps": "gps",
           "policies._kernels": "placement", "policies._round_kernels": "walk", "policies.tiresias": "tiresias"}
 #: units that call another unit's kernels, compiled after it (then they load those from the cache):
 #: the walk kernel places with `consolidate_gpus`, Tiresias' round kernel runs the walk kernel

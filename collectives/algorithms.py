@@ -287,7 +287,9 @@ def _gather_and_cost(op, nodes, counts, leaf_rank, pod_rank, leaves, pods, node_
         icap[i] = cap[nd]
         ilat[i] = node_attr[nd, 1] + sc[10]
         c = node_attr[nd, 3]
-        rails = min(max(1.0, np.round(c * counts[i] / node_attr[nd, 4])), c)
+        # np.rint, not np.round: equal for every float64 (half to even), without numba's
+        # round(x, ndigits) helpers (0.25 s of a first run's compile, issue 15)
+        rails = min(max(1.0, np.rint(c * counts[i] / node_attr[nd, 4])), c)
         nic[i] = node_attr[nd, 2] * rails / c
         nlat[i] = lat[n_nodes + nd]
         staged[i] = node_attr[nd, 5] == 0.0

@@ -304,17 +304,22 @@ def _solve_groups(C, s, M, w, ptr, lids, dem, cap, opt: ContentionOptions, cache
     solved in one kernel call (``solve_large_groups``), without ``cache``: their reuse comes
     link by link from the memo, while a whole group rarely recurs (5% of them in the full
     Philly run, against 44% of the phase-simulated ones), so building and storing its
-    signature (kilobytes each) would cost time and memory for little. Same values either way."""
-    if memo is not None:
-        it, split, info = solve_large_groups(C, s, M, w, ptr, lids, dem, cap, opt.exact_max_jobs, _GH[0], _GH[1],
-                                             opt.enum_max_others, opt.dp_max_others,
-                                             opt.dutycycle_average == "work", opt.elsewhere_correction,
-                                             opt.fixed_point_tol, _MAX_ROUNDS, *memo.arrays())
-        gjp, jobs, eptr, elink, edem, glp, lglob = split
+    signature (kilobytes each) would cost time and memory for little. Same values either way.
+
+    That kernel is called only once a group of more than ``exact_max_jobs`` jobs has come up
+    (``memo.large_groups``, then on every call): until then the split alone (`split_groups`)
+    is all a call needs, and a run that never has such a group (the default `cosim simulate`)
+    never compiles the duty-cycle solver (≈ 4.6 s of CPU on a first run, issue 15)."""
+    info = None
+    if memo is not None and memo.large_groups:
+        it, (gjp, jobs, eptr, elink, edem, glp, lglob), info = _solve_large(C, s, M, w, ptr, lids, dem, cap, opt, memo)
     else:
         it = solo_iteration_s(C, s, M)
         gjp, jobs, eptr, elink, edem, glp, lglob = split_groups(cap.shape[0], ptr, lids, dem, M)
-        info = None
+        if memo is not None and gjp.shape[0] > 1 and np.diff(gjp).max() > opt.exact_max_jobs:
+            memo.large_groups = True  # from now on one kernel call splits and solves (see above)
+            it, (gjp, jobs, eptr, elink, edem, glp, lglob), info = _solve_large(C, s, M, w, ptr, lids, dem, cap,
+                                                                                opt, memo)
     tags = opt.tags()
     for g in range(gjp.shape[0] - 1):
         a, b = gjp[g], gjp[g + 1]
@@ -340,6 +345,13 @@ def _solve_groups(C, s, M, w, ptr, lids, dem, cap, opt: ContentionOptions, cache
             stats["jobs_in_groups"] += int(b - a)
             stats["exact_groups" if exact else "dutycycle_groups"] += 1
     return it, it - C
+
+
+def _solve_large(C, s, M, w, ptr, lids, dem, cap, opt: ContentionOptions, memo: LinkMemo):
+    """`solve_large_groups` with the memo: (iter_s, the split, per-group info)."""
+    return solve_large_groups(C, s, M, w, ptr, lids, dem, cap, opt.exact_max_jobs, _GH[0], _GH[1],
+                              opt.enum_max_others, opt.dp_max_others, opt.dutycycle_average == "work",
+                              opt.elsewhere_correction, opt.fixed_point_tol, _MAX_ROUNDS, *memo.arrays())
 
 
 def _feasible_demands(M, dem, cap, ptr, lids, mode):

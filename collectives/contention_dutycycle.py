@@ -238,6 +238,7 @@ class LinkMemo:
 
     def __init__(self, num_links: int, width: int = 16, limit: int = 128) -> None:
         self.limit = limit
+        self.large_groups = False  # a group above exact_max_jobs came up (contention._solve_groups)
         self._allocate(num_links, width)
 
     def _allocate(self, num_links: int, width: int) -> None:

@@ -48,7 +48,9 @@ def build_link_index(n_links, ptr, lidx):
     counts = np.zeros(n_links + 1, np.int64)
     for e in range(lidx.shape[0]):
         counts[lidx[e] + 1] += 1
-    lptr = np.cumsum(counts)
+    lptr = counts  # running sum in place (numba's np.cumsum is one more compile, issue 15)
+    for i in range(1, lptr.shape[0]):
+        lptr[i] += lptr[i - 1]
     fill = lptr[:-1].copy()
     lent = np.empty(lidx.shape[0], np.int64)
     ejob = np.empty(lidx.shape[0], np.int64)

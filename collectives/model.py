@@ -126,7 +126,19 @@ def _eval_buckets(alpha, beta, wire, only, sizes, mult, coef, ids):
             out_ids[n] = ids[i]
             out_bytes[n] = link[i]
             n += 1
-    return total, np.argmax(t_alg), np.argmax(t_pro), out_ids, out_bytes
+    # np.argmax written out (first maximum, or the first NaN): numba's compiles two more
+    # functions (0.2 s of a first run, issue 15)
+    if A == 0 or Pn == 0:
+        raise ValueError("attempt to get argmax of an empty sequence")
+    a_best = 0
+    for a in range(1, A):
+        if t_alg[a] > t_alg[a_best] or (np.isnan(t_alg[a]) and not np.isnan(t_alg[a_best])):
+            a_best = a
+    p_best = 0
+    for p in range(1, Pn):
+        if t_pro[p] > t_pro[p_best] or (np.isnan(t_pro[p]) and not np.isnan(t_pro[p_best])):
+            p_best = p
+    return total, a_best, p_best, out_ids, out_bytes
 
 
 _PROTOCOL_NAMES = ("ll", "ll128", "simple")

@@ -32,7 +32,11 @@ both processes, `bench_startup --fresh --against`, COSIM_PRIME=1 in both trees):
 (two recorded groups) 55.8 s, this tree 46.1 s. The recorded units (load 19): contention 11.0 s,
 costs 9.5, placement 5.8, walk 5.7, Tiresias 3.6, gps 3.3, engine 2.2; claimed longest chain
 first they split 20.8 / 20.3 s on paper (recorded at load 19: less on an idle host). The ≤ 20 s
-target needs an idle second core.
+target needs an idle second core. Session 8: the default run no longer compiles the duty-cycle
+solver (`collectives.contention._solve_groups` calls it only once a group above
+`exact_max_jobs` comes up; the default run has none), 12 compiles fewer; recorded at load 8:
+costs 8.2 s, Tiresias 5.8, placement 5.2, walk 5.1, gps 3.2, contention 3.1, engine 2.1, groups
+1.1 (the chain placement → walk → Tiresias 16.1 s against 17.7 s for the rest).
 """
 
 from __future__ import annotations

@@ -315,3 +315,42 @@ def test_quiet_until_nan_is_a_policy_error():
     rows = [dict(submit_time=0.0, num_gpus=1, duration=100.0, model="small", elastic=False)]
     with pytest.raises(PolicyError, match="quiet_until=nan"):
         _run_policy(rows_of(rows), NanQuiet())
+
+
+def test_large_group_kernel_is_called_only_once_a_large_group_comes_up(monkeypatch):
+    """Issue 15: the duty-cycle kernel (`solve_large_groups`, ≈ 4.6 s to compile) is not
+    called — so not compiled — while every group has at most `exact_max_jobs` jobs; the first
+    larger group switches the solver to it for good, with answers bit-identical to `solve`."""
+    import collectives.contention as cc
+
+    rng = np.random.default_rng(5)
+    n, cap = 12, np.full(4, 1e10)
+    C = rng.uniform(0.1, 1.0, n)
+    s, M = C * 0.5, rng.uniform(0.05, 0.5, n)
+    ids = np.repeat(np.arange(4, dtype=np.int64), 3)  # jobs 3i..3i+2 share link i: four 3-job groups
+    dem = np.full(n, 6e9)
+    calls = []
+    kernel = cc.solve_large_groups
+    monkeypatch.setattr(cc, "solve_large_groups", lambda *a: calls.append(1) or kernel(*a))
+    opt = ContentionOptions(exact_max_jobs=4)
+    pc = PreparedContention(cap, options=opt, cache=None)
+    jobs = [pc.job(C[i], s[i], M[i], ids[i:i + 1], dem[i:i + 1]) for i in range(n)]
+
+    def both(idx, link_of):  # (prepared, fresh `solve`) answers for jobs idx on links link_of[idx]
+        sub = [jobs[i]._replace(link_ids=np.array([link_of[i]], np.int64)) for i in idx]
+        p = np.arange(len(idx) + 1, dtype=np.int64)
+        args = (np.array([x.compute_s for x in sub]), np.array([x.comm_start_s for x in sub]),
+                np.array([x.comm_s for x in sub]), p, np.array([link_of[i] for i in idx], np.int64),
+                np.concatenate([x.link_demand_Bps for x in sub]))
+        want = solve(C[idx], s[idx], M[idx], p, args[4], dem[idx], cap, options=opt, cache=None)
+        return pc.solve(*args), want
+
+    for got, want in (both(range(n), ids),  # four 3-job groups: split only
+                      both(range(6), ids)):
+        assert got[0].tobytes() == want[0].tobytes() and got[1].tobytes() == want[1].tobytes()
+    assert not calls and not pc.memo.large_groups
+    merged = np.where(ids < 2, 0, ids)  # jobs 0-5 share link 0: one 6-job group (> 4)
+    for idx, link_of in ((range(n), merged), (range(6, n), ids)):  # then small groups again, by the kernel
+        got, want = both(idx, link_of)
+        assert got[0].tobytes() == want[0].tobytes() and got[1].tobytes() == want[1].tobytes()
+    assert pc.memo.large_groups and len(calls) == 2

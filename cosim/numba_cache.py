@@ -149,6 +149,23 @@ def _remove_hook() -> None:
     sys.meta_path[:] = [f for f in sys.meta_path if not isinstance(f, _BlasProbeDeferrer)]
 
 
+
+def files_stamp(header: str, paths) -> str:
+    """SHA-256 of `header` and each file's absolute path, size and mtime (ns), or 'absent': the key
+    of an on-disk cache entry built from those files (the measured tables, assembled traces)."""
+    import hashlib
+
+    h = hashlib.sha256(header.encode())
+    for p in paths:
+        p = Path(p).absolute()
+        try:
+            st = p.stat()
+            h.update(f"{p}\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
+        except OSError:
+            h.update(f"{p}\0absent\n".encode())
+    return h.hexdigest()
+
+
 def defer_blas_probe() -> None:
     """Install the hook (idempotent; nothing to do when numba's target is already set up)."""
     if "numba.np.arraymath" in sys.modules or any(isinstance(f, _BlasProbeDeferrer) for f in sys.meta_path):

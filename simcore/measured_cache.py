@@ -52,15 +52,9 @@ def cache_dir() -> Path | None:
 
 def stamp(sources: Iterable[Path]) -> str:
     """SHA-256 of `FORMAT_VERSION` and each source's absolute path, size and mtime (ns) or 'absent'."""
-    h = hashlib.sha256(f"cosim-measured-cache v{FORMAT_VERSION}\n".encode())
-    for p in sources:
-        p = Path(p).absolute()
-        try:
-            st = p.stat()
-            h.update(f"{p}\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
-        except OSError:
-            h.update(f"{p}\0absent\n".encode())
-    return h.hexdigest()
+    from cosim.numba_cache import files_stamp
+
+    return files_stamp(f"cosim-measured-cache v{FORMAT_VERSION}\n", sources)
 
 
 def entry_path(folder: Path, kind: str, name: str, sources: list[Path]) -> Path:

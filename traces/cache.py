@@ -24,7 +24,6 @@ lines (`-v`) are logged on the first load only.
 
 from __future__ import annotations
 
-import hashlib
 import logging
 from pathlib import Path
 from typing import Any, Callable
@@ -59,14 +58,10 @@ def _sources() -> list[Path]:
 
 def entry_key(path: Path, seed: int) -> str:
     """SHA-256 naming the entry of trace `path` assembled with `seed` (module docstring)."""
-    h = hashlib.sha256(f"cosim-trace-cache v{FORMAT_VERSION}\0seed={int(seed)}\0{_versions()}\n".encode())
-    for p in [Path(path).absolute(), *_sources()]:
-        try:
-            st = p.stat()
-            h.update(f"{p}\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
-        except OSError:
-            h.update(f"{p}\0absent\n".encode())
-    return h.hexdigest()
+    from cosim.numba_cache import files_stamp
+
+    return files_stamp(f"cosim-trace-cache v{FORMAT_VERSION}\0seed={int(seed)}\0{_versions()}\n",
+                       [Path(path).absolute(), *_sources()])
 
 
 def columns(table: Any) -> dict[str, np.ndarray]:

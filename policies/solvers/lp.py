@@ -380,18 +380,8 @@ def _highs_direct(c, a_ub, b_ub, a_eq, b_eq, lb, ub, options, extra) -> _LpResul
     import scipy.sparse as sp
 
     hc = _highs_core()
-    a = sp.csc_array(sp.vstack([a_ub, a_eq])) if a_eq.shape[0] else sp.csc_array(a_ub)
-    n_row = a.shape[0]
-    lp = hc.HighsLp()
-    lp.num_col_, lp.num_row_ = c.size, n_row
-    lp.a_matrix_.num_col_, lp.a_matrix_.num_row_ = c.size, n_row
-    lp.a_matrix_.format_ = hc.MatrixFormat.kColwise
-    lp.col_cost_ = np.asarray(c, float).tolist()  # lists: see `_highs_lp`
-    lp.col_lower_, lp.col_upper_ = np.asarray(lb, float).tolist(), np.asarray(ub, float).tolist()
-    lp.row_lower_ = np.concatenate([np.full(b_ub.size, -np.inf), b_eq]).tolist()
-    lp.row_upper_ = np.concatenate([b_ub, b_eq]).tolist()
-    lp.a_matrix_.start_, lp.a_matrix_.index_ = a.indptr.tolist(), a.indices.tolist()
-    lp.a_matrix_.value_ = a.data.tolist()
+    a = sp.vstack([a_ub, a_eq]) if a_eq.shape[0] else a_ub
+    lp = _highs_lp(hc, c, a, np.concatenate([np.full(b_ub.size, -np.inf), b_eq]), np.concatenate([b_ub, b_eq]), lb, ub)
     h = hc._Highs()
     h.setOptionValue("output_flag", False)
     h.setOptionValue("log_to_console", False)

@@ -55,3 +55,31 @@ def test_entry_point_exit_codes(tmp_path):
     usage = subprocess.run([sys.executable, "-m", "cli.app", "no-such-command"], cwd=REPO, capture_output=True,
                            text=True)
     assert usage.returncode == 2 and "No such command" in usage.stderr
+
+
+def test_entry_point_collects_garbage_less_often_but_still_collects(tmp_path):
+    """`main()` raises the collector's thresholds for the `cosim` process only (cli.app.GC_THRESHOLDS);
+    in-process use (`app(...)`, the test runner) keeps Python's, and garbage cycles are still freed."""
+    import gc
+
+    from cli import app as cli_app
+
+    assert gc.get_threshold() != cli_app.GC_THRESHOLDS  # importing the CLI changes nothing
+    done = _run("import gc, sys, weakref, cli.app as app\n"
+                "class Cycle: pass\n"
+                "freed = []\n"
+                "def command():\n"
+                "    print(gc.get_threshold())\n"
+                "    for _ in range(3):  # cycles of garbage, as long commands make\n"
+                "        for _ in range(60_000):\n"
+                "            a = Cycle(); a.me = a\n"
+                "        probe = Cycle(); probe.me = probe; weakref.finalize(probe, freed.append, 1); del probe\n"
+                "        for _ in range(60_000):\n"
+                "            b = Cycle(); b.me = b\n"
+                "    print(len(freed))\n"
+                "app.app = command\n"
+                "app.main()\n", tmp_path)
+    assert done.returncode == 0, done.stderr
+    thresholds, freed = done.stdout.split("\n")[:2]
+    assert thresholds == str(cli_app.GC_THRESHOLDS)
+    assert int(freed) >= 2, "cyclic garbage was not collected during a long command"

@@ -19,7 +19,6 @@ from __future__ import annotations
 import json
 import math
 import re
-import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -29,6 +28,7 @@ from hypothesis import strategies as st
 
 from tests.fuzz._harness import HOSTILE_TEXT, SETTINGS, outcome
 from tests.fuzz.test_files import TOML_VALUES, _mutate
+from tests.scratch import scratch_dir
 
 QUOTED_KEY_LINE = re.compile(r'^(\s*"[^"]+"\s*=\s*)(.+?)\s*$')
 
@@ -46,7 +46,7 @@ CELL = HOSTILE_TEXT | st.sampled_from(["1", "2", "4", "32", "0.1", "0.01", "144"
 
 
 def _app_file(app: str, name: str, data: bytes) -> Path:
-    d = Path(tempfile.mkdtemp()) / app
+    d = scratch_dir() / app
     d.mkdir()
     (d / name).write_bytes(data)
     return d / name
@@ -112,7 +112,7 @@ GAVEL_ENTRY = st.one_of(st.fixed_dictionaries({"null": JSON_LEAF}), JSON_ANY)
 def test_gavel_json(doc, raw):
     from calibration.importers import read_gavel
 
-    d = Path(tempfile.mkdtemp())
+    d = scratch_dir()
     f = d / "thr.json"
     f.write_bytes(raw if raw is not None else json.dumps(doc).encode())
 
@@ -176,7 +176,7 @@ def test_measurement_parquet(kind, edits, drop, rows, cut):
             vals[r % len(vals)] = v
             cols[name] = vals
     cols.pop(drop, None)
-    d = Path(tempfile.mkdtemp())
+    d = scratch_dir()
     f = d / "m.parquet"
     try:
         pd.DataFrame({k: pd.Series(v, dtype=object if any(isinstance(x, str) for x in v) else None)
@@ -197,7 +197,7 @@ def _toml_file(text: str, junk: int | None) -> Path:
     if junk is not None:
         k = junk % (len(data) + 1)
         data = data[:k] + b"\xff" + data[k:]
-    path = Path(tempfile.mkdtemp()) / "p.toml"
+    path = scratch_dir() / "p.toml"
     path.write_bytes(data)
     return path
 

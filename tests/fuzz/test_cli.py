@@ -15,7 +15,6 @@ reports a cluster within `MAX_CLUSTER_GPUS`; unit parsers return finite numbers 
 from __future__ import annotations
 
 import math
-import tempfile
 from pathlib import Path
 from unittest import mock
 
@@ -23,6 +22,7 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 from tests.fuzz._harness import HOSTILE_TEXT, SETTINGS, cli_outcome, outcome
+from tests.scratch import scratch_dir
 
 NUMBERS = st.one_of(st.integers(-10**20, 10**20), st.sampled_from([-1, 0, 1, 2**32, 2**63 - 1, 2**63, 10**8]))
 COSTS = st.one_of(HOSTILE_TEXT, st.sampled_from(["flat30", "aryl", "free", "-500", "1e400", "inf", "nan", "45"]))
@@ -51,7 +51,7 @@ def _fake():
 def test_simulate_options(seed, costs, out_is_file):
     from simcore.costs import COST_PRESETS
 
-    out = Path(tempfile.mkdtemp()) / "out"
+    out = scratch_dir() / "out"
     if out_is_file:
         out.write_text("not a folder")
     args = ["simulate", "--policy", "fifo-test", "--seed", str(seed), "--costs", costs, "--out", str(out)]
@@ -96,7 +96,7 @@ def test_traces_synth_counts(n, seed):
 
     from cosim.validate import MAX_SYNTH_JOBS
 
-    out = Path(tempfile.mkdtemp()) / "t.parquet"
+    out = scratch_dir() / "t.parquet"
     digits = n.strip().lstrip("-")
     if digits.isascii() and digits.isdecimal() and int(n) > 200:  # keep accepted runs fast; still probe the bound
         n = str(MAX_SYNTH_JOBS + 1)
@@ -113,7 +113,7 @@ def test_traces_synth_counts(n, seed):
 @given(jobs=NUMBERS.filter(lambda x: abs(x) < 10**6).map(str), window=HOSTILE_TEXT | st.sampled_from(["8h", "0", "-1h"]))
 def test_traces_sample_options(jobs, window):
     fix = Path(__file__).resolve().parents[1] / "fixtures" / "traces" / "helios_cluster_log.csv"
-    out = Path(tempfile.mkdtemp()) / "s.parquet"
+    out = scratch_dir() / "s.parquet"
 
     def check(res) -> None:
         assert _as_int(jobs) >= 1

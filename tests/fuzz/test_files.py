@@ -16,7 +16,6 @@ from __future__ import annotations
 import dataclasses
 import math
 import re
-import tempfile
 from importlib import resources
 from pathlib import Path
 
@@ -24,6 +23,7 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 from tests.fuzz._harness import HOSTILE_TEXT, SETTINGS, cli_outcome, outcome
+from tests.scratch import scratch_dir
 
 REPO = Path(__file__).resolve().parents[2]
 TOML_VALUES = st.one_of(
@@ -45,7 +45,7 @@ def _mutate(text: str, line_no: int, value: str) -> str:
 
 
 def _write(data: bytes, name: str) -> Path:
-    d = Path(tempfile.mkdtemp())
+    d = scratch_dir()
     p = d / name
     p.write_bytes(data)
     return p

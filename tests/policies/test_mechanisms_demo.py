@@ -26,6 +26,7 @@ from policies.mechanisms_demo import MechanismsDemo
 from simcore.api import JobState, ReclaimDemand
 from simcore.capacity import default_answer
 from simcore.goodput import load_app
+from tests.scratch import scratch_dir
 from traces.io import write_jobs
 
 #: the run's costs for the demo: Aryl's (63 s preemption) with distinct, recognisable seconds
@@ -262,7 +263,7 @@ def _small_aryl() -> str:
         text = (Path(netmodel.__file__).parent / "presets" / "aryl.toml").read_text()
         text = text.replace('name = "aryl"', 'name = "aryl-small"').replace("nodes = 443", "nodes = 1") \
             .replace("nodes = 520", "nodes = 3")
-        p = Path(tempfile.mkdtemp(prefix="cosim-aryl-small-")) / "aryl-small.toml"
+        p = scratch_dir("cosim-aryl-small-") / "aryl-small.toml"
         p.write_text(text)
         _SMALL["path"] = str(p)
     return _SMALL["path"]

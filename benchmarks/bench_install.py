@@ -37,6 +37,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from benchmarks.child_env import user_env
+
 REPO = Path(__file__).resolve().parents[1]
 PACKAGES = ("cosim", "simcore", "netmodel", "collectives", "calibration", "policies", "traces", "experiments", "cli")
 
@@ -77,8 +79,7 @@ def measure(repo: Path, pip_args: list[str], simulate: bool = True) -> list[dict
         elsewhere.mkdir()
         # a user's shell: no PYTHONDONTWRITEBYTECODE (this project's sandboxes set it; with it, a
         # --no-compile install would compile every imported module again on every run)
-        env = {k: v for k, v in os.environ.items()
-               if k not in ("PYTHONPATH", "NUMBA_CACHE_DIR", "VIRTUAL_ENV", "PYTHONDONTWRITEBYTECODE")}
+        env = user_env(drop=("PYTHONPATH", "NUMBA_CACHE_DIR", "VIRTUAL_ENV"))
         env["COSIM_NUMBA_CACHE_DIR"] = str(root / "numba-cache")
         venv = root / "venv"
         rows = [_timed("venv", [sys.executable, "-m", "venv", str(venv)], elsewhere, env)]

@@ -57,6 +57,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from benchmarks.child_env import user_env
+
 REPO = Path(__file__).resolve().parents[1]
 POLICIES = {"tiresias": "tiresias-pollux", "optimus": "optimus"}  # peer name -> cosim name
 DEFAULT_PEER_DIR = Path("/tmp/adaptdl/simulator")
@@ -70,12 +72,16 @@ def workload_path(n: int) -> Path:
     return shared_data_dir("traces") / "philly" / "workloads-pollux-osdi21" / f"workload-{n}.csv"
 
 
+#: the children's environment: a user's shell (`benchmarks.child_env`: bytecode cached after the warm-up run)
+CHILD_ENV = user_env()
+
+
 def timed(cmd: list[str], cwd: Path, env: dict | None = None) -> tuple[float, float, float, int]:
     """(CPU s user+sys, wall s, 1-min load at the start, exit code) of one child process."""
     load = os.getloadavg()[0]
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
-    rc = subprocess.run(cmd, check=False, cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE).returncode
+    rc = subprocess.run(cmd, check=False, cwd=cwd, env=env or CHILD_ENV, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE).returncode
     wall = time.perf_counter() - t0
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
@@ -136,7 +142,27 @@ def main(argv: list[str] | None = None) -> int:
                     line["peer"] = (cpu, wall, load) if rc == 0 else None
                 rows.append(line)
                 print(_fmt(line, repos, recorded), flush=True)
+    _summary(rows, repos, recorded)
     return 0
+
+
+def _summary(rows: list[dict], repos: list[Path], recorded: dict) -> None:
+    """Per workload and policy: each checkout's median CPU s (range), the peer's, and the ratio of the medians."""
+    import statistics
+
+    print("\nmedians (min-max) of CPU s; ratio = peer median / cosim median")
+    for key in sorted({(r["workload"], r["policy"]) for r in rows}):
+        sel = [r for r in rows if (r["workload"], r["policy"]) == key]
+        peer = [r["peer"][0] for r in sel if r.get("peer")] or recorded.get((key[1], key[0]), [])
+        parts = [f"w{key[0]} {key[1]:<8}"]
+        pm = statistics.median(peer) if peer else None
+        for i, _ in enumerate(repos):
+            c = [r[f"cosim{i}"][0] for r in sel]
+            cm = statistics.median(c)
+            parts.append(f"cosim[{i}] {cm:.2f} ({min(c):.2f}-{max(c):.2f})" + (f" {pm / cm:5.1f}x" if pm else ""))
+        if peer:
+            parts.append(f"peer {pm:.2f} ({min(peer):.2f}-{max(peer):.2f}){'' if sel[0].get('peer') else ' recorded'}")
+        print(" | ".join(parts), flush=True)
 
 
 def _fmt(line: dict, repos: list[Path], recorded: dict) -> str:

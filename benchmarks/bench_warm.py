@@ -25,6 +25,8 @@ import sys
 import time
 from pathlib import Path
 
+from benchmarks.child_env import user_env
+
 REPO = Path(__file__).resolve().parents[1]
 
 
@@ -51,9 +53,8 @@ def main(argv: list[str] | None = None) -> int:
     repos = ([("base", args.base.resolve())] if args.base else []) + [("this", REPO)]
     commands = [["--help"]] + ([] if args.help_only else [["simulate"]])
     # not counted: fill an empty kernel cache, and write the checkout's bytecode (__pycache__) as an
-    # installed copy has it — this project's sandboxes set PYTHONDONTWRITEBYTECODE, under which a
-    # checkout compiles all of cosim's modules on every run (≈ 0.2-0.3 s of CPU on a warm run)
-    writes_pyc = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    # installed copy has it (`benchmarks.child_env`)
+    writes_pyc = user_env()
     for _, repo in repos:
         run_once(repo, ["--help"] if args.help_only else ["simulate"], args.python, writes_pyc)
     for cmd in commands:

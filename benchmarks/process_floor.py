@@ -22,6 +22,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from benchmarks.child_env import user_env
+
 REPO = Path(__file__).resolve().parents[1]
 
 _CHILD = r"""
@@ -72,7 +74,8 @@ def main(argv: list[str] | None = None) -> int:
     runs, loads = [], []
     for i in range(args.repeat + 1):  # the first run warms the caches and is not counted
         loads.append(os.getloadavg()[0])
-        res = subprocess.run([sys.executable, "-c", code], cwd=args.repo, capture_output=True, text=True, check=True)
+        res = subprocess.run([sys.executable, "-c", code], cwd=args.repo, capture_output=True, text=True, check=True,
+                             env=user_env())  # bytecode cached, as for a user (benchmarks.child_env)
         if i:
             runs.append(json.loads(res.stdout.strip().splitlines()[-1]))
     names = [n for n, _ in runs[0]["stages"]]

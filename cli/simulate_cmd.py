@@ -8,8 +8,8 @@ DIR/summary.parquet, DIR/config.json.
 """
 
 # No `from __future__ import annotations` here: typer reads the command's parameter types with
-# `typing.get_type_hints`, which compiles and evaluates every string annotation (≈ 50 compiles,
-# ≈ 1.5 ms of each `cosim simulate`); evaluated when the module loads, they cost nothing more.
+# `typing.get_type_hints`, which compiles and evaluates every string annotation (50 compiles,
+# ≈ 0.7-1 ms of each `cosim simulate`); evaluated when the module loads, they cost nothing more.
 from pathlib import Path
 from typing import Optional
 

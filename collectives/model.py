@@ -251,7 +251,7 @@ class CommModel:
         if skey in self._shapes:
             return self._shapes[skey]
         # imported here and in `multidim_stages`: only runs that ask for ``multidim`` need it, and
-        # importing it (two frozen dataclasses, Dally's `AstraSystem`) took ≈ 2 ms of every
+        # importing it (two frozen dataclasses, Dally's `AstraSystem`) took ≈ 1.4 ms CPU of every
         # cached `cosim simulate` that does not
         from collectives.multidim import multidim_cost
 

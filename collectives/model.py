@@ -43,7 +43,6 @@ import numpy as np
 from numba import njit
 
 from collectives.algorithms import OPS, algorithm_costs, node_attributes, protocol_array, scalar_params
-from collectives.multidim import level_phases, multidim_cost
 from collectives.params import ALGORITHMS, CommParams
 from collectives.shape import Shape, placement_shape
 from cosim.errors import InputError
@@ -251,6 +250,11 @@ class CommModel:
         skey = (op, shape.key, "multidim")
         if skey in self._shapes:
             return self._shapes[skey]
+        # imported here and in `multidim_stages`: only runs that ask for ``multidim`` need it, and
+        # importing it (two frozen dataclasses, Dally's `AstraSystem`) took ≈ 1.4 ms CPU of every
+        # cached `cosim simulate` that does not
+        from collectives.multidim import multidim_cost
+
         res = multidim_cost(self.topo, shape, op, self.params)
         sc = None
         if res is not None:
@@ -270,6 +274,8 @@ class CommModel:
         = the level (dimension) whose one collective engine a stage occupies. The per-call
         ``base_latency_s`` is added to the first stage. Sum of seconds = the all-reduce time of
         `allreduce(..., algorithm="multidim")` on a uniform placement."""
+        from collectives.multidim import level_phases, multidim_cost
+
         shape, _ = self._placement(np.asarray(gpus, dtype=np.int64))
         res = multidim_cost(self.topo, shape, op, self.params)
         if res is None or not res[3]:

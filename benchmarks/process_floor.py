@@ -34,7 +34,7 @@ sys.path.insert(0, os.getcwd())
 import typer; mark("typer")
 sys.argv = ["cosim", "simulate"]
 import cli.app; mark("cli.app (simulate registered)")
-import gc; gc.set_threshold(*cli.app.GC_THRESHOLDS)  # as cli.app.main() does
+import cosim.process_settings; cosim.process_settings.apply()  # as cli.app.main() does
 import numpy; mark("numpy")
 import numba; mark("numba")
 import pyarrow, pyarrow.parquet; mark("pyarrow + pyarrow.parquet")

@@ -130,9 +130,6 @@ def _register(names: tuple[str, ...]) -> None:
 
 _register(_modules_for(__import__("sys").argv))
 
-#: the `cosim` process's garbage-collector thresholds (`gc.set_threshold`; Python's default is (700, 10, 10))
-GC_THRESHOLDS = (50_000, 10, 10)
-
 
 def main() -> None:
     """The `cosim` entry point: run the command, then leave without tearing the interpreter down.
@@ -146,16 +143,12 @@ def main() -> None:
     ends the process with `os._exit`. An exception that escapes the command takes the ordinary
     path (its traceback); so does in-process use (`app(...)`, typer's test runner).
 
-    The process also collects its cyclic garbage less often (`GC_THRESHOLDS`): importing numba
-    builds hundreds of thousands of long-lived objects (its type registries), and with Python's
-    default young-generation threshold (700 allocations) a cached `cosim simulate` ran ≈ 196
-    collections that re-scanned them as they aged, 0.04-0.05 s of its ≈ 0.6 s CPU; with these
-    thresholds it runs two (0.02 s), at the same peak memory (193 MB). Long commands (sweeps,
-    reproductions) still collect, every 50,000 allocations.
+    Before the command, the process takes the runtime settings of a simulating process
+    (`cosim.process_settings`: the garbage collector's and glibc malloc's thresholds).
     """
-    import gc
+    from cosim import process_settings
 
-    gc.set_threshold(*GC_THRESHOLDS)
+    process_settings.apply()
     try:
         app()
     except SystemExit as exc:

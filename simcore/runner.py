@@ -36,7 +36,6 @@ from cosim.atomic import write_parquet, write_text
 from cosim.errors import InputError
 from simcore.admission import reject_never_fit
 from simcore.api import JobState
-from simcore.capacity import load_series_plan
 from simcore.costs import resolve_costs
 from simcore.engine import CapacityChange, Engine, EngineOptions
 from simcore.goodput import PROGRESS_OPTIONS, assign_goodput, fill_run_epochs
@@ -249,6 +248,8 @@ def run(config: RunConfig, out_dir: Path | None, progress: bool = False, backend
             raise InputError.at(field="reclaim_grace_s", expected="seconds >= 0", got=config.reclaim_grace_s)
         busy = np.isfinite(solo) & (base.state != JobState.UNSCHEDULABLE)
         horizon = float(base.submit_time.max(initial=0.0)) + float(solo[busy].sum())
+        from simcore.capacity import load_series_plan  # runs with a load series only
+
         cap_plan = load_series_plan(config.load_series, topo, horizon, config.seed, config.reclaim_grace_s)
     ref_changes = [(c.time_s, c.node, c.online) for c in caps] + (cap_plan.node_changes() if cap_plan else [])
     gps = ftf_reference_jct(config.ftf_reference, base.submit_time, base.num_gpus, base.max_gpus, solo, node_gpus,

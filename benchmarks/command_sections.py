@@ -2,7 +2,7 @@
 the cyclic garbage collector costs it: the two measures behind branch lb-command (issue 14's
 "Tiresias ≥ 20× the Pollux simulator, whole process").
 
-    python -m benchmarks.command_sections sections [--repeat 9] [--workload 3] [--policy tiresias-pollux] [--twice]
+    python -m benchmarks.command_sections sections [--repeat 9] [--workload 3] [--policy P] [--twice]
     python -m benchmarks.command_sections gc [--workload 3] [--gen0 N]
 
 `sections`: in a fresh process per repeat, the command's modules imported first (so that their
@@ -54,13 +54,16 @@ def _args(workload: int, policy: str, out: str) -> list[str]:
 
 def _child_sections(workload: int, policy: str, twice: bool) -> dict[str, float]:
     """One measured command in this process (see the module docstring); counter → CPU seconds."""
+    # the modules the command imports, imported before its clock starts (numba's typeof
+    # imports numpy.ma on the first kernel call)
     import numba.core.dispatcher as nd
-    import pyarrow.parquet  # noqa: F401  imports the command makes, done before the clock starts
-    import rich.console  # noqa: F401
+    import numpy.ma  # noqa: F401
+    import pyarrow.parquet  # noqa: F401
+    import rich.console
     import rich.table  # noqa: F401
 
-    import calibration.importers  # noqa: F401
-    import calibration.stepform  # noqa: F401
+    import calibration.importers
+    import calibration.stepform
     import calibration.zoo  # noqa: F401
     import cli.app
     import cli.simulate_cmd as sc
@@ -68,7 +71,6 @@ def _child_sections(workload: int, policy: str, twice: bool) -> dict[str, float]
     import cosim.outdir  # noqa: F401
     import experiments.runner  # noqa: F401
     import netmodel  # noqa: F401
-    import numpy.ma  # noqa: F401  (numba's typeof imports it on the first kernel call)
     import policies
     import simcore.engine as eng
     import simcore.measured_cache as mc
@@ -90,7 +92,8 @@ def _child_sections(workload: int, policy: str, twice: bool) -> dict[str, float]
 
         setattr(owner, name, timed)
 
-    for name in ("build_perf", "build_jobs", "ftf_reference_jct", "write_parquet", "summary_extras", "assign_goodput"):
+    for name in ("build_perf", "build_jobs", "ftf_reference_jct", "write_parquet", "summary_extras",
+                 "assign_goodput"):
         wrap(rn, name, name)
     wrap(eng.Engine, "run", "Engine.run")
     for name in ("_step", "_accept", "_apply", "_view"):
@@ -165,15 +168,15 @@ def main() -> None:
         cmd = [sys.executable, "-m", "benchmarks.command_sections", "child-gc", "--workload", str(a.workload),
                "--policy", a.policy] + ([] if a.gen0 is None else ["--gen0", str(a.gen0)])
         t = time.time()
-        r = subprocess.run(cmd, capture_output=True, text=True, env=env)
+        r = subprocess.run(cmd, capture_output=True, text=True, env=env, check=False)  # its output says why
         line = [x for x in r.stderr.splitlines() if x.startswith("GC ")]
         print(line[-1] if line else r.stderr[-2000:], f"(whole process {time.time() - t:.2f} s wall)")
         return
     rows = []
     for _ in range(a.repeat):
-        cmd = [sys.executable, "-m", "benchmarks.command_sections", "child-sections", "--workload", str(a.workload),
-               "--policy", a.policy] + (["--twice"] if a.twice else [])
-        r = subprocess.run(cmd, capture_output=True, text=True, env=env)
+        cmd = [sys.executable, "-m", "benchmarks.command_sections", "child-sections",
+               "--workload", str(a.workload), "--policy", a.policy] + (["--twice"] if a.twice else [])
+        r = subprocess.run(cmd, capture_output=True, text=True, env=env, check=False)  # its output says why
         line = [x for x in r.stdout.splitlines() if x.startswith("JSON")]
         if not line:
             sys.exit(r.stderr[-3000:])

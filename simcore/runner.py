@@ -208,8 +208,8 @@ def run(config: RunConfig, out_dir: Path | None, progress: bool = False, backend
                                                          f"not simulate (policies: {', '.join(config.policies)})")
     costs_of = {name: resolve_costs(config.policy_costs[name], f"policy_costs.{name}") if name in config.policy_costs
                 else resolve_costs(config.costs) for name in config.policies}  # bad settings fail before any work
-    for name in config.policies:  # bad parameters fail before any work too (a policy is cheap to build)
-        be.make_policy(name, dict(config.policy_params.get(name, {})))
+    # bad parameters fail before any work too; each policy built here is the one its run uses
+    built = [be.make_policy(name, dict(config.policy_params.get(name, {}))) for name in config.policies]
     if config.progress not in PROGRESS_OPTIONS:
         raise InputError.at(field="progress", expected=" or ".join(PROGRESS_OPTIONS), got=config.progress)
     if config.ftf_reference not in FTF_REFERENCES:
@@ -270,8 +270,7 @@ def run(config: RunConfig, out_dir: Path | None, progress: bool = False, backend
     rows, jobs_out, tls, decs, walls, pwalls, recl = [], {}, {}, {}, {}, {}, {}
     bar = _Progress(progress, len(config.policies), base.num_jobs)
     try:
-        for name in config.policies:
-            policy = be.make_policy(name, dict(config.policy_params.get(name, {})))
+        for name, policy in zip(config.policies, built):
             jobs = _fresh(base)
             never = reject_never_fit(jobs, policy, topo.gpu_type, topo.gpu_type_names)
             if never:

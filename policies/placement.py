@@ -133,9 +133,10 @@ def _most_free_nodes(f: np.ndarray, demand: int) -> tuple[np.ndarray, np.ndarray
     if demand <= 0 or int(f.sum()) < demand:
         return np.empty(0, np.int64), np.empty(0, np.int64)
     order = np.argsort(-f, kind="stable")
-    take = np.minimum(f[order], np.maximum(demand - (np.cumsum(f[order]) - f[order]), 0))
+    fo = f[order]
+    take = np.minimum(fo, np.maximum(demand - (np.cumsum(fo) - fo), 0))
     keep = take > 0
-    return order[keep].astype(np.int64), take[keep].astype(np.int64)
+    return order[keep].astype(np.int64, copy=False), take[keep].astype(np.int64, copy=False)
 
 
 def place(

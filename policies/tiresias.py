@@ -274,34 +274,29 @@ class Tiresias(BasePolicy):
             self._entered = np.array(jobs.submit_time, float)
             self._qseen = np.zeros(self._n, np.int64)
         active = view.active().astype(np.int64)
-        moved = active[q[active] != self._qseen[active]]
+        qa = q[active]
+        moved = active[qa != self._qseen[active]]
         self._entered[moved] = now
-        self._qseen[active] = q[active]
+        self._qseen[active] = qa
         running = view.running()
         run = np.zeros(self._n, bool)
         run[running] = True
-        sub = jobs.submit_time
-        if self.config.queue_order == "entry":
-            keys = [(int(q[j]), float(self._entered[j]), float(sub[j]), int(j)) for j in active.tolist()]
-        else:
-            keys = [(int(q[j]), not run[j], float(sub[j]), int(j)) for j in active.tolist()]
-        order = [k[-1] for k in sorted(keys)]
+        # priority order: queue, then entry time (`entry`) or running first, then arrival, then
+        # index (unique: a total order); one lexsort, its last key first
+        within = self._entered[active] if self.config.queue_order == "entry" else ~run[active]
+        order = active[np.lexsort((active, jobs.submit_time[active], within, qa))]
         r = Round(view, self)
         free = int(np.count_nonzero(view.cluster.gpu_online))
         admitted = []
-        for j in order:
-            d = int(r.dem[j])
+        for j, d in zip(order.tolist(), r.dem[order].tolist()):
             if d <= free:
                 free -= d
                 admitted.append(j)
         ok = np.zeros(self._n, bool)
         ok[admitted] = True
-        for j in running.tolist():
-            if not ok[j]:
-                r.preempt(j)
-        for j in running.tolist():
-            if ok[j]:
-                r.keep(j)
+        for j in running[~ok[running]].tolist():
+            r.preempt(j)
+        r.keep_all_undecided()  # the admitted running jobs, where they are
         skew = self._is_skewed(view)
         placed_all = True
         for j in admitted:

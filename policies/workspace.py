@@ -67,7 +67,9 @@ class Workspace:
         if w is None or w[0] is not c or w[1] != n_jobs:
             g_n = c.num_gpus
             ibuf = np.zeros(RK.walk_buffer_size(n_jobs, g_n), np.int64)
-            parts = RK.walk_buffers(ibuf, n_jobs, g_n)
+            # the kernels' own layout function, run as Python (slices: the same views): once per
+            # run, loading its compiled form from numba's cache would cost ~3-4 ms for nothing
+            parts = RK.walk_buffers.py_func(ibuf, n_jobs, g_n)
             parts[-1][:] = -1  # rank
             masks = np.zeros((2, g_n), bool)
             w = self._walk = (c, n_jobs, len(c.gpu_type_names) <= 1, self.kernel_topo(c), ibuf, masks,

@@ -51,7 +51,7 @@ import math
 import time as _time
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 import numpy as np
 
@@ -64,7 +64,6 @@ from simcore.api import (
     Decision,
     PolicyFlags,
 )
-from simcore.capacity import CapacityPlan, ReclaimLog
 from simcore.costs import ChangeCosts, CostCharger
 from simcore.engine_apply import Applying
 from simcore.engine_capacity import NodeChanges
@@ -81,6 +80,9 @@ from simcore.state import ClusterState, JobTable
 from simcore.validate import validate_decision
 from simcore.whatif import WhatIf
 from simcore.work import ConstantEfficiency, StatEfficiency
+
+if TYPE_CHECKING:  # imported only for a run with a load series (~2 ms of import otherwise)
+    from simcore.capacity import CapacityPlan, ReclaimLog
 
 log = logging.getLogger(__name__)
 
@@ -217,7 +219,12 @@ class Engine(Stepping, EventHandling, NodeChanges, PolicyView, Applying, Recordi
         # capacity protocol (`simcore.capacity`): demand i is Event(job=i, node=-1, version=0);
         # the nodes of its answer leaving later, Event(job=i, node=-1, version=1)
         self._plan = capacity_plan
-        self.reclaims = ReclaimLog() if capacity_plan is not None else None
+        if capacity_plan is not None:
+            from simcore.capacity import ReclaimLog
+
+            self.reclaims = ReclaimLog()
+        else:
+            self.reclaims = None
         self._answers_reclaims = flags.answers_reclaims
         self._promised: set[int] = set()  # nodes answered but not yet returned
         self._answered: dict[int, tuple[tuple[int, ...], int]] = {}  # demand → (nodes, log row)

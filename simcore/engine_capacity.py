@@ -16,7 +16,6 @@ import numpy as np
 
 from cosim.errors import CosimError, PolicyError
 from simcore.api import Allocation, ReclaimDemand
-from simcore.capacity import check_answer, default_answer
 from simcore.engine_constants import CAPACITY
 from simcore.events import Event
 from simcore.validate import Plan
@@ -39,6 +38,8 @@ class NodeChanges:
     def _capacity_demand(self, i: int, t: float) -> None:
         """Demand i of the capacity plan: nodes of its pool join (lowest ids first), or the
         policy (or `default_answer`) chooses which to give back, checked by `check_answer`."""
+        from simcore.capacity import check_answer, default_answer  # runs with a load series only
+
         d = self._plan.demands[i]
         c = self.cluster
         t_ = c.topology

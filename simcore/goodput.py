@@ -70,30 +70,43 @@ class AppStats:
         """Epochs completed after `steps` initial-batch steps (0-based index of the one running)."""
         return min(int(np.searchsorted(self.epoch_end, steps, side="right")), self.epochs - 1)
 
-    def grad_stats(self, batch: float, epoch: int) -> tuple[float, float]:
-        """(sqr, var) during `epoch` at global batch `batch`, interpolated between profiled batches."""
+    def grad_stats_rows(self, batch: float) -> tuple[np.ndarray, np.ndarray]:
+        """(sqr, var) of every epoch at global batch `batch` (float64[E] each), interpolated
+        between profiled batches."""
         b = self.batches
-        e = min(max(int(epoch), 0), self.epochs - 1)
         hi = int(np.searchsorted(b, batch, side="left"))
         if hi <= 0:
-            return float(self.grad_sqr[0, e]), float(self.grad_var[0, e])
+            return self.grad_sqr[0], self.grad_var[0]
         if hi >= b.shape[0]:
-            return float(self.grad_sqr[-1, e]), float(self.grad_var[-1, e])
+            return self.grad_sqr[-1], self.grad_var[-1]
         if b[hi] == batch:
-            return float(self.grad_sqr[hi, e]), float(self.grad_var[hi, e])
+            return self.grad_sqr[hi], self.grad_var[hi]
         lo = hi - 1
         w = (batch - b[lo]) / (b[hi] - b[lo])
-        sqr = (1.0 - w) * self.grad_sqr[lo, e] + w * self.grad_sqr[hi, e]
-        var = (1.0 - w) * self.grad_var[lo, e] + w * self.grad_var[hi, e]
-        return float(sqr), float(var)
+        sqr = (1.0 - w) * self.grad_sqr[lo] + w * self.grad_sqr[hi]
+        var = (1.0 - w) * self.grad_var[lo] + w * self.grad_var[hi]
+        return sqr, var
+
+    def grad_stats(self, batch: float, epoch: int) -> tuple[float, float]:
+        """(sqr, var) during `epoch` at global batch `batch`, interpolated between profiled batches."""
+        e = min(max(int(epoch), 0), self.epochs - 1)
+        sqr, var = self.grad_stats_rows(batch)
+        return float(sqr[e]), float(var[e])
+
+    def efficiency_row(self, batch: float) -> np.ndarray:
+        """E(batch) of every epoch (float64[E]), relative to the initial batch (E(b_0) = 1).
+        Element-wise the same float operations, in the same order, as one epoch's: a run asks
+        for a batch's efficiency at each of its epochs (`GoodputModel` keeps the rows)."""
+        scale = float(batch) / self.init_batch
+        sqr, var = self.grad_stats_rows(batch)
+        denom = var / scale + sqr
+        ok = denom > 0
+        gain = np.divide(var + sqr, denom, out=np.ones_like(denom), where=ok)  # 1 where denom <= 0
+        return gain / scale
 
     def efficiency(self, batch: float, epoch: int) -> float:
         """E(batch) during `epoch`, relative to the initial batch (E(b_0) = 1)."""
-        scale = float(batch) / self.init_batch
-        sqr, var = self.grad_stats(batch, epoch)
-        denom = var / scale + sqr
-        gain = (var + sqr) / denom if denom > 0 else 1.0
-        return gain / scale
+        return float(self.efficiency_row(batch)[min(max(int(epoch), 0), self.epochs - 1)])
 
     def goodput_samples_s(self, batch: float, iter_s: float, epoch: int) -> float:
         """Goodput: samples per second (`batch / iter_s`) times the efficiency of `batch`."""
@@ -202,7 +215,7 @@ class GoodputModel:
         # these finite ascending floats) and each (application, batch, epoch)'s efficiency kept
         self._app = self.app_of.tolist()
         self._bounds_l = [b.tolist() for b in self.bounds]
-        self._eff: dict[tuple, float] = {}
+        self._rows: dict[tuple[int, float], list[float]] = {}  # efficiency per epoch by (application, batch)
         self._solo: dict[tuple[int, float], float] = {}  # solo_iters by (application, batch)
 
     def epoch(self, job: int, progress: float) -> int:
@@ -212,15 +225,18 @@ class GoodputModel:
         b = self._bounds_l[a]
         return min(bisect_right(b, progress), len(b) - 1)
 
+    def _row(self, a: int, batch: float) -> list[float]:
+        """Application a's efficiency at `batch` in each epoch (deterministic: computed once)."""
+        row = self._rows.get((a, batch))
+        if row is None:
+            row = self._rows[(a, batch)] = self.apps[a].efficiency_row(batch).tolist()
+        return row
+
     def efficiency(self, job: int, batch: int, progress: float) -> float:
         a = self._app[job]
         if a < 0:
             return 1.0
-        key = (a, batch, self.epoch(job, progress))
-        e = self._eff.get(key)
-        if e is None:  # deterministic in (application, batch, epoch): computed once
-            e = self._eff[key] = self.apps[a].efficiency(batch, key[2])
-        return e
+        return self._row(a, batch)[self.epoch(job, progress)]
 
     def solo_iters(self, job: int, batch: int) -> float:
         """Iterations at a fixed global `batch` to finish job's run (its epochs, each at its own
@@ -231,9 +247,10 @@ class GoodputModel:
         if hit is not None:
             return hit
         st = self.apps[key[0]]
-        steps = np.diff(st.epoch_end, prepend=0.0)
+        steps = np.diff(st.epoch_end, prepend=0.0).tolist()
         scale = float(batch) / st.init_batch
-        out = self._solo[key] = float(sum(steps[e] / (scale * st.efficiency(batch, e)) for e in range(st.epochs)))
+        eff = self._row(key[0], batch)
+        out = self._solo[key] = float(sum(steps[e] / (scale * eff[e]) for e in range(st.epochs)))
         return out
 
     def epoch_bounds(self, job: int) -> np.ndarray | None:

@@ -290,7 +290,8 @@ class PerfModel:
             self._compute[key] = v
         return v
 
-    def micro_batching(self, model: str, types: np.ndarray, local_batch: int, n_gpus: int = 1) -> tuple[int, int] | None:
+    def micro_batching(self, model: str, types: np.ndarray | list[int], local_batch: int,
+                       n_gpus: int = 1) -> tuple[int, int] | None:
         """(accumulation steps, micro-batch) for `local_batch` on GPU types `types` (the job on
         `n_gpus`), or None."""
         limit = min(self.max_local_batch(model, int(t), n_gpus) for t in types)

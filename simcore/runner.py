@@ -36,7 +36,6 @@ from cosim.atomic import write_parquet, write_text
 from cosim.errors import InputError
 from simcore.admission import reject_never_fit
 from simcore.api import JobState
-from simcore.capacity import load_series_plan
 from simcore.costs import resolve_costs
 from simcore.engine import CapacityChange, Engine, EngineOptions
 from simcore.goodput import PROGRESS_OPTIONS, assign_goodput, fill_run_epochs
@@ -209,8 +208,8 @@ def run(config: RunConfig, out_dir: Path | None, progress: bool = False, backend
                                                          f"not simulate (policies: {', '.join(config.policies)})")
     costs_of = {name: resolve_costs(config.policy_costs[name], f"policy_costs.{name}") if name in config.policy_costs
                 else resolve_costs(config.costs) for name in config.policies}  # bad settings fail before any work
-    for name in config.policies:  # bad parameters fail before any work too (a policy is cheap to build)
-        be.make_policy(name, dict(config.policy_params.get(name, {})))
+    # bad parameters fail before any work too; each policy built here is the one its run uses
+    built = [be.make_policy(name, dict(config.policy_params.get(name, {}))) for name in config.policies]
     if config.progress not in PROGRESS_OPTIONS:
         raise InputError.at(field="progress", expected=" or ".join(PROGRESS_OPTIONS), got=config.progress)
     if config.ftf_reference not in FTF_REFERENCES:
@@ -249,6 +248,8 @@ def run(config: RunConfig, out_dir: Path | None, progress: bool = False, backend
             raise InputError.at(field="reclaim_grace_s", expected="seconds >= 0", got=config.reclaim_grace_s)
         busy = np.isfinite(solo) & (base.state != JobState.UNSCHEDULABLE)
         horizon = float(base.submit_time.max(initial=0.0)) + float(solo[busy].sum())
+        from simcore.capacity import load_series_plan  # runs with a load series only
+
         cap_plan = load_series_plan(config.load_series, topo, horizon, config.seed, config.reclaim_grace_s)
     ref_changes = [(c.time_s, c.node, c.online) for c in caps] + (cap_plan.node_changes() if cap_plan else [])
     gps = ftf_reference_jct(config.ftf_reference, base.submit_time, base.num_gpus, base.max_gpus, solo, node_gpus,
@@ -269,8 +270,7 @@ def run(config: RunConfig, out_dir: Path | None, progress: bool = False, backend
     rows, jobs_out, tls, decs, walls, pwalls, recl = [], {}, {}, {}, {}, {}, {}
     bar = _Progress(progress, len(config.policies), base.num_jobs)
     try:
-        for name in config.policies:
-            policy = be.make_policy(name, dict(config.policy_params.get(name, {})))
+        for name, policy in zip(config.policies, built):
             jobs = _fresh(base)
             never = reject_never_fit(jobs, policy, topo.gpu_type, topo.gpu_type_names)
             if never:

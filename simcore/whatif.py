@@ -65,7 +65,6 @@ class WhatIf:
         self.num_types = len(self.type_names)
         self.last_type = last_type
         self._cache = _cache_of(perf)
-        self._eff: dict[tuple, float] = {}
 
     # ---- errors and arguments -------------------------------------------------------
     def _fail(self, j: Any, what: str) -> PolicyError:
@@ -160,14 +159,9 @@ class WhatIf:
         jj = self._job(j)
         b = self._batch(jj, batch)
         gp = self.gp
-        if gp is None or gp.app_of[jj] < 0:
+        if gp is None:
             return 1.0
-        e = gp.epoch(jj, self.jobs.progress.item(jj))
-        key = (int(gp.app_of[jj]), b, e)
-        v = self._eff.get(key)
-        if v is None:
-            v = self._eff[key] = float(gp.apps[key[0]].efficiency(b, e))
-        return v
+        return gp.efficiency(jj, b, self.jobs.progress.item(jj))  # its rows are kept per (application, batch)
 
     def goodput(self, j: Any, placement: Any, batch: Any = None, gpu_type: Any = None) -> float:
         """Useful samples per second: throughput × statistical efficiency (Pollux's goodput)."""

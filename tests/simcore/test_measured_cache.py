@@ -4,6 +4,7 @@ without pandas or scipy."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -54,7 +55,7 @@ def _count_builds(monkeypatch) -> list[int]:
 def test_built_once_then_loaded_with_the_same_numbers(cache, root, monkeypatch):
     calls = _count_builds(monkeypatch)
     first = _lookups(MeasuredTables(root))
-    assert calls[0] == 1 and len(list(cache.glob("table-cifar10-aws-*.npz"))) == 1
+    assert calls[0] == 1 and len(list(cache.glob("table-cifar10-aws-*.arrays"))) == 1
     second = _lookups(MeasuredTables(root))  # a new run: from the cache
     assert calls[0] == 1 and second == first
     monkeypatch.delenv(mc.ENV)
@@ -74,29 +75,31 @@ def test_changed_csv_is_reread(cache, root, monkeypatch):
     t2 = MeasuredTables(root).get(CIFAR, "aws")
     assert calls[0] == 2
     assert t2.by_key["1"][1][0] == pytest.approx(3 * t.by_key["1"][1][0])
-    assert len(list(cache.glob("table-cifar10-aws-*.npz"))) == 1  # the entry was replaced, not added
+    assert len(list(cache.glob("table-cifar10-aws-*.arrays"))) == 1  # the entry was replaced, not added
 
 
-@pytest.mark.parametrize("damage", ["garbage", "truncated", "missing array", "bad shape", "old format"])
+@pytest.mark.parametrize("damage", ["garbage", "truncated", "npz", "missing array", "bad shape", "old format"])
 def test_corrupt_or_foreign_entries_are_rebuilt(cache, root, monkeypatch, damage):
     calls = _count_builds(monkeypatch)
     want = _lookups(MeasuredTables(root))
-    (entry,) = cache.glob("table-cifar10-aws-*.npz")
+    (entry,) = cache.glob("table-cifar10-aws-*.arrays")
     if damage == "garbage":
-        entry.write_bytes(b"not a zip file at all")
+        entry.write_bytes(b"not an entry at all")
     elif damage == "truncated":
         entry.write_bytes(entry.read_bytes()[: entry.stat().st_size // 2])
+    elif damage == "npz":  # the format before FORMAT_VERSION 2, under the new name
+        with open(entry, "wb") as fh:
+            np.savez(fh, _stamp=np.array(mc.stamp([root / "pollux-sia" / "cifar10" / "placements-aws.csv"])))
     else:
-        with np.load(entry) as z:
-            arrays = {k: z[k] for k in z.files}
+        want_stamp = json.loads(entry.read_bytes()[8:8 + int.from_bytes(entry.read_bytes()[:8], "little")])["stamp"]
+        arrays = {k: np.array(v) for k, v in mc._read(entry, want_stamp, ()).items()}
         if damage == "missing array":
             del arrays["tri_transform"]
         elif damage == "bad shape":
             arrays["key_start"] = arrays["key_start"][:-1]
         else:
             monkeypatch.setattr(mc, "FORMAT_VERSION", mc.FORMAT_VERSION + 1)
-        with open(entry, "wb") as fh:
-            np.savez(fh, **arrays)
+        mc._write(entry, want_stamp, arrays)
     assert _lookups(MeasuredTables(root)) == want and calls[0] == 2
     assert _lookups(MeasuredTables(root)) == want and calls[0] == 2  # the rebuilt entry is used again
 
@@ -106,7 +109,7 @@ def test_bad_csv_is_an_input_error_and_writes_nothing(cache, root):
     f.write_text(f.read_text().replace("\n8,", "\n-8,", 1))
     with pytest.raises(InputError, match="local_bsz"):
         MeasuredTables(root).get(CIFAR, "aws")
-    assert not list(cache.glob("table-cifar10-aws-*.npz"))
+    assert not list(cache.glob("table-cifar10-aws-*.arrays"))
 
 
 def test_validation_stats_cached(cache, tmp_path, monkeypatch):
@@ -139,3 +142,22 @@ def test_cached_load_imports_neither_pandas_nor_scipy(cache, root):
     env = dict(os.environ, PYTHONPATH=str(REPO))
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=REPO, check=True)
     assert out.stdout.strip().splitlines()[-1] == "[]", out.stdout + out.stderr
+
+
+def test_entry_round_trip_keeps_every_array_exactly(tmp_path):
+    """`_write` then `_read`: same dtype, shape and values for every kind the cache stores
+    (0-d, empty, strings, booleans, a Fortran-ordered input), as aligned writable C arrays;
+    another stamp reads as no entry."""
+    arrays = {"f8": np.linspace(0.0, 1.0, 7), "i4": np.arange(24, dtype=np.int32).reshape(2, 3, 4),
+              "scalar": np.array(17), "empty": np.zeros((0, 3)), "names": np.array(["1", "22", "4444"]),
+              "mask": np.array([[True, False, True]]), "fortran": np.asfortranarray(np.arange(6.0).reshape(2, 3))}
+    entry = tmp_path / "e.arrays"
+    mc._write(entry, "stamp-a", arrays)
+    got = mc._read(entry, "stamp-a", arrays)
+    assert set(got) == set(arrays)
+    for k, a in arrays.items():
+        g = got[k]
+        assert g.dtype == a.dtype and g.shape == a.shape and np.array_equal(g, a), k
+        assert g.flags.c_contiguous and g.flags.aligned and g.flags.writeable, k
+    assert mc._read(entry, "stamp-b", arrays) is None
+    assert mc._read(entry, "stamp-a", [*arrays, "absent"]) is None

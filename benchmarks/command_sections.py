@@ -40,6 +40,8 @@ import sys
 import time
 from pathlib import Path
 
+from benchmarks.child_env import user_env
+
 REPO = Path(__file__).resolve().parents[1]
 
 
@@ -162,8 +164,7 @@ def main() -> None:
     if a.mode == "child-gc":
         _child_gc(a.workload, a.policy, a.gen0)
         return
-    env = dict(os.environ, PYTHONPATH=str(Path.cwd()))
-    env.pop("PYTHONDONTWRITEBYTECODE", None)  # users' runs read fresh .pyc files
+    env = dict(user_env(), PYTHONPATH=str(Path.cwd()))  # users' runs read fresh .pyc files (benchmarks.child_env)
     if a.mode == "gc":
         cmd = [sys.executable, "-m", "benchmarks.command_sections", "child-gc", "--workload", str(a.workload),
                "--policy", a.policy] + ([] if a.gen0 is None else ["--gen0", str(a.gen0)])

@@ -3,11 +3,13 @@
 Two defaults of the runtimes under cosim cost a simulating process CPU for nothing:
 
 - Python's garbage collector (`GC_THRESHOLDS`). Importing numba builds hundreds of thousands of
-  long-lived objects (its type registries); with Python's default young-generation threshold
-  (700 allocations) a cached `cosim simulate` of a Pollux workload ran ≈ 196 collections that
-  re-scanned them as they aged, 0.04-0.05 s of its ≈ 0.6 s of CPU. With these thresholds it runs
-  about 20 (0.02 s), at the same peak memory (193 MB); long commands still collect, every 50,000
-  allocations.
+  long-lived objects (its type registries, much of it lazily, inside the command); every
+  collection of the young or middle generation re-scans those that have not yet aged out. With
+  Python's default young-generation threshold (700 allocations) a cached `cosim simulate` of a
+  Pollux workload ran ≈ 196 collections, 0.04-0.05 s of its ≈ 0.6 s of CPU; with 50,000, two
+  middle-generation collections during numba's imports still took 0.04-0.06 s; with 200,000,
+  none after the entry point (≈ 2 ms in all, `python -m benchmarks.command_sections gc`), at the
+  same peak memory (≈ 198 MB). Long commands still collect, every 200,000 allocations.
 - glibc's malloc (`MALLOC_TRIM_BYTES`, `MALLOC_MMAP_BYTES`). By default glibc hands blocks above
   a sliding threshold (128 KiB at first, at most 32 MiB) to fresh `mmap`s and gives the top of
   the heap back to the OS as soon as 2x that threshold is free there. The arrays numba kernels
@@ -18,8 +20,9 @@ Two defaults of the runtimes under cosim cost a simulating process CPU for nothi
   switch off glibc's sliding threshold, so the behaviour no longer depends on the allocation
   history. Other C libraries (no `mallopt`) are left as they are.
 
-`apply()` is called by the `cosim` entry point (`cli.app.main`) before the command runs; a library
-user's own process is not changed by importing cosim.
+`apply()` is called by the `cosim` entry point (`cli.app.main`) before the command runs and by each
+local sweep worker when it starts (`simcore.sweep.backends`); a library user's own process is not
+changed by importing cosim.
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ from __future__ import annotations
 import gc
 
 #: `gc.set_threshold` of a simulating process (Python's default: (700, 10, 10))
-GC_THRESHOLDS = (50_000, 10, 10)
+GC_THRESHOLDS = (200_000, 10, 10)
 #: glibc `mallopt(M_TRIM_THRESHOLD)`: free bytes kept at the heap's top before it shrinks
 MALLOC_TRIM_BYTES = 64 << 20
 #: glibc `mallopt(M_MMAP_THRESHOLD)`: blocks from this size on get their own mmap

@@ -125,6 +125,9 @@ def _write(path: Path, want: str, arrays: Mapping[str, np.ndarray]) -> None:
                 fh.write(a.tobytes())  # C order, as `_read` views it
     except OSError as exc:  # a full or read-only disk: the run goes on with the built arrays
         log.info("measured cache: could not write %s (%s)", path, exc)
+        return
+    # the same entry in the first format (FORMAT_VERSION 1: an .npz beside it) is never read again
+    path.with_suffix(".npz").unlink(missing_ok=True)
 
 
 def load_or_build(kind: str, name: str, sources: list[Path], fields: Iterable[str],

@@ -63,6 +63,17 @@ def test_built_once_then_loaded_with_the_same_numbers(cache, root, monkeypatch):
     assert _lookups(MeasuredTables(root)) == first and calls[0] == 2
 
 
+def test_an_entry_of_the_first_format_is_replaced(cache, root):
+    """An `.npz` entry (FORMAT_VERSION 1) is not read, and is removed once its new entry is written."""
+    first = _lookups(MeasuredTables(root))
+    entry = next(cache.glob("table-cifar10-aws-*.arrays"))
+    entry.unlink()
+    old = entry.with_suffix(".npz")
+    old.write_bytes(b"PK an old zip entry")
+    assert _lookups(MeasuredTables(root)) == first
+    assert entry.is_file() and not old.exists()
+
+
 def test_changed_csv_is_reread(cache, root, monkeypatch):
     calls = _count_builds(monkeypatch)
     t = MeasuredTables(root).get(CIFAR, "aws")

@@ -52,6 +52,16 @@ def worker_pool(workers: int, ctx) -> ProcessPoolExecutor:
     return ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=apply)
 
 
+def run_cell_in_worker(*args) -> dict[str, Any]:
+    """`run_cell` in a Ray worker: the worker process first takes a simulating process's runtime
+    settings (`cosim.process_settings`; idempotent, a few microseconds), as local workers do at
+    start (`worker_pool`). Ray starts and reuses its workers itself, hence per task."""
+    from cosim.process_settings import apply
+
+    apply()
+    return run_cell(*args)
+
+
 def run_local(work: Sequence[Work], root: Path, runner: str, write_decisions: bool, metadata: Mapping[str, Any],
               workers: int, policy_loader: Loader = None) -> Iterator[tuple[Cell, dict]]:
     pending = list(work)
@@ -114,7 +124,7 @@ def run_ray(work: Sequence[Work], root: Path, runner: str, write_decisions: bool
             ray.init(**kwargs)
         except (ConnectionError, ValueError, RuntimeError) as exc:
             raise CosimError(f"cannot connect to Ray at {address or 'a local instance'}: {exc}") from None
-    remote = ray.remote(num_cpus=1, max_retries=1)(run_cell)
+    remote = ray.remote(num_cpus=1, max_retries=1)(run_cell_in_worker)
     meta = dict(metadata)
     refs = {remote.remote(c, s, None, runner, write_decisions, meta, policy_loader): c for c, s in work}
     not_done = list(refs)

@@ -56,9 +56,9 @@ WALL_COLUMNS = ("wall_s", "policy_wall_s")
 
 
 def workload_path(n: int) -> str:
-    from cosim.paths import shared_data_dir
+    from benchmarks.bench_peer_process import workload_path as path
 
-    return str(shared_data_dir("traces") / "philly" / "workloads-pollux-osdi21" / f"workload-{n}.csv")
+    return str(path(n))
 
 
 def config(policy: str, n: int):

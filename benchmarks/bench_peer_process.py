@@ -88,10 +88,16 @@ def timed(cmd: list[str], cwd: Path, env: dict | None = None) -> tuple[float, fl
     return cpu, wall, load, rc
 
 
+def simulate_args(trace: Path | str, policy: str, out: Path | str) -> list[str]:
+    """The Pollux-workload command after `cosim` (16 x 4 T4, the peer's measured tables and goodput
+    progress): the one command every issue-14 benchmark times or compares."""
+    return ["simulate", "--trace", str(trace), "--cluster", "t4-pcie", "--nodes", "16", "--policy", policy,
+            "--perf", "measured-pollux-sim", "--progress", "goodput", "--costs", "pollux-sim", "--out", str(out),
+            "--overwrite"]
+
+
 def cosim_cmd(trace: Path, policy: str, out: Path) -> list[str]:
-    return [sys.executable, "-m", "cli.app", "simulate", "--trace", str(trace), "--cluster", "t4-pcie", "--nodes", "16",
-            "--policy", policy, "--perf", "measured-pollux-sim", "--progress", "goodput", "--costs", "pollux-sim",
-            "--out", str(out), "--overwrite"]
+    return [sys.executable, "-m", "cli.app", *simulate_args(trace, policy, out)]
 
 
 def read_peer_times(path: Path) -> dict[tuple[str, int], list[float]]:

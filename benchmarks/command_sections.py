@@ -46,12 +46,9 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 def _args(workload: int, policy: str, out: str) -> list[str]:
-    from cosim.paths import shared_data_dir
+    from benchmarks.bench_peer_process import simulate_args, workload_path
 
-    trace = shared_data_dir("traces") / "philly" / "workloads-pollux-osdi21" / f"workload-{workload}.csv"
-    return ["simulate", "--trace", str(trace), "--cluster", "t4-pcie", "--nodes", "16", "--policy", policy,
-            "--perf", "measured-pollux-sim", "--progress", "goodput", "--costs", "pollux-sim", "--out", out,
-            "--overwrite"]
+    return simulate_args(workload_path(workload), policy, out)
 
 
 def _child_sections(workload: int, policy: str, twice: bool) -> dict[str, float]:

@@ -20,7 +20,6 @@ from __future__ import annotations
 import argparse
 import shutil
 import subprocess
-import sys
 import tempfile
 from pathlib import Path
 
@@ -29,10 +28,9 @@ POLICIES = ("tiresias-pollux", "optimus")
 
 
 def run(repo: Path, trace: Path, policy: str, out: Path) -> None:
-    cmd = [sys.executable, "-m", "cli.app", "simulate", "--trace", str(trace), "--cluster", "t4-pcie", "--nodes", "16",
-           "--policy", policy, "--perf", "measured-pollux-sim", "--progress", "goodput", "--costs", "pollux-sim",
-           "--out", str(out), "--overwrite"]
-    subprocess.run(cmd, cwd=repo, check=True, stdout=subprocess.DEVNULL)
+    from benchmarks.bench_peer_process import cosim_cmd
+
+    subprocess.run(cosim_cmd(trace, policy, out), cwd=repo, check=True, stdout=subprocess.DEVNULL)
 
 
 def differences(a: Path, b: Path) -> list[str]:

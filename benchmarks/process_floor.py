@@ -45,8 +45,7 @@ from numba.core.registry import cpu_target
 from numba.core.runtime import rtsys
 rtsys.initialize(cpu_target.target_context); mark("numba runtime init (what a cached load needs)")
 import rich.console, rich.table; mark("rich console + table")
-sys.argv = ["cosim", "simulate", "--trace", TRACE, "--cluster", "t4-pcie", "--nodes", "16", "--policy", POLICY,
-            "--perf", "measured-pollux-sim", "--progress", "goodput", "--costs", "pollux-sim", "--out", OUT, "--overwrite"]
+sys.argv = ["cosim", *ARGS]
 try:
     with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
         cli.app.app()
@@ -66,11 +65,10 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     import tempfile
 
-    from benchmarks.bench_peer_process import workload_path
+    from benchmarks.bench_peer_process import simulate_args, workload_path
 
     out = Path(tempfile.mkdtemp(prefix="process-floor-")) / "out"
-    code = (f"TRACE = {str(workload_path(args.workload).resolve())!r}\nPOLICY = {args.policy!r}\n"
-            f"OUT = {str(out)!r}\n") + _CHILD
+    code = f"ARGS = {simulate_args(workload_path(args.workload).resolve(), args.policy, out)!r}\n" + _CHILD
     runs, loads = [], []
     for i in range(args.repeat + 1):  # the first run warms the caches and is not counted
         loads.append(os.getloadavg()[0])

@@ -43,23 +43,15 @@ def run_inprocess(work: Sequence[Work], root: Path, runner: str, write_decisions
         yield cell, run_cell(cell, spec, str(root), runner, write_decisions, metadata, policy_loader)
 
 
-def worker_pool(workers: int, ctx) -> ProcessPoolExecutor:
-    """The local backend's process pool: each worker starts with a simulating process's runtime
-    settings, as `cosim` itself does (`cosim.process_settings`: GC and malloc thresholds; the
-    malloc ones cut a Pollux cell's system time from ≈ 10 % of its CPU to ≈ 1 %)."""
-    from cosim.process_settings import apply
-
-    return ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=apply)
-
-
-def run_cell_in_worker(*args) -> dict[str, Any]:
-    """`run_cell` in a Ray worker: the worker process first takes a simulating process's runtime
-    settings (`cosim.process_settings`; idempotent, a few microseconds), as local workers do at
-    start (`worker_pool`). Ray starts and reuses its workers itself, hence per task."""
+def in_worker(fn: Callable[..., Any], *args) -> Any:
+    """`fn(*args)` in a sweep worker, local or Ray: the worker first takes a simulating process's
+    runtime settings, as `cosim` itself does (`cosim.process_settings`: GC and malloc thresholds;
+    the malloc ones cut a Pollux cell's system time from ≈ 10 % of its CPU to ≈ 1 %). Idempotent
+    and a few microseconds, so per task: Ray starts and reuses its workers itself."""
     from cosim.process_settings import apply
 
     apply()
-    return run_cell(*args)
+    return fn(*args)
 
 
 def run_local(work: Sequence[Work], root: Path, runner: str, write_decisions: bool, metadata: Mapping[str, Any],
@@ -69,9 +61,9 @@ def run_local(work: Sequence[Work], root: Path, runner: str, write_decisions: bo
     ctx = multiprocessing.get_context("spawn")
     while pending:
         retry: list[Work] = []
-        pool = worker_pool(workers, ctx)
+        pool = ProcessPoolExecutor(max_workers=workers, mp_context=ctx)
         try:
-            futures = {pool.submit(run_cell, c, s, str(root), runner, write_decisions, dict(metadata),
+            futures = {pool.submit(in_worker, run_cell, c, s, str(root), runner, write_decisions, dict(metadata),
                                    policy_loader): (c, s)
                        for c, s in pending}
             not_done = set(futures)
@@ -124,9 +116,9 @@ def run_ray(work: Sequence[Work], root: Path, runner: str, write_decisions: bool
             ray.init(**kwargs)
         except (ConnectionError, ValueError, RuntimeError) as exc:
             raise CosimError(f"cannot connect to Ray at {address or 'a local instance'}: {exc}") from None
-    remote = ray.remote(num_cpus=1, max_retries=1)(run_cell_in_worker)
+    remote = ray.remote(num_cpus=1, max_retries=1)(in_worker)
     meta = dict(metadata)
-    refs = {remote.remote(c, s, None, runner, write_decisions, meta, policy_loader): c for c, s in work}
+    refs = {remote.remote(run_cell, c, s, None, runner, write_decisions, meta, policy_loader): c for c, s in work}
     not_done = list(refs)
     try:
         while not_done:

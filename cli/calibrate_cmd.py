@@ -59,11 +59,17 @@ def compute(
     out: Path = typer.Option(..., "-o", "--out", help="Output Parquet file."),
     models: str = typer.Option("resnet18,resnet50,bert_base", help="Comma list of zoo models."),
     batches: str = typer.Option("1,2,4,8,16,32,64", help="Comma list of local batch sizes."),
+    precision: str = typer.Option("fp32", "--precision", help="Comma list of fp32 (PyTorch defaults), tf32 "
+                                  "(TF32 matmuls too), bf16, fp16 (autocast); each model runs at each."),
     device: Optional[str] = typer.Option(None, help="torch device (default cuda if present, else cpu)."),
     warmup: int = typer.Option(5, help="Untimed iterations per point."),
     repeats: int = typer.Option(20, help="Timed iterations per point (median reported)."),
 ) -> None:
-    """Time forward+backward+optimizer per model and local batch on the local GPU."""
+    """Time forward+backward+optimizer per model, precision and local batch on the local GPU.
+
+    The file is rewritten after each model, so an interrupted sweep keeps what it measured."""
+    import pandas as pd
+
     from calibration import measure, zoo
 
     names = [zoo.resolve(m.strip()) for m in models.split(",") if m.strip()]
@@ -72,8 +78,12 @@ def compute(
         from cosim.errors import InputError
 
         raise InputError.at(field="batches", expected="positive integers", got=batches)
-    df = measure.measure_compute(names, bs, device, warmup, repeats)
-    _write(df, out, "compute")
+    precs = measure.parse_precisions(precision)
+    parts = []
+    for name in names:
+        parts.append(measure.measure_compute([name], bs, device, warmup, repeats, precisions=precs))
+        df = pd.concat(parts, ignore_index=True)
+        _write(df, out, "compute", measure.compute_provenance(df, warmup))
 
 
 @calibrate_app.command("import-profiles")

@@ -135,3 +135,13 @@ def test_measurement_without_torch_says_what_to_install(monkeypatch, tmp_path):
     monkeypatch.setitem(sys.modules, "torch", None)  # import torch -> ModuleNotFoundError
     r = CliRunner().invoke(app, ["calibrate", "compute", "--models", "resnet18", "-o", str(tmp_path / "x.parquet")])
     assert r.exit_code == 2 and "pip install 'cosim[gpu]'" in r.output
+
+
+def test_compute_unknown_precision_is_one_line(tmp_path):
+    from typer.testing import CliRunner
+
+    from cli.app import app
+
+    out = tmp_path / "x.parquet"
+    r = CliRunner().invoke(app, ["calibrate", "compute", "--models", "resnet18", "--precision", "fp8", "-o", str(out)])
+    assert r.exit_code == 2 and "precision" in r.output and "fp8" in r.output and not out.exists()

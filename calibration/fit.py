@@ -55,7 +55,7 @@ class Platform:
                                 detail=f"missing for {', '.join(missing)}")
         #: the single-GPU curves of this platform's GPU, as the profile's [compute] tables
         self.compute = {m: {self.gpu_type: c} for m, per in
-                        compute_fit.fit_curves(single.assign(gpu_type=self.gpu_type))["curves"].items()
+                        compute_fit.compute_tables(compute_fit.fit_curves(single.assign(gpu_type=self.gpu_type))).items()
                         for c in per.values()}
         self.multi = multi.reset_index(drop=True)
         self._base = self.engine({"compute": self.compute})
@@ -428,7 +428,7 @@ def fit_files(paths, preset: str | None = None, folds: int = 5, platforms=None) 
                                 "(op, group_size, nbytes, time_s)")
     rep = fit_rows(pd.concat(steps, ignore_index=True), folds) if steps else FitReport()
     if comps:
-        rep.compute = compute_fit.fit_curves(pd.concat(comps, ignore_index=True))["curves"]
+        rep.compute = compute_fit.compute_tables(compute_fit.fit_curves(pd.concat(comps, ignore_index=True)))
     if colls:
         sweep = pd.concat(colls, ignore_index=True)
         rep.collectives = fit_collectives(sweep)

@@ -25,6 +25,8 @@ TOML layout (see ``netmodel/presets/*.toml``; every key is documented there)::
                                                   dim_topology?, dim_GBps?, dim_latency_us?,
                                                   dim_algorithm? (this tier as a ``multidim`` dimension)
     [comm]                   optional `collectives.CommParams` overrides for this cluster
+    host = "..."             host regime of the machines (default "synthetic": GPU-bound, no
+                             input pipeline); measured platforms name theirs, e.g. "pollux-aws"
 
 Validation happens here, at load, and names the preset (or file) and the field.
 """
@@ -190,6 +192,9 @@ class ClusterSpec:
     rail_optimized: bool = False
     comm: Mapping[str, Any] = field(default_factory=dict)
     profile: str | None = None        # calibration profile: shipped name or file (calibration.stepform)
+    #: host regime of the machines (`calibration.device_model.HOST_REGIMES`): the per-step host /
+    #: input-pipeline part their single-GPU steps carry besides the GPU's own compute
+    host: str = "synthetic"
 
     @property
     def num_nodes(self) -> int:
@@ -376,7 +381,7 @@ def spec_from_dict(data: Mapping[str, Any], source: str, **overrides: Any) -> Cl
         leaves_per_pod=top.get("leaves_per_pod", int, positive=True),
         node_types=node_types, groups=tuple(groups), leaf=tiers["leaf"], spine=tiers["spine"],
         core=tiers["core"], rail_optimized=top.get("rail_optimized", bool, False), comm=dict(comm),
-        profile=top.get("profile", str, None))
+        profile=top.get("profile", str, None), host=top.get("host", str, "synthetic"))
     return _check_size(apply_overrides(spec, **overrides))
 
 

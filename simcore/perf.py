@@ -206,6 +206,10 @@ class PerfModel:
         #: preset's calibration profile); None: the generic form, comm starts at s·C
         self.step = step
         self.type_names = tuple(topology.gpu_type_names)
+        #: GPU types as the zoo's compute curves take them: ``type+host`` on a preset that names
+        #: a host regime (its machines' per-step host part, `calibration.device_model`)
+        host = getattr(getattr(topology, "spec", None), "host", "synthetic") or "synthetic"
+        self._compute_names = tuple(n if host == "synthetic" else f"{n}+{host}" for n in self.type_names)
         self.type_mem_gb = np.asarray(topology.gpu_type_mem_gb, dtype=np.float64)
         self.gpu_type = np.asarray(topology.gpu_type)
         self.link_capacity_Bps = np.asarray(topology.link_capacity_Bps, dtype=np.float64)
@@ -286,7 +290,7 @@ class PerfModel:
         key = (model, int(type_idx), int(local_batch))
         v = self._compute.get(key)
         if v is None:
-            v = float(self.zoo.compute_time_s(model, self.type_names[type_idx], int(local_batch)))
+            v = float(self.zoo.compute_time_s(model, self._compute_names[type_idx], int(local_batch)))
             self._compute[key] = v
         return v
 

@@ -294,15 +294,50 @@ def _alias_map() -> dict[str, str]:
     return out
 
 
+#: GPU types added by the user for this process (`register_gpu_types`): {name: fields}
+_USER_GPU_TYPES: dict[str, dict] = {}
+
+
+def _gpu_table() -> dict[str, dict]:
+    """The shipped GPU types (zoo.json) with the user's added or replaced ones."""
+    base = {k: v for k, v in _meta()["gpu_types"].items() if not k.startswith("_")}
+    return {**base, **_USER_GPU_TYPES}
+
+
 @functools.lru_cache(maxsize=1)
 def _gpu_alias_map() -> dict[str, str]:
     out: dict[str, str] = {}
-    for canon, g in _meta()["gpu_types"].items():
-        if canon.startswith("_"):
-            continue
+    for canon, g in _gpu_table().items():
         for a in (canon, *g.get("aliases", ())):
             out[_norm(a)] = canon
     return out
+
+
+def register_gpu_types(table: dict, source: object = "gpu types") -> list[str]:
+    """Add (or replace) GPU types for this process from `table` ({name: fields}, the format of
+    `calibration.gpu_types`), validated against the types already known; returns their names."""
+    from calibration import gpu_types as _gt
+
+    taken = {k: v for k, v in _gpu_alias_map().items() if v not in {_gt.norm(n) for n in table}}
+    clean = _gt.check_table(table, source, taken)
+    _USER_GPU_TYPES.update(clean)
+    for f in (_gpu_alias_map, get_gpu, compute_curve, device_model):
+        f.cache_clear()
+    return sorted(clean)
+
+
+def load_gpu_types(path) -> list[str]:
+    """`register_gpu_types` from a GPU-types TOML file (``--gpu-types FILE``)."""
+    from calibration import gpu_types as _gt
+
+    return register_gpu_types(_gt.read_file(path), path)
+
+
+def reset_gpu_types() -> None:
+    """Forget the GPU types added with `register_gpu_types` (back to the shipped table)."""
+    _USER_GPU_TYPES.clear()
+    for f in (_gpu_alias_map, get_gpu, compute_curve, device_model):
+        f.cache_clear()
 
 
 def known_models() -> list[str]:
@@ -310,7 +345,7 @@ def known_models() -> list[str]:
 
 
 def gpu_types() -> list[str]:
-    return sorted(k for k in _meta()["gpu_types"] if not k.startswith("_"))
+    return sorted(_gpu_table())
 
 
 #: job `precision` spellings → the variant tag of the model name ("" = fp32, the measured form).
@@ -392,11 +427,23 @@ def resolve_gpu(name: str) -> str:
 
 @functools.lru_cache(maxsize=None)
 def get_gpu(name: str) -> GpuType:
+    """The `GpuType` of any name or alias. A type without a published relative speed
+    (`speed_fp32`) gets `derived_speed`: its fp32 training peak times the median speed per
+    peak TFLOP/s of the shipped types of its class (TF32-capable or not)."""
     canon = resolve_gpu(name)
-    g = _meta()["gpu_types"][canon]
-    return GpuType(canon, g["display"], float(g["mem_gb"]), float(g["peak_tflops"]),
-                   float(g["tensor_tflops"]), float(g["mem_bw_GBps"]), g["source"], float(g.get("tf32_tflops", 0.0)),
-                   float(g["speed_fp32"]), float(g.get("amp_speedup", 1.0)))
+    g = _gpu_table()[canon]
+    gt = GpuType(canon, g.get("display", canon), float(g["mem_gb"]), float(g["peak_tflops"]),
+                 float(g["tensor_tflops"]), float(g["mem_bw_GBps"]), g["source"], float(g.get("tf32_tflops", 0.0)),
+                 float(g.get("speed_fp32", 0.0)), float(g.get("amp_speedup", 1.0)))
+    return gt if gt.speed_fp32 > 0 else replace(gt, speed_fp32=derived_speed(gt))
+
+
+def derived_speed(g: GpuType) -> float:
+    """Relative fp32 training speed of a type the table gives none for, from its datasheet."""
+    per_peak = [float(v["speed_fp32"]) / float(v.get("tf32_tflops") or v["peak_tflops"])
+                for v in _meta()["gpu_types"].values() if isinstance(v, dict) and v.get("speed_fp32")
+                and (float(v.get("tf32_tflops", 0)) > 0) == (g.tf32_tflops > 0)]
+    return float(np.median(per_peak)) * g.fp32_training_tflops if per_peak else 0.0
 
 
 def _transformer_activation_bytes(arch: dict, checkpointing: bool, bytes_per_value: float, tp: int = 1) -> float:

@@ -107,6 +107,8 @@ def fit(
                                          "fits the [comm] CommParams on it."),
     platforms_file: Optional[Path] = typer.Option(None, "--platforms", help="Platforms file (TOML: platform → preset, "
                                                   "gpu_type, notes) for the measured step tables."),
+    gpu_types: Optional[Path] = typer.Option(None, "--gpu-types", help="GPU-types TOML file adding to the table "
+                                             "(a type measured here is stored under its own name)."),
     max_error: float = typer.Option(0.10, help="Refuse to write if the cross-validated median abs error exceeds this."),
     force: bool = typer.Option(False, "--force", help="Write the profile even if the error bound is exceeded."),
     folds: int = typer.Option(5, help="Cross-validation folds."),
@@ -120,6 +122,10 @@ def fit(
     from simcore.runner import engine_for
 
     fitmod.set_engine(engine_for)  # fitted on and scored by the PerfModel simulate builds
+    if gpu_types is not None:
+        from calibration import zoo
+
+        zoo.load_gpu_types(gpu_types)
 
     if preset is not None:
         import netmodel

@@ -23,6 +23,8 @@ def validate(
                                help="Leave-one-out grouping: hardware (dgx and dgx-ext, the same DGX-A100, are held "
                                     "out together) or platform (one data set at a time)."),
     folds: int = typer.Option(5, help="Cross-validation folds (over placements)."),
+    gpu_types: Optional[Path] = typer.Option(None, "--gpu-types", help="GPU-types TOML file adding to the table "
+                                             "(datasheet numbers, aliases, source)."),
     leave_one_gpu_type_out: bool = typer.Option(
         False, "--leave-one-gpu-type-out", help="Only the single-GPU compute check: each measured GPU type of each "
         "source predicted from the other types and sources (median error per type)."),
@@ -39,6 +41,10 @@ def validate(
     from cosim.paths import shared_data_dir
     from simcore.runner import engine_for
 
+    if gpu_types is not None:
+        from calibration import zoo
+
+        zoo.load_gpu_types(gpu_types)
     if leave_one_gpu_type_out:
         rows, t = v.leave_one_gpu_type_out()
         if as_json:

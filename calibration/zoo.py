@@ -10,18 +10,19 @@ Where the numbers come from:
 - parameter tensors, FLOPs and activation bytes: `data/zoo_tensors.json`, read once from the
   real model definitions with torch (`python -m calibration.extract_zoo`);
 - names, datasets, default batches, optimizers and GPU datasheets: `data/zoo.json`;
-- compute-time curves: `data/compute_curves.json`, fitted by `calibration.compute_fit` from
-  measured single-GPU step times (Pollux/Sia T4 / A100 / RTX 2080 Ti, Gavel K80 / P100 /
-  V100, our own H100 runs). Each model uses the curves of one harness as measured
-  (`reference_curves`); its other GPU types are transferred from the next faster measured
-  type by the GPUs' relative speeds (`speed_fp32`, `amp_speedup` in zoo.json, with their
-  "sources"), bounded by the measured neighbours so no GPU type is slower than an older one
-  unless the measurements say so (`source="transfer:<gpu>"`); a model never measured uses the
-  roofline `t0 + flops_per_sample * b / rate` on the most-calibrated GPU type moved by the
-  same speeds (`source="roofline"`). The curve's source is `get(...).compute_source(gpu)`.
+- compute-time curves: `data/compute_curves.json`, the measured single-GPU curves of every
+  source (Pollux/Sia T4 / A100 / RTX 2080 Ti, Gavel K80 / P100 / V100, our H100 and H200
+  runs) with their host regime and precision (`calibration.compute_fit`), split into a device
+  part and a host part by `calibration.device_model` (fitted on all of them at once);
+  `compute_curve(model, "gpu+host")` is the device part plus that host's part, the measured
+  curve itself where that host measured the pair. The curve's source says which
+  (`measured:<host>`, `factor:<gpu>`, `roofline`).
 - precision: ``name@amp`` / ``name@bf16`` (`with_precision`, the job's `precision` column) is
-  the model trained with autocast: per-sample compute divided by the GPU's AMP gain,
+  the model trained with autocast: measured curves where they exist, else the fp32 per-sample
+  part divided by the model's measured gain (`calibration.device_model.precision_gain`),
   activations in half precision, fp32 gradients.
+- GPU types: the shipped table in `data/zoo.json`, extended by `register_gpu_types` /
+  `load_gpu_types` (`calibration.gpu_types`: a user's file or a cluster's ``[gpu_types]``).
 - ImageNet and CIFAR variants are distinct models: ``resnet18`` is torchvision's 224×224
   ResNet-18 (Dally, SenseTime, ImageNet jobs), ``resnet18_cifar`` the 32×32 one (Pollux/Sia's
   ``cifar10``, ONES ``resnet18`` on cifar); likewise ``vgg16_cifar``, ``googlenet_cifar``.

@@ -304,3 +304,17 @@ def test_analytic_counter_reproduces_torch_extraction():
     assert a["train_flops_per_sample"] == pytest.approx(t["train_flops_per_sample"], rel=0.01)
     assert a["activation_bytes_per_sample"] == pytest.approx(t["activation_bytes_per_sample"], rel=0.05)
     assert zoo.get("resnet18").flops_per_sample == pytest.approx(3 * 2 * 1.814e9, rel=0.01)  # torchvision 1.81 GMACs
+
+
+def test_validate_leave_one_gpu_type_out_cli():
+    import json
+
+    from typer.testing import CliRunner
+
+    from cli.app import app
+
+    r = CliRunner().invoke(app, ["validate", "--leave-one-gpu-type-out", "--json"])
+    assert r.exit_code == 0, r.output
+    rows = json.loads(r.output)["leave_one_gpu_type_out"]
+    got = {x["gpu"]: x["median_abs_error"] for x in rows}
+    assert set(got) >= {"k80", "p100", "v100", "t4", "rtx2080ti", "a100", "h100"} and got["h100"] <= 0.15

@@ -78,6 +78,15 @@ def host_regime(source: str, platform: str | None = None) -> str:
     return s
 
 
+#: (harness family, job model) → the precision that harness trained it at, where it is not fp32.
+#: Pollux/Sia's ImageNet and YOLOv3 jobs (adaptdl's benchmark, benchmark/models/imagenet/main.py
+#: and yolov3/train.py, https://github.com/petuum/adaptdl) call NVIDIA apex
+#: `amp.initialize(model, optimizer)` (opt level O1: fp16 mixed precision); its BERT, CIFAR-10,
+#: DeepSpeech2 and NCF jobs train in fp32. Their curves are the platform's jobs as measured
+#: (what the platform's presets run) and the device curve of ``<model>@amp`` elsewhere.
+MEASURED_PRECISION = {("pollux", "resnet50"): "amp", ("pollux", "yolov3"): "amp"}
+
+
 @dataclass(frozen=True)
 class Curve:
     """One measured curve: model (``name@prec`` for a precision), GPU type, host regime,
@@ -90,6 +99,12 @@ class Curve:
     times_s: tuple[float, ...]
     t0_s: float
     per_sample_s: float
+
+    @property
+    def device_name(self) -> str:
+        """The zoo name of what the device computed: the model at the precision it ran."""
+        tag = MEASURED_PRECISION.get((self.host.split("-")[0], self.model))
+        return f"{self.model}@{tag}" if tag and "@" not in self.model else self.model
 
     @staticmethod
     def from_dict(d: dict) -> "Curve":
@@ -107,7 +122,7 @@ class DeviceModel:
     def __init__(self, curves: list[Curve], gpu_speed, flops, exclude_gpu: str | None = None) -> None:
         self.curves = [c for c in curves if c.gpu != exclude_gpu]
         self._speed, self._flops = gpu_speed, flops
-        fp32 = [c for c in self.curves if "@" not in c.model]
+        fp32 = [c for c in self.curves if "@" not in c.device_name]
         syn: dict[str, list[float]] = {}
         for c in fp32:
             if c.host == SYNTHETIC:
@@ -115,8 +130,8 @@ class DeviceModel:
         self.d0 = {m: float(np.median(v)) for m, v in syn.items()}
         self.d0_default = float(np.median(list(self.d0.values()))) if self.d0 else 0.01
         hosts: dict[tuple[str, str], list[float]] = {}
-        for c in fp32:
-            if c.host != SYNTHETIC:
+        for c in self.curves:  # a host's per-step part does not depend on the precision
+            if c.host != SYNTHETIC and "@" not in c.model:
                 hosts.setdefault((c.host, c.model), []).append(max(0.0, c.t0_s - self.floor(c.model)))
         self.host = {k: float(np.median(v)) for k, v in hosts.items()}
         per_host: dict[str, list[float]] = {}
@@ -128,13 +143,13 @@ class DeviceModel:
 
     # ---------------------------------------------------------------- fits
     def _fit_speeds(self, rows: list[Curve]) -> None:
-        models = sorted({c.model for c in rows})
+        models = sorted({c.device_name for c in rows})
         gpus = sorted({c.gpu for c in rows})
         mi, gi = {m: i for i, m in enumerate(models)}, {g: i for i, g in enumerate(gpus)}
         A = np.zeros((len(rows) + len(gpus), len(models) + len(gpus)))
         y = np.zeros(len(rows) + len(gpus))
         for r, c in enumerate(rows):
-            A[r, mi[c.model]] = 1.0
+            A[r, mi[c.device_name]] = 1.0
             A[r, len(models) + gi[c.gpu]] = -1.0
             y[r] = math.log(c.per_sample_s)
         # prior: each speed pulled towards the table's published relative speed (weight
@@ -191,7 +206,7 @@ class DeviceModel:
     def nearest_measured(self, model: str, gpu: str) -> str | None:
         """The GPU type whose measured curve of `model` (any host) is nearest to `gpu` in fitted
         speed (ties: the faster one); None if the model was never measured."""
-        have = sorted({c.gpu for c in self.curves if c.model == model})
+        have = sorted({c.gpu for c in self.curves if c.device_name == model})
         if not have:
             return None
         u = self.speed_u(gpu)
@@ -214,7 +229,11 @@ class DeviceModel:
         return float(np.median(kin)) if kin else 0.0
 
     def measured(self, model: str, gpu: str, host: str | None = None) -> list[Curve]:
-        return [c for c in self.curves if c.model == model and c.gpu == gpu and (host is None or c.host == host)]
+        """Measured curves of `model` on `gpu`: under `host`, the jobs as that host ran them (by
+        job name); without a host, what the device computed (by `Curve.device_name`)."""
+        if host is None:
+            return [c for c in self.curves if c.device_name == model and c.gpu == gpu]
+        return [c for c in self.curves if c.model == model and c.gpu == gpu and c.host == host]
 
     def device_points(self, c: Curve) -> tuple[np.ndarray, np.ndarray]:
         """A measured curve's device part: its points less its host part."""
@@ -245,7 +264,7 @@ def leave_one_gpu_out(curves: list[Curve], gpu_speed, flops, curve_for) -> list[
         for c in curves:
             if c.gpu != g or "@" in c.model:
                 continue
-            pred = curve_for(dm, c.model, c.gpu, c.host)
+            pred = curve_for(dm, c.device_name, c.gpu, c.host)  # the job as it ran (precision included)
             for b, t in zip(c.batches, c.times_s):
                 p = float(pred(b))
                 rows.append(dict(gpu=g, host=c.host, model=c.model, local_bsz=b, measured_s=t, predicted_s=p,

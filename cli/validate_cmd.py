@@ -34,7 +34,7 @@ def validate(
     from calibration import validate as v
     from cosim.errors import InputError
     from cosim.paths import shared_data_dir
-    from simcore.runner import engine_for
+    from experiments.runner import engine_for
 
     profiles = profiles or shared_data_dir("profiles", option="--profiles")
     fit.set_engine(engine_for)  # every row is predicted by the PerfModel simulate builds

@@ -48,7 +48,7 @@ def bench_validate_through_engine() -> dict:
     """`cosim validate` on aws, ResNet-50 + YOLOv3 (1,391 rows): 5-fold CV, every row predicted
     by the engine's PerfModel (`calibration.fit.Platform.predict`)."""
     from calibration import fit, validate
-    from simcore.runner import engine_for
+    from experiments.runner import engine_for
 
     fit.set_engine(engine_for)
     if not SHARED.is_dir():

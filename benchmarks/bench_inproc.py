@@ -62,7 +62,7 @@ def workload_path(n: int) -> str:
 
 
 def config(policy: str, n: int):
-    from simcore.runner import RunConfig
+    from experiments.runner import RunConfig
 
     return RunConfig(trace=workload_path(n), cluster="t4-pcie", cluster_nodes=16, policies=(policy,),
                      perf="measured-pollux-sim", progress="goodput", costs="pollux-sim")
@@ -70,10 +70,8 @@ def config(policy: str, n: int):
 
 def run_case(policy: str, n: int, out: Path | None = None) -> dict:
     """One run in this process: the engine's wall and CPU seconds (and the policy's share)."""
-    from experiments import wiring
-    from simcore import runner
+    from experiments import runner
 
-    wiring.install()
     cpu: dict[str, float] = {}
     engine_cls = runner.Engine
 

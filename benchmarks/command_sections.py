@@ -74,7 +74,7 @@ def _child_sections(workload: int, policy: str, twice: bool) -> dict[str, float]
     import simcore.engine as eng
     import simcore.measured_cache as mc
     import simcore.perf_measured as pm
-    import simcore.runner as rn
+    import experiments.runner as rn
 
     policies.POLICIES.get(policy)  # the policy's module
     acc: dict[str, float] = {}

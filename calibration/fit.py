@@ -4,7 +4,7 @@ What is fitted is what `cosim simulate` runs: the `network` model's fitted form
 (`calibration.stepform`: step = κ·C·(1 + h·(g_max − 1)) + c₀ + S, S the exposed all-reduce from
 log-features of the placement, the CommModel all-reduce M and the compute C, times DDP's
 exposed fraction). The inputs C and M of every measured row come from the engine itself
-(`simcore.perf.PerfModel.step_inputs`, built by `simcore.runner.build_perf` on the platform's
+(`simcore.perf.PerfModel.step_inputs`, built by `experiments.runner.build_perf` on the platform's
 preset with the profile's compute curves), the parameters are fitted by
 `calibration.step_model` and go into a profile (`build_profile` → `write_profile`), and every
 prediction is the engine's solo iteration time for the row's placement and batch with that
@@ -82,12 +82,12 @@ class Platform:
     def engine(self, profile_data: dict):
         """The engine's PerfModel on this platform's preset with `profile_data` (a profile as
         `write_profile` writes it), built exactly as `cosim simulate` builds it: through the
-        engine factory installed with `set_engine` (`simcore.runner.engine_for`; calibration
+        engine factory installed with `set_engine` (`experiments.runner.engine_for`; calibration
         sits below simcore, so the layer above — the CLI, tests — installs it)."""
         if _ENGINE is None:
             from cosim.errors import CosimError
 
-            raise CosimError("no engine installed: call calibration.fit.set_engine(simcore.runner.engine_for)")
+            raise CosimError("no engine installed: call calibration.fit.set_engine(experiments.runner.engine_for)")
         return _ENGINE(self.preset, profile_data, f"{self.name} profile")
 
     def frame(self) -> pd.DataFrame:
@@ -113,7 +113,7 @@ _ENGINE = None
 
 def set_engine(factory) -> None:
     """Install the engine factory `(preset, profile document, source) -> PerfModel` that
-    every prediction goes through (`simcore.runner.engine_for`)."""
+    every prediction goes through (`experiments.runner.engine_for`)."""
     global _ENGINE
     _ENGINE = factory
 

@@ -119,7 +119,7 @@ def fit(
     from calibration import fit as fitmod
     from calibration import importers
     from cosim.errors import CosimError, InputError
-    from simcore.runner import engine_for
+    from experiments.runner import engine_for
 
     fitmod.set_engine(engine_for)  # fitted on and scored by the PerfModel simulate builds
     if gpu_types is not None:

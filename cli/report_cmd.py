@@ -20,7 +20,7 @@ def report(
     Exit code 1 when the sweep is incomplete (cells not run or failed; the report covers the
     rest), 2 when nothing can be reported (no summary, every cell failed).
     """
-    from simcore.report import make_report
+    from experiments.report import make_report
 
     rep = make_report(run_dir, out)
     typer.echo(f"{rep.html} ({len(rep.figures)} figures: {', '.join(p.name for p in rep.figures)})")

@@ -20,7 +20,6 @@ def sweep(
     address: str = typer.Option(None, "--address", help="Ray cluster address (default: a local Ray instance)."),
     resume: bool = typer.Option(False, "--resume", help="Skip finished cells of an interrupted sweep; retry failed ones."),
     overwrite: bool = typer.Option(False, "--overwrite", help="Clear an earlier sweep in OUT first (not with --resume)."),
-    runner: str = typer.Option("experiments.runner", "--runner", hidden=True, help="Module with RunConfig and run."),
 ) -> None:
     """Run every (trace, cluster, policy+params, contention, calibration, seed) cell of a sweep.
 
@@ -28,10 +27,10 @@ def sweep(
     one row per cell (coordinates, every summary metric, status, error, wall_s). A failing cell
     is recorded and the sweep goes on; the exit code is 1 when any cell failed.
     """
-    _sweep(config, out, workers, backend, address, resume, runner, overwrite)
+    _sweep(config, out, workers, backend, address, resume, overwrite)
 
 
-def _sweep(config: Path, out: Path, workers: int, backend: str, address: str | None, resume: bool, runner: str,
+def _sweep(config: Path, out: Path, workers: int, backend: str, address: str | None, resume: bool,
            overwrite: bool = False) -> None:
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
@@ -44,7 +43,7 @@ def _sweep(config: Path, out: Path, workers: int, backend: str, address: str | N
         raise InputError.at(field="--overwrite", expected="either --resume or --overwrite, not both")
     check_utf8(config, "sweep TOML file")
     phase("loading the sweep and the simulator")
-    from simcore.sweep import load_sweep, run_sweep
+    from experiments.sweep import load_sweep, run_sweep
 
     cfg = load_sweep(config)
     phase(f"sweep {cfg.name}: {len(cfg.cells())} cells into {out}")
@@ -64,7 +63,7 @@ def _sweep(config: Path, out: Path, workers: int, backend: str, address: str | N
             bar.update(task, completed=done, failed=failed)
 
         result = run_sweep(cfg, out, workers=n_workers, backend=backend, address=address, resume=resume,
-                           runner=runner, on_cell=on_cell, overwrite=overwrite)
+                           on_cell=on_cell, overwrite=overwrite)
     n = len(result.summary)
     typer.echo(f"{cfg.name}: {n} cells in {out / 'summary.parquet'} ({result.ran} run, {result.skipped} resumed, "
                f"{result.failed} failed)")

@@ -39,7 +39,7 @@ def validate(
     from calibration import validate as v
     from cosim.errors import InputError
     from cosim.paths import shared_data_dir
-    from simcore.runner import engine_for
+    from experiments.runner import engine_for
 
     if gpu_types is not None:
         from calibration import zoo

@@ -21,7 +21,7 @@ Two defaults of the runtimes under cosim cost a simulating process CPU for nothi
   history. Other C libraries (no `mallopt`) are left as they are.
 
 `apply()` is called by the `cosim` entry point (`cli.app.main`) before the command runs and by each
-sweep worker, local or Ray, before each cell (`simcore.sweep.backends.in_worker`); a library user's own process is not
+sweep worker, local or Ray, before each cell (`experiments.sweep.backends.in_worker`); a library user's own process is not
 changed by importing cosim.
 """
 

@@ -1,7 +1,9 @@
-"""The experiments layer: run wiring and paper reproductions, above the engine and the policies.
+"""The experiments layer: runs, sweeps, reports and paper reproductions, above the engine and
+the policies.
 
-- `experiments.wiring` / `experiments.runner`: simcore's runner with the project's policy
-  registry injected (simcore imports no policy).
+- `experiments.runner`: one run (trace + cluster + perf model + policies from the registry →
+  Parquet outputs); `experiments.sweep`: grids of runs, local or on Ray, resumable;
+  `experiments.report`: figures and an HTML page from a run or sweep folder.
 - `experiments.spec`: an experiment declared as data (`experiments/catalog/<name>.toml`):
   grids of traces × clusters × perf backends × policies × parameters × seeds, per figure a
   metric and the paper's reported numbers or orderings; sizes `small` (CI), `full` and, where

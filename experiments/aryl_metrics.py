@@ -134,8 +134,8 @@ CELL_COLUMNS = ("qt_mean_s", "qt_median_s", "qt_p75_s", "qt_p95_s", "qt_p99_s", 
 
 
 def cell_folder(out: Path, grid: str, cell_id: str) -> Path:
-    """Where the reproduction keeps one cell's Parquet files (`simcore.sweep.store.cell_dir`)."""
-    from simcore.sweep.store import cell_dir
+    """Where the reproduction keeps one cell's Parquet files (`experiments.sweep.store.cell_dir`)."""
+    from experiments.sweep.store import cell_dir
 
     return cell_dir(Path(out) / "runs" / grid, cell_id)
 

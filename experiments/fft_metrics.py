@@ -1,6 +1,6 @@
 """FFT's evaluation metrics (ICS'25 §6.1.5, seeds/notes/fft.md §7) added to every run's summary.
 
-Registered into `simcore.metrics.SUMMARY_EXTRAS` on import (`experiments.wiring.install`):
+Registered into `simcore.metrics.SUMMARY_EXTRAS` by `experiments.runner.policy_factory`:
 
 - `ftf_share_below_1`: share of finished jobs with FTF ρ = T_sh/T_id < 1 (the run's FTF
   reference; FFT's T_id is `--ftf-reference hetero-1-over-n`, notes A13), beside the summary's

@@ -1,6 +1,6 @@
 """`reproduce(name, size, out_dir, workers, backend)`: run an experiment's grids, compare, report.
 
-Each grid the chosen figures need runs as one sweep (`simcore.sweep.run_sweep` with the
+Each grid the chosen figures need runs as one sweep (`experiments.sweep.run_sweep` with the
 `experiments.runner` runner) in `OUT/runs/<grid>/`, always resuming: a rerun into the same
 folder reuses every finished cell, and the local process pool or Ray fan the rest out. Then:
 
@@ -31,10 +31,9 @@ import pyarrow as pa
 
 from cosim.atomic import write_parquet
 from cosim.errors import UnknownNameError
-from experiments import compare, report
+from experiments import compare, reproduction_report as report
 from experiments.spec import REPO, Experiment, TraceEntry, load_experiment, resolve_traces
 
-RUNNER = "experiments.runner"
 BACKENDS = ("local", "ray")
 
 
@@ -56,9 +55,9 @@ class Reproduction:
 
 def sweep_config(exp: Experiment, grid: str, size: str, traces: list[TraceEntry]):
     """The grid at `size` as a validated `SweepConfig` whose traces are the resolved entries."""
-    from simcore.sweep import TraceSpec, parse_sweep
+    from experiments.sweep import TraceSpec, parse_sweep
 
-    from simcore.sweep import PolicyPoint
+    from experiments.sweep import PolicyPoint
 
     table = {k: v for k, v in exp.grid(grid, size).items() if k not in ("traces", "variants", "variant_params")}
     base = exp.source.parent if exp.source is not None else Path.cwd()
@@ -81,7 +80,7 @@ def sweep_config(exp: Experiment, grid: str, size: str, traces: list[TraceEntry]
 
 def variant_names(exp: Experiment, grid: str, size: str) -> dict[str, str]:
     """Policy-point label → variant name for a grid declared by variants (empty otherwise)."""
-    from simcore.sweep import PolicyPoint
+    from experiments.sweep import PolicyPoint
 
     return {PolicyPoint(p, tuple(sorted(prm.items()))).label: v for v, (p, prm) in exp.variants(grid, size).items()}
 
@@ -137,8 +136,7 @@ def reproduce(name: str, size: str = "small", out_dir: str | Path | None = None,
               shared_data: str | Path | None = None,
               on_cell: Callable[[int, int, dict], None] | None = None) -> Reproduction:
     """Run experiment `name` at `size` into `out_dir` (default `reproduce/<name>-<size>`) and write its report."""
-    from experiments.wiring import install
-    from simcore.sweep import run_sweep
+    from experiments.sweep import run_sweep
 
     t0 = time.perf_counter()
     exp = load_experiment(name)
@@ -148,14 +146,13 @@ def reproduce(name: str, size: str = "small", out_dir: str | Path | None = None,
         raise UnknownNameError("backend", backend, BACKENDS)
     chosen = [exp.figure(f) for f in dict.fromkeys(figures)] if figures else list(exp.figures_at(size))
     out = Path(out_dir) if out_dir is not None else Path("reproduce") / f"{name}-{size}"
-    install()
     grids = list(dict.fromkeys(g for f in chosen for g in f.all_grids()))
     traces = {g: resolve_traces(exp, g, size, shared_data) for g in grids}
     frames, ran, resumed, cells_s = [], 0, 0, 0.0
     for g in grids:
         cfg = sweep_config(exp, g, size, traces[g])
         res = run_sweep(cfg, out / "runs" / g, workers=workers, backend=backend, address=address, resume=True,
-                        runner=RUNNER, on_cell=on_cell)
+                        on_cell=on_cell)
         ran, resumed = ran + res.ran, resumed + res.skipped
         s = res.summary.copy()
         group = {t.name: t.group for t in traces[g]}

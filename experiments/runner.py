@@ -1,19 +1,636 @@
-"""The runner with the project's policies wired in: what the CLI, sweeps and reproductions run.
+"""Run one trace on one cluster under several policies and write the outputs.
 
-`simcore.runner` is the engine-side orchestration with the policy registry as an injected
-dependency; importing this module installs the project's registry (`experiments.wiring`) and
-re-exports the runner's contract (`RunConfig`, `run`, …). Sweeps name it as their runner
-module (`runner="experiments.runner"`), so spawned and Ray workers that import it by name get
-the registry too.
+`run(RunConfig(...), out_dir)` loads the trace (`synth:<like>:<jobs>` or a file), assembles
+the workload (models and batches), checks every job against the cluster and the zoo before
+anything runs, computes the fluid-GPS reference once, runs each policy on a fresh copy of
+the jobs and cluster, and writes (atomically, with config, seed and version in the Parquet
+metadata):
+
+    DIR/<policy>/jobs.parquet, timeline.parquet[, decisions.parquet][, reclaims.parquet]
+    DIR/summary.parquet   (one row per policy; written last — its presence marks a
+                           complete run)
+    DIR/config.json
+
+The packages behind the run (trace loading, topology, zoo, comm model, contention solver,
+policy factory) come in a `Backends`; `real_backends()` wires the project's packages, tests
+pass fakes. This module sits in the experiments layer, above the engine and the policies, and
+composes the two: simcore imports no policy.
 """
 
 from __future__ import annotations
 
-from experiments.wiring import install
-from simcore.runner import (DEFAULT_TRACE, Backends, RunConfig, RunResult, default_policies, load_capacity,
-                            policy_factory, policy_factory_loader, real_backends, run, set_policy_factory)
+import json
+import logging
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import asdict, dataclass, field, replace
+from functools import cached_property
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-install()
+import numpy as np
+import pyarrow as pa
 
-__all__ = ["DEFAULT_TRACE", "Backends", "RunConfig", "RunResult", "default_policies", "load_capacity",
-           "policy_factory", "policy_factory_loader", "real_backends", "run", "set_policy_factory"]
+from cosim import __version__
+from cosim.atomic import write_parquet, write_text
+from cosim.errors import InputError
+from simcore.admission import reject_never_fit
+from simcore.api import JobState
+from simcore.costs import resolve_costs
+from simcore.engine import CapacityChange, Engine, EngineOptions
+from simcore.goodput import PROGRESS_OPTIONS, assign_goodput, fill_run_epochs
+from simcore.gps import FTF_REFERENCES, ftf_reference_jct
+from simcore.metrics import (
+    SUMMARY_EXTRAS,
+    decisions_frame,
+    jobs_columns,
+    summary_extras,
+    summary_row,
+    timeline_columns,
+)
+from simcore.perf import PerfModel, gpu_variability
+from simcore.perf_backends import check_perf, make_perf, table_gaps
+from simcore.prepare import InvalidJob, build_jobs, describe_invalid
+from simcore.state import ClusterState, JobTable
+from simcore.tables import arrow_table, rows_table, to_pandas
+from simcore.work import WorkMode
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+log = logging.getLogger(__name__)
+
+#: Baselines run by default, in this order, when registered (see `default_policies`).
+PREFERRED_POLICIES = ("fifo", "fifo-backfill", "sjf", "srtf", "tiresias", "gandiva")
+
+
+DEFAULT_TRACE = "synth:philly-sia:160:4h"
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    """One run: a trace, a cluster, the policies to compare, and the engine's options."""
+
+    #: the embedded default: 160 Philly jobs as Pollux/Sia/Ares sample them (multi-GPU training
+    #: runs with model and batch), arriving over 4 h. Ares uses 160 jobs / 8 h on 64 RTX 2080 Ti;
+    #: A100s run these jobs ≈3.4× faster, so the window is halved to keep queues forming.
+    trace: str = DEFAULT_TRACE
+    cluster: str = "dgx-a100"
+    cluster_nodes: int | None = None
+    policies: tuple[str, ...] = ()  # empty → `default_policies()`
+    policy_params: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    contention: bool = True
+    calibration: str | None = None
+    seed: int = 0
+    write_decisions: bool = False
+    # additive options (not in the original contract)
+    skip_invalid: bool = False
+    costs: Any = "flat30"  # simcore.costs preset name, flat restart seconds, or a table (`resolve_costs`)
+    #: costs of change per policy (same forms), overriding `costs` for that policy, so policies
+    #: with different mechanisms (ONES in-place, Optimus checkpoint-restart) compare in one run
+    policy_costs: Mapping[str, Any] = field(default_factory=dict)
+    capacity_changes: tuple[tuple[float, int, bool], ...] = ()  # (time_s, node, online)
+    allow_accumulation: bool = True
+    fixed_epochs: bool = True  # jobs without work info train their model's fixed epochs (Pollux/Sia sets)
+    perf: str = "network"  # iteration-time backend (simcore.perf_backends.PERF_BACKENDS)
+    #: "plain" (progress in iterations/samples as the job's work mode says) or "goodput"
+    #: (Pollux: jobs of pollux-sia applications count efficiency-weighted epochs, `simcore.goodput`)
+    progress: str = "plain"
+    #: the FTF reference (`simcore.gps.FTF_REFERENCES`): "gps", "gps-capped", "hetero-1-over-n"
+    ftf_reference: str = "gps"
+    #: inference load driving join/reclaim demands (`simcore.capacity`): a CSV
+    #: `time_s,pool,nodes_needed` or `diurnal:H` (seeded diurnal load, headroom H); None: none
+    load_series: str | None = None
+    reclaim_grace_s: float = 0.0  # seconds between a reclaim demand and its deadline
+    #: per-GPU performance variability (`simcore.perf.gpu_variability`): the slowest GPU's
+    #: compute up to this fraction slower, seeded by `gpu_variability_seed`; 0: off
+    gpu_variability: float = 0.0
+    gpu_variability_seed: int = 0
+
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        d["policies"] = list(self.policies)
+        d["policy_params"] = {k: dict(v) for k, v in sorted(self.policy_params.items())}
+        d["capacity_changes"] = [list(c) for c in self.capacity_changes]
+        if self.policy_costs:  # only when set: configs of runs without it stay identical
+            d["policy_costs"] = {k: _plain(v) for k, v in sorted(self.policy_costs.items())}
+        else:
+            d.pop("policy_costs")
+        d["costs"] = _plain(self.costs)
+        if self.load_series is None:  # only when set: configs of runs without one stay identical
+            d.pop("load_series")
+            d.pop("reclaim_grace_s")
+        if not self.gpu_variability:  # only when set: configs of runs without it stay identical
+            d.pop("gpu_variability")
+            d.pop("gpu_variability_seed")
+        return d
+
+
+def _plain(v: Any) -> Any:
+    """A cost setting as JSON-able data."""
+    from simcore.costs import ChangeCosts
+
+    if isinstance(v, ChangeCosts):
+        return v.to_dict()
+    if isinstance(v, Mapping):
+        return {str(k): _plain(x) for k, x in v.items()}
+    return v
+
+
+@dataclass
+class RunResult:
+    """A run's tables. They are held as Arrow tables (`summary_table`, `job_tables`,
+    `timeline_tables`: what the Parquet files hold) and handed out as DataFrames on first use
+    (`summary`, `jobs`, `timelines`), so a run that only writes them, like `cosim simulate`,
+    never imports pandas (`simcore.tables`)."""
+
+    summary_table: pa.Table  # one row per policy
+    job_tables: dict[str, pa.Table]
+    timeline_tables: dict[str, pa.Table] = field(default_factory=dict)
+    decisions: dict[str, pd.DataFrame] = field(default_factory=dict)
+    wall_s: dict[str, float] = field(default_factory=dict)  # engine wall time per policy
+    policy_wall_s: dict[str, float] = field(default_factory=dict)  # of which inside policy.decide
+    invalid: list = field(default_factory=list)  # InvalidJob skipped (skip_invalid)
+    config: RunConfig | None = None
+    reclaims: dict[str, pd.DataFrame] = field(default_factory=dict)  # per policy, with a load series
+
+    @cached_property
+    def summary(self) -> pd.DataFrame:
+        """One row per policy."""
+        return to_pandas(self.summary_table)
+
+    @cached_property
+    def jobs(self) -> dict[str, pd.DataFrame]:
+        """Per policy, one row per job (`jobs.parquet`)."""
+        return {k: to_pandas(t) for k, t in self.job_tables.items()}
+
+    @cached_property
+    def timelines(self) -> dict[str, pd.DataFrame]:
+        """Per policy, the occupancy timeline (`timeline.parquet`)."""
+        return {k: to_pandas(t) for k, t in self.timeline_tables.items()}
+
+
+@dataclass
+class Backends:
+    load_trace: Callable[[RunConfig], pd.DataFrame]
+    topology: Callable[[RunConfig], Any]
+    zoo: Any
+    comm: Callable[[Any], Any]
+    solve: Callable[..., Any] | None
+    make_policy: Callable[[str, Mapping[str, Any]], Any]
+    policy_names: Callable[[], list[str]]
+    perf_source: str = "real"  # "real" or "placeholder" (recorded in the metadata)
+
+
+def default_policies(backends: Backends) -> tuple[str, ...]:
+    names = backends.policy_names()
+    chosen = tuple(p for p in PREFERRED_POLICIES if p in names)
+    return chosen or tuple(names[:5])
+
+
+def run(config: RunConfig, out_dir: Path | None, progress: bool = False, backends: Backends | None = None) -> RunResult:
+    """Run every policy of `config`; write outputs under `out_dir` (None: keep in memory)."""
+    be = backends or real_backends(config)
+    if not config.policies:
+        config = replace(config, policies=default_policies(be))
+    for name in config.policies:  # unknown names fail before any work
+        if name not in be.policy_names():
+            from cosim.errors import UnknownNameError
+
+            raise UnknownNameError("policy", name, be.policy_names())
+    extra = sorted(set(config.policy_params) - set(config.policies))
+    if extra:
+        raise InputError.at(detail=f"parameters given for policy '{extra[0]}', which this run does not simulate "
+                                   f"(policies: {', '.join(config.policies)})")
+    extra = sorted(set(config.policy_costs) - set(config.policies))
+    if extra:
+        raise InputError.at(field="policy_costs", detail=f"costs given for policy '{extra[0]}', which this run does "
+                                                         f"not simulate (policies: {', '.join(config.policies)})")
+    costs_of = {name: resolve_costs(config.policy_costs[name], f"policy_costs.{name}") if name in config.policy_costs
+                else resolve_costs(config.costs) for name in config.policies}  # bad settings fail before any work
+    # bad parameters fail before any work too; each policy built here is the one its run uses
+    built = [be.make_policy(name, dict(config.policy_params.get(name, {}))) for name in config.policies]
+    if config.progress not in PROGRESS_OPTIONS:
+        raise InputError.at(field="progress", expected=" or ".join(PROGRESS_OPTIONS), got=config.progress)
+    if config.ftf_reference not in FTF_REFERENCES:
+        raise InputError.at(field="ftf_reference", expected=", ".join(FTF_REFERENCES), got=config.ftf_reference)
+    check_perf(config.perf)
+    if not 0.0 <= config.gpu_variability < 10.0:
+        raise InputError.at(field="gpu_variability", expected="a fraction >= 0 (0: off)", got=config.gpu_variability)
+    out = Path(out_dir) if out_dir is not None else None
+    if out is not None:
+        (out / "summary.parquet").unlink(missing_ok=True)  # a stale summary must not mark this run complete
+    topo = be.topology(config)
+    perf = build_perf(topo, be, config)
+    df = be.load_trace(config)
+    base, invalid = build_jobs(df, perf, be.zoo, fixed_epochs=config.fixed_epochs)
+    invalid = _backend_gaps(config.perf, table_gaps(perf, base), base, invalid)
+    if invalid and not config.skip_invalid:
+        raise InputError(describe_invalid(invalid))
+    for b in invalid:
+        log.warning("skipping job %s: %s", b.job_id, b.reason)
+    if config.fixed_epochs:
+        fill_run_epochs(base)
+    gp = assign_goodput(base, config.progress)
+    solo = base.work_iters * base.ref_iter_s
+    if gp is not None:  # epochs at the trace's batch, each at its efficiency
+        for j in np.flatnonzero(base.work_mode == WorkMode.EPOCHS).tolist():
+            solo[j] = gp.solo_iters(j, int(base.global_batch[j])) * base.ref_iter_s[j]
+    caps = [CapacityChange(float(t), int(n), bool(o)) for t, n, o in config.capacity_changes]
+    node_gpus = np.asarray(topo.node_num_gpus)
+    for c in caps:
+        if not 0 <= c.node < node_gpus.shape[0]:
+            raise InputError.at(field="capacity_changes", expected=f"node indices below {node_gpus.shape[0]}",
+                                got=c.node)
+    cap_plan = None
+    if config.load_series:  # horizon: every job alone, one after another, after the last arrival
+        if not config.reclaim_grace_s >= 0:
+            raise InputError.at(field="reclaim_grace_s", expected="seconds >= 0", got=config.reclaim_grace_s)
+        busy = np.isfinite(solo) & (base.state != JobState.UNSCHEDULABLE)
+        horizon = float(base.submit_time.max(initial=0.0)) + float(solo[busy].sum())
+        from simcore.capacity import load_series_plan  # runs with a load series only
+
+        cap_plan = load_series_plan(config.load_series, topo, horizon, config.seed, config.reclaim_grace_s)
+    ref_changes = [(c.time_s, c.node, c.online) for c in caps] + (cap_plan.node_changes() if cap_plan else [])
+    gps = ftf_reference_jct(config.ftf_reference, base.submit_time, base.num_gpus, base.max_gpus, solo, node_gpus,
+                            _node_types(topo), _type_speed(base, perf, topo) if config.ftf_reference ==
+                            "hetero-1-over-n" else None, ref_changes)
+    ref_cache: dict = {}
+
+    def ftf_ref(name: str) -> np.ndarray:
+        """Reference JCTs of another FTF reference (summary extras compare references), cached."""
+        if name not in ref_cache:
+            ref_cache[name] = gps if name == config.ftf_reference else ftf_reference_jct(
+                name, base.submit_time, base.num_gpus, base.max_gpus, solo, node_gpus, _node_types(topo),
+                _type_speed(base, perf, topo) if name == "hetero-1-over-n" else None, ref_changes)
+        return ref_cache[name]
+
+    meta = {"config": config.to_dict(), "seed": config.seed, "version": __version__, "perf_source": be.perf_source,
+            "perf": config.perf}
+    rows, jobs_out, tls, decs, walls, pwalls, recl = [], {}, {}, {}, {}, {}, {}
+    bar = _Progress(progress, len(config.policies), base.num_jobs)
+    try:
+        for name, policy in zip(config.policies, built):
+            jobs = _fresh(base)
+            never = reject_never_fit(jobs, policy, topo.gpu_type, topo.gpu_type_names)
+            if never:
+                log.warning("%s: %d job(s) rejected (job %s: %s)", name, len(never),
+                            base.job_id[min(never)], never[min(never)])
+            cluster = ClusterState.from_topology(topo)
+            engine = Engine(jobs, cluster, perf, policy, costs_of[name], caps,
+                            options=EngineOptions(record_decisions=config.write_decisions),
+                            on_progress=bar.callback(name), goodput=gp, capacity_plan=cap_plan)
+            t0 = time.perf_counter()
+            res = engine.run()
+            walls[name] = time.perf_counter() - t0
+            pwalls[name] = res.policy_wall_s
+            jf = jobs_columns(res, gps, {**{b.index: b.reason for b in invalid}, **never})
+            jobs_out[name], tls[name] = arrow_table(jf), arrow_table(timeline_columns(res))
+            dec = decisions_frame(res)
+            if dec is not None:
+                decs[name] = dec
+            if res.reclaims is not None:
+                recl[name] = res.reclaims.frame()
+            rows.append({"policy": name, "perf": config.perf,
+                         **summary_row(name, jf, res, config.progress, config.ftf_reference, len(never)),
+                         **summary_extras(jf, res, policy, _type_speed(base, perf, topo) if SUMMARY_EXTRAS and
+                                          res.decisions is not None else None, np.asarray(topo.gpu_type),
+                                          ftf_ref=ftf_ref)})
+            bar.done(name)
+            log.info("%s: %d events, %d policy calls, %.2f s", name, res.num_events, res.num_policy_calls, walls[name])
+            if out is not None:
+                m = dict(meta, policy=name)
+                write_parquet(jobs_out[name], out / name / "jobs.parquet", m)
+                write_parquet(tls[name], out / name / "timeline.parquet", m)
+                if dec is not None:
+                    _write(dec, out / name / "decisions.parquet", m)
+                if res.reclaims is not None:
+                    _write(recl[name], out / name / "reclaims.parquet", m)
+    finally:
+        bar.close()
+    summary = rows_table(rows)
+    if out is not None:
+        write_text(json.dumps(dict(meta, invalid=[asdict(b) for b in invalid]), indent=2, sort_keys=True,
+                              default=str) + "\n", out / "config.json")
+        write_parquet(summary, out / "summary.parquet", meta)
+    return RunResult(summary, jobs_out, tls, decs, walls, pwalls, invalid, config, recl)
+
+
+def load_capacity(path: str | Path) -> tuple[tuple[float, int, bool], ...]:
+    """Capacity changes from a CSV with columns `time_s,node,online` (online: 1/0/true/false):
+    nodes leaving and joining (Aryl's loaned servers, FFT's churn)."""
+    import pandas as pd
+
+    p = Path(path)
+    try:
+        df = pd.read_csv(p)
+    except FileNotFoundError:
+        raise InputError.at(p, expected="an existing CSV file") from None
+    except (pd.errors.EmptyDataError, pd.errors.ParserError, UnicodeDecodeError, ValueError, OSError) as exc:
+        raise InputError.at(p, expected="a UTF-8 CSV with columns time_s,node,online",
+                            detail=(str(exc).strip().splitlines() or [type(exc).__name__])[0][:200]) from None
+    for col in ("time_s", "node", "online"):
+        if col not in df.columns:
+            raise InputError.at(p, field=col, expected="columns time_s,node,online")
+    out = []
+    for i, (t, n, o) in enumerate(zip(df["time_s"], df["node"], df["online"])):
+        try:
+            t, n = float(t), int(n)
+            if not np.isfinite(t):  # an empty cell reads as NaN
+                raise ValueError(t)
+        except (TypeError, ValueError, OverflowError):
+            raise InputError.at(p, row=i + 1, field="time_s/node", expected="a number and a node index",
+                                got=(t, n)) from None
+        ov = str(o).strip().lower()
+        if ov not in ("1", "0", "true", "false", "1.0", "0.0"):
+            raise InputError.at(p, row=i + 1, field="online", expected="1/0/true/false", got=o)
+        if t < 0 or n < 0:
+            raise InputError.at(p, row=i + 1, field="time_s/node", expected="non-negative", got=(t, n))
+        out.append((t, n, ov in ("1", "true", "1.0")))
+    return tuple(out)
+
+
+def _backend_gaps(backend: str, gaps: dict[str, str], jobs: JobTable, invalid: list) -> list:
+    """Jobs the perf backend cannot time (`measured`: no table for their model) become invalid
+    with that reason, replacing a reason `build_jobs` gave them, before anything runs."""
+    if not gaps:
+        return invalid
+    from simcore.api import JobState
+
+    by_index = {b.index: b for b in invalid}
+    for i, jid in enumerate(jobs.job_id):
+        why = gaps.get(str(jid))
+        if why is not None:
+            by_index[i] = InvalidJob(str(jid), f"--perf {backend}: {why}", i)
+            jobs.state[i] = JobState.UNSCHEDULABLE
+    return [by_index[i] for i in sorted(by_index)]
+
+
+def _node_types(topo: Any) -> np.ndarray:
+    """GPU type of each node (its first GPU's)."""
+    return np.asarray(topo.gpu_type, np.int64)[np.asarray(topo.node_first_gpu, np.int64)]
+
+
+def _type_speed(base: JobTable, perf: PerfModel, topo: Any) -> np.ndarray:
+    """Each job's speed on each GPU type relative to its reference (`ref_iter_s`): its solo
+    iteration time at its requested count, consolidated on that type (0 where it cannot
+    run: a required other type, too few GPUs of the type, or memory)."""
+    nt = len(topo.gpu_type_names)
+    out = np.zeros((base.num_jobs, nt))
+    cache: dict[tuple, float] = {}
+    for j in range(base.num_jobs):
+        req, ref = int(base.gpu_type_req[j]), float(base.ref_iter_s[j])
+        if not np.isfinite(ref) or ref <= 0:
+            continue
+        for k in range(nt):
+            if req >= 0 and k != req:
+                continue
+            key = (base.model[j], int(base.num_gpus[j]), int(base.global_batch[j]), k)
+            if key not in cache:
+                place = perf.consolidated_gpus(key[1], k)
+                cache[key] = np.inf if place is None else perf.solo_iter_s(key[0], place, key[2])
+            t = cache[key]
+            out[j, k] = ref / t if np.isfinite(t) and t > 0 else 0.0
+    return out
+
+
+def _fresh(base: JobTable) -> JobTable:
+    return JobTable(**{k: v.copy() for k, v in vars(base).items()})
+
+
+def _write(df: pd.DataFrame, path: Path, meta: dict) -> None:
+    """A DataFrame table (decisions, reclaims) to Parquet."""
+    write_parquet(pa.Table.from_pandas(df, preserve_index=False), path, meta)
+
+
+def _console_shows_live() -> bool:
+    """Whether rich would draw the bar: on a terminal or in Jupyter. Elsewhere (a pipe, a log)
+    the transient bar prints nothing, yet its refresh thread renders it ten times a second."""
+    from rich.console import Console
+
+    console = Console()
+    return console.is_terminal or console.is_jupyter
+
+
+class _Progress:
+    """A rich progress bar (stderr) over policies × jobs finished; no-op when disabled."""
+
+    def __init__(self, enabled: bool, num_policies: int, num_jobs: int) -> None:
+        self.p = None
+        if enabled and _console_shows_live():
+            from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+            self.p = Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
+                              TimeElapsedColumn(), transient=True)
+            self.p.start()
+        self.num_jobs = num_jobs
+        self.tasks: dict[str, Any] = {}
+
+    def callback(self, name: str) -> Callable[[float, int, int], None] | None:
+        if self.p is None:
+            return None
+        self.tasks[name] = self.p.add_task(name, total=self.num_jobs)
+        return lambda now, done, total: self.p.update(self.tasks[name], completed=done)
+
+    def done(self, name: str) -> None:
+        if self.p is not None and name in self.tasks:
+            self.p.update(self.tasks[name], completed=self.num_jobs)
+
+    def close(self) -> None:
+        if self.p is not None:
+            self.p.stop()
+
+
+# ---- the project's packages ---------------------------------------------------------------
+
+def load_trace(config: RunConfig) -> Any:
+    """`synth:<like>:<jobs>[:<window>]` → traces.synth; a Parquet file → traces.io.read_jobs; any
+    other file → traces.load. Then traces.workload.assemble fills models and batches.
+
+    A file's assembled table goes through the trace cache (`traces.cache`) and comes back as
+    columns (name → numpy array), read without pandas on every run after the first; the other
+    specs give the DataFrame. `simcore.prepare.build_jobs` takes either."""
+    spec = config.trace
+    if spec.startswith(("synth:", "dally:", "aryl:")):
+        from traces import workload
+
+        if spec.startswith("synth:"):
+            from traces import synth
+
+            df = synth.from_spec(spec, config.seed)
+        elif spec.startswith("dally:"):  # the Dally paper's SenseTime batch / Poisson workloads
+            from traces import dally
+
+            df = dally.from_spec(spec, config.seed)
+        else:  # Aryl's Philly-derived workloads (testbed, Basic/Advanced/Ideal at a scale)
+            from traces import aryl
+
+            df = aryl.from_spec(spec, config.seed)
+        return workload.assemble(df, config.seed)
+    path = Path(spec)
+    if not path.exists():
+        raise InputError.at(spec, expected="an existing trace file or synth:<like>:<jobs>")
+    from traces import cache
+
+    return cache.load(path, config.seed, lambda: _load_file(path, config.seed))
+
+
+def _load_file(path: Path, seed: int) -> Any:
+    """The assembled DataFrame of a trace file (what `traces.cache` stores)."""
+    from traces import workload
+
+    if path.suffix == ".parquet":
+        from traces import io as tio
+
+        df = tio.read_jobs(path)
+    else:
+        import traces
+
+        df = traces.load(path)
+    return workload.assemble(df, seed)
+
+
+#: `make(name, params) -> Policy` and `names() -> list[str]`: what the runner needs of a policy registry
+PolicyFactory = tuple[Callable[[str, Mapping[str, Any]], Any], Callable[[], list[str]]]
+
+
+def make_policy(name: str, params: Mapping[str, Any]) -> Any:
+    """A policy from the project's registry, with its parameters."""
+    import policies
+
+    return policies.make(name, **dict(params))
+
+
+def policy_factory() -> PolicyFactory:
+    """`(make, names)` of the project's policy registry. Imported on first use, so commands that
+    build no policy (`cosim --help`, `validate`) do not load the policy packages."""
+    from experiments import fft_metrics
+    from policies.registry import POLICIES
+
+    fft_metrics.install()  # FFT's summary columns, in every process that runs a policy (sweep workers too)
+    return make_policy, POLICIES.names
+
+
+def real_backends(config: RunConfig) -> Backends:
+    import netmodel
+
+    def topology(cfg: RunConfig) -> Any:
+        over = {} if cfg.cluster_nodes is None else {"num_nodes": cfg.cluster_nodes}
+        return netmodel.build_topology(netmodel.load_cluster(cfg.cluster, **over))
+
+    zoo, comm, solve, source = _perf_packages(config)
+    make_policy, policy_names = policy_factory()
+    return Backends(load_trace, topology, zoo, comm, solve, make_policy, policy_names, source)
+
+
+def perf_backends(config: RunConfig) -> Backends:
+    """The project's perf packages (zoo, comm, contention) without a policy registry: what
+    `build_perf` needs (`cosim validate` and `calibrate fit` build PerfModels only)."""
+    zoo, comm, solve, source = _perf_packages(config)
+
+    def no_policy(name: str, params: Mapping[str, Any]) -> Any:
+        from cosim.errors import CosimError
+
+        raise CosimError("perf_backends has no policy registry")
+
+    return Backends(load_trace, lambda cfg: None, zoo, comm, solve, no_policy, list, source)
+
+
+def engine_for(preset: str, profile_data: Mapping[str, Any], source: str = "profile") -> PerfModel:
+    """The PerfModel `cosim simulate` builds on `preset` (solo, network backend) with a
+    profile given as its parsed document: what `cosim validate` and `calibrate fit` predict
+    through (`calibration.fit.set_engine(engine_for)`)."""
+    import netmodel
+    from calibration.stepform import profile_from_data
+
+    cfg = RunConfig(cluster=preset, calibration="none", contention=False)
+    hit = _ENGINES.get(preset)
+    if hit is None:
+        hit = _ENGINES[preset] = (netmodel.build_topology(netmodel.load_cluster(preset)), perf_backends(cfg))
+    topo, be = hit
+    return build_perf(topo, be, cfg, profile=profile_from_data(profile_data, source))
+
+
+_ENGINES: dict[str, tuple[Any, Backends]] = {}
+
+
+def profile_for(config: RunConfig, topo: Any) -> Any:
+    """The calibration profile of a run (`calibration.stepform.Profile`): `--calibration FILE`,
+    else the preset's `profile` key (the shipped fitted profile of its GPU class); None with
+    `--calibration none` or when neither names one."""
+    from calibration.stepform import profile_path, read_profile
+
+    spec = getattr(topo, "spec", None)
+    if config.calibration is not None:
+        if str(config.calibration).lower() == "none":
+            return None
+        path = Path(config.calibration)
+    elif getattr(spec, "profile", None):
+        path = profile_path(spec.profile, spec.source if str(spec.source).endswith(".toml") else None)
+    else:
+        return None
+    key = (str(path), path.stat().st_mtime_ns if path.exists() else 0)
+    prof = _PROFILES.get(key)
+    if prof is None:
+        prof = _PROFILES[key] = read_profile(path)
+    return prof
+
+
+_PROFILES: dict[tuple[str, int], Any] = {}
+
+
+def build_perf(topo: Any, be: Backends, config: RunConfig, profile: Any = None) -> PerfModel:
+    """The engine's PerfModel for `topo` with the run's calibration profile (`profile_for`):
+    its `[comm]` overlays the preset's (in `be.comm`), its `[compute]` curves replace the
+    zoo's for their (model, GPU type), its `[step]` section for the preset gives the fitted
+    iteration form (`calibration.stepform`). `cosim validate` predicts through this function,
+    passing the `profile` it fitted (a `stepform.Profile`) instead of a file."""
+    prof = profile if profile is not None else profile_for(config, topo) if be.perf_source == "real" else None
+    zoo = be.zoo if prof is None or not prof.compute else _ProfileZoo(be.zoo, prof.compute)
+    spec = getattr(topo, "spec", None)
+    step = None if prof is None else prof.step_for(getattr(spec, "name", ""))
+    comm = be.comm(topo, prof.comm, prof.source) if prof is not None and prof.comm else be.comm(topo)
+    perf = make_perf(config.perf, topo, zoo, comm, be.solve, contention=config.contention,
+                     allow_accumulation=config.allow_accumulation, step=step)
+    if config.gpu_variability:  # per-GPU variability (off by default: results unchanged)
+        perf.gpu_slowdown = gpu_variability(len(perf.gpu_type), config.gpu_variability, config.gpu_variability_seed)
+    return perf
+
+
+def _perf_packages(config: RunConfig) -> tuple[Any, Callable[[Any], Any], Any, str]:
+    """The zoo, comm-model factory and contention solver of the project's packages."""
+    from calibration import zoo
+    from collectives import CommModel, CommParams
+    from collectives.contention import solve
+
+    def comm(topo: Any, overlay: Mapping[str, Any] | None = None, source: str = "profile") -> Any:
+        """The comm model with the preset's [comm] table, overlaid by a calibration
+        profile's [comm] table (`build_perf` passes it)."""
+        params = CommParams.for_cluster(getattr(topo, "spec", None))
+        return CommModel(topo, params.with_mapping(overlay, source=source) if overlay else params)
+
+    return zoo, comm, solve, "real"
+
+
+class _ProfileZoo:
+    """The zoo with a profile's `[compute]` curves (`cosim calibrate compute` measurements
+    fitted by `calibrate fit`) in place of its own for those (model, GPU type) pairs."""
+
+    def __init__(self, zoo: Any, compute: Mapping[str, Mapping[str, Mapping[str, Any]]]) -> None:
+        self._zoo = zoo
+        self._curves = {(zoo.resolve(m), zoo.resolve_gpu(g)): zoo._curve_from(c)
+                        for m, per in compute.items() for g, c in per.items()}
+
+    def compute_time_s(self, model: str, gpu_type: str, local_batch: int) -> float:
+        c = self._curves.get((self._zoo.resolve(model), self._zoo.resolve_gpu(gpu_type)))
+        if c is None or local_batch <= 0:
+            return self._zoo.compute_time_s(model, gpu_type, local_batch)
+        return float(c(local_batch))
+
+    def measured_max_batch(self, model: str, gpu_type: str) -> int:
+        """Largest local batch the profile's curve was measured at (0: none): it fits memory."""
+        c = self._curves.get((self._zoo.resolve(model), self._zoo.resolve_gpu(gpu_type)))
+        return 0 if c is None else int(c.batch_max)
+
+    def __getattr__(self, attr: str) -> Any:  # resolve, get, … unchanged
+        return getattr(self._zoo, attr)

@@ -32,7 +32,7 @@ shared data is absent. Shape::
     [settings]                   parameters of the hooks (free-form)
     [grids.g]                    clusters = […]  policies = […]  seeds = […]  contention = […]
                                  perf = ["measured"]  progress = ["goodput"]  costs = ["pollux-sim"]
-                                 (any sweep key: `simcore.sweep.config`)
+                                 (any sweep key: `experiments.sweep.config`)
     [grids.g.small]              traces = [{ shared = "traces/…csv", name = "philly-1", group = "philly",
                                              fallback = "synth:philly-sia:160:8h" }]
     [[figures]]                  name  title  grid  metric  better = "lower"|"higher"  rows  source

@@ -372,8 +372,9 @@ def sjf_like(tput, sf, num_gpus, remaining, tol=1e-3, max_iter=12):
     """FFT's "Gavel SJF-like" (seeds/notes/fft.md A10): minimise Σ_j W_j / Σ_t X[j,t] T[j,t],
     the sum of the jobs' remaining times (W_j: remaining samples) at their allocated rates.
     One usable type: exact by KKT (`_one_type_inverse_rate`); several: a log-barrier Newton
-    method on the convex program itself (`gavel_sjf.sjf_barrier`, to a 1e-9 relative gap; it
-    returns the central optimum, as Gavel's interior-point solver does). Kelley's cutting planes
+    method on the convex program itself (`gavel_sjf.sjf_barrier`, to a 1e-9 relative gap, then
+    shares below `ZERO_FRAC` = 1e-6 of a job's largest dropped, which costs at most ≈ 1e-6 of the
+    objective; it returns the central optimum, as Gavel's interior-point solver does). Kelley's cutting planes
     (`_inverse_rate_lp`, which FTF uses) stopped at their round cap above the tolerance here
     and are only the tests' reference. `tol`/`max_iter` reach the one-type path's signature."""
     tput = np.asarray(tput, float)

@@ -6,12 +6,6 @@ from pathlib import Path
 
 import pytest
 
-from experiments.wiring import install
-
-# simcore's runner takes the policy registry as an injected dependency (simcore imports no policy);
-# tests that call `simcore.runner.run` without Backends get the project's registry, as the CLI does
-install()
-
 REPO = Path(__file__).resolve().parents[1]
 SHARED_DATA = REPO.parent / "shared" / "data"
 
@@ -27,11 +21,11 @@ def shared_data() -> Path:
 @pytest.fixture(scope="module")
 def calibration_engine():
     """`calibration.fit` predicts through the engine factory the CLI installs for `cosim validate`
-    and `calibrate fit` (`simcore.runner.engine_for`). Module-scoped, so it is in place before a
+    and `calibrate fit` (`experiments.runner.engine_for`). Module-scoped, so it is in place before a
     module-scoped fixture that fits (pytest sets up wider scopes first); the factory found
     before is put back after the module, so no test depends on another having run first."""
     from calibration import fit
-    from simcore.runner import engine_for
+    from experiments.runner import engine_for
 
     before = fit._ENGINE
     fit.set_engine(engine_for)

@@ -61,7 +61,7 @@ def test_small_report_rows_match_the_cells_and_the_peer(small):
 
 
 def test_progress_axis_validates_and_keeps_default_ids():
-    from simcore.sweep import parse_sweep
+    from experiments.sweep import parse_sweep
 
     base = {"traces": ["synth:philly:4"], "policies": ["fifo"]}
     plain = parse_sweep(base).cells()[0]

@@ -36,7 +36,7 @@ def _as_int(text: str) -> int:
 
 
 def _fake():
-    import simcore.runner as r
+    import experiments.runner as r
     from tests.simcore.helpers import fake_backends
     from tests.simcore.test_runner import golden_trace
 

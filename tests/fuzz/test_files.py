@@ -67,7 +67,7 @@ def _capacity_ok(rows) -> None:
                                HOSTILE_TEXT | st.sampled_from(["0", "1", "true", "false"])), max_size=5),
        header=st.booleans())
 def test_capacity_csv(rows, header):
-    from simcore.runner import load_capacity
+    from experiments.runner import load_capacity
 
     text = ("time_s,node,online\n" if header else "") + "".join(f"{t},{n},{o}\n" for t, n, o in rows)
     p = _write(text.encode("utf-8", errors="surrogatepass"), "cap.csv")
@@ -154,7 +154,7 @@ def _sweep_ok(cfg) -> None:
 @SETTINGS
 @given(line_no=st.integers(0, 50), value=TOML_VALUES, which=st.sampled_from(["sweep_small.toml", "sweep_grid.toml"]))
 def test_sweep_toml(line_no, value, which):
-    from simcore.sweep import load_sweep
+    from experiments.sweep import load_sweep
 
     p = _write(_mutate((REPO / "examples" / which).read_text(), line_no, value).encode(), "s.toml")
     outcome(lambda: load_sweep(p), _sweep_ok)

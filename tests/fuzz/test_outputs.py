@@ -22,7 +22,7 @@ SIM = ["simulate", "--policy", "fifo-test"]
 
 @pytest.fixture
 def fake(monkeypatch):
-    import simcore.runner as r
+    import experiments.runner as r
     from tests.simcore.helpers import fake_backends
     from tests.simcore.test_runner import golden_trace
 
@@ -78,7 +78,7 @@ def test_second_writer_is_refused_while_the_first_holds_the_folder(fake, tmp_pat
 
 @pytest.mark.parametrize("err", [errno.ENOSPC, errno.EACCES, errno.EROFS])
 def test_disk_full_or_unwritable_during_the_run_is_one_line(fake, tmp_path, err):
-    import simcore.runner as r
+    import experiments.runner as r
 
     def full(*a, **k):
         raise OSError(err, "simulated", str(tmp_path / "o" / "fifo-test" / "jobs.parquet"))
@@ -89,7 +89,7 @@ def test_disk_full_or_unwritable_during_the_run_is_one_line(fake, tmp_path, err)
 
 
 def test_pyarrow_style_oserror_without_errno_is_one_line(fake, tmp_path):
-    import simcore.runner as r
+    import experiments.runner as r
 
     with mock.patch.object(r, "write_parquet", side_effect=OSError("IOError: No space left on device. Detail: x")):
         msg = _error(CliRunner().invoke(app, SIM + ["--out", str(tmp_path / "o")]))
@@ -98,7 +98,7 @@ def test_pyarrow_style_oserror_without_errno_is_one_line(fake, tmp_path):
 
 def test_other_oserrors_are_not_hidden(fake, tmp_path):
     """Only disk/permission errors become one line; anything else is a bug and keeps its traceback."""
-    import simcore.runner as r
+    import experiments.runner as r
 
     with mock.patch.object(r, "write_parquet", side_effect=OSError(errno.EIO, "I/O error")):
         res = CliRunner().invoke(app, SIM + ["--out", str(tmp_path / "o")])
@@ -106,17 +106,17 @@ def test_other_oserrors_are_not_hidden(fake, tmp_path):
 
 
 def test_sweep_overwrite_and_resume(tmp_path):
-    from simcore.sweep import parse_sweep, run_sweep
+    from experiments.sweep import parse_sweep, run_sweep
     from tests.sweep import runners
 
     cfg = parse_sweep(runners.small_grid(runners.policies(1), seeds=(0,), traces=runners.TRACES[:1]), source="t")
-    run_sweep(cfg, tmp_path / "s", runner=runners.runner_name())
+    run_sweep(cfg, tmp_path / "s", runner=runners.runner())
     with pytest.raises(Exception, match="--overwrite"):
-        run_sweep(cfg, tmp_path / "s", runner=runners.runner_name())
-    res = run_sweep(cfg, tmp_path / "s", runner=runners.runner_name(), resume=True)
+        run_sweep(cfg, tmp_path / "s", runner=runners.runner())
+    res = run_sweep(cfg, tmp_path / "s", runner=runners.runner(), resume=True)
     assert res.ran == 0 and res.skipped == len(cfg.cells())
-    res = run_sweep(cfg, tmp_path / "s", runner=runners.runner_name(), overwrite=True)
+    res = run_sweep(cfg, tmp_path / "s", runner=runners.runner(), overwrite=True)
     assert res.ran == len(cfg.cells()) and res.skipped == 0
     with claim_out_dir(tmp_path / "s", resume=True):  # a running sweep holds the folder
         with pytest.raises(InputError, match="in use"):
-            run_sweep(cfg, tmp_path / "s", runner=runners.runner_name(), resume=True)
+            run_sweep(cfg, tmp_path / "s", runner=runners.runner(), resume=True)

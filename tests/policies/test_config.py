@@ -80,7 +80,7 @@ def test_policy_overrides_unknown_policy_lists_names():
 
 def _fail_if_run(monkeypatch):
     """Make any trace loading fail loudly: errors must come before the run."""
-    import simcore.runner as R
+    import experiments.runner as R
 
     def boom(*a, **k):
         raise AssertionError("the run started")
@@ -124,7 +124,7 @@ def test_simulate_set_reaches_the_policy(monkeypatch):
 
 
 def test_runner_rejects_bad_parameters_before_loading_the_trace(monkeypatch):
-    from simcore.runner import RunConfig, run
+    from experiments.runner import RunConfig, run
 
     _fail_if_run(monkeypatch)
     with pytest.raises(InputError, match="policy 'sjf': field 'blocking'"):
@@ -155,8 +155,8 @@ def test_sweep_file_parameters_validated_before_any_cell(tmp_path, table, expect
 
 def test_sweep_file_good_parameters_pass_the_check(tmp_path):
     from policies.registry import make
-    from simcore.sweep import load_sweep
-    from simcore.sweep.config import check_policy_params
+    from experiments.sweep import load_sweep
+    from experiments.sweep.config import check_policy_params
 
     cfg = load_sweep(_sweep(tmp_path, "[policies.tiresias]\nthresholds_gpu_s = [[3600.0], [3600, 57600]]\n"
                                       "interval_s = [\"1m\", 60]\n"))

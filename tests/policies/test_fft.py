@@ -169,10 +169,8 @@ def test_job_larger_than_every_type_is_reported_not_silently_waiting(tmp_path):
     jobs that fit no type by memory)."""
     import pandas as pd
 
-    from experiments import wiring
-    from simcore.runner import RunConfig, run
+    from experiments.runner import RunConfig, run
 
-    wiring.install()
     df = pd.DataFrame({"job_id": ["big", "a", "b", "c"], "submit_time": [0.0, 0.0, 60.0, 120.0],
                        "num_gpus": [16, 4, 1, 8], "duration": [600.0, 900.0, 600.0, 1200.0],
                        "model": ["resnet50"] * 4, "global_batch": [256, 128, 32, 256]})

@@ -380,7 +380,8 @@ def test_sjf_barrier_reaches_the_cutting_plane_optimum(seed):
 
 def test_gavel_sjf_like_solvers_agree_on_the_objective():
     """The policy's SJF-like solver (the barrier) and long-run cutting planes on a 3-type,
-    12-job table: the same optimum (the barrier's to 1e-9; the cutting planes' to their tolerance)."""
+    12-job table: the same optimum (the barrier's to 1e-9 before its tiny shares are dropped; the
+    cutting planes' to their tolerance)."""
     rng = np.random.default_rng(3)
     tput = rng.uniform(1.0, 8.0, (12, 3))
     sf = rng.choice([1, 2], 12)
@@ -396,4 +397,8 @@ def test_gavel_sjf_like_solvers_agree_on_the_objective():
     rmax = tput.max(axis=1)
     xc = _inverse_rate_lp(tput, sf, num, weight=rem / rmax, tol=1e-7, max_iter=300)[0]
     assert total(xb) == pytest.approx(total(xc), rel=1e-5)
-    assert total(xb) <= total(xc) * (1 + 1e-7)
+    # the barrier's point is within 1e-9 of the optimum; it then returns shares below ZERO_FRAC of a
+    # row's largest as 0, which lowers that job's rate by at most (T - 1) x ZERO_FRAC of it
+    from policies.gavel_sjf import ZERO_FRAC
+
+    assert total(xb) <= total(xc) * (1 + 1e-9 + (tput.shape[1] - 1) * ZERO_FRAC)

@@ -13,10 +13,10 @@ from typer.testing import CliRunner
 
 from cli.app import app
 from cosim.errors import CosimError, InputError
-from simcore.report import make_report
-from simcore.report.load import load, swept_axes
-from simcore.report.plots import _binned_step, _ecdf
-from simcore.sweep import parse_sweep, run_sweep
+from experiments.report import make_report
+from experiments.report.load import load, swept_axes
+from experiments.report.plots import _binned_step, _ecdf
+from experiments.sweep import parse_sweep, run_sweep
 from tests.sweep import runners
 
 PNG = b"\x89PNG\r\n\x1a\n"
@@ -29,7 +29,7 @@ def sweep_dir(tmp_path_factory):
     out = tmp_path_factory.mktemp("sweep")
     data = runners.small_grid()
     cfg = parse_sweep(data, source="t")
-    run_sweep(cfg, out, runner=runners.runner_name())
+    run_sweep(cfg, out, runner=runners.runner())
     return out
 
 
@@ -90,7 +90,7 @@ def test_cli_report_default_out_and_bad_folder(tmp_path):
     r = cli.invoke(app, ["report", str(tmp_path)])
     assert r.exit_code == 2 and "summary.parquet" in r.output and "Traceback" not in r.output
     data = runners.small_grid(runners.policies(2), seeds=(0,), traces=runners.TRACES[:1])
-    run_sweep(parse_sweep(data, source="t"), tmp_path / "s", runner=runners.runner_name())
+    run_sweep(parse_sweep(data, source="t"), tmp_path / "s", runner=runners.runner())
     r = cli.invoke(app, ["report", str(tmp_path / "s")])
     assert r.exit_code == 0, r.output
     assert (tmp_path / "s" / "report" / "report.html").is_file() and "6 figures" in r.output
@@ -100,7 +100,7 @@ def test_failed_cells_are_listed_and_left_out(tmp_path):
     bad = tmp_path / "broken.parquet"
     bad.write_bytes(b"garbage")
     data = runners.small_grid(runners.policies(2), seeds=(0, 1), traces=(runners.TRACES[0], str(bad)))
-    run_sweep(parse_sweep(data, source="t", base_dir=tmp_path), tmp_path / "s", runner=runners.runner_name())
+    run_sweep(parse_sweep(data, source="t", base_dir=tmp_path), tmp_path / "s", runner=runners.runner())
     rep = make_report(tmp_path / "s", tmp_path / "r")
     page = rep.html.read_text()
     assert "Failed cells" in page and "4 of 8 cells failed" in page
@@ -145,7 +145,7 @@ def test_parameter_axis_gets_a_figure_with_seed_error_bars(tmp_path):
             pytest.skip("tiresias not registered")
     data = {"traces": [runners.TRACES[0]], "clusters": [dict(runners.CLUSTER)], "seeds": [0, 1],
             "policies": {"fifo": {}, "tiresias": {"promote_knob": [0.0, 8.0], "interval_s": 3600.0}}}
-    run_sweep(parse_sweep(data, source="t"), tmp_path / "s", runner=runners.runner_name())
+    run_sweep(parse_sweep(data, source="t"), tmp_path / "s", runner=runners.runner())
     rep = make_report(tmp_path / "s", tmp_path / "r")
     names = [p.name for p in rep.figures]
     assert "sweep_param_promote_knob.png" in names and "sweep_trace.png" not in names
@@ -158,7 +158,7 @@ def test_parameter_axis_gets_a_figure_with_seed_error_bars(tmp_path):
 def test_cluster_size_axis(tmp_path):
     data = {"traces": [runners.TRACES[0]], "clusters": [{"preset": "dgx-a100", "nodes": [2, 8]}], "seeds": [0, 1],
             "policies": runners.policies(2), "skip_invalid": True}
-    res = run_sweep(parse_sweep(data, source="t"), tmp_path / "s", runner=runners.runner_name())
+    res = run_sweep(parse_sweep(data, source="t"), tmp_path / "s", runner=runners.runner())
     assert set(res.summary["status"]) == {"ok"}, res.summary["error"].tolist()
     assert sorted(res.summary["cluster_nodes"].unique()) == [2, 8]
     rep = make_report(tmp_path / "s", tmp_path / "r")
@@ -170,7 +170,7 @@ def test_report_on_incomplete_or_all_failed_sweep_exits_non_zero(tmp_path):
     bad = tmp_path / "broken.parquet"
     bad.write_bytes(b"garbage")
     data = runners.small_grid(runners.policies(2), seeds=(0,), traces=(runners.TRACES[0], str(bad)))
-    run_sweep(parse_sweep(data, source="t", base_dir=tmp_path), tmp_path / "s", runner=runners.runner_name())
+    run_sweep(parse_sweep(data, source="t", base_dir=tmp_path), tmp_path / "s", runner=runners.runner())
     cli = CliRunner()
     r = cli.invoke(app, ["report", str(tmp_path / "s"), "-o", str(tmp_path / "r")])
     assert r.exit_code == 1 and "incomplete sweep: 2 of 4 cells failed" in r.output, r.output
@@ -181,15 +181,15 @@ def test_report_on_incomplete_or_all_failed_sweep_exits_non_zero(tmp_path):
     r = cli.invoke(app, ["report", str(tmp_path / "s"), "-o", str(tmp_path / "r2")])
     assert r.exit_code == 1 and "3 of 4 cells have not run" in r.output, r.output
     only_bad = runners.small_grid(runners.policies(2), seeds=(0,), traces=(str(bad),))
-    run_sweep(parse_sweep(only_bad, source="t", base_dir=tmp_path), tmp_path / "f", runner=runners.runner_name())
+    run_sweep(parse_sweep(only_bad, source="t", base_dir=tmp_path), tmp_path / "f", runner=runners.runner())
     r = cli.invoke(app, ["report", str(tmp_path / "f")])
     assert r.exit_code == 2 and "all 2 cells failed" in r.output and "Traceback" not in r.output, r.output
 
 
 def test_sweep_axis_facets_other_axes_and_error_bars_cover_seeds_only(tmp_path, monkeypatch):
     """Issue 15: error bars titled "over seeds" used to pool traces; now one row per trace, spread over seeds."""
-    from simcore.report import plots
-    from simcore.report.load import ReportData
+    from experiments.report import plots
+    from experiments.report.load import ReportData
 
     rows = []
     for trace, scale in (("a", 1.0), ("b", 100.0)):

@@ -9,8 +9,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from simcore.report import make_report, plots
-from simcore.report.load import ReportData, load
+from experiments.report import make_report, plots
+from experiments.report.load import ReportData, load
 from tests.report.test_report import sweep_dir  # noqa: F401  the module-scoped 3 traces x 4 policies x 2 seeds sweep
 
 UNIT = re.compile(r"\([^)]+\)\s*$")

@@ -13,7 +13,7 @@ from simcore.costs import ChangeCosts
 from simcore.engine import CapacityChange, Engine, EngineOptions
 from simcore.perf import PerfModel
 from simcore.prepare import build_jobs
-from simcore.runner import Backends
+from experiments.runner import Backends
 from simcore.state import ClusterState
 from tests.simcore.fakes import FakeComm, FakeZoo, FifoTest, fake_solve, fake_topology, pack
 

@@ -62,9 +62,7 @@ def test_no_rejection_without_the_flag_or_on_one_type():
                                     "fifo-backfill", "sjf", "srtf", "tiresias", "tiresias-pollux", "srjf"])
 def test_single_type_policies_declare_the_flag(policy):
     import policies
-    from experiments import wiring
 
-    wiring.install()
     assert PolicyFlags.of(policies.make(policy)).single_type_placement
 
 
@@ -73,10 +71,8 @@ def test_run_reports_never_fit_jobs_per_policy(tmp_path):
     with its reason in jobs.parquet and counted in the summary (before, FIFO's queue stayed behind
     it until the run ended); Optimus, which declares nothing (it may run a job on fewer GPUs than
     its request), keeps it."""
-    from experiments import wiring
-    from simcore.runner import RunConfig, run
+    from experiments.runner import RunConfig, run
 
-    wiring.install()
     df = pd.DataFrame({"job_id": ["big", "a", "b"], "submit_time": [0.0, 0.0, 60.0],
                        "num_gpus": [16, 4, 1], "duration": [600.0, 900.0, 600.0],
                        "model": ["resnet50"] * 3, "global_batch": [256, 128, 32]})

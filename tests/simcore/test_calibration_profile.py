@@ -62,7 +62,7 @@ def test_contention_stretches_the_fitted_all_reduce():
     import numpy as np
 
     import netmodel
-    from simcore.runner import build_perf, perf_backends
+    from experiments.runner import build_perf, perf_backends
 
     cfg = RunConfig(cluster="rtx2080ti-pcie")
     topo = netmodel.build_topology(netmodel.load_cluster("rtx2080ti-pcie"))

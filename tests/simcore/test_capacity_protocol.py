@@ -23,7 +23,7 @@ from simcore.costs import ChangeCosts
 from simcore.engine import Engine, EngineOptions
 from simcore.perf import PerfModel
 from simcore.prepare import build_jobs
-from simcore.runner import RunConfig, run
+from experiments.runner import RunConfig, run
 from simcore.state import ClusterState
 from tests.simcore.fakes import FakeComm, FakeZoo, fake_solve, fake_topology
 from tests.simcore.helpers import RandomElastic, fake_backends, frame, rows_of
@@ -273,7 +273,7 @@ def test_runner_writes_reclaims_and_cli_checks_the_file(tmp_path, monkeypatch):
     r = pd.read_parquet(tmp_path / "out" / "fifo-test" / "reclaims.parquet")
     assert list(r.columns) == list(cap.RECLAIM_COLUMNS) and len(r) == 1 and r.deadline_met.all()
     assert r.demanded.iloc[0] == 2 and res.reclaims["fifo-test"].equals(r)
-    import simcore.runner as sr
+    import experiments.runner as sr
     from cli.app import app
 
     monkeypatch.setattr(sr, "real_backends", lambda cfg: fake_backends(df))

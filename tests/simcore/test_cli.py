@@ -16,7 +16,7 @@ runner = CliRunner()
 
 @pytest.fixture
 def fake(monkeypatch):
-    import simcore.runner as r
+    import experiments.runner as r
 
     monkeypatch.setattr(r, "real_backends", lambda cfg: fake_backends(golden_trace()))
 

@@ -10,7 +10,7 @@ from simcore.costs import COST_PRESETS, ChangeCosts, CostCharger, resolve_costs,
 from simcore.engine import Engine, EngineOptions
 from simcore.perf import PerfModel
 from simcore.prepare import build_jobs
-from simcore.runner import RunConfig, run
+from experiments.runner import RunConfig, run
 from simcore.state import ClusterState
 from tests.simcore.fakes import FakeComm, FakeZoo, fake_solve
 from tests.simcore.helpers import Scripted, fake_backends, frame
@@ -155,7 +155,7 @@ def test_cost_tables():
 
 def test_cli_and_sweep_forms():
     from cli.simulate_cmd import parse_costs
-    from simcore.sweep.config import parse_sweep
+    from experiments.sweep.config import parse_sweep
 
     assert parse_costs(()) == ("flat30", {})
     assert parse_costs(["aryl", "ones=inplace", "optimus=flat30"]) == ("aryl", {"ones": "inplace",

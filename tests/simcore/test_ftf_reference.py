@@ -8,7 +8,7 @@ import pytest
 
 from cosim.errors import InputError
 from simcore.gps import ftf_reference_jct
-from simcore.runner import RunConfig, run
+from experiments.runner import RunConfig, run
 from tests.simcore.helpers import fake_backends
 from tests.simcore.test_runner import golden_trace
 
@@ -74,7 +74,7 @@ def test_runner_records_reference_and_rejects_unknown():
 def test_cli_options_recorded_in_outputs(monkeypatch, tmp_path):
     """`--ftf-reference` and `--progress` reach the run and are recorded in the Parquet
     metadata and the summary; a bad name exits 2 with a one-line error."""
-    import simcore.runner as r
+    import experiments.runner as r
     from typer.testing import CliRunner
 
     from cli.app import app

@@ -241,7 +241,7 @@ def test_work_conserved_in_samples_under_batch_changes(changes, mode):
 
 
 def test_goodput_run_records_progress_option(shared_data):
-    from simcore.runner import RunConfig, run
+    from experiments.runner import RunConfig, run
     from tests.simcore.helpers import fake_backends
     from tests.simcore.test_runner import golden_trace
 

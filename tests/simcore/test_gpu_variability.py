@@ -10,7 +10,7 @@ import pytest
 
 from cosim.errors import InputError
 from simcore.perf import PerfModel, gpu_variability
-from simcore.runner import RunConfig, run
+from experiments.runner import RunConfig, run
 from tests.simcore.fakes import FakeComm, FakeZoo, fake_solve, fake_topology
 from tests.simcore.helpers import Scripted, fake_backends
 

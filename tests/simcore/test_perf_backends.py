@@ -22,7 +22,7 @@ from simcore.perf import PerfModel
 from simcore.perf_backends import PERF_BACKENDS, LinearPerf, check_perf, make_perf, table_gaps
 from simcore.perf_measured import MeasuredPerf, MeasuredTables, placement_key
 from simcore.prepare import build_jobs
-from simcore.runner import RunConfig, run
+from experiments.runner import RunConfig, run
 from tests.simcore.fakes import FakeComm, FakeZoo, FifoTest, fake_solve, fake_topology
 from tests.simcore.helpers import fake_backends, frame
 
@@ -415,9 +415,10 @@ def test_measured_missing_model_fails_before_the_run(tmp_path, monkeypatch):
 
 
 def test_sweep_perf_axis(tmp_path, monkeypatch):
-    from simcore.sweep.cell import run_config_for
-    from simcore.sweep.config import parse_sweep
-    import simcore.runner as runner_mod
+    from experiments.sweep.cell import default_runner, run_config_for
+    from experiments.sweep.config import parse_sweep
+
+    runner_mod = default_runner()
 
     base = {"traces": ["synth:philly:6"], "policies": ["fifo"], "clusters": [{"preset": "dgx-a100", "nodes": 2}]}
     one = parse_sweep(base).cells()
@@ -428,7 +429,7 @@ def test_sweep_perf_axis(tmp_path, monkeypatch):
     assert run_config_for(runner_mod, two[1], "synth:philly:6", False).perf == "linear"
     with pytest.raises(InputError, match=r"perf\[1\]"):
         parse_sweep(dict(base, perf=["network", "fast"]))
-    from simcore.sweep import run_sweep
+    from experiments.sweep import run_sweep
 
     run_sweep(parse_sweep(dict(base, perf=["network", "linear"])), tmp_path / "sweep")
     s = pd.read_parquet(tmp_path / "sweep" / "summary.parquet")

@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 
 import traces
-from simcore.runner import RunConfig, run
+from experiments.runner import RunConfig, run
 from traces import io as tio
 
 def _ratios(path, cluster: str) -> pd.Series:
@@ -97,7 +97,7 @@ def test_ones_jobs_all_have_work(shared_data):
     from calibration import zoo
     from simcore.perf import PerfModel
     from simcore.prepare import build_jobs
-    from simcore.runner import real_backends
+    from experiments.runner import real_backends
     from simcore.work import WorkMode
     from traces.workload import assemble
 

@@ -22,7 +22,7 @@ import pytest
 
 from cosim.atomic import read_metadata
 from cosim.errors import InputError, PolicyError, UnknownNameError
-from simcore.runner import RunConfig, run
+from experiments.runner import RunConfig, run
 from tests.simcore.fakes import FifoTest
 from tests.simcore.helpers import fake_backends
 

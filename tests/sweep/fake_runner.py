@@ -1,4 +1,4 @@
-"""A stand-in for `simcore.runner` with the same contract, for sweep tests that must not
+"""A stand-in for `experiments.runner` with the same contract, for sweep tests that must not
 depend on engine speed: deterministic small tables derived from a hash of the config.
 
 Policy names starting with "boom" raise, to exercise failing cells.

@@ -13,6 +13,7 @@ from tests.sweep.runners import runner_name
 KILL_AFTER = 5
 _inner = importlib.import_module(runner_name())
 RunConfig = _inner.RunConfig
+policy_factory = getattr(_inner, "policy_factory", None)
 
 
 def run(config, out_dir, progress=False):

@@ -1,5 +1,6 @@
 """Which runner the sweep/report tests drive: the real `experiments.runner` whenever it can run a
-tiny simulation here, else the stand-in `tests.sweep.fake_runner` (same contract).
+tiny simulation here, else the stand-in `tests.sweep.fake_runner` (same contract). `runner()`
+gives it as the `Runner` that `run_sweep` takes.
 
 `killing_runner` wraps the chosen runner and SIGKILLs its own process once `KILL_AFTER`
 cells of the sweep are committed — a real kill at a deterministic point, mid-cell.
@@ -10,7 +11,7 @@ from __future__ import annotations
 import functools
 import importlib
 
-REAL = "experiments.runner"  # simcore.runner with the policy registry wired in
+REAL = "experiments.runner"
 FAKE = "tests.sweep.fake_runner"
 #: tiny test traces, one per synthetic family, and the cluster they run on
 TRACES = ("synth:philly:12", "synth:helios:12", "synth:sensetime:12")
@@ -26,6 +27,14 @@ def runner_name() -> str:
     except Exception:
         return FAKE
     return REAL
+
+
+def runner():
+    """The chosen runner as `run_sweep` takes it (`Runner`: config class, run function, registry)."""
+    from experiments.sweep.cell import Runner
+
+    mod = importlib.import_module(runner_name())
+    return Runner(mod.RunConfig, mod.run, getattr(mod, "policy_factory", None))
 
 
 def policies(n: int = 4) -> list[str]:
@@ -52,6 +61,6 @@ def small_grid(policy_names=None, seeds=(0, 1), traces=TRACES) -> dict:
 
 def labels(policy_names=None) -> list[str]:
     """The policy labels `small_grid` produces (e.g. "tiresias(interval_s=3600)")."""
-    from simcore.sweep import parse_sweep
+    from experiments.sweep import parse_sweep
 
     return [p.label for p in parse_sweep(small_grid(policy_names)).policies]

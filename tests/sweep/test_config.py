@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from cosim.errors import InputError
-from simcore.sweep import load_sweep, parse_sweep
+from experiments.sweep import load_sweep, parse_sweep
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -165,8 +165,9 @@ def test_examples_load(name):
 def test_load_series_key_reaches_the_run_config_and_the_cell_id(tmp_path):
     """`load_series` (Aryl's inference load) is passed to RunConfig; only a sweep that sets it has
     it in the cell ids, and a CSV resolves against the sweep file's folder."""
-    import simcore.runner as R
-    from simcore.sweep.cell import run_config_for
+    from experiments.sweep.cell import default_runner, run_config_for
+
+    R = default_runner()
 
     base = {"traces": ["synth:philly:4"], "policies": ["fifo"]}
     plain = parse_sweep(dict(base)).cells()[0]

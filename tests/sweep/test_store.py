@@ -8,7 +8,7 @@ import pyarrow.parquet as pq
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from simcore.sweep.store import commit_cell, load_rows, rows_table, write_summary
+from experiments.sweep.store import commit_cell, load_rows, rows_table, write_summary
 
 VALUES = st.one_of(st.none(), st.booleans(), st.integers(-10**6, 10**6),
                    st.floats(allow_nan=False, allow_infinity=False, width=64), st.text(max_size=5))

@@ -1,5 +1,5 @@
 """Running sweeps: rows per cell, determinism across backends and across kill + resume,
-failing cells recorded, the CLI. Drives the real `simcore.runner` when it can run here."""
+failing cells recorded, the CLI. Drives the real `experiments.runner` when it can run here."""
 
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ import pytest
 from typer.testing import CliRunner
 
 from cli.app import app
-from simcore.sweep import NONDETERMINISTIC, SUMMARY_FILE, parse_sweep, run_sweep
-from simcore.sweep.store import clean_partial, load_rows
+from experiments.sweep import NONDETERMINISTIC, SUMMARY_FILE, parse_sweep, run_sweep
+from experiments.sweep.store import clean_partial, load_rows
 from tests.sweep import runners
 
 REPO = Path(__file__).resolve().parents[2]
@@ -33,7 +33,7 @@ def grid():
 def reference(grid, tmp_path_factory):
     """The uninterrupted in-process run every other run must reproduce."""
     out = tmp_path_factory.mktemp("ref")
-    return run_sweep(grid, out, runner=runners.runner_name())
+    return run_sweep(grid, out, runner=runners.runner())
 
 
 def test_one_row_per_cell_with_coordinates_and_metrics(grid, reference):
@@ -55,7 +55,7 @@ def test_one_row_per_cell_with_coordinates_and_metrics(grid, reference):
 
 
 def test_process_pool_matches_in_process(grid, reference, tmp_path):
-    res = run_sweep(grid, tmp_path / "pool", workers=2, runner=runners.runner_name())
+    res = run_sweep(grid, tmp_path / "pool", workers=2, runner=runners.runner())
     pd.testing.assert_frame_equal(comparable(res.summary), comparable(reference.summary))
 
 
@@ -65,7 +65,7 @@ def test_ray_matches_local(grid, reference, tmp_path):
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False,
              runtime_env={"env_vars": {"PYTHONPATH": str(REPO)}})
     try:
-        res = run_sweep(grid, tmp_path / "ray", backend="ray", runner=runners.runner_name())
+        res = run_sweep(grid, tmp_path / "ray", backend="ray", runner=runners.runner())
     finally:
         ray.shutdown()
     pd.testing.assert_frame_equal(comparable(res.summary), comparable(reference.summary))
@@ -76,10 +76,11 @@ def test_ray_matches_local(grid, reference, tmp_path):
 
 def test_killed_then_resumed_equals_uninterrupted(grid, reference, tmp_path):
     out = tmp_path / "killed"
-    code = ("from simcore.sweep import parse_sweep, run_sweep\n"
-            "from tests.sweep import runners\n"
+    code = ("from experiments.sweep import parse_sweep, run_sweep\n"
+            "from experiments.sweep.cell import Runner\n"
+            "from tests.sweep import killing_runner as k, runners\n"
             f"run_sweep(parse_sweep(runners.small_grid(), source='test-grid'), {str(out)!r}, "
-            "runner='tests.sweep.killing_runner')\n")
+            "runner=Runner(k.RunConfig, k.run, k.policy_factory))\n")
     proc = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=300)
     assert proc.returncode == -9, proc.stderr[-2000:]
     from tests.sweep.killing_runner import KILL_AFTER
@@ -89,12 +90,12 @@ def test_killed_then_resumed_equals_uninterrupted(grid, reference, tmp_path):
     assert any(p.name.startswith(".tmp-") for p in (out / "cells").iterdir())  # its scratch is left behind
     if (out / SUMMARY_FILE).exists():  # whatever summary exists is whole and holds only committed cells
         assert set(pq.read_table(out / SUMMARY_FILE)["cell_id"].to_pylist()) <= set(committed)
-    res = run_sweep(grid, out, resume=True, runner=runners.runner_name())
+    res = run_sweep(grid, out, resume=True, runner=runners.runner())
     assert res.skipped == KILL_AFTER and res.ran == 24 - KILL_AFTER
     assert not any(p.name.startswith(".") for p in (out / "cells").iterdir())
     pd.testing.assert_frame_equal(comparable(res.summary), comparable(reference.summary))
     # resuming a complete sweep runs nothing and changes nothing
-    again = run_sweep(grid, out, resume=True, runner=runners.runner_name())
+    again = run_sweep(grid, out, resume=True, runner=runners.runner())
     assert again.ran == 0
     pd.testing.assert_frame_equal(again.summary, res.summary)
 
@@ -103,7 +104,7 @@ def test_failing_cell_is_recorded_and_the_rest_finish(tmp_path):
     bad = tmp_path / "bad.parquet"
     bad.write_bytes(b"not parquet at all")
     data = runners.small_grid(runners.policies(2), seeds=(0,), traces=(runners.TRACES[0], str(bad)))
-    res = run_sweep(parse_sweep(data, source="t", base_dir=tmp_path), tmp_path / "out", runner=runners.runner_name())
+    res = run_sweep(parse_sweep(data, source="t", base_dir=tmp_path), tmp_path / "out", runner=runners.runner())
     s = res.summary
     assert len(s) == 4 and res.failed == 2
     failed = s[s["status"] == "error"]
@@ -112,7 +113,7 @@ def test_failing_cell_is_recorded_and_the_rest_finish(tmp_path):
     assert (s[s["status"] == "ok"]["avg_jct_s"] > 0).all()
     # a resume retries the failed cells (still failing) and keeps the good ones
     again = run_sweep(parse_sweep(data, source="t", base_dir=tmp_path), tmp_path / "out", resume=True,
-                      runner=runners.runner_name())
+                      runner=runners.runner())
     assert again.ran == 2 and again.skipped == 2 and again.failed == 2
 
 
@@ -141,7 +142,9 @@ def test_cli_sweep_resume_and_errors(tmp_path):
     toml = _write_grid(tmp_path, data)
     out = tmp_path / "out"
     cli = CliRunner()
-    args = ["sweep", str(toml), "--out", str(out), "--workers", "1", "--runner", runners.runner_name()]
+    if runners.runner_name() != runners.REAL:
+        pytest.skip("the CLI runs the real runner")
+    args = ["sweep", str(toml), "--out", str(out), "--workers", "1"]
     r = cli.invoke(app, args)
     assert r.exit_code == 0, r.output
     assert "2 cells" in r.output and "0 failed" in r.output
@@ -177,7 +180,7 @@ def test_sampled_file_trace_is_materialised_once(tmp_path):
     write_jobs(synthesize("philly", 40, seed=3), tmp_path / "base.parquet")
     data = {"traces": [{"path": "base.parquet", "jobs": 8, "seed": 1, "name": "base-8"}],
             "policies": runners.policies(2), "seeds": [0]}
-    res = run_sweep(parse_sweep(data, source="t", base_dir=tmp_path), tmp_path / "out", runner=runners.runner_name())
+    res = run_sweep(parse_sweep(data, source="t", base_dir=tmp_path), tmp_path / "out", runner=runners.runner())
     assert list(res.summary["status"]) == ["ok", "ok"], res.summary["error"].tolist()
     assert set(res.summary["trace"]) == {"base-8"}
     sampled = list((tmp_path / "out" / "traces").glob("*.parquet"))
@@ -193,4 +196,4 @@ def test_ray_missing_is_one_clear_error(tmp_path, monkeypatch):
     monkeypatch.setitem(sys.modules, "ray", None)
     data = runners.small_grid(runners.policies(1), seeds=(0,), traces=runners.TRACES[:1])
     with pytest.raises(CosimError, match=r"pip install 'cosim\[ray\]'"):
-        run_sweep(parse_sweep(data), tmp_path / "o", backend="ray", runner=runners.runner_name())
+        run_sweep(parse_sweep(data), tmp_path / "o", backend="ray", runner=runners.runner())

@@ -1,4 +1,4 @@
-"""Sweep workers, local or Ray, run each cell through `simcore.sweep.backends.in_worker`: the
+"""Sweep workers, local or Ray, run each cell through `experiments.sweep.backends.in_worker`: the
 simulating process's runtime settings first (cosim.process_settings), as the `cosim` process
 itself does: a Pollux cell in a worker would otherwise spend ≈ 10 % of its CPU in page faults
 (glibc's default malloc thresholds) and collect garbage 300x as often."""
@@ -10,7 +10,7 @@ import multiprocessing
 from concurrent.futures import ProcessPoolExecutor
 
 from cosim.process_settings import GC_THRESHOLDS
-from simcore.sweep.backends import in_worker
+from experiments.sweep.backends import in_worker
 
 
 def test_a_task_in_a_fresh_worker_runs_with_the_process_settings():

@@ -119,7 +119,7 @@ def test_build_jobs_gets_the_same_jobs_from_the_cache_and_the_frame(trace):
     from calibration import zoo
     from experiments.runner import RunConfig, real_backends
     from simcore.prepare import build_jobs
-    from simcore.runner import build_perf
+    from experiments.runner import build_perf
 
     cfg = RunConfig(trace=str(trace), cluster="dgx-a100", cluster_nodes=2)
     be = real_backends(cfg)

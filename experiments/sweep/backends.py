@@ -24,23 +24,21 @@ from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping, Sequence
 
 from cosim.errors import CosimError
-from simcore.sweep.cell import coordinate_row, run_cell
-from simcore.sweep.config import Cell
-from simcore.sweep.store import commit_cell
+from experiments.sweep.cell import Runner, coordinate_row, run_cell
+from experiments.sweep.config import Cell
+from experiments.sweep.store import commit_cell
 
 log = logging.getLogger(__name__)
 
 Work = tuple[Cell, str]
-#: the policy-registry loader the driver installed (`simcore.runner.set_policy_factory`), sent to workers
-Loader = Callable[[], Any] | None
 #: a cell may break the process pool this many times before it is recorded as failed
 MAX_POOL_BREAKS = 2
 
 
-def run_inprocess(work: Sequence[Work], root: Path, runner: str, write_decisions: bool,
-                  metadata: Mapping[str, Any], policy_loader: Loader = None) -> Iterator[tuple[Cell, dict]]:
+def run_inprocess(work: Sequence[Work], root: Path, runner: Runner, write_decisions: bool,
+                  metadata: Mapping[str, Any]) -> Iterator[tuple[Cell, dict]]:
     for cell, spec in work:
-        yield cell, run_cell(cell, spec, str(root), runner, write_decisions, metadata, policy_loader)
+        yield cell, run_cell(cell, spec, str(root), runner, write_decisions, metadata)
 
 
 def in_worker(fn: Callable[..., Any], *args) -> Any:
@@ -54,8 +52,8 @@ def in_worker(fn: Callable[..., Any], *args) -> Any:
     return fn(*args)
 
 
-def run_local(work: Sequence[Work], root: Path, runner: str, write_decisions: bool, metadata: Mapping[str, Any],
-              workers: int, policy_loader: Loader = None) -> Iterator[tuple[Cell, dict]]:
+def run_local(work: Sequence[Work], root: Path, runner: Runner, write_decisions: bool, metadata: Mapping[str, Any],
+              workers: int) -> Iterator[tuple[Cell, dict]]:
     pending = list(work)
     breaks: dict[str, int] = {}
     ctx = multiprocessing.get_context("spawn")
@@ -63,8 +61,7 @@ def run_local(work: Sequence[Work], root: Path, runner: str, write_decisions: bo
         retry: list[Work] = []
         pool = ProcessPoolExecutor(max_workers=workers, mp_context=ctx)
         try:
-            futures = {pool.submit(in_worker, run_cell, c, s, str(root), runner, write_decisions, dict(metadata),
-                                   policy_loader): (c, s)
+            futures = {pool.submit(in_worker, run_cell, c, s, str(root), runner, write_decisions, dict(metadata)): (c, s)
                        for c, s in pending}
             not_done = set(futures)
             while not_done:
@@ -102,8 +99,8 @@ def import_ray():
     return ray
 
 
-def run_ray(work: Sequence[Work], root: Path, runner: str, write_decisions: bool, metadata: Mapping[str, Any],
-            address: str | None, workers: int | None, policy_loader: Loader = None) -> Iterator[tuple[Cell, dict]]:
+def run_ray(work: Sequence[Work], root: Path, runner: Runner, write_decisions: bool, metadata: Mapping[str, Any],
+            address: str | None, workers: int | None) -> Iterator[tuple[Cell, dict]]:
     """Cells as Ray tasks; joins the cluster at `address`, or reuses/starts a local instance."""
     ray = import_ray()
     if not ray.is_initialized():
@@ -118,7 +115,7 @@ def run_ray(work: Sequence[Work], root: Path, runner: str, write_decisions: bool
             raise CosimError(f"cannot connect to Ray at {address or 'a local instance'}: {exc}") from None
     remote = ray.remote(num_cpus=1, max_retries=1)(in_worker)
     meta = dict(metadata)
-    refs = {remote.remote(run_cell, c, s, None, runner, write_decisions, meta, policy_loader): c for c, s in work}
+    refs = {remote.remote(run_cell, c, s, None, runner, write_decisions, meta): c for c, s in work}
     not_done = list(refs)
     try:
         while not_done:

@@ -10,7 +10,6 @@ order they finished.
 from __future__ import annotations
 
 import hashlib
-import importlib
 import logging
 import time
 from dataclasses import dataclass
@@ -22,10 +21,10 @@ import pandas as pd
 from cosim import __version__
 from cosim.errors import CosimError, InputError
 from cosim.outdir import claim_out_dir
-from simcore.sweep import store
-from simcore.sweep.backends import run_inprocess, run_local, run_ray
-from simcore.sweep.cell import DEFAULT_RUNNER
-from simcore.sweep.config import Cell, SweepConfig, TraceSpec, check_policy_params
+from experiments.sweep import store
+from experiments.sweep.backends import run_inprocess, run_local, run_ray
+from experiments.sweep.cell import Runner, default_runner
+from experiments.sweep.config import Cell, SweepConfig, TraceSpec, check_policy_params
 
 log = logging.getLogger(__name__)
 
@@ -47,8 +46,8 @@ def check_names(config: SweepConfig, factory: tuple[Any, Any] | None = None) -> 
     """Fail before running anything on an unknown policy, policy parameter or cluster preset
     (lists valid names).
 
-    `factory` is the runner's injected policy registry `(make(name, params), names())`
-    (simcore imports no policy); None skips the policy checks."""
+    `factory` is the runner's policy registry `(make(name, params), names())`; None (a stand-in
+    runner without one) skips the policy checks."""
     from cosim.errors import UnknownNameError
 
     if factory is not None:
@@ -95,13 +94,13 @@ def _ordered_rows(cells: list[Cell], rows: dict[str, dict]) -> list[dict]:
 
 
 def run_sweep(config: SweepConfig, out_dir: str | Path, *, workers: int = 1, backend: str = "local",
-              address: str | None = None, resume: bool = False, runner: str = DEFAULT_RUNNER,
+              address: str | None = None, resume: bool = False, runner: Runner | None = None,
               on_cell: Callable[[int, int, dict], None] | None = None, check: bool = True,
               overwrite: bool = False) -> SweepResult:
     """Run every cell of `config` not already finished in `out_dir`.
 
     `on_cell(done, total, row)` is called after each cell (the CLI's progress bar).
-    `runner` names the module providing `RunConfig` and `run` (tests inject a stand-in).
+    `runner` runs each cell (default: `experiments.runner`; tests pass a stand-in).
     The folder is locked for the whole call (`cosim.outdir`): a second sweep into it fails at
     once instead of deleting this one's scratch folders; `overwrite` clears an earlier sweep first.
     """
@@ -110,26 +109,21 @@ def run_sweep(config: SweepConfig, out_dir: str | Path, *, workers: int = 1, bac
     if workers < 1:
         raise InputError.at(field="workers", expected="a positive number of workers", got=workers)
     root = Path(out_dir)
-    try:
-        module = importlib.import_module(runner)
-    except ImportError as exc:
-        raise CosimError(f"cannot import the simulation runner '{runner}': {exc}") from None
-    # the policy registry the runner was given (simcore.runner.set_policy_factory), shipped to workers
-    loader = getattr(module, "policy_factory_loader", lambda: None)()
-    if check and hasattr(module, "policy_factory"):  # the real runner: fails here when no registry is installed
-        check_names(config, module.policy_factory())
+    runner = runner if runner is not None else default_runner()
+    if check and runner.policy_factory is not None:
+        check_names(config, runner.policy_factory())
     cells = config.cells()
     existing = store.load_rows(root) if root.is_dir() else {}
     if existing and not resume and not overwrite:
         raise CosimError(f"{root} already holds a sweep ({len(existing)} finished cells); "
                          "add --resume to continue it, --overwrite to replace it, or choose a new --out folder")
     with claim_out_dir(root, overwrite=overwrite and not resume, resume=resume):
-        return _run_locked(config, root, cells, workers, backend, address, runner, on_cell, loader)
+        return _run_locked(config, root, cells, workers, backend, address, runner, on_cell)
 
 
 def _run_locked(config: SweepConfig, root: Path, cells: list[Cell], workers: int, backend: str,
-                address: str | None, runner: str, on_cell: Callable[[int, int, dict], None] | None,
-                loader: object) -> SweepResult:
+                address: str | None, runner: Runner, on_cell: Callable[[int, int, dict], None] | None,
+                ) -> SweepResult:
     existing = store.load_rows(root)
     removed = store.clean_partial(root)
     if removed:
@@ -150,12 +144,11 @@ def _run_locked(config: SweepConfig, root: Path, cells: list[Cell], workers: int
 
     stream: Iterator[tuple[Cell, dict]]
     if backend == "ray":
-        stream = run_ray(work, root, runner, config.write_decisions, meta, address, workers if workers > 1 else None,
-                         loader)
+        stream = run_ray(work, root, runner, config.write_decisions, meta, address, workers if workers > 1 else None)
     elif workers == 1:
-        stream = run_inprocess(work, root, runner, config.write_decisions, meta, loader)
+        stream = run_inprocess(work, root, runner, config.write_decisions, meta)
     else:
-        stream = run_local(work, root, runner, config.write_decisions, meta, workers, loader)
+        stream = run_local(work, root, runner, config.write_decisions, meta, workers)
 
     last_write = time.monotonic()
     done = skipped

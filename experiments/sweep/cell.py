@@ -1,13 +1,11 @@
 """Running one cell: build the runner's `RunConfig`, run it, turn the result into a row.
 
 This is the only code that executes inside workers (spawned processes or Ray tasks), so it
-takes and returns plain picklable values and imports the runner lazily by module name:
-`runner="simcore.runner"` in production, a stand-in module with the same `RunConfig` and
-`run(config, out_dir, progress=False) -> RunResult` contract in tests.
-
-The policy registry is an injected dependency of the runner (`simcore.runner.set_policy_factory`):
-the driver passes the loader its own process has installed as `policy_loader`, and the cell
-installs it in the worker before running, so spawned and Ray workers see the same registry.
+takes and returns plain picklable values. The runner travels as a `Runner`: the run's config
+class and run function, both module-level, so they pickle by reference and a worker imports
+them itself (`default_runner()`: `experiments.runner`, which builds policies from the project's
+registry; tests pass a stand-in with the same `RunConfig` and
+`run(config, out_dir, progress=False) -> RunResult` contract).
 
 Any exception from the runner becomes a row with `status="error"` and the message, so one
 bad cell (an unknown model in a trace, a policy that raises) never stops a sweep.
@@ -15,22 +13,41 @@ bad cell (an unknown model in a trace, a policy that raises) never stops a sweep
 
 from __future__ import annotations
 
-import importlib
 import json
 import logging
 import math
 import shutil
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
-from simcore.sweep.config import Cell
-from simcore.sweep.store import COORD_COLUMNS, TRAIL_COLUMNS, commit_cell
+from experiments.sweep.config import Cell
+from experiments.sweep.store import COORD_COLUMNS, TRAIL_COLUMNS, commit_cell
 
 log = logging.getLogger(__name__)
 
-DEFAULT_RUNNER = "simcore.runner"
+
+
+@dataclass(frozen=True)
+class Runner:
+    """What a sweep runs each cell with. `config(**fields)` builds a run configuration and
+    `run(config, out_dir, progress=False)` runs it; `names()`, when given, lists the valid
+    policy names and `make(name, params)` builds one, so the driver can refuse an unknown
+    policy or parameter before any cell runs."""
+
+    config: Callable[..., Any]
+    run: Callable[..., Any]
+    policy_factory: Callable[[], tuple[Callable[[str, Mapping[str, Any]], Any], Callable[[], list[str]]]] | None = None
+
+
+def default_runner() -> Runner:
+    """The project's runner (`experiments.runner`), with its policy registry."""
+    from experiments import runner
+
+    return Runner(runner.RunConfig, runner.run, runner.policy_factory)
+
 #: runner output files kept per cell (the per-policy folder is flattened into the cell folder; reclaims:
 #: runs with a load series, read by Aryl's metrics)
 KEPT_FILES = ("jobs.parquet", "timeline.parquet", "decisions.parquet", "reclaims.parquet")
@@ -88,7 +105,7 @@ def metrics_row(summary: Any, policy: str) -> dict[str, Any]:
     return {k: _native(v) for k, v in rec.items() if k not in reserved}
 
 
-def run_config_for(module: Any, cell: Cell, trace_spec: str, write_decisions: bool) -> Any:
+def run_config_for(runner: Runner, cell: Cell, trace_spec: str, write_decisions: bool) -> Any:
     params = {cell.policy.name: dict(cell.policy.params)} if cell.policy.params else {}
     extra = {"skip_invalid": True} if cell.skip_invalid else {}  # additive RunConfig fields, passed only when
     if cell.perf != "network":  # set, so stand-in runners without them keep working
@@ -100,7 +117,7 @@ def run_config_for(module: Any, cell: Cell, trace_spec: str, write_decisions: bo
     if cell.costs is not None:  # a table travels as JSON text (cells are hashable)
         c = cell.costs
         extra["costs"] = json.loads(c) if isinstance(c, str) and c.startswith("{") else c
-    return module.RunConfig(
+    return runner.config(
         trace=trace_spec,
         cluster=cell.cluster.preset,
         cluster_nodes=cell.cluster.nodes,
@@ -114,9 +131,8 @@ def run_config_for(module: Any, cell: Cell, trace_spec: str, write_decisions: bo
     )
 
 
-def run_cell(cell: Cell, trace_spec: str, root: str | None, runner: str = DEFAULT_RUNNER,
-             write_decisions: bool = False, metadata: Mapping[str, Any] | None = None,
-             policy_loader: Callable[[], Any] | None = None) -> dict[str, Any]:
+def run_cell(cell: Cell, trace_spec: str, root: str | None, runner: Runner,
+             write_decisions: bool = False, metadata: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """Run one cell. With `root`, commit it under `root/cells/<id>/` and return {"row"}; without,
     return {"row", "files": name → bytes} for the caller to commit (Ray workers on other hosts)."""
     row = coordinate_row(cell)
@@ -129,11 +145,8 @@ def run_cell(cell: Cell, trace_spec: str, root: str | None, runner: str = DEFAUL
     t0 = time.perf_counter()
     metrics: dict[str, Any] = {}
     try:
-        module = importlib.import_module(runner)
-        if policy_loader is not None and hasattr(module, "set_policy_factory"):
-            module.set_policy_factory(policy_loader)
-        config = run_config_for(module, cell, trace_spec, write_decisions)
-        result = module.run(config, scratch / "run", progress=False)
+        config = run_config_for(runner, cell, trace_spec, write_decisions)
+        result = runner.run(config, scratch / "run", progress=False)
         metrics = metrics_row(result.summary, cell.policy.name)
         status, error = "ok", None
         pol_dir = scratch / "run" / cell.policy.name

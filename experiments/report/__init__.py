@@ -21,9 +21,9 @@ class Report:
 
 def make_report(run_dir: str | Path, out_dir: str | Path | None = None) -> Report:
     """Write `report.html` and the PNG figures into `out_dir` (default `run_dir/report`)."""
-    from simcore.report.html import write_html
-    from simcore.report.load import load
-    from simcore.report.plots import all_figures
+    from experiments.report.html import write_html
+    from experiments.report.load import load
+    from experiments.report.plots import all_figures
 
     data = load(run_dir)
     out = Path(out_dir) if out_dir is not None else Path(run_dir) / "report"

@@ -14,7 +14,7 @@ import pandas as pd
 
 from cosim import __version__
 from cosim.atomic import write_text
-from simcore.report.load import ReportData
+from experiments.report.load import ReportData
 
 STYLE = """
 body { font-family: system-ui, sans-serif; margin: 2em auto; max-width: 1100px; color: #222; }

@@ -32,7 +32,7 @@ import numpy as np
 import pandas as pd
 
 from cosim.errors import CosimError
-from simcore.report.load import (
+from experiments.report.load import (
     AXIS_COLUMNS,
     FACET_COLUMNS,
     JOB_COLUMNS,

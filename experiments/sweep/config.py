@@ -119,7 +119,7 @@ class Cell:
     #: costs of change (a preset name, seconds, or a table as canonical JSON text); None: the
     #: runner's default — and no coordinate, so ids of sweeps without costs do not change
     costs: str | float | None = None
-    progress: str = "plain"  # progress model (simcore.runner.RunConfig.progress, simcore.goodput)
+    progress: str = "plain"  # progress model (experiments.runner.RunConfig.progress, simcore.goodput)
     #: inference load driving loans/reclaims (`RunConfig.load_series`); None: none, and no coordinate
     load_series: str | None = None
 

@@ -67,6 +67,14 @@ HOST_REGIMES = {
 }
 
 
+def family(model: str) -> str:
+    """Architecture family of a zoo model name: depth, width and input-size suffixes dropped
+    (``vgg16_cifar`` → ``vgg``, ``densenet201`` → ``densenet``, ``resnet18`` → ``resnet``)."""
+    import re
+
+    return re.sub(r"(_?cifar|_?v\d+|[_\d.]+[a-z]?\d*)+$", "", model.partition("@")[0]) or model
+
+
 def host_regime(source: str, platform: str | None = None) -> str:
     """The host regime of a measured row: its harness, and for Pollux/Sia its platform."""
     s = str(source).removeprefix("measured:")
@@ -119,8 +127,10 @@ class DeviceModel:
     training FLOPs per sample; `exclude_gpu` leaves one GPU type out of every fit (the
     leave-one-GPU-type-out check predicts it from the others)."""
 
-    def __init__(self, curves: list[Curve], gpu_speed, flops, exclude_gpu: str | None = None) -> None:
+    def __init__(self, curves: list[Curve], gpu_speed, flops, exclude_gpu: str | None = None,
+                 tasks: dict[str, str] | None = None) -> None:
         self.curves = [c for c in curves if c.gpu != exclude_gpu]
+        self.tasks = dict(tasks or {})
         self._speed, self._flops = gpu_speed, flops
         fp32 = [c for c in self.curves if "@" not in c.device_name]
         syn: dict[str, list[float]] = {}
@@ -242,16 +252,30 @@ class DeviceModel:
         return np.asarray(c.batches), np.maximum(t - h, np.maximum(np.minimum(self.floor(c.model), t), 0.25 * t))
 
     def precision_gain(self, model: str, gpu: str, tag: str, has_tf32: bool, has_tensor: bool,
-                       published_amp: float) -> tuple[float, str]:
-        """(gain on the per-sample part, basis) for `model` at `tag` on `gpu`."""
+                       published_amp: float, task: str = "") -> tuple[float, str]:
+        """(gain on the per-sample part, basis) for `model` at `tag` on `gpu`. A model not measured
+        at a half precision takes the median measured gain of its family (the same architecture
+        at another depth or input size: ``vgg19`` ← ``vgg11``/``vgg16``, ``densenet201`` ←
+        ``densenet121``), else of the measured models of its task, else of all."""
         if not has_tensor or (tag == "bf16" and not has_tf32):
             return 1.0, "no tensor-core gain"
         if not has_tf32:
             return published_amp, "published AMP gain of the GPU type"
-        own = [v for (m, g, t), v in self.gain.items() if m == model and t in (tag, "bf16", "amp")]
+        own = [v for (m, g, t), v in self.gain.items() if m == model]
         if own:
             return float(np.median(own)), "measured gain of the model"
+        fam = family(model)
+        kin = sorted({m for (m, g, t) in self.gain if family(m) == fam})
+        if kin:
+            return float(np.median([v for (m, g, t), v in self.gain.items() if m in kin])), \
+                f"measured gain of its family ({', '.join(kin)})"
+        same = [v for (m, g, t), v in self.gain.items() if task and self._task(m) == task]
+        if same:
+            return float(np.median(same)), f"median measured gain of {task} models"
         return self.gain_default, "median measured gain"
+
+    def _task(self, model: str) -> str:
+        return self.tasks.get(model, "")
 
 
 def leave_one_gpu_out(curves: list[Curve], gpu_speed, flops, curve_for) -> list[dict]:

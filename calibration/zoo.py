@@ -538,7 +538,8 @@ def measured_curves() -> list[_dm.Curve]:
 def device_model(exclude_gpu: str | None = None) -> _dm.DeviceModel:
     """The device/host decomposition fitted on every measured curve (`calibration.device_model`);
     `exclude_gpu` leaves one GPU type out of the fit (leave-one-GPU-type-out validation)."""
-    return _dm.DeviceModel(measured_curves(), lambda g: get_gpu(g).speed_fp32, lambda m: get(m).flops_per_sample, exclude_gpu)
+    return _dm.DeviceModel(measured_curves(), lambda g: get_gpu(g).speed_fp32, lambda m: get(m).flops_per_sample,
+                           exclude_gpu, tasks={m: get(m).task for m in known_models()})
 
 
 def split_host(gpu_type: str) -> tuple[str, str]:
@@ -570,7 +571,8 @@ def _device_curve(dm: _dm.DeviceModel, name: str, gpu: str) -> ComputeCurve:
     base, _, tag = name.partition("@")
     if tag:
         g = get_gpu(gpu)
-        gain, basis = dm.precision_gain(base, gpu, tag, g.tf32_tflops > 0, _has_tensor_cores(g), g.amp_speedup)
+        gain, basis = dm.precision_gain(base, gpu, tag, g.tf32_tflops > 0, _has_tensor_cores(g), g.amp_speedup,
+                                        get(base).task)
         fp = _device_curve(dm, base, gpu)
         if gain == 1.0:
             return replace(fp, source=f"{fp.source}+{tag}")

@@ -321,3 +321,14 @@ def test_validate_leave_one_gpu_type_out_cli():
     rows = json.loads(r.output)["leave_one_gpu_type_out"]
     got = {x["gpu"]: x["median_abs_error"] for x in rows}
     assert set(got) >= {"k80", "p100", "v100", "t4", "rtx2080ti", "a100", "h100"} and got["h100"] <= 0.15
+
+
+def test_unmeasured_precision_gain_has_a_per_model_basis():
+    """A model never measured at bf16 takes its architecture family's measured gain, and says so."""
+    from calibration import device_model as dm
+
+    assert dm.family("vgg16_cifar") == dm.family("vgg19") == "vgg" and dm.family("densenet201") == "densenet"
+    src = zoo.compute_curve("vgg19@bf16", "h100").source
+    assert "family (vgg11, vgg16)" in src
+    g = zoo.compute_time_s("vgg19", "h100", 128) / zoo.compute_time_s("vgg19@bf16", "h100", 128)
+    assert 1.3 < g < 1.7  # VGG-11/16 measured 1.50 / 1.65 on H200

@@ -17,9 +17,9 @@ and noisy sets (Gavel K80 ResNet-18, YOLOv3 on aws: 0.45 s at batch 6, 0.33 s at
 make the curve dip. Pooling the violators averages the noise; a running maximum would keep
 the high outlier (+38 % at YOLOv3 batch 8).
 
-Per GPU type the fit also reports a calibrated effective FLOP/s (median over its measured
-models of `flops_per_sample / k`) and floor `t0` (median intercept), which the zoo uses to
-transfer a model measured on one GPU to another and for its roofline fallback.
+Each curve keeps its host regime (`calibration.device_model.host_regime`: the harness, and
+for Pollux/Sia the platform) and its precision (``model@bf16``); `calibration.device_model`
+splits them into device and host parts, fitted on all curves at once.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ import logging
 import numpy as np
 import pandas as pd
 
-from calibration import zoo
+from calibration import device_model, zoo
 from cosim.atomic import write_text
 from cosim.errors import InputError
 
@@ -66,44 +66,57 @@ def isotonic(t: np.ndarray, w: np.ndarray | None = None) -> np.ndarray:
     return np.repeat(vals, sizes)
 
 
-def curve_points(df: pd.DataFrame) -> dict[tuple[str, str], pd.Series]:
-    """Median single-GPU step time per local batch, per (model, gpu_type)."""
+def _tagged(df: pd.DataFrame) -> pd.DataFrame:
+    """Rows with their zoo model name at their precision (``resnet50@bf16``) and host regime."""
+    out = df.copy()
+    prec = out["precision"].fillna("fp32").astype(str) if "precision" in out.columns else pd.Series("fp32", out.index)
+    out["model"] = [zoo.with_precision(m, p) for m, p in zip(out["model"], prec)]
+    plat = out["platform"] if "platform" in out.columns else pd.Series(None, out.index)
+    out["host"] = [device_model.host_regime(s, p) for s, p in zip(out["source"].astype(str), plat)]
+    return out
+
+
+def curve_points(df: pd.DataFrame) -> dict[tuple[str, str, str], pd.Series]:
+    """Median single-GPU step time per local batch, per (model[@precision], gpu_type, host regime)."""
     one = df[df["num_gpus"] == 1] if "num_gpus" in df.columns else df
     if "status" in one.columns:
         one = one[one["status"].fillna("ok") == "ok"]
     one = one[np.isfinite(one["step_time_s"].astype(float)) & (one["step_time_s"].astype(float) > 0)]
     out = {}
-    for (m, g), d in one.groupby(["model", "gpu_type"]):
+    for (m, g, h), d in _tagged(one).groupby(["model", "gpu_type", "host"]):
         grp = d.groupby("local_bsz")["step_time_s"]
-        out[(m, g)] = grp.median().sort_index()
-        out[(m, g)].attrs["counts"] = grp.size().sort_index().to_numpy(float)
+        out[(m, g, h)] = grp.median().sort_index()
+        out[(m, g, h)].attrs["counts"] = grp.size().sort_index().to_numpy(float)
     return out
 
 
 def fit_curves(df: pd.DataFrame) -> dict:
-    """The `compute_curves.json` document for the single-GPU rows of `df`."""
+    """The `compute_curves.json` document for the single-GPU rows of `df`: one measured curve
+    per (model[@precision], GPU type, host regime), which `calibration.device_model` splits
+    into device and host parts."""
     pts = curve_points(df)
     if not pts:
         raise InputError.at("measurements", expected="single-GPU rows (num_gpus = 1)", got="none")
-    curves: dict[str, dict] = {}
-    eff: dict[str, list[tuple[float, float]]] = {}
-    for (m, g), s in sorted(pts.items()):
+    measured = []
+    for (m, g, h), s in sorted(pts.items()):
         b, t = s.index.to_numpy(float), s.to_numpy(float)
         t = isotonic(t, s.attrs.get("counts"))  # a larger batch never takes less time (noise otherwise)
         t0, k = fit_line(b, t)
-        src = sorted(set(df.loc[(df["model"] == m) & (df["gpu_type"] == g), "source"]))
-        curves.setdefault(m, {})[g] = dict(
-            t0_s=t0, per_sample_s=k, batch_min=int(b.min()), batch_max=int(b.max()),
-            batches=[int(x) for x in b], times_s=[float(x) for x in t], source="measured:" + "+".join(src))
-        if k > 0 and len(b) >= 3:
-            spec = zoo.get(m)
-            if spec.precision == "fp32":
-                eff.setdefault(g, []).append((spec.flops_per_sample / k, t0))
-    gpu_eff = {g: dict(effective_flops=float(np.median([e for e, _ in v])), t0_s=float(np.median([c for _, c in v])),
-                       models=len(v), efficiency_vs_peak=float(np.median([e for e, _ in v]) / (zoo.get_gpu(g).fp32_training_tflops * 1e12)))
-               for g, v in eff.items()}
-    return {"_doc": "fitted by calibration.compute_fit from single-GPU step times; see calibration/zoo.py",
-            "curves": curves, "gpu_efficiency": gpu_eff}
+        measured.append(dict(model=m, gpu=g, host=h, t0_s=t0, per_sample_s=k, batches=[int(x) for x in b],
+                             times_s=[float(x) for x in t]))
+    return {"_doc": "fitted by calibration.compute_fit from single-GPU step times; split into device and host "
+                    "parts by calibration.device_model", "measured": measured}
+
+
+def compute_tables(doc: dict) -> dict[str, dict[str, dict]]:
+    """A curves document as a profile's ``[compute."<model>"."<gpu>"]`` tables: the measured
+    step curves (host part included: a profile brings its own machines' host)."""
+    out: dict[str, dict[str, dict]] = {}
+    for c in doc["measured"]:
+        out.setdefault(c["model"], {})[c["gpu"]] = dict(
+            t0_s=c["t0_s"], per_sample_s=c["per_sample_s"], batch_min=min(c["batches"]), batch_max=max(c["batches"]),
+            batches=c["batches"], times_s=c["times_s"], source=f"measured:{c['host']}")
+    return out
 
 
 def write_curves(doc: dict, path) -> None:

@@ -55,7 +55,7 @@ class Platform:
                                 detail=f"missing for {', '.join(missing)}")
         #: the single-GPU curves of this platform's GPU, as the profile's [compute] tables
         self.compute = {m: {self.gpu_type: c} for m, per in
-                        compute_fit.fit_curves(single.assign(gpu_type=self.gpu_type))["curves"].items()
+                        compute_fit.compute_tables(compute_fit.fit_curves(single.assign(gpu_type=self.gpu_type))).items()
                         for c in per.values()}
         self.multi = multi.reset_index(drop=True)
         self._base = self.engine({"compute": self.compute})
@@ -419,7 +419,7 @@ def fit_files(paths, preset: str | None = None, folds: int = 5, platforms=None) 
                 raise InputError.at(p, field=missing[0], expected=f"a compute table with columns "
                                     f"{', '.join(COMPUTE_TABLE_COLUMNS)}")
             _check_numbers(p, d, ("local_bsz", "step_time_s"))
-            comps.append(d.assign(source=d["source"] if "source" in cols else "cosim-compute"))
+            comps.append(_check_compute(p, d).assign(source=d["source"] if "source" in cols else "cosim-compute"))
         else:
             missing = [c for c in STEP_TABLE_COLUMNS if c not in cols]
             raise InputError.at(p, field=missing[0] if missing else None,
@@ -428,7 +428,7 @@ def fit_files(paths, preset: str | None = None, folds: int = 5, platforms=None) 
                                 "(op, group_size, nbytes, time_s)")
     rep = fit_rows(pd.concat(steps, ignore_index=True), folds) if steps else FitReport()
     if comps:
-        rep.compute = compute_fit.fit_curves(pd.concat(comps, ignore_index=True))["curves"]
+        rep.compute = compute_fit.compute_tables(compute_fit.fit_curves(pd.concat(comps, ignore_index=True)))
     if colls:
         sweep = pd.concat(colls, ignore_index=True)
         rep.collectives = fit_collectives(sweep)
@@ -516,3 +516,26 @@ def read_profile(path):
     from calibration.stepform import read_profile as _read
 
     return _read(path)
+
+
+def _check_compute(path: str, d: pd.DataFrame) -> pd.DataFrame:
+    """A compute table's precisions and GPU types, each known (the file and field named
+    otherwise); GPU types become their canonical names, so a type added with ``--gpu-types``
+    is stored under its own name."""
+    from calibration import zoo
+    from calibration.measure import PRECISIONS
+    from cosim.errors import UnknownNameError
+
+    if "precision" in d.columns:
+        bad = sorted(set(d["precision"].dropna().astype(str)) - set(PRECISIONS))
+        if bad:
+            raise InputError.at(path, field="precision", expected=" | ".join(PRECISIONS), got=bad[0])
+    names = {}
+    for g in d["gpu_type"].astype(str).unique():
+        try:
+            names[g] = zoo.resolve_gpu(g)
+        except UnknownNameError:
+            raise InputError.at(path, field="gpu_type", expected="a GPU type of the table (add it with --gpu-types "
+                                "FILE)", got=g) from None
+    return d.assign(gpu_type=d["gpu_type"].astype(str).map(names))
+

@@ -15,6 +15,13 @@ Compute (`measure_compute`): for each model and local batch, forward + backward 
 step on synthetic inputs, `warmup` untimed iterations, then `repeats` timed ones (CUDA
 events on a GPU, `perf_counter` on CPU); the median is the step time, p10/p90 its spread.
 A batch that runs out of memory is recorded as such and larger batches are skipped.
+
+Precision (`PRECISIONS`): ``fp32`` is PyTorch's default (matmuls in full fp32, cuDNN
+convolutions allowed TF32 on Ampere and later: what a user who sets nothing gets); ``tf32``
+also allows TF32 matmuls; ``bf16`` and ``fp16`` run forward and loss under
+`torch.autocast` with that dtype (fp32 weights, gradients and optimizer, as DDP mixed
+precision trains), ``fp16`` with a `GradScaler`. Each row records its precision and the TF32
+flags it ran with.
 """
 
 from __future__ import annotations
@@ -42,9 +49,11 @@ BUS_FACTOR = {"all_reduce": lambda n: 2.0 * (n - 1) / n, "all_gather": lambda n:
               "reduce_scatter": lambda n: (n - 1) / n}
 COLLECTIVE_COLUMNS = ["op", "backend", "world", "group_size", "nbytes", "time_s", "algbw_GBps", "busbw_GBps",
                       "iters", "device", "host", "source"]
-COMPUTE_COLUMNS = ["model", "gpu_type", "gpu_name", "local_bsz", "step_time_s", "step_p10_s", "step_p90_s",
+#: precisions `measure_compute` can run (`--precision`), and what each sets
+PRECISIONS = ("fp32", "tf32", "bf16", "fp16")
+COMPUTE_COLUMNS = ["model", "gpu_type", "gpu_name", "precision", "local_bsz", "step_time_s", "step_p10_s", "step_p90_s",
                    "repeats", "status", "peak_mem_gb", "gpu_mem_gb", "sm_clock_mhz", "mem_clock_mhz",
-                   "torch_version", "num_gpus", "source"]
+                   "torch_version", "num_gpus", "source", "tf32_matmul", "tf32_cudnn"]
 
 
 def size_sweep(spec: str) -> list[int]:
@@ -184,9 +193,33 @@ def _clocks() -> tuple[float, float]:
         return float("nan"), float("nan")
 
 
+def parse_precisions(spec: str | list[str] | tuple[str, ...]) -> list[str]:
+    """'fp32,bf16' → ['fp32', 'bf16'] (known names only: `PRECISIONS`)."""
+    items = [x.strip().lower() for x in (spec.split(",") if isinstance(spec, str) else spec) if str(x).strip()]
+    bad = [x for x in items if x not in PRECISIONS]
+    if bad or not items:
+        raise InputError.at(field="precision", expected=", ".join(PRECISIONS), got=bad[0] if bad else spec)
+    return list(dict.fromkeys(items))
+
+
+def _precision_context(torch, precision: str, dev):
+    """(autocast context factory, GradScaler or None) for `precision`; sets the TF32 flags."""
+    import contextlib
+
+    torch.backends.cuda.matmul.allow_tf32 = precision == "tf32"
+    torch.backends.cudnn.allow_tf32 = True  # PyTorch's default for convolutions
+    if precision in ("bf16", "fp16"):
+        dtype = torch.bfloat16 if precision == "bf16" else torch.float16
+        scaler = torch.amp.GradScaler(dev.type) if precision == "fp16" and dev.type == "cuda" else None
+        return (lambda: torch.autocast(dev.type, dtype=dtype)), scaler
+    return contextlib.nullcontext, None
+
+
 def measure_compute(models: list[str], batches: list[int], device: str | None = None, warmup: int = 5,
-                    repeats: int = 20, gpu_type: str | None = None) -> pd.DataFrame:
-    """Step times of forward + backward + optimizer per (model, local batch) on one device."""
+                    repeats: int = 20, gpu_type: str | None = None,
+                    precisions: tuple[str, ...] | list[str] = ("fp32",)) -> pd.DataFrame:
+    """Step times of forward + backward + optimizer per (model, precision, local batch) on one device."""
+    precisions = parse_precisions(list(precisions))
     torch = require_torch()
     dev = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
     cuda = dev.type == "cuda"
@@ -204,61 +237,90 @@ def measure_compute(models: list[str], batches: list[int], device: str | None = 
             gpu_type = gpu_name
     rows = []
     for name in models:
-        built = build(name)
-        model = built.module.to(dev).train()
-        params = [p for p in model.parameters() if p.requires_grad]
-        opt = (torch.optim.Adam(params, lr=1e-4) if built.optimizer == "adam"
-               else torch.optim.SGD(params, lr=1e-3, momentum=0.9))
-        oom = False
-        for b in sorted(batches):
-            base = dict(model=name, gpu_type=gpu_type, gpu_name=gpu_name, local_bsz=int(b), repeats=repeats,
-                        gpu_mem_gb=mem_gb, torch_version=torch.__version__, num_gpus=1, source="cosim-compute")
-            if oom:
-                rows.append(dict(base, status="oom", step_time_s=np.nan, step_p10_s=np.nan, step_p90_s=np.nan))
-                continue
-            try:
-                args, tgt = built.make_batch(int(b), dev)
+        for prec in precisions:
+            rows += _measure_model(torch, name, sorted(batches), dev, warmup, repeats, gpu_type, gpu_name, mem_gb, prec)
+    return pd.DataFrame(rows).reindex(columns=COMPUTE_COLUMNS)
 
-                def step():
-                    opt.zero_grad(set_to_none=True)
+
+def compute_provenance(df: pd.DataFrame, warmup: int) -> dict:
+    """What a compute table's file metadata records: device, torch, precisions, harness."""
+    return {"gpu_names": sorted(df["gpu_name"].dropna().astype(str).unique().tolist()),
+            "torch_version": sorted(df["torch_version"].dropna().astype(str).unique().tolist()),
+            "precisions": list(dict.fromkeys(df["precision"].astype(str))),
+            "harness": "cosim calibrate compute: synthetic GPU-resident batches, forward + backward + optimizer, "
+                       f"{warmup} warm-up iterations, median of {int(df['repeats'].max())} timed "
+                       "(CUDA events on a GPU, wall clock on CPU)",
+            "host": platform.node()}
+
+
+def _measure_model(torch, name: str, batches: list[int], dev, warmup: int, repeats: int, gpu_type: str,
+                   gpu_name: str, mem_gb: float, prec: str) -> list[dict]:
+    cuda = dev.type == "cuda"
+    autocast, scaler = _precision_context(torch, prec, dev)
+    built = build(name)
+    model = built.module.to(dev).train()
+    params = [p for p in model.parameters() if p.requires_grad]
+    opt = (torch.optim.Adam(params, lr=1e-4) if built.optimizer == "adam"
+           else torch.optim.SGD(params, lr=1e-3, momentum=0.9))
+    rows: list[dict] = []
+    oom = False
+    for b in batches:
+        base = dict(model=name, gpu_type=gpu_type, gpu_name=gpu_name, precision=prec, local_bsz=int(b),
+                    repeats=repeats, gpu_mem_gb=mem_gb, torch_version=torch.__version__, num_gpus=1,
+                    source="cosim-compute", tf32_matmul=bool(torch.backends.cuda.matmul.allow_tf32),
+                    tf32_cudnn=bool(torch.backends.cudnn.allow_tf32))
+        if oom:
+            rows.append(dict(base, status="oom", step_time_s=np.nan, step_p10_s=np.nan, step_p90_s=np.nan))
+            continue
+        try:
+            args, tgt = built.make_batch(int(b), dev)
+
+            def step():
+                opt.zero_grad(set_to_none=True)
+                with autocast():
                     loss = built.loss(model(*args), tgt)
+                if scaler is not None:
+                    scaler.scale(loss).backward()
+                    scaler.step(opt)
+                    scaler.update()
+                else:
                     loss.backward()
                     opt.step()
 
+            if cuda:
+                torch.cuda.reset_peak_memory_stats(dev)
+            for _ in range(warmup):
+                step()
+            times = []
+            for _ in range(repeats):
                 if cuda:
-                    torch.cuda.reset_peak_memory_stats(dev)
-                for _ in range(warmup):
+                    e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+                    e0.record()
                     step()
-                times = []
-                for _ in range(repeats):
-                    if cuda:
-                        e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-                        e0.record()
-                        step()
-                        e1.record()
-                        e1.synchronize()
-                        times.append(e0.elapsed_time(e1) / 1e3)
-                    else:
-                        t0 = time.perf_counter()
-                        step()
-                        times.append(time.perf_counter() - t0)
-                sm, memclk = _clocks() if cuda else (np.nan, np.nan)
-                rows.append(dict(base, status="ok", step_time_s=float(np.median(times)),
-                                 step_p10_s=float(np.percentile(times, 10)), step_p90_s=float(np.percentile(times, 90)),
-                                 peak_mem_gb=(torch.cuda.max_memory_allocated(dev) / 1e9) if cuda else np.nan,
-                                 sm_clock_mhz=sm, mem_clock_mhz=memclk))
-                log.info("%s b=%d: %.4f s", name, b, rows[-1]["step_time_s"])
-            except torch.OutOfMemoryError:
-                oom = True
-                rows.append(dict(base, status="oom", step_time_s=np.nan, step_p10_s=np.nan, step_p90_s=np.nan))
-            finally:
-                args = tgt = None
-                if cuda:
-                    torch.cuda.empty_cache()
-        model = opt = built = None  # free GPU memory before the next model
-        if cuda:
-            torch.cuda.empty_cache()
-    return pd.DataFrame(rows).reindex(columns=COMPUTE_COLUMNS)
+                    e1.record()
+                    e1.synchronize()
+                    times.append(e0.elapsed_time(e1) / 1e3)
+                else:
+                    t0 = time.perf_counter()
+                    step()
+                    times.append(time.perf_counter() - t0)
+            sm, memclk = _clocks() if cuda else (np.nan, np.nan)
+            rows.append(dict(base, status="ok", step_time_s=float(np.median(times)),
+                             step_p10_s=float(np.percentile(times, 10)), step_p90_s=float(np.percentile(times, 90)),
+                             peak_mem_gb=(torch.cuda.max_memory_allocated(dev) / 1e9) if cuda else np.nan,
+                             sm_clock_mhz=sm, mem_clock_mhz=memclk))
+            log.info("%s %s b=%d: %.4f s", name, prec, b, rows[-1]["step_time_s"])
+        except torch.OutOfMemoryError:
+            oom = True
+            rows.append(dict(base, status="oom", step_time_s=np.nan, step_p10_s=np.nan, step_p90_s=np.nan))
+        finally:
+            args = tgt = None
+            if cuda:
+                torch.cuda.empty_cache()
+    model = opt = built = None  # free GPU memory before the next model
+    if cuda:
+        torch.cuda.empty_cache()
+    return rows
 
 
 # ------------------------------------------------------------------ nccl-tests logs

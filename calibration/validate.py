@@ -281,3 +281,23 @@ def dally_table(local_batch: int = 32, overlap_start_frac: float | None = None, 
             row[f"{name} %"] = 100.0 * (max(C, s * C + M[name]) - C) / C
         rows.append(row)
     return pd.DataFrame(rows)
+
+
+def leave_one_gpu_type_out():
+    """Every measured single-GPU curve (each source, fp32) predicted from a device/host fit
+    without its GPU type, through `zoo.curve_for` (what the engine's compute phase runs):
+    (per-row frame, per-GPU-type table of median / p90 absolute errors)."""
+    import pandas as pd
+
+    from calibration import device_model as dm
+    from calibration import zoo
+
+    rows = pd.DataFrame(dm.leave_one_gpu_out(zoo.measured_curves(), lambda g: zoo.get_gpu(g).speed_fp32,
+                                             lambda m: zoo.get(m).flops_per_sample, zoo.curve_for))
+    rows["abs_error"] = rows["error"].abs()
+    table = (rows.groupby(["gpu", "host"])
+             .agg(curves=("model", "nunique"), points=("abs_error", "size"),
+                  median_abs_error=("abs_error", "median"), p90_abs_error=("abs_error", lambda x: x.quantile(0.9)),
+                  median_signed_error=("error", "median"))
+             .reset_index())
+    return rows, table

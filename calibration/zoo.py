@@ -10,18 +10,19 @@ Where the numbers come from:
 - parameter tensors, FLOPs and activation bytes: `data/zoo_tensors.json`, read once from the
   real model definitions with torch (`python -m calibration.extract_zoo`);
 - names, datasets, default batches, optimizers and GPU datasheets: `data/zoo.json`;
-- compute-time curves: `data/compute_curves.json`, fitted by `calibration.compute_fit` from
-  measured single-GPU step times (Pollux/Sia T4 / A100 / RTX 2080 Ti, Gavel K80 / P100 /
-  V100, our own H100 runs). Each model uses the curves of one harness as measured
-  (`reference_curves`); its other GPU types are transferred from the next faster measured
-  type by the GPUs' relative speeds (`speed_fp32`, `amp_speedup` in zoo.json, with their
-  "sources"), bounded by the measured neighbours so no GPU type is slower than an older one
-  unless the measurements say so (`source="transfer:<gpu>"`); a model never measured uses the
-  roofline `t0 + flops_per_sample * b / rate` on the most-calibrated GPU type moved by the
-  same speeds (`source="roofline"`). The curve's source is `get(...).compute_source(gpu)`.
+- compute-time curves: `data/compute_curves.json`, the measured single-GPU curves of every
+  source (Pollux/Sia T4 / A100 / RTX 2080 Ti, Gavel K80 / P100 / V100, our H100 and H200
+  runs) with their host regime and precision (`calibration.compute_fit`), split into a device
+  part and a host part by `calibration.device_model` (fitted on all of them at once);
+  `compute_curve(model, "gpu+host")` is the device part plus that host's part, the measured
+  curve itself where that host measured the pair. The curve's source says which
+  (`measured:<host>`, `factor:<gpu>`, `roofline`).
 - precision: ``name@amp`` / ``name@bf16`` (`with_precision`, the job's `precision` column) is
-  the model trained with autocast: per-sample compute divided by the GPU's AMP gain,
+  the model trained with autocast: measured curves where they exist, else the fp32 per-sample
+  part divided by the model's measured gain (`calibration.device_model.precision_gain`),
   activations in half precision, fp32 gradients.
+- GPU types: the shipped table in `data/zoo.json`, extended by `register_gpu_types` /
+  `load_gpu_types` (`calibration.gpu_types`: a user's file or a cluster's ``[gpu_types]``).
 - ImageNet and CIFAR variants are distinct models: ``resnet18`` is torchvision's 224×224
   ResNet-18 (Dally, SenseTime, ImageNet jobs), ``resnet18_cifar`` the 32×32 one (Pollux/Sia's
   ``cifar10``, ONES ``resnet18`` on cifar); likewise ``vgg16_cifar``, ``googlenet_cifar``.
@@ -44,6 +45,7 @@ from pathlib import Path
 
 import numpy as np
 
+from calibration import device_model as _dm
 from calibration import sharding as _sh
 from cosim.errors import UnknownNameError
 
@@ -128,25 +130,20 @@ class ComputeCurve:
 
     t0_s: float
     per_sample_s: float
-    source: str  # "measured:<set>", "transfer:<gpu>", "roofline"
+    source: str  # "measured:<host>", "factor", "roofline" (+ precision and host notes)
     batch_min: int = 1
     batch_max: int = 0  # 0: no measured range
     batches: tuple[float, ...] = ()
     times_s: tuple[float, ...] = ()
     scale: float = 1.0
     target_t0_s: float | None = None  # transferred: this GPU's floor replaces the source's
-    #: transferred: measured curves of slower GPU types (the result is at most theirs) and of
-    #: faster ones (at least theirs; the slower bound wins where measurements disagree)
-    not_above: tuple["ComputeCurve", ...] = ()
-    not_below: tuple["ComputeCurve", ...] = ()
+    #: the host regime's per-step part added to the device curve (`calibration.device_model`)
+    host_s: float = 0.0
+    #: device curves: never below the model's launch floor (small batches below the measured range)
+    floor_s: float = 0.0
 
     def __call__(self, local_batch: float) -> float:
-        v = self._own(local_batch)
-        if self.not_below:
-            v = max(v, max(c(local_batch) for c in self.not_below))
-        if self.not_above:
-            v = min(v, min(c(local_batch) for c in self.not_above))
-        return v
+        return max(self._own(local_batch), self.floor_s) + self.host_s
 
     def _own(self, local_batch: float) -> float:
         b = float(local_batch)
@@ -298,15 +295,50 @@ def _alias_map() -> dict[str, str]:
     return out
 
 
+#: GPU types added by the user for this process (`register_gpu_types`): {name: fields}
+_USER_GPU_TYPES: dict[str, dict] = {}
+
+
+def _gpu_table() -> dict[str, dict]:
+    """The shipped GPU types (zoo.json) with the user's added or replaced ones."""
+    base = {k: v for k, v in _meta()["gpu_types"].items() if not k.startswith("_")}
+    return {**base, **_USER_GPU_TYPES}
+
+
 @functools.lru_cache(maxsize=1)
 def _gpu_alias_map() -> dict[str, str]:
     out: dict[str, str] = {}
-    for canon, g in _meta()["gpu_types"].items():
-        if canon.startswith("_"):
-            continue
+    for canon, g in _gpu_table().items():
         for a in (canon, *g.get("aliases", ())):
             out[_norm(a)] = canon
     return out
+
+
+def register_gpu_types(table: dict, source: object = "gpu types") -> list[str]:
+    """Add (or replace) GPU types for this process from `table` ({name: fields}, the format of
+    `calibration.gpu_types`), validated against the types already known; returns their names."""
+    from calibration import gpu_types as _gt
+
+    taken = {k: v for k, v in _gpu_alias_map().items() if v not in {_gt.norm(n) for n in table}}
+    clean = _gt.check_table(table, source, taken)
+    _USER_GPU_TYPES.update(clean)
+    for f in (_gpu_alias_map, get_gpu, compute_curve, device_model):
+        f.cache_clear()
+    return sorted(clean)
+
+
+def load_gpu_types(path) -> list[str]:
+    """`register_gpu_types` from a GPU-types TOML file (``--gpu-types FILE``)."""
+    from calibration import gpu_types as _gt
+
+    return register_gpu_types(_gt.read_file(path), path)
+
+
+def reset_gpu_types() -> None:
+    """Forget the GPU types added with `register_gpu_types` (back to the shipped table)."""
+    _USER_GPU_TYPES.clear()
+    for f in (_gpu_alias_map, get_gpu, compute_curve, device_model):
+        f.cache_clear()
 
 
 def known_models() -> list[str]:
@@ -314,7 +346,7 @@ def known_models() -> list[str]:
 
 
 def gpu_types() -> list[str]:
-    return sorted(k for k in _meta()["gpu_types"] if not k.startswith("_"))
+    return sorted(_gpu_table())
 
 
 #: job `precision` spellings → the variant tag of the model name ("" = fp32, the measured form).
@@ -383,6 +415,7 @@ def resolve(name: str) -> str:
 def resolve_gpu(name: str) -> str:
     """Canonical GPU type for names like 'A100-80GB', 'NVIDIA H100 80GB HBM3', 'RTX2080Ti'."""
     amap = _gpu_alias_map()
+    name = str(name).partition("+")[0]  # ``gpu+host``: the host regime is not part of the type
     key = _norm(name)
     if key in amap:
         return amap[key]
@@ -395,11 +428,23 @@ def resolve_gpu(name: str) -> str:
 
 @functools.lru_cache(maxsize=None)
 def get_gpu(name: str) -> GpuType:
+    """The `GpuType` of any name or alias. A type without a published relative speed
+    (`speed_fp32`) gets `derived_speed`: its fp32 training peak times the median speed per
+    peak TFLOP/s of the shipped types of its class (TF32-capable or not)."""
     canon = resolve_gpu(name)
-    g = _meta()["gpu_types"][canon]
-    return GpuType(canon, g["display"], float(g["mem_gb"]), float(g["peak_tflops"]),
-                   float(g["tensor_tflops"]), float(g["mem_bw_GBps"]), g["source"], float(g.get("tf32_tflops", 0.0)),
-                   float(g["speed_fp32"]), float(g.get("amp_speedup", 1.0)))
+    g = _gpu_table()[canon]
+    gt = GpuType(canon, g.get("display", canon), float(g["mem_gb"]), float(g["peak_tflops"]),
+                 float(g["tensor_tflops"]), float(g["mem_bw_GBps"]), g["source"], float(g.get("tf32_tflops", 0.0)),
+                 float(g.get("speed_fp32", 0.0)), float(g.get("amp_speedup", 1.0)))
+    return gt if gt.speed_fp32 > 0 else replace(gt, speed_fp32=derived_speed(gt))
+
+
+def derived_speed(g: GpuType) -> float:
+    """Relative fp32 training speed of a type the table gives none for, from its datasheet."""
+    per_peak = [float(v["speed_fp32"]) / float(v.get("tf32_tflops") or v["peak_tflops"])
+                for v in _meta()["gpu_types"].values() if isinstance(v, dict) and v.get("speed_fp32")
+                and (float(v.get("tf32_tflops", 0)) > 0) == (g.tf32_tflops > 0)]
+    return float(np.median(per_peak)) * g.fp32_training_tflops if per_peak else 0.0
 
 
 def _transformer_activation_bytes(arch: dict, checkpointing: bool, bytes_per_value: float, tp: int = 1) -> float:
@@ -477,138 +522,94 @@ def _curves() -> dict:
     return json.loads(p.read_text())
 
 
-#: roofline defaults when no GPU of that type was ever measured: a fraction of the fp32 peak
-#: typical of fp32 training (PyTorch eager, cuDNN) and a per-iteration launch/optimizer floor.
-ROOFLINE_EFFICIENCY = 0.35
-ROOFLINE_T0_S = 0.010
-
-#: Harness order when a model's measured GPUs split over harnesses with as many GPUs each:
-#: the real training jobs of Pollux/Sia (what `cosim validate` scores), then Gavel's, then our
-#: own synthetic-batch runs (`cosim calibrate compute`).
-HARNESS_ORDER = ("measured:pollux-placements", "measured:gavel", "measured:cosim-compute")
-
-
-def gpu_efficiency(gpu_type: str, precision: str = "fp32") -> tuple[float, float]:
-    """(effective FLOP/s, per-iteration floor t0 in s) of a GPU type for fp32 training.
-
-    Measured GPU types use their calibrated values (`compute_curves.json`). Others borrow
-    the calibrated efficiency (effective / `fp32_training_tflops` peak) of measured GPUs of
-    the same class (TF32-capable or not; the median over that class) times their own peak,
-    and that class's median floor; with nothing measured, `ROOFLINE_EFFICIENCY` of the peak
-    and `ROOFLINE_T0_S`. Mixed precision multiplies the rate by the GPU's `amp_speedup`."""
-    g = get_gpu(gpu_type)
-    table = _curves().get("gpu_efficiency", {})
-    cal = table.get(g.name)
-    if cal:
-        rate, t0 = float(cal["effective_flops"]), float(cal["t0_s"])
-    else:
-        same = [(float(v["effective_flops"]) / (get_gpu(k).fp32_training_tflops * 1e12), float(v["t0_s"]))
-                for k, v in table.items() if (get_gpu(k).tf32_tflops > 0) == (g.tf32_tflops > 0)]
-        if same:
-            rate = float(np.median([e for e, _ in same])) * g.fp32_training_tflops * 1e12
-            t0 = float(np.median([c for _, c in same]))
-        else:
-            rate, t0 = g.fp32_training_tflops * 1e12 * ROOFLINE_EFFICIENCY, ROOFLINE_T0_S
-    if precision == "mixed":
-        rate *= g.amp_speedup
-    return rate, t0
-
-
 def _curve_from(c: dict) -> ComputeCurve:
+    """A curve from a profile's ``[compute]`` table (measured step times, host part included)."""
     return ComputeCurve(float(c["t0_s"]), float(c["per_sample_s"]), c.get("source", "measured"),
                         int(c.get("batch_min", 1)), int(c.get("batch_max", 0)),
                         tuple(float(x) for x in c.get("batches", ())), tuple(float(x) for x in c.get("times_s", ())))
 
 
-def reference_curves(model: str) -> dict[str, dict]:
-    """The measured curves of `model` that `compute_curve` uses as measured: those of one
-    harness (the one that measured the most GPU types; ties by `HARNESS_ORDER`).
-
-    Step times from different harnesses differ by the harness, not the GPU: Pollux's A100
-    yolov3 step (real data loading, adaptdl, 0.24 s floor) against our synthetic-batch H100
-    run (0.009 s floor) made H100/A100 10.8x where the GPUs differ by about 2x. Within one
-    harness the ratios are GPU ratios; the other harnesses' rows stay in the file (and in
-    `cosim validate`'s data) but the model's other GPU types are moved from this harness by
-    the published relative speeds."""
-    own = _curves().get("curves", {}).get(resolve(model).partition("#")[0].split("@")[0], {})
-    groups: dict[str, dict[str, dict]] = {}
-    for g, c in own.items():
-        groups.setdefault(c.get("source", "measured"), {})[g] = c
-
-    def rank(h: str) -> tuple:
-        return (-len(groups[h]), HARNESS_ORDER.index(h) if h in HARNESS_ORDER else len(HARNESS_ORDER), h)
-
-    return groups[min(groups, key=rank)] if groups else {}
+def measured_curves() -> list[_dm.Curve]:
+    """Every measured single-GPU curve the zoo is fitted on (`data/compute_curves.json`)."""
+    return [_dm.Curve.from_dict(d) for d in _curves().get("measured", [])]
 
 
-def _variant(c: ComputeCurve, gain: float) -> ComputeCurve:
-    """`c` with its batch-dependent part divided by `gain`, its per-step floor kept: a faster
-    GPU type or precision speeds up the work per sample (what published throughputs measure),
-    not the harness's fixed per-step time."""
-    if gain == 1.0:
-        return c
-    floor = c.target_t0_s if c.target_t0_s is not None else c.t0_s * c.scale
-    return replace(c, scale=c.scale / gain, target_t0_s=floor)
+@functools.lru_cache(maxsize=4)
+def device_model(exclude_gpu: str | None = None) -> _dm.DeviceModel:
+    """The device/host decomposition fitted on every measured curve (`calibration.device_model`);
+    `exclude_gpu` leaves one GPU type out of the fit (leave-one-GPU-type-out validation)."""
+    return _dm.DeviceModel(measured_curves(), lambda g: get_gpu(g).speed_fp32, lambda m: get(m).flops_per_sample,
+                           exclude_gpu, tasks={m: get(m).task for m in known_models()})
+
+
+def split_host(gpu_type: str) -> tuple[str, str]:
+    """``"a100+pollux-dgx"`` → (``"a100"``, ``"pollux-dgx"``): a GPU type on a machine of a host
+    regime (`calibration.device_model.HOST_REGIMES`); no ``+host``: ``synthetic`` (GPU-bound)."""
+    g, _, h = str(gpu_type).partition("+")
+    h = h.strip() or _dm.SYNTHETIC
+    known = sorted({_dm.SYNTHETIC, *device_model().host_default})
+    if h not in known:
+        raise UnknownNameError("host regime", h, known)
+    return resolve_gpu(g), h
+
+
+def _has_tensor_cores(g: GpuType) -> bool:
+    """Half-precision tensor cores: at least 4x the fp32 peak (V100, T4, 2080 Ti and later;
+    P100's 2x fp16 is not a tensor core, K80 has no fast fp16)."""
+    return g.tensor_tflops >= 4.0 * g.peak_tflops
+
+
+def _device_curve(dm: _dm.DeviceModel, name: str, gpu: str) -> ComputeCurve:
+    """Device part of `name` (``model`` or ``model@tag``) on `gpu`: measured less its host part,
+    fitted (factor model or roofline), or the fp32 curve at a precision gain."""
+    meas = dm.measured(name, gpu)
+    if meas:
+        c = next((x for x in meas if x.host == _dm.SYNTHETIC), meas[0])
+        b, d = dm.device_points(c)
+        return ComputeCurve(dm.floor(name), c.per_sample_s, f"measured:{c.host}", int(b.min()), int(b.max()),
+                            tuple(float(x) for x in b), tuple(float(x) for x in d), floor_s=dm.floor(name))
+    base, _, tag = name.partition("@")
+    if tag:
+        g = get_gpu(gpu)
+        gain, basis = dm.precision_gain(base, gpu, tag, g.tf32_tflops > 0, _has_tensor_cores(g), g.amp_speedup,
+                                        get(base).task)
+        fp = _device_curve(dm, base, gpu)
+        if gain == 1.0:
+            return replace(fp, source=f"{fp.source}+{tag}")
+        return replace(fp, scale=1.0 / gain, target_t0_s=fp.t0_s, source=f"{fp.source}+{tag} ({basis})")
+    ref = dm.nearest_measured(name, gpu)
+    if ref is not None:  # the model's measured device curve nearest in speed, moved by the fitted speeds
+        c = _device_curve(dm, name, ref)
+        return replace(c, scale=math.exp(dm.speed_u(ref) - dm.speed_u(gpu)), target_t0_s=c.t0_s,
+                       per_sample_s=c.per_sample_s, source=f"factor:{ref}")
+    k, basis = dm.per_sample_s(name, gpu)
+    return ComputeCurve(dm.floor(name), k, basis, floor_s=dm.floor(name))
+
+
+def curve_for(dm: _dm.DeviceModel, model: str, gpu: str, host: str = _dm.SYNTHETIC) -> ComputeCurve:
+    """The step-time curve of canonical `model` on canonical `gpu` under `host`: the measured
+    curve itself where that host measured the pair, else device part + the host's part."""
+    base, _, tag = model.partition("@")
+    name = base if get(base).precision == "mixed" else model  # trained in mixed precision already
+    own = dm.measured(name, gpu, host)
+    if own:
+        c = own[0]
+        return ComputeCurve(c.t0_s, c.per_sample_s, f"measured:{c.host}", int(min(c.batches)), int(max(c.batches)),
+                            c.batches, c.times_s)
+    dev = _device_curve(dm, name, gpu)
+    h = dm.host_s(host, base)
+    return replace(dev, host_s=h, source=dev.source + ("" if host == _dm.SYNTHETIC else f"; host {host}"))
 
 
 @functools.lru_cache(maxsize=None)
 def compute_curve(model: str, gpu_type: str) -> ComputeCurve:
-    """The compute-time curve for (model, GPU type): measured, transferred or roofline.
-
-    - measured: the model's reference harness measured this GPU type (`reference_curves`);
-    - ``transfer:<gpu>``: the reference curve of the next faster measured GPU type, its
-      batch-dependent part (above the fitted floor t0) scaled by the ratio of the GPUs'
-      relative speeds (`GpuType.speed`, cited in zoo.json), its floor kept, and kept
-      between the measured curves of slower and faster GPU types (at most the slower ones', at
-      least the faster ones'), so a GPU type is never slower on a model than an older one
-      except where the measurements themselves put them so (Pollux's A100 rows are slower than
-      its T4 rows at small local batches: per-step floors of the harness's hosts);
-    - ``roofline``: never measured: `t0 + flops_per_sample × b / rate` on the GPU type with the
-      most calibrated models (`gpu_efficiency`), its per-sample part moved to this GPU type by
-      the same speeds.
-
-    A precision variant (``resnet50@amp``, ``@bf16``) first divides the batch-dependent part of
-    every measured curve by its GPU's AMP gain (`GpuType.amp_speedup`; bf16 gains on Ampere and
-    later only, nothing without tensor cores) keeping each floor, then transfers as above with
-    the GPUs' speeds at that precision (source ``…+amp``)."""
-    canon, gpu = resolve(model).partition("#")[0], resolve_gpu(gpu_type)  # per replica: parallelism aside
-    if canon != resolve(model):
-        return compute_curve(canon, gpu)
-    base_name, _, tag = canon.partition("@")
-    spec = get(base_name)
-    prec = "amp" if spec.precision == "mixed" else (tag or "fp32")
-
-    def gain(g: str) -> float:
-        if not tag or spec.precision == "mixed":
-            return 1.0
-        return get_gpu(g).speed(tag) / get_gpu(g).speed_fp32
-
-    def sp(g: str) -> float:
-        return get_gpu(g).speed(prec)
-
-    suffix = f"+{tag}" if tag else ""
-    if tag and gain(gpu) == 1.0:  # no gain at this precision on this GPU type: its fp32 curve
-        fp32 = compute_curve(base_name, gpu)
-        return replace(fp32, source=fp32.source + suffix)
-    ref = {g: _variant(_curve_from(c), gain(g)) for g, c in reference_curves(base_name).items()}
-    if gpu in ref:
-        return replace(ref[gpu], source=ref[gpu].source + suffix)
-    speed = sp(gpu)
-    if ref:
-        # the next faster measured GPU type (the fastest if none is faster): two transferred
-        # types then either share a source or have a measured type between them, which bounds
-        # both, so their order is the speeds' order
-        up = [k for k in ref if sp(k) >= speed]
-        src = min(up, key=lambda k: (sp(k), k)) if up else max(ref, key=lambda k: (sp(k), k))
-        slower = tuple(ref[k] for k in sorted(ref) if sp(k) < speed)
-        faster = tuple(ref[k] for k in sorted(ref) if sp(k) > speed)
-        return replace(_variant(ref[src], speed / sp(src)), source=f"transfer:{src}{suffix}",
-                       not_above=slower, not_below=faster)
-    table = _curves().get("gpu_efficiency", {})
-    base_gpu = max(table, key=lambda k: (table[k].get("models", 0), k)) if table else gpu
-    rate, t0 = gpu_efficiency(base_gpu, spec.precision)
-    base = _variant(ComputeCurve(t0, spec.flops_per_sample / rate, "roofline"), gain(base_gpu))
-    return replace(_variant(base, speed / sp(base_gpu)), source="roofline" + suffix)
+    """The compute-time curve for (model, GPU type[+host regime]) — `curve_for` on the zoo's
+    fitted `device_model`. The source says where it comes from: ``measured:<host>``,
+    ``factor`` (the fitted speed of the GPU type × the fitted work of the model), ``roofline``
+    (the model's FLOPs, never measured), ``+<precision> (<basis of the gain>)``, ``; host <regime>``."""
+    canon = resolve(model).partition("#")[0]  # per replica: parallelism aside
+    gpu, host = split_host(gpu_type)
+    return curve_for(device_model(), canon, gpu, host)
 
 
 def compute_time_s(model: str, gpu_type: str, local_batch: int) -> float:
@@ -620,5 +621,5 @@ def compute_time_s(model: str, gpu_type: str, local_batch: int) -> float:
 
 def reload() -> None:
     """Forget cached data files (after `cosim calibrate fit` rewrote compute_curves.json)."""
-    for f in (_meta, _tensors, _alias_map, _gpu_alias_map, get_gpu, get, _curves, compute_curve):
+    for f in (_meta, _tensors, _alias_map, _gpu_alias_map, get_gpu, get, _curves, compute_curve, device_model):
         f.cache_clear()

@@ -59,11 +59,17 @@ def compute(
     out: Path = typer.Option(..., "-o", "--out", help="Output Parquet file."),
     models: str = typer.Option("resnet18,resnet50,bert_base", help="Comma list of zoo models."),
     batches: str = typer.Option("1,2,4,8,16,32,64", help="Comma list of local batch sizes."),
+    precision: str = typer.Option("fp32", "--precision", help="Comma list of fp32 (PyTorch defaults), tf32 "
+                                  "(TF32 matmuls too), bf16, fp16 (autocast); each model runs at each."),
     device: Optional[str] = typer.Option(None, help="torch device (default cuda if present, else cpu)."),
     warmup: int = typer.Option(5, help="Untimed iterations per point."),
     repeats: int = typer.Option(20, help="Timed iterations per point (median reported)."),
 ) -> None:
-    """Time forward+backward+optimizer per model and local batch on the local GPU."""
+    """Time forward+backward+optimizer per model, precision and local batch on the local GPU.
+
+    The file is rewritten after each model, so an interrupted sweep keeps what it measured."""
+    import pandas as pd
+
     from calibration import measure, zoo
 
     names = [zoo.resolve(m.strip()) for m in models.split(",") if m.strip()]
@@ -72,8 +78,12 @@ def compute(
         from cosim.errors import InputError
 
         raise InputError.at(field="batches", expected="positive integers", got=batches)
-    df = measure.measure_compute(names, bs, device, warmup, repeats)
-    _write(df, out, "compute")
+    precs = measure.parse_precisions(precision)
+    parts = []
+    for name in names:
+        parts.append(measure.measure_compute([name], bs, device, warmup, repeats, precisions=precs))
+        df = pd.concat(parts, ignore_index=True)
+        _write(df, out, "compute", measure.compute_provenance(df, warmup))
 
 
 @calibrate_app.command("import-profiles")
@@ -97,6 +107,8 @@ def fit(
                                          "fits the [comm] CommParams on it."),
     platforms_file: Optional[Path] = typer.Option(None, "--platforms", help="Platforms file (TOML: platform → preset, "
                                                   "gpu_type, notes) for the measured step tables."),
+    gpu_types: Optional[Path] = typer.Option(None, "--gpu-types", help="GPU-types TOML file adding to the table "
+                                             "(a type measured here is stored under its own name)."),
     max_error: float = typer.Option(0.10, help="Refuse to write if the cross-validated median abs error exceeds this."),
     force: bool = typer.Option(False, "--force", help="Write the profile even if the error bound is exceeded."),
     folds: int = typer.Option(5, help="Cross-validation folds."),
@@ -110,6 +122,10 @@ def fit(
     from experiments.runner import engine_for
 
     fitmod.set_engine(engine_for)  # fitted on and scored by the PerfModel simulate builds
+    if gpu_types is not None:
+        from calibration import zoo
+
+        zoo.load_gpu_types(gpu_types)
 
     if preset is not None:
         import netmodel

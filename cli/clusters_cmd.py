@@ -3,8 +3,36 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
+from typing import Optional
 
 import typer
+
+
+def _gpu_types(spec, extra: Optional[Path]) -> dict:
+    """The cluster's GPU types as the compute model sees them (its file's own [gpu_types] and
+    `--gpu-types` added); an unknown one is an error naming the cluster file and field."""
+    from calibration import device_model, zoo
+    from cosim.errors import InputError, UnknownNameError
+
+    if extra is not None:
+        zoo.load_gpu_types(extra)
+    if spec.gpu_types:
+        zoo.register_gpu_types(spec.gpu_types, f"{spec.source}: gpu_types")
+    out = {}
+    for nt in spec.node_types.values():
+        try:
+            g = zoo.get_gpu(nt.gpu_type)
+        except UnknownNameError:
+            raise InputError.at(spec.source, field=f"node_types.{nt.name}.gpu_type",
+                                expected="a GPU type of the table (--gpu-types FILE, or a [gpu_types.<name>] "
+                                "table in the cluster file)", got=nt.gpu_type) from None
+        out[g.name] = dict(display=g.display, mem_gb=g.mem_gb, peak_tflops=g.peak_tflops, tf32_tflops=g.tf32_tflops,
+                           tensor_tflops=g.tensor_tflops, mem_bw_GBps=g.mem_bw_GBps, speed_fp32=g.speed_fp32,
+                           source=g.source)
+    if spec.host not in device_model.HOST_REGIMES:
+        raise InputError.at(spec.source, field="host", expected=" | ".join(device_model.HOST_REGIMES), got=spec.host)
+    return out
 
 
 
@@ -32,12 +60,20 @@ def register(app: typer.Typer) -> None:
         num_nodes: int = typer.Option(None, "--nodes", help="Resize a single-group cluster to N nodes."),
         num_leaves: int = typer.Option(None, "--leaves", help="Resize to N full leaves (racks)."),
         as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
+        gpu_types: Optional[Path] = typer.Option(None, "--gpu-types", help="GPU-types TOML file adding to the "
+                                                 "table (datasheet numbers, aliases, source)."),
     ) -> None:
-        """Tiers, node groups, GPU counts and link speeds of a cluster."""
+        """Tiers, node groups, GPU counts and link speeds of a cluster; its GPU types and host regime."""
         import netmodel
 
-        topo = netmodel.build_topology(netmodel.load_cluster(name, num_nodes=num_nodes, num_leaves=num_leaves))
+        spec = netmodel.load_cluster(name, num_nodes=num_nodes, num_leaves=num_leaves)
+        topo = netmodel.build_topology(spec)
         d = topo.describe()
+        d["host"] = spec.host
+        d["gpu_types"] = _gpu_types(spec, gpu_types)
+        from calibration.device_model import HOST_REGIMES
+
+        d["host_doc"] = HOST_REGIMES[spec.host]
         if as_json:
             typer.echo(json.dumps(d, sort_keys=True))
             return
@@ -55,6 +91,12 @@ def register(app: typer.Typer) -> None:
         for t in d["tiers"]:
             typer.echo(f"    {t['tier']:6s} {t['name']} [{t['kind']}] ports {_fmt_gbps(t['port_gbps'])}, "
                        f"{t['latency_us']:g} us, oversubscription {t['oversubscription']:g}:1")
+        for g, info in d["gpu_types"].items():
+            typer.echo(f"  GPU type {g}: {info['display']}, {info['mem_gb']:g} GB, fp32 {info['peak_tflops']:g} / "
+                       f"TF32 {info['tf32_tflops']:g} / fp16 tensor {info['tensor_tflops']:g} TFLOP/s, "
+                       f"{info['mem_bw_GBps']:g} GB/s; relative fp32 speed {info['speed_fp32']:.2f} (V100 = 1); "
+                       f"source: {info['source']}")
+        typer.echo(f"  host regime: {d['host']} ({d['host_doc']})")
         typer.echo(f"  leaf uplinks: {', '.join(_fmt_gbps(x) for x in d['leaf_uplink_gbps'])}; "
                    f"pod uplinks: {', '.join(_fmt_gbps(x) for x in d['pod_uplink_gbps'])}")
 

@@ -23,6 +23,11 @@ def validate(
                                help="Leave-one-out grouping: hardware (dgx and dgx-ext, the same DGX-A100, are held "
                                     "out together) or platform (one data set at a time)."),
     folds: int = typer.Option(5, help="Cross-validation folds (over placements)."),
+    gpu_types: Optional[Path] = typer.Option(None, "--gpu-types", help="GPU-types TOML file adding to the table "
+                                             "(datasheet numbers, aliases, source)."),
+    leave_one_gpu_type_out: bool = typer.Option(
+        False, "--leave-one-gpu-type-out", help="Only the single-GPU compute check: each measured GPU type of each "
+        "source predicted from the other types and sources (median error per type)."),
     dally: bool = typer.Option(False, "--dally", help="Also print Dally Table I (dally-3tier preset)."),
     models: Optional[str] = typer.Option(None, "--models", help="Only these models (comma-separated), e.g. for a fast check."),
     layers: Optional[Path] = typer.Option(None, "--layers", help="Dally per-layer workload files "
@@ -36,6 +41,19 @@ def validate(
     from cosim.paths import shared_data_dir
     from experiments.runner import engine_for
 
+    if gpu_types is not None:
+        from calibration import zoo
+
+        zoo.load_gpu_types(gpu_types)
+    if leave_one_gpu_type_out:
+        rows, t = v.leave_one_gpu_type_out()
+        if as_json:
+            typer.echo(json.dumps({"leave_one_gpu_type_out": json.loads(t.to_json(orient="records"))}, indent=1))
+        else:
+            typer.echo("Single-GPU step, each GPU type predicted from a fit without it (all sources):")
+            typer.echo(t.round(3).to_string(index=False))
+            typer.echo(f"overall median abs error {rows['abs_error'].median():.1%} over {len(rows)} points")
+        return
     profiles = profiles or shared_data_dir("profiles", option="--profiles")
     fit.set_engine(engine_for)  # every row is predicted by the PerfModel simulate builds
 

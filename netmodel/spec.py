@@ -25,6 +25,10 @@ TOML layout (see ``netmodel/presets/*.toml``; every key is documented there)::
                                                   dim_topology?, dim_GBps?, dim_latency_us?,
                                                   dim_algorithm? (this tier as a ``multidim`` dimension)
     [comm]                   optional `collectives.CommParams` overrides for this cluster
+    [gpu_types.<name>]       optional GPU types this cluster adds (datasheet fields of
+                             `calibration.gpu_types`), for node types that name them
+    host = "..."             host regime of the machines (default "synthetic": GPU-bound, no
+                             input pipeline); measured platforms name theirs, e.g. "pollux-aws"
 
 Validation happens here, at load, and names the preset (or file) and the field.
 """
@@ -190,6 +194,12 @@ class ClusterSpec:
     rail_optimized: bool = False
     comm: Mapping[str, Any] = field(default_factory=dict)
     profile: str | None = None        # calibration profile: shipped name or file (calibration.stepform)
+    #: host regime of the machines (`calibration.device_model.HOST_REGIMES`): the per-step host /
+    #: input-pipeline part their single-GPU steps carry besides the GPU's own compute
+    host: str = "synthetic"
+    #: GPU types this file adds to the table (``[gpu_types.<name>]``, the fields of
+    #: `calibration.gpu_types`), validated where the compute model registers them
+    gpu_types: Mapping[str, Any] = field(default_factory=dict)
 
     @property
     def num_nodes(self) -> int:
@@ -376,8 +386,16 @@ def spec_from_dict(data: Mapping[str, Any], source: str, **overrides: Any) -> Cl
         leaves_per_pod=top.get("leaves_per_pod", int, positive=True),
         node_types=node_types, groups=tuple(groups), leaf=tiers["leaf"], spine=tiers["spine"],
         core=tiers["core"], rail_optimized=top.get("rail_optimized", bool, False), comm=dict(comm),
-        profile=top.get("profile", str, None))
+        profile=top.get("profile", str, None), host=top.get("host", str, "synthetic"),
+        gpu_types=_gpu_types_table(data, source))
     return _check_size(apply_overrides(spec, **overrides))
+
+
+def _gpu_types_table(data: Mapping[str, Any], source: str) -> dict[str, Any]:
+    raw = data.get("gpu_types", {})
+    if not isinstance(raw, dict) or not all(isinstance(v, dict) for v in raw.values()):
+        raise InputError.at(source, field="gpu_types", expected="[gpu_types.<name>] tables", got=raw)
+    return dict(raw)
 
 
 def _check_size(spec: ClusterSpec) -> ClusterSpec:

@@ -206,6 +206,11 @@ class PerfModel:
         #: preset's calibration profile); None: the generic form, comm starts at s·C
         self.step = step
         self.type_names = tuple(topology.gpu_type_names)
+        _check_gpu_types(zoo, getattr(topology, "spec", None), self.type_names)
+        #: GPU types as the zoo's compute curves take them: ``type+host`` on a preset that names
+        #: a host regime (its machines' per-step host part, `calibration.device_model`)
+        host = getattr(getattr(topology, "spec", None), "host", "synthetic") or "synthetic"
+        self._compute_names = tuple(n if host == "synthetic" else f"{n}+{host}" for n in self.type_names)
         self.type_mem_gb = np.asarray(topology.gpu_type_mem_gb, dtype=np.float64)
         self.gpu_type = np.asarray(topology.gpu_type)
         self.link_capacity_Bps = np.asarray(topology.link_capacity_Bps, dtype=np.float64)
@@ -286,7 +291,7 @@ class PerfModel:
         key = (model, int(type_idx), int(local_batch))
         v = self._compute.get(key)
         if v is None:
-            v = float(self.zoo.compute_time_s(model, self.type_names[type_idx], int(local_batch)))
+            v = float(self.zoo.compute_time_s(model, self._compute_names[type_idx], int(local_batch)))
             self._compute[key] = v
         return v
 
@@ -492,3 +497,23 @@ class PerfModel:
         if need > 0:
             return None
         return np.sort(np.concatenate(out))
+
+
+def _check_gpu_types(zoo: Any, spec: Any, names: tuple[str, ...]) -> None:
+    """Register the cluster file's own GPU types with the zoo, then require every node type's
+    GPU type to be known: an unknown one is an error naming the cluster file and field."""
+    from cosim.errors import InputError, UnknownNameError
+
+    if spec is None or not hasattr(zoo, "resolve_gpu"):
+        return
+    if getattr(spec, "gpu_types", None) and hasattr(zoo, "register_gpu_types"):
+        zoo.register_gpu_types(spec.gpu_types, f"{spec.source}: gpu_types")
+    for name in names:
+        try:
+            zoo.resolve_gpu(name)
+        except UnknownNameError:
+            nt = next((k for k, v in spec.node_types.items() if v.gpu_type == name), "?")
+            raise InputError.at(spec.source, field=f"node_types.{nt}.gpu_type",
+                                expected="a GPU type of the table (cosim clusters show --gpu-types FILE, or a "
+                                "[gpu_types.<name>] table in this file)", got=name) from None
+

@@ -119,10 +119,12 @@ def test_fit_line_exact_and_curves():
 
     df = pd.DataFrame(dict(model="resnet50", gpu_type="t4", num_gpus=1, local_bsz=[8, 16, 16, 32],
                            step_time_s=[0.05, 0.09, 0.11, 0.17], source="x"))
-    doc = fit_curves(df)
-    c = doc["curves"]["resnet50"]["t4"]
-    assert c["batches"] == [8, 16, 32] and c["times_s"] == pytest.approx([0.05, 0.10, 0.17])
-    assert "t4" in doc["gpu_efficiency"]
+    bf = df.assign(precision="bf16", source="cosim-compute", step_time_s=df["step_time_s"] / 2)
+    doc = fit_curves(pd.concat([df, bf], ignore_index=True))
+    c = {(d["model"], d["gpu"], d["host"]): d for d in doc["measured"]}
+    assert set(c) == {("resnet50", "t4", "x"), ("resnet50@bf16", "t4", "synthetic")}
+    assert c["resnet50", "t4", "x"]["batches"] == [8, 16, 32]
+    assert c["resnet50", "t4", "x"]["times_s"] == pytest.approx([0.05, 0.10, 0.17])
 
 
 def test_measurement_without_torch_says_what_to_install(monkeypatch, tmp_path):
@@ -135,3 +137,13 @@ def test_measurement_without_torch_says_what_to_install(monkeypatch, tmp_path):
     monkeypatch.setitem(sys.modules, "torch", None)  # import torch -> ModuleNotFoundError
     r = CliRunner().invoke(app, ["calibrate", "compute", "--models", "resnet18", "-o", str(tmp_path / "x.parquet")])
     assert r.exit_code == 2 and "pip install 'cosim[gpu]'" in r.output
+
+
+def test_compute_unknown_precision_is_one_line(tmp_path):
+    from typer.testing import CliRunner
+
+    from cli.app import app
+
+    out = tmp_path / "x.parquet"
+    r = CliRunner().invoke(app, ["calibrate", "compute", "--models", "resnet18", "--precision", "fp8", "-o", str(out)])
+    assert r.exit_code == 2 and "precision" in r.output and "fp8" in r.output and not out.exists()

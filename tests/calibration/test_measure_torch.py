@@ -39,3 +39,13 @@ def test_collectives_rejects_bad_backend():
 
     with pytest.raises(InputError, match="nccl or gloo"):
         measure.sweep_collectives("mpi", 2)
+
+
+def test_compute_precisions_recorded(tmp_path):
+    from calibration import measure
+
+    df = measure.measure_compute(["tiny_mlp"], [4], device="cpu", warmup=1, repeats=2, gpu_type="cpu",
+                                 precisions=["fp32", "bf16"])
+    assert list(df["precision"]) == ["fp32", "bf16"] and (df["status"] == "ok").all()
+    meta = measure.compute_provenance(df, 1)
+    assert meta["precisions"] == ["fp32", "bf16"] and meta["torch_version"] == [torch.__version__]

@@ -172,55 +172,89 @@ def test_speed_table_order_and_sources():
     assert src["speed_fp32"] and src["amp_speedup"]
 
 
-def _measured_inversion(model, name, b, slow, fast, prec) -> bool:
-    """A measurement of the model's reference harness puts a GPU at least as fast as `fast`
-    slower than one at most as fast as `slow` at local batch `b`."""
-    ref = zoo.reference_curves(model)
-    sp = {g: zoo.get_gpu(g).speed(prec) for g in ref}
-    t = {g: zoo.compute_time_s(name, g, b) for g in ref}
-    return any(t[h] > t[l] for h in ref for l in ref
-               if sp[h] >= zoo.get_gpu(fast).speed(prec) and sp[l] <= zoo.get_gpu(slow).speed(prec))
+def test_fitted_speeds_keep_the_published_order():
+    """The device speeds fitted on every measured source at once keep the published order of
+    the GPU types that were measured (zoo.json `speed_fp32`, cited)."""
+    dm = zoo.device_model()
+    measured = [g for g in SPEED_ORDER if g in dm.u]
+    assert len(measured) >= 7
+    u = [dm.speed_u(g) for g in measured]
+    assert u == sorted(u), dict(zip(measured, u))
 
 
-@pytest.mark.parametrize("model", zoo.known_models())
-def test_no_gpu_slower_than_an_older_one(model):
-    """Cross-type ordering for every zoo model and precision over `SPEED_ORDER`, at every local
-    batch that fits both GPUs, except where the model's own measurements show the inversion."""
-    spec = zoo.get(model)
-    for name in (model, f"{model}@amp"):
-        prec = "amp" if spec.precision == "mixed" else (zoo.get(name).autocast or "fp32")
+#: cross-type inversions of the single-GPU step (GPU-bound host) that measured sets show: a
+#: GPU type published as faster is slower at some local batch, in the measurements themselves.
+#: (model, slower-published GPU, faster-published GPU): the measured sets that show it.
+MEASURED_INVERSIONS = {
+    ("bert_base", "a100", "h100"): "Pollux/Sia dgx BERT per-sample slope 4.5 ms vs our H100 4.8 ms (fp32)",
+    ("neumf", "t4", "rtx2080ti"): "Pollux/Sia aws vs rtx: NeuMF 7.6 vs 18 ms flat in batch",
+    ("resnet50", "t4", "p100"): "Pollux/Sia aws vs Gavel P100 at small batch",
+    ("resnet50", "t4", "rtx2080ti"): "Pollux/Sia aws vs rtx at batch 8",
+    ("resnet50", "rtx2080ti", "v100"): "Pollux/Sia rtx vs Gavel V100",
+    ("resnet50", "p100", "rtx2080ti"): "Gavel P100 vs Pollux/Sia rtx at batch 8 (equal within 0.3 %)",
+    ("resnet18", "p100", "v100"): "Gavel P100 vs V100 below batch 16",
+    ("resnet18_cifar", "rtx2080ti", "a100"): "Pollux/Sia rtx vs dgx at batch 8",
+    ("resnet18_cifar", "rtx2080ti", "h100"): "Pollux/Sia rtx vs our H100 at batch 8 (launch-bound)",
+    ("yolov3", "t4", "rtx2080ti"): "Pollux/Sia aws vs rtx at batch 8",
+    ("deepspeech2", "v100", "a100"): "Pollux/Sia dgx DeepSpeech2 (0.2 s host part) vs the rtx curve",
+}
+
+
+def _inversions(models, batches=(8, 16, 32, 64, 128)) -> set[tuple[str, str, str]]:
+    """(model, slow, fast) where both curves are measured and the faster type is slower."""
+    dm = zoo.device_model()
+    out = set()
+    for m in models:
+        spec = zoo.get(m)
         for i, old in enumerate(SPEED_ORDER):
             for new in SPEED_ORDER[i + 1:]:
-                if zoo.get_gpu(new).speed(prec) <= zoo.get_gpu(old).speed(prec):
-                    continue
                 top = min(spec.max_local_batch(old), spec.max_local_batch(new), 256)
-                for b in (1, 2, 4, 8, 16, 32, 64, 128, 256):
-                    if b > top:
-                        break
-                    t_old, t_new = zoo.compute_time_s(name, old, b), zoo.compute_time_s(name, new, b)
-                    if t_new > t_old * (1 + 1e-9):
-                        # a GPU type with no gain at this precision keeps its fp32 curve and fp32 bounds
-                        assert (_measured_inversion(model, name, b, old, new, prec)
-                                or _measured_inversion(model, model, b, old, new, "fp32")), \
-                            (name, old, new, b, t_old, t_new)
+                if any(zoo.compute_time_s(m, new, b) > zoo.compute_time_s(m, old, b) * (1 + 1e-9)
+                       for b in batches if b <= top):
+                    out.add((m, old, new, bool(dm.measured(m, old)), bool(dm.measured(m, new))))
+    return out
 
 
-def test_published_ratios_where_unmeasured():
-    """The issue's cases: H100/A100 on yolov3 was 10.8x (two harnesses), A100 slower than V100.
-    A transferred curve keeps its source's per-step floor and scales the work per sample, so the
-    marginal time per sample has the published throughput ratio."""
-    k = zoo.get_gpu("h100").speed_fp32 / zoo.get_gpu("a100").speed_fp32
-    for b in (8, 16):
-        d_a = zoo.compute_time_s("yolov3", "a100", 2 * b) - zoo.compute_time_s("yolov3", "a100", b)
-        d_h = zoo.compute_time_s("yolov3", "h100", 2 * b) - zoo.compute_time_s("yolov3", "h100", b)
-        assert d_a / d_h == pytest.approx(k)
-        assert 1 < zoo.compute_time_s("yolov3", "a100", b) / zoo.compute_time_s("yolov3", "h100", b) <= k
-        assert zoo.compute_time_s("yolov3", "a100", b) <= zoo.compute_time_s("yolov3", "v100", b)
-    assert zoo.compute_curve("yolov3", "h100").source == "transfer:a100"
-    assert zoo.compute_curve("yolov3", "a100").source.startswith("measured")
-    for m in zoo.known_models():  # AMP never slower than fp32
-        for g in ("t4", "v100", "a100", "h100"):
-            assert zoo.compute_time_s(f"{m}@amp", g, 4) <= zoo.compute_time_s(m, g, 4) * (1 + 1e-12), (m, g)
+def test_no_gpu_slower_than_an_older_one_unless_measured():
+    """Models never measured anywhere (their curves come from the FLOPs and the fitted speeds)
+    keep the speed order on every pair and batch; a measured model inverts only where both
+    types were measured, or one was and the other is moved from it (listed above)."""
+    unmeasured = [m for m in zoo.known_models() if not zoo.device_model().measured(m, "h100")
+                  and not any(zoo.device_model().measured(m, g) for g in SPEED_ORDER)]
+    assert len(unmeasured) >= 5
+    assert not _inversions(unmeasured)
+    both = {(m, a, b) for m, a, b, ma, mb in _inversions(["bert_base", "resnet50", "yolov3"]) if ma and mb}
+    assert both <= set(MEASURED_INVERSIONS), both - set(MEASURED_INVERSIONS)
+
+
+def test_dgx_h100_predicts_our_h100_measurements():
+    """`dgx-h100` (GPU-bound host) runs exactly the project's own H100 measurements."""
+    import pandas as pd
+
+    df = pd.read_parquet(zoo.DATA.parent / "measurements" / "h100_compute.parquet")
+    err = np.array([zoo.compute_time_s(r.model, "h100", r.local_bsz) / r.step_time_s - 1 for r in df.itertuples()])
+    # the curve is the medians made non-decreasing in batch (a3c, googlenet, lstm_lm, transformer
+    # are launch-bound and their medians dip by up to 17 %): median within 5 %, every point within 20 %
+    assert np.median(np.abs(err)) <= 0.05 and np.abs(err).max() <= 0.20
+
+
+def test_host_part_belongs_to_the_platform():
+    """The same model and GPU type on a Pollux platform's machines and on GPU-bound machines differ
+    by the platform's host part only; the Pollux A100 step is what was measured there."""
+    dm = zoo.device_model()
+    h = dm.host_s("pollux-dgx", "bert_base")
+    assert 0.05 < h < 0.2
+    c = dm.measured("bert_base", "a100", "pollux-dgx")[0]
+    for b, t in zip(c.batches, c.times_s):
+        assert zoo.compute_time_s("bert_base", "a100+pollux-dgx", b) == pytest.approx(t)
+        assert zoo.compute_time_s("bert_base", "a100", b) == pytest.approx(t - h, rel=1e-6)
+    # Pollux's ImageNet job is ResNet-50 under apex mixed precision: its device curve is resnet50@amp
+    r = dm.measured("resnet50", "a100", "pollux-dgx")[0]
+    assert r.device_name == "resnet50@amp" and dm.measured("resnet50@amp", "a100") == [r]
+    assert zoo.compute_curve("resnet50@amp", "a100").source == "measured:pollux-dgx"
+    assert zoo.compute_curve("resnet50", "a100").source.startswith("factor:")
+    with pytest.raises(UnknownNameError):
+        zoo.compute_time_s("resnet50", "a100+no-such-host", 8)
 
 
 def test_precision_variants():
@@ -231,19 +265,36 @@ def test_precision_variants():
         zoo.with_precision("resnet50", "int3")
     fp, amp = zoo.get("bert_large"), zoo.get("bert_large@amp")
     assert amp.grad_bytes == fp.grad_bytes and amp.activation_bytes_per_sample == fp.activation_bytes_per_sample / 2
-    c = zoo.compute_curve("bert_large", "h100")  # measured there: floor kept, the rest at the AMP gain
-    assert c.source.startswith("measured")
-    for b in (8, 32):
-        t32, t16 = zoo.compute_time_s("bert_large", "h100", b), zoo.compute_time_s("bert_large@amp", "h100", b)
-        assert t16 == pytest.approx(c.t0_s + (t32 - c.t0_s) / zoo.get_gpu("h100").amp_speedup)
-    for gpu in ("t4", "v100", "a100"):  # transferred at the AMP speeds: per-sample ratio to H100 is theirs
-        d = [zoo.compute_time_s("bert_large@amp", g, 16) - zoo.compute_time_s("bert_large@amp", g, 8)
-             for g in (gpu, "h100")]
-        assert d[0] / d[1] == pytest.approx(zoo.get_gpu("h100").speed("amp") / zoo.get_gpu(gpu).speed("amp"))
-    # bf16 needs Ampere or later; K80/P100 have no tensor cores
+    # measured on H200 at bf16: the measured curve itself, gains differ by model (not one constant)
+    assert zoo.compute_curve("bert_base@bf16", "h200").source == "measured:synthetic"
+    gain = {m: zoo.compute_time_s(m, "h200", 32) / zoo.compute_time_s(f"{m}@bf16", "h200", 32)
+            for m in ("bert_base", "resnet50", "mobilenet_v3")}
+    assert gain["bert_base"] > 3 and 0.8 < gain["resnet50"] < 1.3 and gain["mobilenet_v3"] < 0.8
+    # H100 at bf16 was not measured: the model's own gain measured on H200 (same class), per model
+    for m in ("bert_base", "resnet50"):
+        c = zoo.compute_curve(f"{m}@bf16", "h100")
+        assert "measured gain of the model" in c.source
+    assert zoo.compute_time_s("bert_base@bf16", "h100", 32) < 0.5 * zoo.compute_time_s("bert_base", "h100", 32)
+    # bf16 needs Ampere or later; K80/P100 have no tensor cores; pre-Ampere AMP: the published gain
     assert zoo.compute_time_s("resnet50@bf16", "v100", 32) == zoo.compute_time_s("resnet50", "v100", 32)
     assert zoo.compute_time_s("resnet50@amp", "p100", 32) == zoo.compute_time_s("resnet50", "p100", 32)
-    assert zoo.compute_time_s("resnet50@bf16", "a100", 32) < zoo.compute_time_s("resnet50", "a100", 32)
+    assert "published AMP gain" in zoo.compute_curve("resnet50@amp", "v100").source
+    assert zoo.compute_time_s("resnet50@amp", "v100", 128) < zoo.compute_time_s("resnet50", "v100", 128)
+
+
+def test_leave_one_gpu_type_out_h100_within_target():
+    """Each measured GPU type predicted from the others (`cosim validate --leave-one-gpu-type-out`):
+    our H100 from the rest within 15 % (median); the other types' numbers are in docs/calibration.md."""
+    from calibration import device_model as dm
+
+    rows = dm.leave_one_gpu_out(zoo.measured_curves(), lambda g: zoo.get_gpu(g).speed_fp32,
+                                lambda m: zoo.get(m).flops_per_sample, zoo.curve_for)
+    err = {}
+    for r in rows:
+        err.setdefault(r["gpu"], []).append(abs(r["error"]))
+    med = {g: float(np.median(v)) for g, v in err.items()}
+    assert set(med) >= {"k80", "p100", "v100", "t4", "rtx2080ti", "a100", "h100", "h200"}
+    assert med["h100"] <= 0.15, med
 
 
 def test_analytic_counter_reproduces_torch_extraction():
@@ -256,3 +307,28 @@ def test_analytic_counter_reproduces_torch_extraction():
     assert a["train_flops_per_sample"] == pytest.approx(t["train_flops_per_sample"], rel=0.01)
     assert a["activation_bytes_per_sample"] == pytest.approx(t["activation_bytes_per_sample"], rel=0.05)
     assert zoo.get("resnet18").flops_per_sample == pytest.approx(3 * 2 * 1.814e9, rel=0.01)  # torchvision 1.81 GMACs
+
+
+def test_validate_leave_one_gpu_type_out_cli():
+    import json
+
+    from typer.testing import CliRunner
+
+    from cli.app import app
+
+    r = CliRunner().invoke(app, ["validate", "--leave-one-gpu-type-out", "--json"])
+    assert r.exit_code == 0, r.output
+    rows = json.loads(r.output)["leave_one_gpu_type_out"]
+    got = {x["gpu"]: x["median_abs_error"] for x in rows}
+    assert set(got) >= {"k80", "p100", "v100", "t4", "rtx2080ti", "a100", "h100"} and got["h100"] <= 0.15
+
+
+def test_unmeasured_precision_gain_has_a_per_model_basis():
+    """A model never measured at bf16 takes its architecture family's measured gain, and says so."""
+    from calibration import device_model as dm
+
+    assert dm.family("vgg16_cifar") == dm.family("vgg19") == "vgg" and dm.family("densenet201") == "densenet"
+    src = zoo.compute_curve("vgg19@bf16", "h100").source
+    assert "family (vgg11, vgg16)" in src
+    g = zoo.compute_time_s("vgg19", "h100", 128) / zoo.compute_time_s("vgg19@bf16", "h100", 128)
+    assert 1.3 < g < 1.7  # VGG-11/16 measured 1.50 / 1.65 on H200

@@ -1,0 +1,102 @@
+"""GPU types as data: datasheet numbers, aliases and sources that users can extend.
+
+The package ships its table in ``data/zoo.json`` (``gpu_types``). A user adds or overrides
+types with a TOML file (``--gpu-types FILE`` on ``cosim clusters``, ``validate`` and
+``calibrate fit``) or a ``[gpu_types.<name>]`` table in a cluster preset (which ``simulate``
+reads with the preset)::
+
+    [l4]
+    display = "L4 24GB"
+    aliases = ["NVIDIA L4"]
+    mem_gb = 24
+    peak_tflops = 30.3          # fp32, non-tensor
+    tf32_tflops = 60            # dense TF32 tensor (0: none)
+    tensor_tflops = 121         # dense fp16/bf16 tensor
+    mem_bw_GBps = 300
+    source = "NVIDIA L4 datasheet"
+    # speed_fp32 = 1.2          # relative fp32 training throughput, V100 = 1 (optional:
+    #                           # otherwise from its fp32 training peak, see `derived_speed`)
+    # amp_speedup = 2.0         # published AMP gain (optional; pre-Ampere tensor-core types)
+
+Validation names the file and the field: an unknown field, a number that is not finite or
+is negative (or zero where a size is needed), an alias that another type already has.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import tomllib
+from pathlib import Path
+from typing import Any, Mapping
+
+from cosim.errors import InputError
+
+#: fields of one GPU type: (kind, required)
+FIELDS: dict[str, tuple[str, bool]] = {
+    "display": ("str", False), "aliases": ("list", False), "source": ("str", True),
+    "mem_gb": ("pos", True), "peak_tflops": ("pos", True), "tensor_tflops": ("nonneg", True),
+    "mem_bw_GBps": ("pos", True), "tf32_tflops": ("nonneg", False), "speed_fp32": ("nonneg", False),
+    "amp_speedup": ("nonneg", False),
+}
+
+
+def norm(name: str) -> str:
+    """The key names and aliases are compared by (case, spaces, ``-``, ``_``, ``/`` ignored)."""
+    return re.sub(r"[\s_\-/]+", "", str(name).strip().lower())
+
+
+def check_table(table: Mapping[str, Any], source: object, taken: Mapping[str, str] | None = None,
+                prefix: str = "") -> dict[str, dict]:
+    """Validate `table` ({name: {field: value}}) read from `source`; `taken` maps the normalised
+    aliases already in use to their types (a type may redefine its own names). Returns clean
+    copies; raises `InputError` naming `source` and the field."""
+    used = dict(taken or {})
+    out: dict[str, dict] = {}
+    for name, entry in table.items():
+        where = f"{prefix}{name}"
+        if not isinstance(entry, Mapping):
+            raise InputError.at(source, field=where, expected="a table of GPU-type fields", got=entry)
+        unknown = sorted(set(entry) - set(FIELDS))
+        if unknown:
+            raise InputError.at(source, field=f"{where}.{unknown[0]}", expected="one of " + ", ".join(FIELDS))
+        missing = [f for f, (_, req) in FIELDS.items() if req and f not in entry]
+        if missing:
+            raise InputError.at(source, field=f"{where}.{missing[0]}", expected="a value (required)")
+        clean: dict[str, Any] = {}
+        for f, v in entry.items():
+            kind = FIELDS[f][0]
+            if kind == "str":
+                if not isinstance(v, str):
+                    raise InputError.at(source, field=f"{where}.{f}", expected="a string", got=v)
+            elif kind == "list":
+                if not isinstance(v, list) or not all(isinstance(a, str) for a in v):
+                    raise InputError.at(source, field=f"{where}.{f}", expected="a list of strings", got=v)
+            else:
+                ok = isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+                if not ok or v < 0 or (kind == "pos" and v == 0):
+                    want = "a finite number > 0" if kind == "pos" else "a finite number >= 0"
+                    raise InputError.at(source, field=f"{where}.{f}", expected=want, got=v)
+                v = float(v)
+            clean[f] = v
+        clean.setdefault("display", str(name))
+        for a in (name, *clean.get("aliases", ())):
+            owner = used.get(norm(a))
+            if owner is not None and owner != norm(name):
+                raise InputError.at(source, field=f"{where}.aliases", expected="names no other GPU type has",
+                                    got=a, detail=f"'{a}' already names '{owner}'")
+            used[norm(a)] = norm(name)
+        out[norm(name)] = clean
+    return out
+
+
+def read_file(path: str | Path, taken: Mapping[str, str] | None = None) -> dict[str, dict]:
+    """A GPU-types TOML file (one ``[<name>]`` table per type), validated."""
+    p = Path(path)
+    try:
+        data = tomllib.loads(p.read_text())
+    except FileNotFoundError:
+        raise InputError.at(p, detail="file not found") from None
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise InputError.at(p, expected="a TOML file of [<gpu type>] tables", detail=str(exc)) from None
+    return check_table(data, p, taken)

@@ -1,0 +1,140 @@
+"""GPU types as user data: a file or a cluster's [gpu_types] table extends the shipped table;
+bad files are one line naming the file and field (exit 2) and nothing is written."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+from typer.testing import CliRunner
+
+from calibration import zoo
+from cli.app import app
+from cosim.errors import InputError
+
+L4 = """
+[l4]
+display = "L4 24GB"
+aliases = ["NVIDIA L4"]
+mem_gb = 24
+peak_tflops = 30.3
+tf32_tflops = 60
+tensor_tflops = 121
+mem_bw_GBps = 300
+source = "NVIDIA L4 datasheet"
+"""
+
+CLUSTER = """
+name = "l4-rig"
+nodes_per_leaf = 2
+leaves_per_pod = 1
+[node_types.box]
+gpu_type = "NVIDIA L4"
+gpu_mem_gb = 24
+gpus_per_node = 4
+[node_types.box.intra]
+kind = "pcie"
+gpu_GBps = 31.5
+host_bridge_GBps = 20.0
+latency_us = 5.0
+[node_types.box.nic]
+count = 1
+gbps = 100
+gpudirect = false
+latency_us = 5
+[[groups]]
+name = "g"
+node_type = "box"
+nodes = 2
+[tiers.leaf]
+port_gbps = 100
+latency_us = 1
+[tiers.spine]
+port_gbps = 100
+latency_us = 1
+[tiers.core]
+port_gbps = 100
+latency_us = 1
+"""
+
+
+@pytest.fixture(autouse=True)
+def _shipped_table():
+    zoo.reset_gpu_types()
+    yield
+    zoo.reset_gpu_types()
+
+
+def test_file_adds_a_type_with_a_derived_speed(tmp_path):
+    f = tmp_path / "gpus.toml"
+    f.write_text(L4)
+    assert zoo.load_gpu_types(f) == ["l4"]
+    g = zoo.get_gpu("NVIDIA L4")
+    assert g.name == "l4" and g.mem_gb == 24 and 0 < g.speed_fp32 < zoo.get_gpu("a100").speed_fp32
+    # never measured: the fitted speeds move the nearest measured curve of each model to it
+    t = zoo.compute_time_s("resnet50", "l4", 64)
+    assert zoo.compute_time_s("resnet50", "a100", 64) < t < zoo.compute_time_s("resnet50", "k80", 64)
+
+
+@pytest.mark.parametrize("text, field", [
+    (L4.replace('source = "NVIDIA L4 datasheet"', 'source = "x"\ncolour = "green"'), "l4.colour"),
+    (L4.replace("mem_gb = 24", "mem_gb = nan"), "l4.mem_gb"),
+    (L4.replace("peak_tflops = 30.3", "peak_tflops = -1"), "l4.peak_tflops"),
+    (L4.replace('aliases = ["NVIDIA L4"]', 'aliases = ["Tesla T4"]'), "l4.aliases"),
+    (L4.replace("mem_bw_GBps = 300\n", ""), "l4.mem_bw_GBps"),
+])
+def test_bad_gpu_types_file_is_one_line_exit_2(tmp_path, text, field):
+    f = tmp_path / "gpus.toml"
+    f.write_text(text)
+    with pytest.raises(InputError, match=f"gpus.toml: field '{field}'"):
+        zoo.load_gpu_types(f)
+    assert "l4" not in zoo.gpu_types()
+    r = CliRunner().invoke(app, ["validate", "--gpu-types", str(f), "--leave-one-gpu-type-out"])
+    assert r.exit_code == 2 and field in r.output and "Traceback" not in r.output
+
+
+def test_cluster_file_brings_its_own_gpu_type(tmp_path):
+    c = tmp_path / "rig.toml"
+    c.write_text(CLUSTER)
+    r = CliRunner().invoke(app, ["clusters", "show", str(c)])
+    assert r.exit_code == 2 and "rig.toml: field 'node_types.box.gpu_type'" in r.output
+    gpus = tmp_path / "gpus.toml"
+    gpus.write_text(L4)
+    r = CliRunner().invoke(app, ["clusters", "show", str(c), "--gpu-types", str(gpus)])
+    assert r.exit_code == 0 and "GPU type l4" in r.output and "host regime: synthetic" in r.output
+    zoo.reset_gpu_types()
+    c.write_text(CLUSTER + "\n[gpu_types.l4]\n" + L4.split("[l4]", 1)[1])
+    r = CliRunner().invoke(app, ["clusters", "show", str(c)])
+    assert r.exit_code == 0 and "GPU type l4" in r.output
+
+
+def test_engine_runs_a_cluster_with_its_own_gpu_type(tmp_path):
+    import netmodel
+    from experiments.runner import RunConfig, build_perf, perf_backends
+
+    c = tmp_path / "rig.toml"
+    c.write_text(CLUSTER + "\n[gpu_types.l4]\n" + L4.split("[l4]", 1)[1])
+    cfg = RunConfig(cluster=str(c), contention=False)
+    topo = netmodel.build_topology(netmodel.load_cluster(str(c)))
+    perf = build_perf(topo, perf_backends(cfg), cfg)
+    ph = perf.phases("resnet50", [0, 1, 2, 3], 128)
+    assert ph is not None and ph.compute_s == pytest.approx(zoo.compute_time_s("resnet50", "l4", 32))
+
+
+def test_compute_table_with_unknown_precision_or_gpu_is_refused(tmp_path):
+    base = dict(model="resnet50", gpu_type="NVIDIA L4", num_gpus=1, local_bsz=[8, 16, 32],
+                step_time_s=[0.03, 0.05, 0.09], source="cosim-compute")
+    bad = tmp_path / "c.parquet"
+    pd.DataFrame(dict(base, precision="fp8")).to_parquet(bad)
+    out = tmp_path / "p.toml"
+    r = CliRunner().invoke(app, ["calibrate", "fit", str(bad), "-o", str(out)])
+    assert r.exit_code == 2 and "c.parquet: field 'precision'" in r.output and not out.exists()
+    pd.DataFrame(dict(base, precision="bf16")).to_parquet(bad)
+    r = CliRunner().invoke(app, ["calibrate", "fit", str(bad), "-o", str(out)])
+    assert r.exit_code == 2 and "c.parquet: field 'gpu_type'" in r.output and not out.exists()
+    gpus = tmp_path / "gpus.toml"
+    gpus.write_text(L4)
+    r = CliRunner().invoke(app, ["calibrate", "fit", str(bad), "-o", str(out), "--gpu-types", str(gpus)])
+    assert r.exit_code == 0, r.output
+    import tomllib
+
+    assert list(tomllib.loads(out.read_text())["compute"]["resnet50@bf16"]) == ["l4"]  # under its own type

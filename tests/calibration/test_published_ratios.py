@@ -1,0 +1,42 @@
+"""Cross-type speeds against published benchmarks (docs/calibration.md, "Checks").
+
+Each row: (model, faster GPU, slower GPU, local batch, published low, published high, cosim's
+ratio as documented). The test keeps the documented cosim column true (a change of the compute
+model that moves a ratio must update the table) and the documented verdicts (which pairs are
+within ±15 % of the published range) true, so an improvement or a regression shows here."""
+
+from __future__ import annotations
+
+import pytest
+
+from calibration import zoo
+
+#: published ratios (time on the slower type ÷ time on the faster), sources in docs/calibration.md
+PUBLISHED = [
+    ("resnet50", "v100", "rtx2080ti", 64, 1.38, 1.38, 1.12),       # Lambda RTX 2080 Ti benchmarks
+    ("resnet50", "v100", "p100", 64, 1.26, 1.52, 1.78),            # Dell EMC reference guide
+    ("resnet50@amp", "v100", "p100", 64, 2.03, 2.24, 3.34),        # same
+    ("resnet50", "a100", "v100", 64, 1.4, 1.4, 2.21),              # Lambda A100 overview (estimate)
+    ("resnet50", "a100", "rtx2080ti", 64, 1.93, 1.93, 2.48),       # same
+    ("resnet50@amp", "h100", "a100", 64, 1.85, 1.85, 1.58),        # MLPerf Training v3.0 (Dell)
+    ("bert_large@amp", "a100", "v100", 8, 1.95, 2.5, 1.86),        # Lambda A100 overview
+    ("bert_base@amp", "a100", "v100", 8, 1.95, 2.5, 4.78),         # same
+]
+#: the pairs documented as within ±15 % of the published range
+WITHIN = {("bert_large@amp", "a100", "v100")}
+
+
+def _ratio(model, fast, slow, b):
+    return zoo.compute_time_s(model, slow, b) / zoo.compute_time_s(model, fast, b)
+
+
+@pytest.mark.parametrize("model, fast, slow, b, lo, hi, documented", PUBLISHED)
+def test_documented_ratio_is_what_cosim_computes(model, fast, slow, b, lo, hi, documented):
+    r = _ratio(model, fast, slow, b)
+    assert r == pytest.approx(documented, abs=0.01)
+    assert (lo / 1.15 <= r <= hi * 1.15) == ((model, fast, slow) in WITHIN)
+
+
+def test_enough_pairs_across_the_types():
+    types = {g for _, f, s, *_ in PUBLISHED for g in (f, s)}
+    assert len(PUBLISHED) >= 8 and len(types) >= 5

@@ -7,6 +7,8 @@ from typing import List, Optional
 
 import typer
 
+from cli.numbers import ASCII_FLOAT, ASCII_INT
+
 calibrate_app = typer.Typer(help="Measure on real hardware, import measured sets, fit calibration profiles.",
                             no_args_is_help=True)
 
@@ -26,12 +28,12 @@ def _write(df, out: Path, kind: str, extra: dict | None = None) -> None:
 def collectives(
     out: Path = typer.Option(..., "-o", "--out", help="Output Parquet file."),
     backend: str = typer.Option("nccl", help="nccl (one process per GPU) or gloo (one per CPU rank)."),
-    gpus: Optional[int] = typer.Option(None, "--gpus", help="Ranks (default: all GPUs for nccl, min(CPUs, 8) for gloo)."),
+    gpus: Optional[int] = typer.Option(None, "--gpus", click_type=ASCII_INT, help="Ranks (default: all GPUs for nccl, min(CPUs, 8) for gloo)."),
     sizes: str = typer.Option("8B..1GB", help="Message sizes: LOW..HIGH (powers of two) or a comma list."),
     ops: str = typer.Option("all_reduce,all_gather,reduce_scatter", help="Collectives to sweep."),
     group_sizes: Optional[str] = typer.Option(None, help="Comma list of group sizes (default 2..N)."),
-    warmup: int = typer.Option(5, help="Untimed calls per point."),
-    iters: int = typer.Option(20, help="Timed calls per point (median reported)."),
+    warmup: int = typer.Option(5, click_type=ASCII_INT, help="Untimed calls per point."),
+    iters: int = typer.Option(20, click_type=ASCII_INT, help="Timed calls per point (median reported)."),
 ) -> None:
     """Sweep collectives over sizes and group sizes like nccl-tests (time, algbw, busbw)."""
     from calibration import measure
@@ -60,8 +62,8 @@ def compute(
     models: str = typer.Option("resnet18,resnet50,bert_base", help="Comma list of zoo models."),
     batches: str = typer.Option("1,2,4,8,16,32,64", help="Comma list of local batch sizes."),
     device: Optional[str] = typer.Option(None, help="torch device (default cuda if present, else cpu)."),
-    warmup: int = typer.Option(5, help="Untimed iterations per point."),
-    repeats: int = typer.Option(20, help="Timed iterations per point (median reported)."),
+    warmup: int = typer.Option(5, click_type=ASCII_INT, help="Untimed iterations per point."),
+    repeats: int = typer.Option(20, click_type=ASCII_INT, help="Timed iterations per point (median reported)."),
 ) -> None:
     """Time forward+backward+optimizer per model and local batch on the local GPU."""
     from calibration import measure, zoo
@@ -97,9 +99,9 @@ def fit(
                                          "fits the [comm] CommParams on it."),
     platforms_file: Optional[Path] = typer.Option(None, "--platforms", help="Platforms file (TOML: platform → preset, "
                                                   "gpu_type, notes) for the measured step tables."),
-    max_error: float = typer.Option(0.10, help="Refuse to write if the cross-validated median abs error exceeds this."),
+    max_error: float = typer.Option(0.10, click_type=ASCII_FLOAT, help="Refuse to write if the cross-validated median abs error exceeds this."),
     force: bool = typer.Option(False, "--force", help="Write the profile even if the error bound is exceeded."),
-    folds: int = typer.Option(5, help="Cross-validation folds."),
+    folds: int = typer.Option(5, click_type=ASCII_INT, help="Cross-validation folds."),
 ) -> None:
     """Fit the engine's iteration model (step form, compute curves, [comm]); write a calibration profile."""
     import math

@@ -6,6 +6,8 @@ import json
 
 import typer
 
+from cli.numbers import ASCII_INT
+
 
 
 def _fmt_gbps(x: float) -> str:
@@ -29,8 +31,8 @@ def register(app: typer.Typer) -> None:
     @group.command("show")
     def show_cmd(
         name: str = typer.Argument(..., help="Preset name or path to a cluster TOML file."),
-        num_nodes: int = typer.Option(None, "--nodes", help="Resize a single-group cluster to N nodes."),
-        num_leaves: int = typer.Option(None, "--leaves", help="Resize to N full leaves (racks)."),
+        num_nodes: int = typer.Option(None, "--nodes", click_type=ASCII_INT, help="Resize a single-group cluster to N nodes."),
+        num_leaves: int = typer.Option(None, "--leaves", click_type=ASCII_INT, help="Resize to N full leaves (racks)."),
         as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
     ) -> None:
         """Tiers, node groups, GPU counts and link speeds of a cluster."""

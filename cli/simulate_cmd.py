@@ -15,6 +15,8 @@ from typing import Optional
 
 import typer
 
+from cli.numbers import ASCII_FLOAT, ASCII_INT
+
 from cosim.errors import InputError
 
 
@@ -26,11 +28,11 @@ def simulate(
     trace: Optional[Path] = typer.Option(None, "--trace", help="Trace file (canonical Parquet or any raw format)."),
     synth: Optional[str] = typer.Option(None, "--synth", help="Synthetic workload LIKE:JOBS[:WINDOW], e.g. philly:160 or philly-sia:160:4h."),
     cluster: str = typer.Option("dgx-a100", "--cluster", help="Cluster preset name or TOML file."),
-    nodes: Optional[int] = typer.Option(None, "--nodes", help="Resize the cluster to N nodes."),
+    nodes: Optional[int] = typer.Option(None, "--nodes", click_type=ASCII_INT, help="Resize the cluster to N nodes."),
     policy: Optional[str] = typer.Option(None, "--policy", help="Policy name(s), comma-separated (default: baselines)."),
     contention: bool = typer.Option(True, "--contention/--no-contention", help="Cross-job network contention."),
     calibration: Optional[Path] = typer.Option(None, "--calibration", help="Calibration profile (TOML from calibrate fit); default: the preset's shipped profile, if any; none: no profile."),
-    seed: int = typer.Option(0, "--seed", help="Seed for synthesis, workload assembly and --gpu-variability. A policy's own random choices are seeded by its `seed` parameter (--set POLICY.seed=N, default 0), so repeats over --seed vary the workload, not the policy."),
+    seed: int = typer.Option(0, "--seed", click_type=ASCII_INT, help="Seed for synthesis, workload assembly and --gpu-variability. A policy's own random choices are seeded by its `seed` parameter (--set POLICY.seed=N, default 0), so repeats over --seed vary the workload, not the policy."),
     out: Optional[Path] = typer.Option(None, "--out", help="Write Parquet outputs to this folder."),
     decisions: bool = typer.Option(False, "--decisions", help="Also write decisions.parquet (every allocation change)."),
     skip_invalid: bool = typer.Option(False, "--skip-invalid", help="Run without jobs that can never run (reported)."),
@@ -45,7 +47,7 @@ def simulate(
     progress: str = typer.Option("plain", "--progress", help="Progress model: plain, or goodput (Pollux statistical efficiency, epochs of each pollux-sia application)."),
     overwrite: bool = typer.Option(False, "--overwrite", help="Clear a non-empty --out folder of an earlier run first."),
     ftf_reference: str = typer.Option("gps", "--ftf-reference", help="FTF reference: gps, gps-capped (each job up to its max GPUs) or hetero-1-over-n (1/N of every GPU type)."),
-    gpu_variability: float = typer.Option(0.0, "--gpu-variability", help="Per-GPU speed variability: each GPU's compute up to this fraction slower (seeded by --seed; a job runs at its slowest GPU's pace; 0.22 = PAL's compute-bound range); 0: off."),
+    gpu_variability: float = typer.Option(0.0, "--gpu-variability", click_type=ASCII_FLOAT, help="Per-GPU speed variability: each GPU's compute up to this fraction slower (seeded by --seed; a job runs at its slowest GPU's pace; 0.22 = PAL's compute-bound range); 0: off."),
 ) -> None:
     """Simulate policies on a trace and print a comparison table."""
     from cosim.outdir import claim_out_dir
@@ -79,17 +81,15 @@ def simulate(
                     calibration=None if calibration is None else str(calibration), seed=seed,
                     write_decisions=decisions, skip_invalid=skip_invalid, costs=global_costs,
                     policy_costs=per_policy_costs,
-                    capacity_changes=load_capacity(capacity) if capacity is not None else (), policy_params=params,
+                    capacity_changes=load_capacity(capacity) if capacity is not None else (),
+                    capacity_source="" if capacity is None else str(capacity), policy_params=params,
                     perf=perf, progress=progress, ftf_reference=ftf_reference, load_series=_load_series(load_series),
                     gpu_variability=gpu_variability, gpu_variability_seed=seed)
-    # before the run: --out naming a file, a folder another run holds, or a non-empty one fails in one line
-    lock = claim_out_dir(out, overwrite=overwrite) if out is not None else None
+    # --out naming a file, a folder another run holds, or a non-empty one fails in one line; the
+    # runner claims it only after every input is checked, so a rejected run leaves no folder behind
+    claim = (lambda: claim_out_dir(out, overwrite=overwrite)) if out is not None else None
     phase(f"simulating {', '.join(pols) or 'the default policies'} on {spec}")
-    try:
-        result = run(cfg, out, progress=True)
-    finally:
-        if lock is not None:
-            lock.release()
+    result = run(cfg, out, progress=True, claim=claim)
     _print_table(result, cfg)
     if result.invalid:
         typer.echo(f"skipped {len(result.invalid)} job(s) that can never run (see config.json)", err=True)

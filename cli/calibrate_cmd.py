@@ -111,6 +111,9 @@ def fit(
     from cosim.errors import CosimError, InputError
     from experiments.runner import engine_for
 
+    from cosim.outdir import check_out_path
+
+    check_out_path(out, "--out")  # a path under a file fails now, not after the fit
     fitmod.set_engine(engine_for)  # fitted on and scored by the PerfModel simulate builds
 
     if preset is not None:

@@ -161,14 +161,14 @@ def test_cli_sweep_resume_and_errors(tmp_path):
 def test_unknown_policy_fails_before_running(tmp_path):
     if runners.runner_name() != runners.REAL:
         pytest.skip("name checks use the real policy registry")
-    from cosim.errors import UnknownNameError
+    from cosim.errors import CosimError, UnknownNameError
 
     data = runners.small_grid(["fifo", "no-such-policy"], seeds=(0,), traces=runners.TRACES[:1])
     with pytest.raises(UnknownNameError, match="no-such-policy"):
         run_sweep(parse_sweep(data), tmp_path / "o")
     data = runners.small_grid(["fifo"], seeds=(0,), traces=runners.TRACES[:1])
     data["clusters"] = ["no-such-cluster"]
-    with pytest.raises(UnknownNameError, match="no-such-cluster.*dgx-a100"):
+    with pytest.raises(CosimError, match=r"clusters\[0\].*no-such-cluster.*dgx-a100"):
         run_sweep(parse_sweep(data), tmp_path / "o")
     assert not (tmp_path / "o" / "cells").exists()
 

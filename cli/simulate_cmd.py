@@ -91,6 +91,10 @@ def simulate(
     phase(f"simulating {', '.join(pols) or 'the default policies'} on {spec}")
     result = run(cfg, out, progress=True, claim=claim)
     _print_table(result, cfg)
+    if result.excluded:
+        typer.echo(f"the trace's loader left out {sum(result.excluded.values())} row(s) that are not runnable jobs "
+                   f"({', '.join(f'{k}: {v}' for k, v in sorted(result.excluded.items()))}); "
+                   "summary columns trace_rows_excluded, trace_excluded", err=True)
     if result.invalid:
         typer.echo(f"skipped {len(result.invalid)} job(s) that can never run (see config.json)", err=True)
     if out is not None:
@@ -151,7 +155,10 @@ def _print_table(result, cfg) -> None:
     from rich.console import Console
     from rich.table import Table
 
-    t = Table(title=f"{cfg.trace} on {cfg.cluster}" + (f" ({cfg.cluster_nodes} nodes)" if cfg.cluster_nodes else "")
+    excl = sum(result.excluded.values())
+    t = Table(caption=f"{excl} trace row(s) left out by the loader: "
+              + ", ".join(f"{k} {v}" for k, v in sorted(result.excluded.items())) if excl else None,
+              title=f"{cfg.trace} on {cfg.cluster}" + (f" ({cfg.cluster_nodes} nodes)" if cfg.cluster_nodes else "")
               + (", contention" if cfg.contention else ", no contention")
               + (f", perf {cfg.perf}" if cfg.perf != "network" else ""))
     cols = [("policy", "policy", "{}"), ("done", "finished", "{}"), ("avg JCT h", "avg_jct_s", "h"),

@@ -156,6 +156,8 @@ class RunResult:
     invalid: list = field(default_factory=list)  # InvalidJob skipped (skip_invalid)
     config: RunConfig | None = None
     reclaims: dict[str, pd.DataFrame] = field(default_factory=dict)  # per policy, with a load series
+    #: trace rows the loader left out (reason → count, `traces.io.LoadReport`); also in the summary
+    excluded: dict[str, int] = field(default_factory=dict)
 
     @cached_property
     def summary(self) -> pd.DataFrame:
@@ -229,6 +231,7 @@ def run(config: RunConfig, out_dir: Path | None, progress: bool = False, backend
     topo = be.topology(config)
     perf = build_perf(topo, be, config)
     df = be.load_trace(config)
+    excluded = dict((getattr(df, "attrs", {}).get("load_report") or {}).get("excluded") or {})
     base, invalid = build_jobs(df, perf, be.zoo, fixed_epochs=config.fixed_epochs)
     invalid = _backend_gaps(config.perf, table_gaps(perf, base), base, invalid)
     if invalid and not config.skip_invalid:
@@ -264,7 +267,7 @@ def run(config: RunConfig, out_dir: Path | None, progress: bool = False, backend
     lock = claim() if claim is not None else None  # everything is checked: the outputs may be claimed now
     try:
         return _simulate(config, out, progress, be, built, costs_of, topo, perf, base, invalid, gp, solo, caps,
-                         node_gpus, cap_plan)
+                         node_gpus, cap_plan, excluded)
     finally:
         if lock is not None:
             lock.release()
@@ -272,7 +275,7 @@ def run(config: RunConfig, out_dir: Path | None, progress: bool = False, backend
 
 def _simulate(config: RunConfig, out: Path | None, progress: bool, be: Backends, built: list, costs_of: dict,
               topo: Any, perf: PerfModel, base: JobTable, invalid: list, gp: Any, solo: np.ndarray, caps: list,
-              node_gpus: np.ndarray, cap_plan: Any) -> RunResult:
+              node_gpus: np.ndarray, cap_plan: Any, excluded: dict[str, int]) -> RunResult:
     """`run` after every input is checked: the FTF references, each policy's run, the outputs."""
     if out is not None:
         (out / "summary.parquet").unlink(missing_ok=True)  # a stale summary must not mark this run complete
@@ -320,7 +323,7 @@ def _simulate(config: RunConfig, out: Path | None, progress: bool, be: Backends,
                          **summary_row(name, jf, res, config.progress, config.ftf_reference, len(never)),
                          **summary_extras(jf, res, policy, _type_speed(base, perf, topo) if SUMMARY_EXTRAS and
                                           res.decisions is not None else None, np.asarray(topo.gpu_type),
-                                          ftf_ref=ftf_ref)})
+                                          ftf_ref=ftf_ref), **excluded_columns(excluded)})
             bar.done(name)
             log.info("%s: %d events, %d policy calls, %.2f s", name, res.num_events, res.num_policy_calls, walls[name])
             if out is not None:
@@ -338,7 +341,17 @@ def _simulate(config: RunConfig, out: Path | None, progress: bool, be: Backends,
         write_text(json.dumps(dict(meta, invalid=[asdict(b) for b in invalid]), indent=2, sort_keys=True,
                               default=str) + "\n", out / "config.json")
         write_parquet(summary, out / "summary.parquet", meta)
-    return RunResult(summary, jobs_out, tls, decs, walls, pwalls, invalid, config, recl)
+    return RunResult(summary, jobs_out, tls, decs, walls, pwalls, invalid, config, recl, excluded)
+
+
+def excluded_columns(excluded: Mapping[str, int]) -> dict[str, Any]:
+    """The summary columns saying what the trace's loader left out, only when it left out rows
+    (runs of clean traces keep their summary): `trace_rows_excluded` and `trace_excluded`
+    ("reason: count, …")."""
+    if not excluded:
+        return {}
+    return {"trace_rows_excluded": int(sum(excluded.values())),
+            "trace_excluded": ", ".join(f"{k}: {v}" for k, v in sorted(excluded.items()))}
 
 
 def load_capacity(path: str | Path) -> tuple[tuple[float, int, bool], ...]:

@@ -57,6 +57,10 @@ def simulate(
     if trace is not None and synth is not None:
         raise InputError.at(field="--trace/--synth", expected="at most one of --trace and --synth")
     check_seed(seed)
+    if out is not None:  # a file, or a path under one, fails now; the folder is claimed after every input is read
+        from cosim.outdir import check_out_path
+
+        check_out_path(out, "--out", folder=True)
     for item in costs or ():  # seconds must be finite and ≥ 0, globally or per policy
         check_costs(item.partition("=")[2].strip() if "=" in item else item.strip())
     from simcore.perf_backends import check_perf

@@ -44,6 +44,9 @@ def _sweep(config: Path, out: Path, workers: int, backend: str, address: str | N
     if resume and overwrite:
         raise InputError.at(field="--overwrite", expected="either --resume or --overwrite, not both")
     check_utf8(config, "sweep TOML file")
+    from cosim.outdir import check_out_path
+
+    check_out_path(out, "--out", folder=True)  # a file, or a path under one, fails before the grid is read
     phase("loading the sweep and the simulator")
     from experiments.sweep import load_sweep, run_sweep
 

@@ -120,7 +120,7 @@ def check_out_path(path: str | os.PathLike, option: str = "-o", *, folder: bool 
     p = Path(path)
     kind = "a folder" if folder else "a file"
     if p.exists() and p.is_dir() != folder:
-        raise InputError.at(p, field=option, expected=f"{kind} path, not an existing {'file' if folder else 'folder'}")
+        raise InputError.at(p, field=option, expected=f"{kind}, not an existing {'file' if folder else 'folder'}")
     parent = p if folder and p.exists() else p.parent
     while not parent.exists() and parent != parent.parent:
         parent = parent.parent

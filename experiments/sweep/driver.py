@@ -79,8 +79,11 @@ def sample_traces(config: SweepConfig, root: Path) -> dict[str, Any]:
             from traces.sample import sample_window
         except ImportError as exc:
             raise CosimError(f"sampling trace {trace.label} needs the traces package ({exc})") from None
-        out[trace.label] = sample_window(load(trace.spec), jobs=trace.sample_jobs, window_s=trace.sample_window_s,
-                                         seed=trace.sample_seed)
+        try:
+            out[trace.label] = sample_window(load(trace.spec), jobs=trace.sample_jobs,
+                                             window_s=trace.sample_window_s, seed=trace.sample_seed)
+        except InputError as exc:  # name the sweep file and the trace entry, not only the sampler's field
+            raise InputError.at(config.source, field=f"traces ({trace.label})", detail=exc.message) from None
     return out
 
 

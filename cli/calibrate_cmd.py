@@ -7,6 +7,8 @@ from typing import List, Optional
 
 import typer
 
+from cli.numbers import ASCII_FLOAT, ASCII_INT
+
 calibrate_app = typer.Typer(help="Measure on real hardware, import measured sets, fit calibration profiles.",
                             no_args_is_help=True)
 
@@ -26,12 +28,12 @@ def _write(df, out: Path, kind: str, extra: dict | None = None) -> None:
 def collectives(
     out: Path = typer.Option(..., "-o", "--out", help="Output Parquet file."),
     backend: str = typer.Option("nccl", help="nccl (one process per GPU) or gloo (one per CPU rank)."),
-    gpus: Optional[int] = typer.Option(None, "--gpus", help="Ranks (default: all GPUs for nccl, min(CPUs, 8) for gloo)."),
+    gpus: Optional[int] = typer.Option(None, "--gpus", click_type=ASCII_INT, help="Ranks (default: all GPUs for nccl, min(CPUs, 8) for gloo)."),
     sizes: str = typer.Option("8B..1GB", help="Message sizes: LOW..HIGH (powers of two) or a comma list."),
     ops: str = typer.Option("all_reduce,all_gather,reduce_scatter", help="Collectives to sweep."),
     group_sizes: Optional[str] = typer.Option(None, help="Comma list of group sizes (default 2..N)."),
-    warmup: int = typer.Option(5, help="Untimed calls per point."),
-    iters: int = typer.Option(20, help="Timed calls per point (median reported)."),
+    warmup: int = typer.Option(5, click_type=ASCII_INT, help="Untimed calls per point."),
+    iters: int = typer.Option(20, click_type=ASCII_INT, help="Timed calls per point (median reported)."),
 ) -> None:
     """Sweep collectives over sizes and group sizes like nccl-tests (time, algbw, busbw)."""
     from calibration import measure
@@ -62,8 +64,8 @@ def compute(
     precision: str = typer.Option("fp32", "--precision", help="Comma list of fp32 (PyTorch defaults), tf32 "
                                   "(TF32 matmuls too), bf16, fp16 (autocast); each model runs at each."),
     device: Optional[str] = typer.Option(None, help="torch device (default cuda if present, else cpu)."),
-    warmup: int = typer.Option(5, help="Untimed iterations per point."),
-    repeats: int = typer.Option(20, help="Timed iterations per point (median reported)."),
+    warmup: int = typer.Option(5, click_type=ASCII_INT, help="Untimed iterations per point."),
+    repeats: int = typer.Option(20, click_type=ASCII_INT, help="Timed iterations per point (median reported)."),
 ) -> None:
     """Time forward+backward+optimizer per model, precision and local batch on the local GPU.
 
@@ -109,9 +111,9 @@ def fit(
                                                   "gpu_type, notes) for the measured step tables."),
     gpu_types: Optional[Path] = typer.Option(None, "--gpu-types", help="GPU-types TOML file adding to the table "
                                              "(a type measured here is stored under its own name)."),
-    max_error: float = typer.Option(0.10, help="Refuse to write if the cross-validated median abs error exceeds this."),
+    max_error: float = typer.Option(0.10, click_type=ASCII_FLOAT, help="Refuse to write if the cross-validated median abs error exceeds this."),
     force: bool = typer.Option(False, "--force", help="Write the profile even if the error bound is exceeded."),
-    folds: int = typer.Option(5, help="Cross-validation folds."),
+    folds: int = typer.Option(5, click_type=ASCII_INT, help="Cross-validation folds."),
 ) -> None:
     """Fit the engine's iteration model (step form, compute curves, [comm]); write a calibration profile."""
     import math
@@ -121,6 +123,9 @@ def fit(
     from cosim.errors import CosimError, InputError
     from experiments.runner import engine_for
 
+    from cosim.outdir import check_out_path
+
+    check_out_path(out, "--out")  # a path under a file fails now, not after the fit
     fitmod.set_engine(engine_for)  # fitted on and scored by the PerfModel simulate builds
     if gpu_types is not None:
         from calibration import zoo

@@ -8,6 +8,8 @@ from typing import Optional
 
 import typer
 
+from cli.numbers import ASCII_INT
+
 
 def _gpu_types(spec, extra: Optional[Path]) -> dict:
     """The cluster's GPU types as the compute model sees them (its file's own [gpu_types] and
@@ -57,8 +59,8 @@ def register(app: typer.Typer) -> None:
     @group.command("show")
     def show_cmd(
         name: str = typer.Argument(..., help="Preset name or path to a cluster TOML file."),
-        num_nodes: int = typer.Option(None, "--nodes", help="Resize a single-group cluster to N nodes."),
-        num_leaves: int = typer.Option(None, "--leaves", help="Resize to N full leaves (racks)."),
+        num_nodes: int = typer.Option(None, "--nodes", click_type=ASCII_INT, help="Resize a single-group cluster to N nodes."),
+        num_leaves: int = typer.Option(None, "--leaves", click_type=ASCII_INT, help="Resize to N full leaves (racks)."),
         as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
         gpu_types: Optional[Path] = typer.Option(None, "--gpu-types", help="GPU-types TOML file adding to the "
                                                  "table (datasheet numbers, aliases, source)."),

@@ -6,6 +6,8 @@ import json
 
 import typer
 
+from cli.numbers import ASCII_INT
+
 
 
 def register(app: typer.Typer) -> None:
@@ -22,7 +24,7 @@ def register(app: typer.Typer) -> None:
         bucket: str = typer.Option(None, "--bucket", help="Split into DDP buckets of this size (default: one "
                                    "message)."),
         calibration: str = typer.Option(None, "--calibration", help="Calibration TOML with a [comm] section."),
-        nodes: int = typer.Option(None, "--nodes", help="Resize the cluster to N nodes."),
+        nodes: int = typer.Option(None, "--nodes", click_type=ASCII_INT, help="Resize the cluster to N nodes."),
         as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
     ) -> None:
         """Time and bus bandwidth of one all-reduce on a placement shape."""

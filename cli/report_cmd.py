@@ -20,8 +20,11 @@ def report(
     Exit code 1 when the sweep is incomplete (cells not run or failed; the report covers the
     rest), 2 when nothing can be reported (no summary, every cell failed).
     """
+    from cosim.outdir import check_out_path
     from experiments.report import make_report
 
+    if out is not None:
+        check_out_path(out, "--out", folder=True)
     rep = make_report(run_dir, out)
     typer.echo(f"{rep.html} ({len(rep.figures)} figures: {', '.join(p.name for p in rep.figures)})")
     for note in rep.notes:

@@ -11,6 +11,8 @@ from typing import List, Optional
 
 import typer
 
+from cli.numbers import ASCII_INT
+
 
 def register(app: typer.Typer) -> None:
     app.command("reproduce")(reproduce)
@@ -21,7 +23,7 @@ def reproduce(
     size: str = typer.Option("small", "--size", help="small (CI: under a minute), medium (where the experiment "
                              "declares one) or full (the paper's size)."),
     out: Optional[Path] = typer.Option(None, "--out", "-o", help="Output folder (default reproduce/PAPER-SIZE)."),
-    workers: int = typer.Option(0, "--workers", "-j", help="Parallel cells (0 = one per CPU core)."),
+    workers: int = typer.Option(0, "--workers", "-j", click_type=ASCII_INT, help="Parallel cells (0 = one per CPU core)."),
     backend: str = typer.Option("local", "--backend", help="local (process pool) or ray."),
     address: Optional[str] = typer.Option(None, "--address", help="Ray cluster address (default: a local Ray)."),
     figure: Optional[List[str]] = typer.Option(None, "--figure", help="Only this figure (repeatable)."),

@@ -15,6 +15,8 @@ from typing import Optional
 
 import typer
 
+from cli.numbers import ASCII_FLOAT, ASCII_INT
+
 from cosim.errors import InputError
 
 
@@ -26,11 +28,11 @@ def simulate(
     trace: Optional[Path] = typer.Option(None, "--trace", help="Trace file (canonical Parquet or any raw format)."),
     synth: Optional[str] = typer.Option(None, "--synth", help="Synthetic workload LIKE:JOBS[:WINDOW], e.g. philly:160 or philly-sia:160:4h."),
     cluster: str = typer.Option("dgx-a100", "--cluster", help="Cluster preset name or TOML file."),
-    nodes: Optional[int] = typer.Option(None, "--nodes", help="Resize the cluster to N nodes."),
+    nodes: Optional[int] = typer.Option(None, "--nodes", click_type=ASCII_INT, help="Resize the cluster to N nodes."),
     policy: Optional[str] = typer.Option(None, "--policy", help="Policy name(s), comma-separated (default: baselines)."),
     contention: bool = typer.Option(True, "--contention/--no-contention", help="Cross-job network contention."),
     calibration: Optional[Path] = typer.Option(None, "--calibration", help="Calibration profile (TOML from calibrate fit); default: the preset's shipped profile, if any; none: no profile."),
-    seed: int = typer.Option(0, "--seed", help="Seed for synthesis, workload assembly and --gpu-variability. A policy's own random choices are seeded by its `seed` parameter (--set POLICY.seed=N, default 0), so repeats over --seed vary the workload, not the policy."),
+    seed: int = typer.Option(0, "--seed", click_type=ASCII_INT, help="Seed for synthesis, workload assembly and --gpu-variability. A policy's own random choices are seeded by its `seed` parameter (--set POLICY.seed=N, default 0), so repeats over --seed vary the workload, not the policy."),
     out: Optional[Path] = typer.Option(None, "--out", help="Write Parquet outputs to this folder."),
     decisions: bool = typer.Option(False, "--decisions", help="Also write decisions.parquet (every allocation change)."),
     skip_invalid: bool = typer.Option(False, "--skip-invalid", help="Run without jobs that can never run (reported)."),
@@ -45,7 +47,7 @@ def simulate(
     progress: str = typer.Option("plain", "--progress", help="Progress model: plain, or goodput (Pollux statistical efficiency, epochs of each pollux-sia application)."),
     overwrite: bool = typer.Option(False, "--overwrite", help="Clear a non-empty --out folder of an earlier run first."),
     ftf_reference: str = typer.Option("gps", "--ftf-reference", help="FTF reference: gps, gps-capped (each job up to its max GPUs) or hetero-1-over-n (1/N of every GPU type)."),
-    gpu_variability: float = typer.Option(0.0, "--gpu-variability", help="Per-GPU speed variability: each GPU's compute up to this fraction slower (seeded by --seed; a job runs at its slowest GPU's pace; 0.22 = PAL's compute-bound range); 0: off."),
+    gpu_variability: float = typer.Option(0.0, "--gpu-variability", click_type=ASCII_FLOAT, help="Per-GPU speed variability: each GPU's compute up to this fraction slower (seeded by --seed; a job runs at its slowest GPU's pace; 0.22 = PAL's compute-bound range); 0: off."),
 ) -> None:
     """Simulate policies on a trace and print a comparison table."""
     from cosim.outdir import claim_out_dir
@@ -55,6 +57,10 @@ def simulate(
     if trace is not None and synth is not None:
         raise InputError.at(field="--trace/--synth", expected="at most one of --trace and --synth")
     check_seed(seed)
+    if out is not None:  # a file, or a path under one, fails now; the folder is claimed after every input is read
+        from cosim.outdir import check_out_path
+
+        check_out_path(out, "--out", folder=True)
     for item in costs or ():  # seconds must be finite and ≥ 0, globally or per policy
         check_costs(item.partition("=")[2].strip() if "=" in item else item.strip())
     from simcore.perf_backends import check_perf
@@ -79,18 +85,20 @@ def simulate(
                     calibration=None if calibration is None else str(calibration), seed=seed,
                     write_decisions=decisions, skip_invalid=skip_invalid, costs=global_costs,
                     policy_costs=per_policy_costs,
-                    capacity_changes=load_capacity(capacity) if capacity is not None else (), policy_params=params,
+                    capacity_changes=load_capacity(capacity) if capacity is not None else (),
+                    capacity_source="" if capacity is None else str(capacity), policy_params=params,
                     perf=perf, progress=progress, ftf_reference=ftf_reference, load_series=_load_series(load_series),
                     gpu_variability=gpu_variability, gpu_variability_seed=seed)
-    # before the run: --out naming a file, a folder another run holds, or a non-empty one fails in one line
-    lock = claim_out_dir(out, overwrite=overwrite) if out is not None else None
+    # --out naming a file, a folder another run holds, or a non-empty one fails in one line; the
+    # runner claims it only after every input is checked, so a rejected run leaves no folder behind
+    claim = (lambda: claim_out_dir(out, overwrite=overwrite)) if out is not None else None
     phase(f"simulating {', '.join(pols) or 'the default policies'} on {spec}")
-    try:
-        result = run(cfg, out, progress=True)
-    finally:
-        if lock is not None:
-            lock.release()
+    result = run(cfg, out, progress=True, claim=claim)
     _print_table(result, cfg)
+    if result.excluded:
+        typer.echo(f"the trace's loader left out {sum(result.excluded.values())} row(s) that are not runnable jobs "
+                   f"({', '.join(f'{k}: {v}' for k, v in sorted(result.excluded.items()))}); "
+                   "summary columns trace_rows_excluded, trace_excluded", err=True)
     if result.invalid:
         typer.echo(f"skipped {len(result.invalid)} job(s) that can never run (see config.json)", err=True)
     if out is not None:
@@ -151,7 +159,10 @@ def _print_table(result, cfg) -> None:
     from rich.console import Console
     from rich.table import Table
 
-    t = Table(title=f"{cfg.trace} on {cfg.cluster}" + (f" ({cfg.cluster_nodes} nodes)" if cfg.cluster_nodes else "")
+    excl = sum(result.excluded.values())
+    t = Table(caption=f"{excl} trace row(s) left out by the loader: "
+              + ", ".join(f"{k} {v}" for k, v in sorted(result.excluded.items())) if excl else None,
+              title=f"{cfg.trace} on {cfg.cluster}" + (f" ({cfg.cluster_nodes} nodes)" if cfg.cluster_nodes else "")
               + (", contention" if cfg.contention else ", no contention")
               + (f", perf {cfg.perf}" if cfg.perf != "network" else ""))
     cols = [("policy", "policy", "{}"), ("done", "finished", "{}"), ("avg JCT h", "avg_jct_s", "h"),

@@ -7,6 +7,8 @@ from pathlib import Path
 
 import typer
 
+from cli.numbers import ASCII_INT
+
 
 def register(app: typer.Typer) -> None:
     app.command("sweep")(sweep)
@@ -15,7 +17,7 @@ def register(app: typer.Typer) -> None:
 def sweep(
     config: Path = typer.Argument(..., help="Sweep TOML file (see examples/sweep_*.toml)."),
     out: Path = typer.Option(..., "--out", "-o", help="Sweep folder: cells/<id>/ and summary.parquet."),
-    workers: int = typer.Option(0, "--workers", "-j", help="Parallel cells (0 = one per CPU core)."),
+    workers: int = typer.Option(0, "--workers", "-j", click_type=ASCII_INT, help="Parallel cells (0 = one per CPU core)."),
     backend: str = typer.Option("local", "--backend", help="local (process pool) or ray."),
     address: str = typer.Option(None, "--address", help="Ray cluster address (default: a local Ray instance)."),
     resume: bool = typer.Option(False, "--resume", help="Skip finished cells of an interrupted sweep; retry failed ones."),
@@ -42,6 +44,9 @@ def _sweep(config: Path, out: Path, workers: int, backend: str, address: str | N
     if resume and overwrite:
         raise InputError.at(field="--overwrite", expected="either --resume or --overwrite, not both")
     check_utf8(config, "sweep TOML file")
+    from cosim.outdir import check_out_path
+
+    check_out_path(out, "--out", folder=True)  # a file, or a path under one, fails before the grid is read
     phase("loading the sweep and the simulator")
     from experiments.sweep import load_sweep, run_sweep
 

@@ -12,6 +12,8 @@ from typing import Optional
 
 import typer
 
+from cli.numbers import ASCII_INT
+
 FORMAT_HELP = "auto, parquet, philly-json, philly-csv, helios, sensetime, pollux or ones"
 
 
@@ -64,18 +66,18 @@ def stats(
 def sample(
     file: Path = typer.Argument(..., help="Trace file: canonical Parquet or any raw format."),
     out: Path = typer.Option(..., "-o", "--out", help="Output Parquet file."),
-    jobs: Optional[int] = typer.Option(None, "--jobs", "-n", help="Number of jobs to sample."),
+    jobs: Optional[int] = typer.Option(None, "--jobs", "-n", click_type=ASCII_INT, help="Number of jobs to sample."),
     window: Optional[str] = typer.Option(None, "--window", "-w", help="Submission window, e.g. 8h, 48h."),
-    seed: int = typer.Option(0, "--seed", help="Random seed."),
+    seed: int = typer.Option(0, "--seed", click_type=ASCII_INT, help="Random seed."),
     format: str = typer.Option("auto", "--format", "-f", help=f"Input format: {FORMAT_HELP}."),
     status: Optional[list[str]] = typer.Option(None, "--status", help="Keep these statuses (repeatable)."),
-    min_gpus: Optional[int] = typer.Option(None, "--min-gpus", help="Keep jobs with ≥ this many GPUs."),
-    max_gpus: Optional[int] = typer.Option(None, "--max-gpus", help="Keep jobs with at most this many GPUs."),
+    min_gpus: Optional[int] = typer.Option(None, "--min-gpus", click_type=ASCII_INT, help="Keep jobs with ≥ this many GPUs."),
+    max_gpus: Optional[int] = typer.Option(None, "--max-gpus", click_type=ASCII_INT, help="Keep jobs with at most this many GPUs."),
     vc: Optional[list[str]] = typer.Option(None, "--vc", help="Keep these virtual clusters (repeatable)."),
     cluster_gpus: Optional[int] = typer.Option(None, "--cluster-gpus",
-                                               help="Rescale/cap GPU demand to a cluster of this many GPUs."),
+                                               click_type=ASCII_INT, help="Rescale/cap GPU demand to a cluster of this many GPUs."),
     source_gpus: Optional[int] = typer.Option(None, "--source-gpus",
-                                              help="GPUs of the trace's cluster (scale by cluster/source)."),
+                                              click_type=ASCII_INT, help="GPUs of the trace's cluster (scale by cluster/source)."),
     assemble: bool = typer.Option(False, "--assemble", help="Fill model/batch by Ares size class."),
 ) -> None:
     """Sample N jobs within a time window (e.g. 160 jobs over 8 h, as Pollux/Sia/Ares do)."""
@@ -107,9 +109,9 @@ def sample(
 
 def synth(
     like: str = typer.Option(..., "--like", help="philly, helios, sensetime, or a fitted parameter JSON."),
-    jobs: int = typer.Option(..., "--jobs", "-n", help="Number of jobs."),
+    jobs: int = typer.Option(..., "--jobs", "-n", click_type=ASCII_INT, help="Number of jobs."),
     out: Path = typer.Option(..., "-o", "--out", help="Output Parquet file."),
-    seed: int = typer.Option(0, "--seed", help="Random seed."),
+    seed: int = typer.Option(0, "--seed", click_type=ASCII_INT, help="Random seed."),
     assemble: bool = typer.Option(False, "--assemble", help="Fill model/batch by Ares size class."),
 ) -> None:
     """Synthesise a trace statistically like Philly, Helios-Saturn or SenseTime."""

@@ -8,6 +8,8 @@ from typing import Optional
 
 import typer
 
+from cli.numbers import ASCII_INT
+
 
 def validate(
     profiles: Optional[Path] = typer.Option(None, "--profiles", help="Measured sets (pollux-sia/ inside); default: $COSIM_SHARED_DATA/profiles or the checkout's ../shared/data/profiles."),
@@ -22,7 +24,7 @@ def validate(
     loo_by: str = typer.Option("hardware", "--loo-by",
                                help="Leave-one-out grouping: hardware (dgx and dgx-ext, the same DGX-A100, are held "
                                     "out together) or platform (one data set at a time)."),
-    folds: int = typer.Option(5, help="Cross-validation folds (over placements)."),
+    folds: int = typer.Option(5, click_type=ASCII_INT, help="Cross-validation folds (over placements)."),
     gpu_types: Optional[Path] = typer.Option(None, "--gpu-types", help="GPU-types TOML file adding to the table "
                                              "(datasheet numbers, aliases, source)."),
     leave_one_gpu_type_out: bool = typer.Option(

@@ -27,15 +27,28 @@ def _umask() -> int:
 @contextlib.contextmanager
 def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
     """Yield a temporary path beside `path`; rename it to `path` only if the block succeeds."""
+    from cosim.errors import InputError
+
     final = Path(path)
-    final.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{final.name}.", suffix=".tmp", dir=final.parent)
+    if final.is_dir():
+        raise InputError.at(final, expected="a file path, not an existing folder")
+    try:
+        final.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{final.name}.", suffix=".tmp", dir=final.parent)
+    except (FileExistsError, NotADirectoryError):  # a parent is a file
+        raise InputError.at(final, expected="a path whose parent folders are folders, not files") from None
+    except OSError as exc:
+        raise OSError(exc.errno, exc.strerror, str(final)) from None
     os.close(fd)
     tmp_path = Path(tmp)
     try:
         yield tmp_path
         os.chmod(tmp_path, 0o666 & ~_umask())  # mkstemp makes 0600; give the usual file mode
         os.replace(tmp_path, final)
+    except OSError as exc:  # disk full, a vanished folder …: name the file the user asked for, not the temporary one
+        if exc.filename is None or str(exc.filename) == str(tmp_path) or str(exc.filename2) == str(final):
+            raise OSError(exc.errno, exc.strerror or str(exc), str(final)) from None
+        raise
     finally:
         if tmp_path.exists():
             tmp_path.unlink()

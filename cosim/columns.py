@@ -72,6 +72,8 @@ COLUMNS: dict[str, tuple[str, str]] = {
     "never_fit_one_type": ("count", ("jobs rejected at admission: more GPUs than any one GPU type has, under "
                                      "a policy that places each job on one type (included in unfinished)")),
     "stuck": ("bool", "the simulation stopped with queued jobs that could never start"),
+    "trace_rows_excluded": ("count", "trace rows the loader left out as not runnable jobs (only when it left some out)"),
+    "trace_excluded": ("text", "why the loader left rows out, 'reason: count, ...' (only when it left some out)"),
     "avg_jct_s": ("s", "mean JCT over finished jobs"),
     "p50_jct_s": ("s", "median JCT over finished jobs"),
     "p95_jct_s": ("s", "95th percentile JCT over finished jobs"),

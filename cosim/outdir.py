@@ -111,3 +111,23 @@ def claim_out_dir(path: str | os.PathLike, *, overwrite: bool = False, resume: b
         lock.release()
         raise
     return lock
+
+
+def check_out_path(path: str | os.PathLike, option: str = "-o", *, folder: bool = False) -> Path:
+    """Check, before any work, that `path` can be written as a file (or, `folder`, created as a
+    folder): it is not the other kind of thing already, and its nearest existing parent is a
+    writable folder, not a file. Creates nothing; raises a one-line InputError."""
+    p = Path(path)
+    kind = "a folder" if folder else "a file"
+    if p.exists() and p.is_dir() != folder:
+        raise InputError.at(p, field=option, expected=f"{kind}, not an existing {'file' if folder else 'folder'}")
+    parent = p if folder and p.exists() else p.parent
+    while not parent.exists() and parent != parent.parent:
+        parent = parent.parent
+    if not parent.is_dir():
+        raise InputError.at(p, field=option, expected=f"{kind} path whose parent folders are folders",
+                            detail=f"{parent} is a file")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise InputError.at(p, field=option, expected=f"{kind} path in a writable folder",
+                            detail=f"{parent}: permission denied")
+    return p

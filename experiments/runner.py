@@ -90,6 +90,7 @@ class RunConfig:
     #: with different mechanisms (ONES in-place, Optimus checkpoint-restart) compare in one run
     policy_costs: Mapping[str, Any] = field(default_factory=dict)
     capacity_changes: tuple[tuple[float, int, bool], ...] = ()  # (time_s, node, online)
+    capacity_source: str = ""  # the file the capacity changes came from (named in errors)
     allow_accumulation: bool = True
     fixed_epochs: bool = True  # jobs without work info train their model's fixed epochs (Pollux/Sia sets)
     perf: str = "network"  # iteration-time backend (simcore.perf_backends.PERF_BACKENDS)
@@ -112,6 +113,8 @@ class RunConfig:
         d["policies"] = list(self.policies)
         d["policy_params"] = {k: dict(v) for k, v in sorted(self.policy_params.items())}
         d["capacity_changes"] = [list(c) for c in self.capacity_changes]
+        if not self.capacity_source:  # only when set: configs of runs without it stay identical
+            d.pop("capacity_source")
         if self.policy_costs:  # only when set: configs of runs without it stay identical
             d["policy_costs"] = {k: _plain(v) for k, v in sorted(self.policy_costs.items())}
         else:
@@ -153,6 +156,8 @@ class RunResult:
     invalid: list = field(default_factory=list)  # InvalidJob skipped (skip_invalid)
     config: RunConfig | None = None
     reclaims: dict[str, pd.DataFrame] = field(default_factory=dict)  # per policy, with a load series
+    #: trace rows the loader left out (reason → count, `traces.io.LoadReport`); also in the summary
+    excluded: dict[str, int] = field(default_factory=dict)
 
     @cached_property
     def summary(self) -> pd.DataFrame:
@@ -188,8 +193,13 @@ def default_policies(backends: Backends) -> tuple[str, ...]:
     return chosen or tuple(names[:5])
 
 
-def run(config: RunConfig, out_dir: Path | None, progress: bool = False, backends: Backends | None = None) -> RunResult:
-    """Run every policy of `config`; write outputs under `out_dir` (None: keep in memory)."""
+def run(config: RunConfig, out_dir: Path | None, progress: bool = False, backends: Backends | None = None,
+        claim: Callable[[], Any] | None = None) -> RunResult:
+    """Run every policy of `config`; write outputs under `out_dir` (None: keep in memory).
+
+    Every input is read and checked first; only then is `claim()` called (e.g. the CLI's
+    `claim_out_dir`, which creates and locks the folder) and anything written, so a rejected
+    run leaves nothing behind. What `claim` returns is released (`.release()`) at the end."""
     be = backends or real_backends(config)
     if not config.policies:
         config = replace(config, policies=default_policies(be))
@@ -218,15 +228,18 @@ def run(config: RunConfig, out_dir: Path | None, progress: bool = False, backend
     if not 0.0 <= config.gpu_variability < 10.0:
         raise InputError.at(field="gpu_variability", expected="a fraction >= 0 (0: off)", got=config.gpu_variability)
     out = Path(out_dir) if out_dir is not None else None
-    if out is not None:
-        (out / "summary.parquet").unlink(missing_ok=True)  # a stale summary must not mark this run complete
     topo = be.topology(config)
     perf = build_perf(topo, be, config)
     df = be.load_trace(config)
+    excluded = dict((getattr(df, "attrs", {}).get("load_report") or {}).get("excluded") or {})
     base, invalid = build_jobs(df, perf, be.zoo, fixed_epochs=config.fixed_epochs)
     invalid = _backend_gaps(config.perf, table_gaps(perf, base), base, invalid)
     if invalid and not config.skip_invalid:
         raise InputError(describe_invalid(invalid))
+    if base.num_jobs == len(invalid):
+        raise InputError.at(config.trace, expected="a trace with at least one job that can run",
+                            detail=f"{base.num_jobs} job(s), {len(invalid)} of them invalid" if base.num_jobs
+                            else "it holds no jobs")
     for b in invalid:
         log.warning("skipping job %s: %s", b.job_id, b.reason)
     if config.fixed_epochs:
@@ -238,10 +251,10 @@ def run(config: RunConfig, out_dir: Path | None, progress: bool = False, backend
             solo[j] = gp.solo_iters(j, int(base.global_batch[j])) * base.ref_iter_s[j]
     caps = [CapacityChange(float(t), int(n), bool(o)) for t, n, o in config.capacity_changes]
     node_gpus = np.asarray(topo.node_num_gpus)
-    for c in caps:
+    for i, c in enumerate(caps, start=1):
         if not 0 <= c.node < node_gpus.shape[0]:
-            raise InputError.at(field="capacity_changes", expected=f"node indices below {node_gpus.shape[0]}",
-                                got=c.node)
+            raise InputError.at(config.capacity_source or "capacity_changes", row=i, field="node",
+                                expected=f"a node index below {node_gpus.shape[0]} (the cluster's nodes)", got=c.node)
     cap_plan = None
     if config.load_series:  # horizon: every job alone, one after another, after the last arrival
         if not config.reclaim_grace_s >= 0:
@@ -251,6 +264,21 @@ def run(config: RunConfig, out_dir: Path | None, progress: bool = False, backend
         from simcore.capacity import load_series_plan  # runs with a load series only
 
         cap_plan = load_series_plan(config.load_series, topo, horizon, config.seed, config.reclaim_grace_s)
+    lock = claim() if claim is not None else None  # everything is checked: the outputs may be claimed now
+    try:
+        return _simulate(config, out, progress, be, built, costs_of, topo, perf, base, invalid, gp, solo, caps,
+                         node_gpus, cap_plan, excluded)
+    finally:
+        if lock is not None:
+            lock.release()
+
+
+def _simulate(config: RunConfig, out: Path | None, progress: bool, be: Backends, built: list, costs_of: dict,
+              topo: Any, perf: PerfModel, base: JobTable, invalid: list, gp: Any, solo: np.ndarray, caps: list,
+              node_gpus: np.ndarray, cap_plan: Any, excluded: dict[str, int]) -> RunResult:
+    """`run` after every input is checked: the FTF references, each policy's run, the outputs."""
+    if out is not None:
+        (out / "summary.parquet").unlink(missing_ok=True)  # a stale summary must not mark this run complete
     ref_changes = [(c.time_s, c.node, c.online) for c in caps] + (cap_plan.node_changes() if cap_plan else [])
     gps = ftf_reference_jct(config.ftf_reference, base.submit_time, base.num_gpus, base.max_gpus, solo, node_gpus,
                             _node_types(topo), _type_speed(base, perf, topo) if config.ftf_reference ==
@@ -295,7 +323,7 @@ def run(config: RunConfig, out_dir: Path | None, progress: bool = False, backend
                          **summary_row(name, jf, res, config.progress, config.ftf_reference, len(never)),
                          **summary_extras(jf, res, policy, _type_speed(base, perf, topo) if SUMMARY_EXTRAS and
                                           res.decisions is not None else None, np.asarray(topo.gpu_type),
-                                          ftf_ref=ftf_ref)})
+                                          ftf_ref=ftf_ref), **excluded_columns(excluded)})
             bar.done(name)
             log.info("%s: %d events, %d policy calls, %.2f s", name, res.num_events, res.num_policy_calls, walls[name])
             if out is not None:
@@ -313,39 +341,33 @@ def run(config: RunConfig, out_dir: Path | None, progress: bool = False, backend
         write_text(json.dumps(dict(meta, invalid=[asdict(b) for b in invalid]), indent=2, sort_keys=True,
                               default=str) + "\n", out / "config.json")
         write_parquet(summary, out / "summary.parquet", meta)
-    return RunResult(summary, jobs_out, tls, decs, walls, pwalls, invalid, config, recl)
+    return RunResult(summary, jobs_out, tls, decs, walls, pwalls, invalid, config, recl, excluded)
+
+
+def excluded_columns(excluded: Mapping[str, int]) -> dict[str, Any]:
+    """The summary columns saying what the trace's loader left out, only when it left out rows
+    (runs of clean traces keep their summary): `trace_rows_excluded` and `trace_excluded`
+    ("reason: count, …")."""
+    if not excluded:
+        return {}
+    return {"trace_rows_excluded": int(sum(excluded.values())),
+            "trace_excluded": ", ".join(f"{k}: {v}" for k, v in sorted(excluded.items()))}
 
 
 def load_capacity(path: str | Path) -> tuple[tuple[float, int, bool], ...]:
     """Capacity changes from a CSV with columns `time_s,node,online` (online: 1/0/true/false):
-    nodes leaving and joining (Aryl's loaned servers, FFT's churn)."""
-    import pandas as pd
+    nodes leaving and joining (Aryl's loaned servers, FFT's churn). Times are finite seconds
+    ≥ 0 and nodes integers ≥ 0, in ASCII digits; the cluster bounds the node ids in `run`."""
+    from cosim.validate import parse_number, read_csv_columns
 
     p = Path(path)
-    try:
-        df = pd.read_csv(p)
-    except FileNotFoundError:
-        raise InputError.at(p, expected="an existing CSV file") from None
-    except (pd.errors.EmptyDataError, pd.errors.ParserError, UnicodeDecodeError, ValueError, OSError) as exc:
-        raise InputError.at(p, expected="a UTF-8 CSV with columns time_s,node,online",
-                            detail=(str(exc).strip().splitlines() or [type(exc).__name__])[0][:200]) from None
-    for col in ("time_s", "node", "online"):
-        if col not in df.columns:
-            raise InputError.at(p, field=col, expected="columns time_s,node,online")
     out = []
-    for i, (t, n, o) in enumerate(zip(df["time_s"], df["node"], df["online"])):
-        try:
-            t, n = float(t), int(n)
-            if not np.isfinite(t):  # an empty cell reads as NaN
-                raise ValueError(t)
-        except (TypeError, ValueError, OverflowError):
-            raise InputError.at(p, row=i + 1, field="time_s/node", expected="a number and a node index",
-                                got=(t, n)) from None
-        ov = str(o).strip().lower()
+    for i, r in enumerate(read_csv_columns(p, ("time_s", "node", "online")), start=1):
+        t = parse_number(r["time_s"], "time_s", source=p, row=i, minimum=0.0)
+        n = parse_number(r["node"], "node", source=p, row=i, integer=True, minimum=0)
+        ov = r["online"].strip().lower()
         if ov not in ("1", "0", "true", "false", "1.0", "0.0"):
-            raise InputError.at(p, row=i + 1, field="online", expected="1/0/true/false", got=o)
-        if t < 0 or n < 0:
-            raise InputError.at(p, row=i + 1, field="time_s/node", expected="non-negative", got=(t, n))
+            raise InputError.at(p, row=i, field="online", expected="1/0/true/false", got=r["online"])
         out.append((t, n, ov in ("1", "true", "1.0")))
     return tuple(out)
 

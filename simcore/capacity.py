@@ -134,32 +134,26 @@ class CapacityPlan:
 # ---- load series ---------------------------------------------------------------------------
 
 def read_load_series(path: str | Path, pools: Pools) -> pd.DataFrame:
-    """A CSV `time_s,pool,nodes_needed` → rows sorted by time (checked: known pool, count in
-    [0, pool size], non-negative time)."""
+    """A CSV `time_s,pool,nodes_needed` → rows sorted by time (checked: known pool, count an
+    integer in [0, pool size], time finite and non-negative; numbers in ASCII digits)."""
     import pandas as pd
 
+    from cosim.validate import parse_number, read_csv_columns
+
     p = Path(path)
-    try:
-        df = pd.read_csv(p)
-    except FileNotFoundError:
-        raise InputError.at(p, expected="an existing CSV file or diurnal:H") from None
-    for col in ("time_s", "pool", "nodes_needed"):
-        if col not in df.columns:
-            raise InputError.at(p, field=col, expected="columns time_s,pool,nodes_needed")
-    for i, (t, pool, k) in enumerate(zip(df["time_s"], df["pool"], df["nodes_needed"])):
-        if str(pool) not in pools.names:
-            raise InputError.at(p, row=i + 1, field="pool", expected=f"one of {', '.join(pools.names)}", got=pool)
-        size = int(pools.nodes(str(pool)).shape[0])
-        try:
-            t, k = float(t), float(k)
-        except (TypeError, ValueError):
-            raise InputError.at(p, row=i + 1, field="time_s/nodes_needed", expected="numbers", got=(t, k)) from None
-        if not (t >= 0 and math.isfinite(t)):
-            raise InputError.at(p, row=i + 1, field="time_s", expected="a non-negative time", got=t)
-        if not (0 <= k <= size and k == int(k)):
-            raise InputError.at(p, row=i + 1, field="nodes_needed", expected=f"an integer in [0, {size}]", got=k)
-    out = pd.DataFrame({"time_s": df["time_s"].astype(float), "pool": df["pool"].astype(str),
-                        "nodes_needed": df["nodes_needed"].astype(int)})
+    rows = read_csv_columns(p, ("time_s", "pool", "nodes_needed"))
+    times, names, needs = [], [], []
+    for i, r in enumerate(rows, start=1):
+        pool = r["pool"].strip()
+        if pool not in pools.names:
+            raise InputError.at(p, row=i, field="pool", expected=f"one of {', '.join(pools.names)}", got=pool)
+        size = int(pools.nodes(pool).shape[0])
+        times.append(parse_number(r["time_s"], "time_s", source=p, row=i, minimum=0.0, maximum=MAX_HORIZON_S))
+        needs.append(parse_number(r["nodes_needed"], "nodes_needed", source=p, row=i, integer=True, minimum=0,
+                                  maximum=size))
+        names.append(pool)
+    out = pd.DataFrame({"time_s": pd.Series(times, dtype=float), "pool": pd.Series(names, dtype=object),
+                        "nodes_needed": pd.Series(needs, dtype=int)})
     return out.sort_values(["time_s", "pool"], kind="stable").reset_index(drop=True)
 
 
@@ -216,10 +210,9 @@ def load_series_plan(spec: str, topo: Any, horizon_s: float, seed: int, grace_s:
     a one-pool cluster otherwise) with the generator above; a file is read as a CSV."""
     pools = Pools.from_topology(topo)
     if spec.startswith("diurnal:"):
-        try:
-            h = float(spec.split(":", 1)[1])
-        except ValueError:
-            raise InputError.at(field="--load-series", expected="diurnal:H with a number H", got=spec) from None
+        from cosim.validate import parse_number
+
+        h = parse_number(spec.split(":", 1)[1], "--load-series diurnal:H", minimum=0.0)
         pool = "inference" if "inference" in pools.names else pools.names[-1]
         series = diurnal_series(pool, int(pools.nodes(pool).shape[0]), h, horizon_s, seed)
     else:

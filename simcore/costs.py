@@ -146,10 +146,12 @@ def resolve_costs(spec: Any, where: str = "costs") -> ChangeCosts:
     if spec in COST_PRESETS:
         return COST_PRESETS[spec]
     try:
-        v = float(spec)
+        float(spec)
     except (TypeError, ValueError):
         raise UnknownNameError("cost preset", spec, list(COST_PRESETS)) from None
-    return replace(COST_PRESETS["flat30"], restart_s=_seconds(v, where))
+    from cosim.validate import parse_number
+
+    return replace(COST_PRESETS["flat30"], restart_s=parse_number(spec, where, minimum=0.0))
 
 
 def _seconds(v: Any, where: str) -> float:

@@ -14,12 +14,12 @@ import pyarrow as pa
 from cli.simulate_cmd import _print_table
 
 
-def _result(policy: str = "fifo"):
+def _result(policy: str = "fifo", excluded=None):
     summary = pa.table({"policy": [policy], "finished": [1], "jobs": [2], "avg_jct_s": [3600.0],
                         "p99_jct_s": [7200.0], "makespan_s": [5400.0], "avg_queueing_s": [0.0],
                         "gpu_utilization": [0.5], "unfair_fraction": [0.25], "worst_ftf": [1.5],
                         "avg_restarts": [0.0]})
-    return types.SimpleNamespace(summary_table=summary, wall_s={policy: 1.25})
+    return types.SimpleNamespace(summary_table=summary, wall_s={policy: 1.25}, excluded=excluded or {})
 
 
 def _config(trace: str):
@@ -41,6 +41,14 @@ def test_cells_and_width_when_piped(capsys):
     cells = [c.strip() for c in row.strip("│").split("│")]
     assert cells == ["tiresias-pollux", "1/2", "1.00", "2.00", "1.50", "0.00", "0.50", "0.25", "1.50", "0.00", "1.25"]
     assert max(len(line) for line in lines) <= 120  # a pipe gets the 120-column layout
+
+
+def test_rows_the_loader_left_out_are_under_the_table(capsys):
+    _print_table(_result(excluded={"zero_gpus": 3, "never_started": 1}), _config("w.csv"))
+    out = capsys.readouterr().out
+    assert "4 trace row(s) left out by the loader: never_started 1, zero_gpus 3" in out
+    _print_table(_result(), _config("w.csv"))
+    assert "left out" not in capsys.readouterr().out
 
 
 def test_no_emoji_table_imported(capsys):

@@ -31,11 +31,15 @@ from typing import Any, Callable
 import numpy as np
 import pyarrow as pa
 
+from cosim.errors import CosimError
+
 log = logging.getLogger(__name__)
 
 ENV = "COSIM_TRACE_CACHE_DIR"
 #: bump when what an entry holds, or how it is read back, changes
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
+#: the loader's report (`traces.io.LoadReport`: rows read, kept, excluded by reason) in an entry's schema metadata
+REPORT_KEY = b"cosim.load_report"
 _PACKAGE = Path(__file__).resolve().parent
 
 
@@ -62,6 +66,22 @@ def entry_key(path: Path, seed: int) -> str:
 
     return files_stamp(f"cosim-trace-cache v{FORMAT_VERSION}\0seed={int(seed)}\0{_versions()}\n",
                        [Path(path).absolute(), *_sources()])
+
+
+class Columns(dict):
+    """name → numpy array, with the `attrs` a DataFrame of the same table carries (the loader's
+    `load_report`), so the runner reads what a loader excluded from either."""
+
+    def __init__(self, cols: dict, attrs: dict | None = None) -> None:
+        super().__init__(cols)
+        self.attrs = dict(attrs or {})
+
+
+def _report_of(table: pa.Table) -> dict:
+    import json
+
+    blob = (table.schema.metadata or {}).get(REPORT_KEY)
+    return {"load_report": json.loads(blob)} if blob else {}
 
 
 def columns(table: Any) -> dict[str, np.ndarray]:
@@ -100,7 +120,7 @@ class _Warned(logging.Handler):
         self.warned = True
 
 
-def load(path: Path, seed: int, build: Callable[[], Any]) -> dict[str, np.ndarray]:
+def load(path: Path, seed: int, build: Callable[[], Any]) -> Columns:
     """The columns of trace `path` assembled with `seed`: from the cache when an entry exists,
     else `build()` (the DataFrame `traces.load` + `traces.workload.assemble` make), stored for
     the next run unless it logged a warning. Errors of `build` (an `InputError`) propagate and
@@ -112,7 +132,7 @@ def load(path: Path, seed: int, build: Callable[[], Any]) -> dict[str, np.ndarra
             with pa.memory_map(str(entry)) as src:
                 table = pa.ipc.open_file(src).read_all()
             log.info("%s: assembled table read from the trace cache (%s)", path, entry)
-            return columns(table)
+            return Columns(columns(table), _report_of(table))
         except (OSError, pa.ArrowInvalid, ValueError) as exc:
             log.info("trace cache: unreadable entry %s (%s); rebuilding it", entry, exc)
     watch = _Warned()
@@ -123,9 +143,15 @@ def load(path: Path, seed: int, build: Callable[[], Any]) -> dict[str, np.ndarra
     finally:
         traces_log.removeHandler(watch)
     table = pa.Table.from_pandas(df, preserve_index=False)
+    report = df.attrs.get("load_report")
+    if report:
+        import json
+
+        table = table.replace_schema_metadata({**(table.schema.metadata or {}),
+                                               REPORT_KEY: json.dumps(report, sort_keys=True).encode()})
     if entry is not None and not watch.warned:
         _write(entry, table)
-    return columns(table)
+    return Columns(columns(table), _report_of(table))
 
 
 def _write(entry: Path, table: pa.Table) -> None:
@@ -135,5 +161,5 @@ def _write(entry: Path, table: pa.Table) -> None:
         with atomic_path(entry) as tmp:
             with pa.OSFile(str(tmp), "wb") as sink, pa.ipc.new_file(sink, table.schema) as writer:
                 writer.write_table(table)
-    except OSError as exc:  # a full or read-only disk: the run goes on with the built table
+    except (OSError, CosimError) as exc:  # a full or read-only disk, a file for a folder: the run goes on
         log.info("trace cache: could not write %s (%s)", entry, exc)

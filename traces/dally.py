@@ -131,12 +131,10 @@ def from_spec(spec: str, seed: int, shared: Path | None = None) -> pd.DataFrame:
     if len(parts) < 2 or parts[0] != "dally" or parts[1] not in ("batch", "poisson") or len(parts) > 4 \
             or (parts[1] == "batch" and len(parts) > 3):
         raise InputError.at(field="trace", expected=SPEC_HELP, got=spec)
-    try:
-        n = int(parts[2]) if len(parts) > 2 else (500 if parts[1] == "batch" else 411)
-        rate = float(parts[3]) if len(parts) > 3 else POISSON_PER_DAY
-    except ValueError:
-        raise InputError.at(field="trace", expected=SPEC_HELP, got=spec) from None
-    if n <= 0:
-        raise InputError.at(field="trace jobs", expected="a positive number of jobs", got=n)
+    from cosim.validate import MAX_SYNTH_JOBS, parse_number
+
+    n = parse_number(parts[2], "trace jobs", integer=True, minimum=1, maximum=MAX_SYNTH_JOBS) if len(parts) > 2 \
+        else (500 if parts[1] == "batch" else 411)
+    rate = parse_number(parts[3], "trace rate", minimum=1e-9) if len(parts) > 3 else POISSON_PER_DAY
     df = batch(seed, n, shared) if parts[1] == "batch" else poisson(seed, n, rate, shared)
     return df if trace_time else per_gpu_iterations(df)

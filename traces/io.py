@@ -2,7 +2,7 @@
 
 Every loader ends in `normalize`, and every writer goes through it, so one function decides
 what a valid job table is: canonical column names and Arrow types, required columns never
-null, non-negative times, positive integer GPU counts, unique job ids, `end_time ≥ start_time`.
+null, non-negative times, positive integer GPU counts, unique job ids, `submit_time ≤ start_time ≤ end_time`.
 
 In memory the table is a pandas DataFrame with these dtypes, the same whichever source it came
 from (so two tables built from the same jobs compare equal and write identical bytes):
@@ -213,6 +213,12 @@ def normalize(df: pd.DataFrame, source: str | os.PathLike | None = None, *,
             i = _first_bad(bad)
             raise _fail(src, _row(rows, i), "end_time", f"end_time ≥ start_time ({out['start_time'][i]})",
                         float(out["end_time"][i]))
+    if "start_time" in out and "submit_time" in out:  # every format: a job cannot start before it is submitted
+        bad = out["start_time"] < out["submit_time"]
+        if bad.any():
+            i = _first_bad(bad)
+            raise _fail(src, _row(rows, i), "start_time", f"start_time ≥ submit_time ({out['submit_time'][i]})",
+                        float(out["start_time"][i]))
     mn, mx = out["min_gpus"], out["max_gpus"]
     bad = (mn.notna() & mx.notna() & (mn.fillna(0) > mx.fillna(0))).to_numpy(dtype=bool)
     if bad.any():

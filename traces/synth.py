@@ -279,19 +279,22 @@ def from_spec(spec: str, seed: int) -> pd.DataFrame:
     """
     from cosim.units import parse_seconds
 
+    from cosim.validate import MAX_SYNTH_JOBS, parse_number
+
     parts = str(spec).split(":")
-    if len(parts) not in (3, 4) or parts[0] != "synth" or not parts[2].isdigit():
+    if len(parts) not in (3, 4) or parts[0] != "synth":
         raise InputError.at(field="trace", expected=SPEC_HELP, got=spec)
+    n = parse_number(parts[2], "trace jobs", integer=True, minimum=1, maximum=MAX_SYNTH_JOBS)  # bounds the memory
     if parts[1] in _ones_likes():  # ONES' Table-2 workloads (traces.ones)
         from traces import ones
 
-        df = ones.generate(parts[1], int(parts[2]), seed)
+        df = ones.generate(parts[1], n, seed)
     elif parts[1].startswith("fft-"):  # FFT's Traces 1-9 (traces.fft): Philly-distribution, Table 2 models
         from traces import fft
 
-        df = fft.synthesize(parts[1], int(parts[2]), seed)
+        df = fft.synthesize(parts[1], n, seed)
     else:
-        df = synthesize(parts[1], int(parts[2]), seed)
+        df = synthesize(parts[1], n, seed)
     if len(parts) == 4:
         window_s = parse_seconds(parts[3], field="trace window")
         if window_s <= 0:

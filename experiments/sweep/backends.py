@@ -8,7 +8,9 @@ way. Work items are `(cell, trace_spec)`; `root` is the sweep folder.
 - `local`: `concurrent.futures.ProcessPoolExecutor` on the *spawn* start method (safe with
   numba, threads and macOS). Workers commit their own cell folders. A worker that dies
   (out of memory, a crash in native code) breaks the pool: the cells that were in flight are
-  retried once in a fresh pool and recorded as failed if the pool breaks again.
+  retried once in a fresh pool and recorded as failed if the pool breaks again. Workers stop
+  when the sweep's main process dies (`watch_parent`), so a killed sweep leaves no process
+  committing cells into a folder whose lock is gone.
 - `ray`: the same `run_cell` as a Ray task per cell. Workers return the cell's files as
   bytes and the driver commits them, so workers on other hosts need no shared filesystem
   for outputs (trace files given by path must still be readable there).
@@ -18,6 +20,9 @@ from __future__ import annotations
 
 import logging
 import multiprocessing
+import os
+import threading
+import time
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
@@ -52,6 +57,40 @@ def in_worker(fn: Callable[..., Any], *args) -> Any:
     return fn(*args)
 
 
+#: how often a local worker checks that the sweep's main process is alive (seconds)
+PARENT_POLL_S = 0.5
+
+
+def watch_parent(parent_pid: int) -> None:
+    """A local pool worker's initializer: end this worker when the sweep's main process
+    (`parent_pid`) dies, instead of running on and committing cells after its lock is gone.
+
+    On Linux the kernel sends SIGKILL at once (`prctl(PR_SET_PDEATHSIG)`; the pool's processes
+    are started by the main thread, which lives as long as the process); everywhere, a daemon
+    thread also polls the parent every `PARENT_POLL_S` and exits the worker (`os._exit`) when
+    it has gone. A cell cut short leaves only a scratch folder, which `--resume` removes."""
+    import sys
+
+    if sys.platform.startswith("linux"):
+        try:
+            import ctypes
+            import signal
+
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.prctl(1, int(signal.SIGKILL), 0, 0, 0)  # PR_SET_PDEATHSIG = 1
+        except (OSError, AttributeError):  # no prctl: the polling thread alone
+            pass
+    if os.getppid() != parent_pid:  # it died before the worker got here
+        os._exit(1)
+
+    def poll() -> None:
+        while os.getppid() == parent_pid:
+            time.sleep(PARENT_POLL_S)
+        os._exit(1)
+
+    threading.Thread(target=poll, name="cosim-parent-watch", daemon=True).start()
+
+
 def run_local(work: Sequence[Work], root: Path, runner: Runner, write_decisions: bool, metadata: Mapping[str, Any],
               workers: int) -> Iterator[tuple[Cell, dict]]:
     pending = list(work)
@@ -59,7 +98,8 @@ def run_local(work: Sequence[Work], root: Path, runner: Runner, write_decisions:
     ctx = multiprocessing.get_context("spawn")
     while pending:
         retry: list[Work] = []
-        pool = ProcessPoolExecutor(max_workers=workers, mp_context=ctx)
+        pool = ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=watch_parent,
+                                   initargs=(os.getpid(),))
         try:
             futures = {pool.submit(in_worker, run_cell, c, s, str(root), runner, write_decisions, dict(metadata)): (c, s)
                        for c, s in pending}

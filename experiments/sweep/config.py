@@ -14,7 +14,7 @@ TOML shape (every key but `traces` and `policies` optional)::
               { path = "big.parquet", jobs = 160, window = "8h", seed = 1, name = "big-160" }]
     clusters = ["dgx-a100", { preset = "philly", nodes = [8, 16] }]
     contention = [true, false]
-    calibration = ["default"]                                    # profile names or files
+    calibration = ["default", "none", "fitted.toml"]             # the preset's profile, none, or files
     perf = ["network", "measured"]                               # iteration-time backends (default network)
     progress = ["plain", "goodput"]                              # progress models (default plain)
     seeds = [0, 1]
@@ -240,7 +240,8 @@ def parse_sweep(data: Mapping[str, Any], source: Path | str | None = None, base_
     if "policies" not in data:
         raise InputError.at(src, field="policies", expected="a list of policy names or [policies.<name>] tables (missing)")
     traces = tuple(_trace(v, i, src, base) for i, v in enumerate(_list(data["traces"], "traces", src)))
-    clusters = tuple(c for i, v in enumerate(_list(data.get("clusters", ["dgx-a100"]), "clusters", src))
+    clusters = tuple(_check_cluster(c, f"clusters[{i}]", src)
+                     for i, v in enumerate(_list(data.get("clusters", ["dgx-a100"]), "clusters", src))
                      for c in _clusters(v, i, src))
     policies = _policies(data["policies"], src)
     contention = tuple(_typed(v, bool, f"contention[{i}]", "true or false", src)
@@ -438,11 +439,35 @@ def _clusters(value: Any, i: int, src: Path | None) -> list[ClusterSpec]:
 
 
 def _calibration(value: Any, i: int, src: Path | None, base: Path) -> str | None:
-    if value is None or value == "" or value == "none":
+    """`"default"` (or nothing): the preset's shipped profile, as `simulate` without
+    `--calibration`; `"none"`: no profile; else a profile file, resolved against the sweep
+    file's folder, which must exist (checked now, not once per cell)."""
+    expected = "default, none or an existing calibration profile file"
+    if value is None or value == "" or value == "default":
         return None
+    if value == "none":
+        return "none"
     if not isinstance(value, str):
-        raise InputError.at(src, field=f"calibration[{i}]", expected="a calibration profile name or file", got=value)
-    return value
+        raise InputError.at(src, field=f"calibration[{i}]", expected=expected, got=value)
+    path = _resolve(value, base)
+    if not path.is_file():
+        raise InputError.at(src, field=f"calibration[{i}]", expected=expected, got=value)
+    return str(path)
+
+
+def _check_cluster(c: "ClusterSpec", where: str, src: Path | None) -> "ClusterSpec":
+    """A cluster preset name or file (with its node count) loaded once now, as each cell will
+    load it: a missing file or a resize the preset cannot take fails before any cell runs."""
+    import netmodel
+
+    from cosim.errors import CosimError
+
+    try:
+        netmodel.load_cluster(c.preset, **({} if c.nodes is None else {"num_nodes": c.nodes}))
+    except CosimError as exc:
+        raise InputError.at(src, field=where, expected="a cluster preset name or an existing cluster file",
+                            detail=exc.format_message()) from None
+    return c
 
 
 def _perf(value: Any, i: int, src: Path | None) -> str:

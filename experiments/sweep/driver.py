@@ -14,7 +14,7 @@ import logging
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterator, Mapping
 
 import pandas as pd
 
@@ -43,8 +43,8 @@ class SweepResult:
 
 
 def check_names(config: SweepConfig, factory: tuple[Any, Any] | None = None) -> None:
-    """Fail before running anything on an unknown policy, policy parameter or cluster preset
-    (lists valid names).
+    """Fail before running anything on an unknown policy or policy parameter (lists valid
+    names); cluster presets and files are checked when the sweep file is parsed.
 
     `factory` is the runner's policy registry `(make(name, params), names())`; None (a stand-in
     runner without one) skips the policy checks."""
@@ -57,35 +57,47 @@ def check_names(config: SweepConfig, factory: tuple[Any, Any] | None = None) -> 
             if p.name not in valid:
                 raise UnknownNameError("policy", p.name, valid)
         check_policy_params(config, lambda name, **params: make(name, params))
-    try:
-        from netmodel import preset_names
-    except ImportError:
-        return
-    names = preset_names()
-    for c in config.clusters:
-        looks_like_file = c.preset.endswith(".toml") or "/" in c.preset
-        if not looks_like_file and c.preset not in names:
-            raise UnknownNameError("cluster preset", c.preset, names)
 
 
-def materialise_trace(trace: TraceSpec, root: Path) -> str:
-    """The spec the runner gets: synth specs and whole files as given; a sampled file is
-    sampled once (seeded) into `DIR/traces/<hash>.parquet` so every cell sees the same jobs."""
+def _sample_key(trace: TraceSpec) -> str:
+    key = hashlib.sha256(f"{trace.spec}|{trace.sample_jobs}|{trace.sample_window_s}|{trace.sample_seed}".encode())
+    return key.hexdigest()[:16]
+
+
+def sample_traces(config: SweepConfig, root: Path) -> dict[str, Any]:
+    """The seeded samples the sweep's sampled traces ask for (label → job table), taken before
+    the sweep claims its folder: a window or job count the file cannot give fails here, with
+    nothing written. Samples already in `root` (a resumed sweep) are not taken again."""
+    out: dict[str, Any] = {}
+    for trace in config.traces:
+        if trace.sample_jobs is None and trace.sample_window_s is None:
+            continue
+        if (root / "traces" / f"{_sample_key(trace)}.parquet").exists():
+            continue
+        try:
+            from traces import load
+            from traces.sample import sample_window
+        except ImportError as exc:
+            raise CosimError(f"sampling trace {trace.label} needs the traces package ({exc})") from None
+        try:
+            out[trace.label] = sample_window(load(trace.spec), jobs=trace.sample_jobs,
+                                             window_s=trace.sample_window_s, seed=trace.sample_seed)
+        except InputError as exc:  # name the sweep file and the trace entry, not only the sampler's field
+            raise InputError.at(config.source, field=f"traces ({trace.label})", detail=exc.message) from None
+    return out
+
+
+def materialise_trace(trace: TraceSpec, root: Path, samples: Mapping[str, Any]) -> str:
+    """The spec the runner gets: synth specs and whole files as given; a sampled file's sample
+    (`sample_traces`) is written once into `DIR/traces/<hash>.parquet` so every cell sees the same jobs."""
     if trace.sample_jobs is None and trace.sample_window_s is None:
         return trace.spec
-    key = hashlib.sha256(f"{trace.spec}|{trace.sample_jobs}|{trace.sample_window_s}|{trace.sample_seed}".encode())
-    out = root / "traces" / f"{key.hexdigest()[:16]}.parquet"
+    out = root / "traces" / f"{_sample_key(trace)}.parquet"
     if out.exists():
         return str(out)
-    try:
-        from traces import load
-        from traces.io import write_jobs
-        from traces.sample import sample_window
-    except ImportError as exc:
-        raise CosimError(f"sampling trace {trace.label} needs the traces package ({exc})") from None
-    df = load(trace.spec)
-    df = sample_window(df, jobs=trace.sample_jobs, window_s=trace.sample_window_s, seed=trace.sample_seed)
-    write_jobs(df, out, metadata={"sampled_from": trace.label})
+    from traces.io import write_jobs
+
+    write_jobs(samples[trace.label], out, metadata={"sampled_from": trace.label})
     return str(out)
 
 
@@ -117,13 +129,14 @@ def run_sweep(config: SweepConfig, out_dir: str | Path, *, workers: int = 1, bac
     if existing and not resume and not overwrite:
         raise CosimError(f"{root} already holds a sweep ({len(existing)} finished cells); "
                          "add --resume to continue it, --overwrite to replace it, or choose a new --out folder")
+    samples = sample_traces(config, root)  # everything is checked before the folder is claimed
     with claim_out_dir(root, overwrite=overwrite and not resume, resume=resume):
-        return _run_locked(config, root, cells, workers, backend, address, runner, on_cell)
+        return _run_locked(config, root, cells, workers, backend, address, runner, on_cell, samples)
 
 
 def _run_locked(config: SweepConfig, root: Path, cells: list[Cell], workers: int, backend: str,
                 address: str | None, runner: Runner, on_cell: Callable[[int, int, dict], None] | None,
-                ) -> SweepResult:
+                samples: Mapping[str, Any]) -> SweepResult:
     existing = store.load_rows(root)
     removed = store.clean_partial(root)
     if removed:
@@ -138,7 +151,7 @@ def _run_locked(config: SweepConfig, root: Path, cells: list[Cell], workers: int
     rows = {cid: r for cid, r in existing.items() if cid in grid_ids and r.get("status") == "ok"}
     todo = [c for c in cells if c.cell_id not in rows]
     skipped = len(rows)
-    specs = {t.label: materialise_trace(t, root) for t in config.traces}
+    specs = {t.label: materialise_trace(t, root, samples) for t in config.traces}
     work = [(c, specs[c.trace.label]) for c in todo]
     log.info("sweep %s: %d cells, %d finished, %d to run on %s", config.name, len(cells), skipped, len(todo), backend)
 

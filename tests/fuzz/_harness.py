@@ -11,14 +11,19 @@ Anything else — another exception type, a multi-line message, a traceback, exi
 success whose result fails its checks ("nonsense accepted") — fails the test.
 
 Budgets: the fast slice (CI, the default) runs `FAST` examples per test; `COSIM_FUZZ_FULL=1`
-runs `FULL` per test (23 generated tests × 800 = 18,400 cases, plus the explicit examples), e.g.
+runs `FULL` per test (32 generated tests, most × 800: over 20,000 cases, plus the explicit
+examples), e.g.
 
     COSIM_FUZZ_FULL=1 python -m pytest -q tests/fuzz
+
+Seeds: every run draws a fresh seed, so each CI run tries other cases; it is printed in the
+header and the summary (`fuzz seed N`), and `COSIM_FUZZ_SEED=N` replays that run's cases.
 """
 
 from __future__ import annotations
 
 import os
+import random
 from typing import Callable, TypeVar
 
 from hypothesis import HealthCheck, settings
@@ -26,11 +31,13 @@ from hypothesis import strategies as st
 
 from cosim.errors import CosimError
 
+#: this run's seed (conftest.py gives it to every generated test and prints it)
+SEED = int(os.environ.get("COSIM_FUZZ_SEED") or random.SystemRandom().randrange(2**32))
 FULL = int(os.environ.get("COSIM_FUZZ_EXAMPLES", "800"))
 FAST = 25
 IS_FULL = os.environ.get("COSIM_FUZZ_FULL", "") not in ("", "0")
 EXAMPLES = FULL if IS_FULL else FAST
-SETTINGS = settings(max_examples=EXAMPLES, deadline=None, derandomize=not IS_FULL,
+SETTINGS = settings(max_examples=EXAMPLES, deadline=None, database=None,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much,
                                            HealthCheck.function_scoped_fixture])
 

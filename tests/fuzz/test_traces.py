@@ -8,7 +8,7 @@ a SenseTime count written in non-ASCII digits such as "٣", Philly times in mixe
 Checks on an accepted trace (anything else accepted is nonsense): every row has a non-empty,
 unique job id; `num_gpus` is an integer ≥ 1; `submit_time` is finite and ≥ 0 and sorted;
 `duration`, `start_time`, `end_time` are NaN or finite and ≥ 0; `end_time ≥ start_time`;
-for Helios, `start_time ≥ submit_time`. A rejection must be one `CosimError` line.
+`start_time ≥ submit_time` in every format. A rejection must be one `CosimError` line.
 """
 
 from __future__ import annotations
@@ -52,8 +52,9 @@ def valid_jobs(fmt: str):
         if "start_time" in df.columns and "end_time" in df.columns:
             s, e = df["start_time"].to_numpy(dtype=float), df["end_time"].to_numpy(dtype=float)
             assert not (e < s).any()
-            if fmt == "helios":
-                assert not (s < sub).any(), "a Helios job starting before its submit time was accepted"
+        if "start_time" in df.columns:  # every format: no job starts before it is submitted
+            s = df["start_time"].to_numpy(dtype=float)
+            assert not (s < sub).any(), "a job starting before its submit time was accepted"
     return check
 
 
@@ -102,6 +103,25 @@ def test_helios_time_order(row, shift_s, which):
     base = pd.Timestamp(df.loc[i, "submit_time"])
     df.loc[i, which] = str(base + pd.Timedelta(seconds=shift_s))
     _load(df.to_csv(index=False).encode(), "helios")
+
+
+@SETTINGS
+@example(rec=0, attempt=0, shift_s=-10, which="start_time")  # a Philly job starting before its submit time
+@given(rec=st.integers(0, 10), attempt=st.integers(0, 3), shift_s=st.integers(-30, 30) | st.integers(-10**7, 10**7),
+       which=st.sampled_from(["start_time", "end_time", "submitted_time"]))
+def test_philly_json_time_order(rec, attempt, shift_s, which):
+    """Move one Philly job's submit time, or one attempt's start or end, around the job's submit time."""
+    from datetime import datetime, timedelta
+
+    data = json.loads((FIX / JSON["philly-json"]).read_text())
+    r = data[rec % len(data)]
+    sub = datetime.fromisoformat(r["submitted_time"])
+    at = (sub + timedelta(seconds=shift_s)).strftime("%Y-%m-%d %H:%M:%S")
+    if which == "submitted_time" or not r.get("attempts"):
+        r["submitted_time"] = at
+    else:
+        r["attempts"][attempt % len(r["attempts"])][which] = at
+    _load(json.dumps(data).encode(), "philly-json")
 
 
 @SETTINGS

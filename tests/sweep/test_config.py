@@ -45,12 +45,26 @@ def test_tuple_valued_parameters():
 
 def test_clusters_node_counts_contention_calibration_axes():
     cfg = parse_sweep({"traces": ["synth:philly:8"], "policies": ["fifo"],
-                       "clusters": ["dgx-a100", {"preset": "philly", "nodes": [4, 8]}],
+                       "clusters": ["dgx-a100", {"preset": "t4-pcie", "nodes": [4, 8]}],
                        "contention": [True, False], "calibration": ["default", "none"]})
-    assert [c.label for c in cfg.clusters] == ["dgx-a100", "philly:4", "philly:8"]
-    assert cfg.calibration == ("default", None)
+    assert [c.label for c in cfg.clusters] == ["dgx-a100", "t4-pcie:4", "t4-pcie:8"]
+    assert cfg.calibration == (None, "none")  # the preset's shipped profile; no profile
     assert len(cfg.cells()) == 3 * 2 * 2
     assert cfg.swept_axes() == ["cluster", "contention", "calibration"]
+
+
+def test_missing_files_and_impossible_clusters_are_refused_before_any_cell(tmp_path):
+    base = {"traces": ["synth:philly:8"], "policies": ["fifo"]}
+    for extra, field in (({"calibration": ["missing.toml"]}, "calibration[0]"),
+                         ({"clusters": ["missing-cluster.toml"]}, "clusters[0]"),
+                         ({"clusters": [{"preset": "philly", "nodes": [4]}]}, "clusters[0]")):
+        with pytest.raises(InputError) as err:
+            parse_sweep({**base, **extra}, source=tmp_path / "s.toml", base_dir=tmp_path)
+        assert f"field '{field}'" in err.value.message and "s.toml" in err.value.message
+    prof = tmp_path / "fitted.toml"
+    prof.write_text("")
+    cfg = parse_sweep({**base, "calibration": ["fitted.toml"]}, base_dir=tmp_path)
+    assert cfg.calibration == (str(prof),)  # resolved against the sweep file's folder
 
 
 def test_cell_id_depends_on_coordinates_not_on_order():

@@ -100,6 +100,74 @@ def test_killed_then_resumed_equals_uninterrupted(grid, reference, tmp_path):
     pd.testing.assert_frame_equal(again.summary, res.summary)
 
 
+def _children(pid: int) -> set[int]:
+    """Live processes whose parent is `pid` (Linux /proc)."""
+    out = set()
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit():
+            try:
+                stat = (d / "stat").read_text()
+            except OSError:
+                continue
+            if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
+                out.add(int(d.name))
+    return out
+
+
+def _alive(pid: int) -> bool:
+    try:
+        return (Path("/proc") / str(pid) / "stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="finds the workers through /proc")
+def test_killing_the_main_process_stops_its_workers(grid, reference, tmp_path):
+    """`cosim sweep -j 2`, SIGKILL of its main process only: the pool workers (and the
+    resource tracker) are gone within 5 s, nothing more is committed, and a resume equals
+    the uninterrupted sweep."""
+    import json
+    import os
+    import signal
+    import time
+
+    toml = tmp_path / "grid.toml"
+    data = runners.small_grid()
+    lines = [f"name = {json.dumps(data['name'])}", f"traces = {json.dumps(data['traces'])}",
+             f"seeds = {json.dumps(list(data['seeds']))}", "[[clusters]]", 'preset = "dgx-a100"']
+    for name, params in data["policies"].items():
+        lines.append(f"[policies.{json.dumps(name)}]")
+        lines += [f"{k} = {json.dumps(v)}" for k, v in params.items()]
+    toml.write_text("\n".join(lines) + "\n")
+    out = tmp_path / "out"
+    proc = subprocess.Popen([sys.executable, "-m", "cli.app", "sweep", str(toml), "-o", str(out), "-j", "2"],
+                            cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 240
+        while time.monotonic() < deadline and not (out.is_dir() and load_rows(out)):
+            time.sleep(0.05)
+        workers = _children(proc.pid)
+        assert len(workers) >= 2, workers  # two pool workers (+ the resource tracker)
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=10)
+        gone_by = time.monotonic() + 5.0
+        while time.monotonic() < gone_by and any(_alive(p) for p in workers):
+            time.sleep(0.05)
+        assert not [p for p in workers if _alive(p)], "workers outlived the sweep's main process by 5 s"
+    finally:
+        for p in _children(proc.pid) if proc.poll() is None else ():
+            os.kill(p, signal.SIGKILL)
+        if proc.poll() is None:
+            proc.kill()
+    committed = set(load_rows(out))
+    assert 0 < len(committed) < 24
+    time.sleep(2.0)
+    assert set(load_rows(out)) == committed  # nobody is committing cells into the unlocked folder
+    res = run_sweep(grid, out, resume=True, runner=runners.runner())
+    assert res.skipped == len(committed) and res.ran == 24 - len(committed)
+    pd.testing.assert_frame_equal(comparable(res.summary), comparable(reference.summary))
+
+
 def test_failing_cell_is_recorded_and_the_rest_finish(tmp_path):
     bad = tmp_path / "bad.parquet"
     bad.write_bytes(b"not parquet at all")
@@ -161,14 +229,14 @@ def test_cli_sweep_resume_and_errors(tmp_path):
 def test_unknown_policy_fails_before_running(tmp_path):
     if runners.runner_name() != runners.REAL:
         pytest.skip("name checks use the real policy registry")
-    from cosim.errors import UnknownNameError
+    from cosim.errors import CosimError, UnknownNameError
 
     data = runners.small_grid(["fifo", "no-such-policy"], seeds=(0,), traces=runners.TRACES[:1])
     with pytest.raises(UnknownNameError, match="no-such-policy"):
         run_sweep(parse_sweep(data), tmp_path / "o")
     data = runners.small_grid(["fifo"], seeds=(0,), traces=runners.TRACES[:1])
     data["clusters"] = ["no-such-cluster"]
-    with pytest.raises(UnknownNameError, match="no-such-cluster.*dgx-a100"):
+    with pytest.raises(CosimError, match=r"clusters\[0\].*no-such-cluster.*dgx-a100"):
         run_sweep(parse_sweep(data), tmp_path / "o")
     assert not (tmp_path / "o" / "cells").exists()
 

@@ -83,8 +83,9 @@ class PolluxConfig(PolicyConfig):
     suspend_rigid: bool = param(
         True, "whether a started job without elasticity (min_gpus = max_gpus) may be suspended or moved; "
               "false: it keeps its GPUs until it ends and the others share the rest",
-        source="true: Pollux artifact (min_replicas = 0 for every job); false: the Aryl paper's Pollux, "
-               "which respects each job's minimum demand (seeds/notes/aryl.md)")
+        source="true: the Pollux artifact (min_replicas = 0 for every job); false: for workloads with "
+               "inelastic jobs, as in the Aryl evaluation's Pollux baseline (Aryl serves inelastic demand whole, "
+               "seeds/notes/aryl.md §2; the paper does not say whether its Pollux suspends such jobs)")
 
     def validate(self) -> None:
         self.check("interval_s", self.interval_s is not None, "a positive number of seconds (Pollux is round-based)")

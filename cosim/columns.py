@@ -66,7 +66,8 @@ COLUMNS: dict[str, tuple[str, str]] = {
     "policy": ("name", "scheduling policy"),
     "perf": ("name", "iteration-time backend: network, linear, measured, measured-pollux-sim, trace or astra (simcore.perf_backends)"),
     "progress_model": ("name", "progress model: plain or goodput (simcore.goodput)"),
-    "ftf_reference": ("name", "finish-time-fairness reference: gps, gps-capped or hetero-1-over-n (simcore.gps)"),
+    "ftf_reference": ("name", "finish-time-fairness reference: gps, gps-uncapped, gps-artifact, gps-capped or "
+                              "hetero-1-over-n (simcore.gps)"),
     "jobs": ("count", "jobs in the trace (after skipped invalid ones)"),
     "unfinished": ("count", "jobs not finished at the end"),
     "never_fit_one_type": ("count", ("jobs rejected at admission: more GPUs than any one GPU type has, under "
@@ -102,6 +103,11 @@ COLUMNS: dict[str, tuple[str, str]] = {
     "ftf_hetero_mean": ("1", "mean FTF against FFT's T_id (1/N of every GPU type, hetero-1-over-n)"),
     "ftf_hetero_max": ("1", "largest FTF against FFT's T_id"),
     "ftf_hetero_share_below_1": ("1", "share of finished jobs with FTF < 1 against FFT's T_id"),
+    # Ares' fairness under its paper's and its artifact's references (experiments/ares_metrics.py)
+    "unfair_fraction_paper": ("1", "fraction of finished jobs with FTF > 1 against the Ares paper's GPS (gps-uncapped)"),
+    "worst_ftf_paper": ("1", "largest FTF against the Ares paper's GPS (gps-uncapped)"),
+    "unfair_fraction_artifact": ("1", "fraction of finished jobs with FTF > 1 against the Ares artifact's GPS (gps-artifact)"),
+    "worst_ftf_artifact": ("1", "largest FTF against the Ares artifact's GPS (gps-artifact)"),
     "avg_restarts": ("count", "mean num_restarts per job"),
     "events": ("count", "engine events processed"),
     "policy_calls": ("count", "times the policy was called"),
@@ -111,6 +117,7 @@ COLUMNS: dict[str, tuple[str, str]] = {
     "cluster": ("label", "cluster preset or file of the cell"),
     "cluster_nodes": ("count", "cluster resized to this many nodes (null: the preset's size)"),
     "policy_label": ("label", "policy with its swept parameters"),
+    "max_gpus": ("label", "per-job GPU cap of assembled jobs: 2x, <k>x or artifact (traces.workload; absent: 2x)"),
     "contention": ("bool", "cross-job network contention modelled"),
     "calibration": ("label", "calibration profile (null: the preset's)"),
     "seed": ("count", "random seed of synthesis, workload assembly and random policies"),

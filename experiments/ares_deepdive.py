@@ -5,11 +5,13 @@ per-job rows, so it runs the policies once through `experiments.runner.run` (the
 as `cosim simulate`) and writes, under `out_dir`:
 
 - `deepdive.csv`: per policy, average JCT, makespan, the fraction of jobs that finish faster
-  than under the run's GPS reference (FTF < 1: "over 90 % of jobs can be accelerated by Ares",
-  §5.3) and the unfair fraction (FTF > 1);
+  than under the run's FTF reference (FTF < 1: "over 90 % of jobs can be accelerated by Ares",
+  §5.3) and the unfair fraction (FTF > 1); the reference is `--ftf-reference` (`simcore.gps`:
+  `gps`, cosim's default, capped at each job's request; `gps-uncapped`, the paper's GPS;
+  `gps-artifact`, the artifact's);
 - `deepdive.png` (with matplotlib): busy GPUs over time (Fig. 8) and the JCT CDF (Fig. 9).
 
-    python -m experiments.ares_deepdive TRACE.csv OUT_DIR [--policies ares,ares-artifact,...]
+    python -m experiments.ares_deepdive TRACE.csv OUT_DIR [--policies ares,ares-artifact,...] [--ftf-reference gps-uncapped]
 """
 
 from __future__ import annotations
@@ -24,13 +26,13 @@ POLICIES = ("ares", "ares-artifact", "tiresias-pollux", "gavel", "optimus")
 
 
 def deep_dive(trace: str, out_dir: str | Path, policies: tuple[str, ...] = POLICIES,
-              cluster: str = "ares-sim", costs: str = "ares-paper") -> pd.DataFrame:
+              cluster: str = "ares-sim", costs: str = "ares-paper", ftf_reference: str = "gps") -> pd.DataFrame:
     """Run `policies` on `trace` and write the table and the figure (module doc); returns the table."""
     from experiments.runner import RunConfig, run
 
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    res = run(RunConfig(trace=trace, cluster=cluster, policies=policies, costs=costs), None)
+    res = run(RunConfig(trace=trace, cluster=cluster, policies=policies, costs=costs, ftf_reference=ftf_reference), None)
     rows = []
     for p in policies:
         j = res.jobs[p]
@@ -68,8 +70,9 @@ def main() -> None:
     ap.add_argument("trace")
     ap.add_argument("out_dir")
     ap.add_argument("--policies", default=",".join(POLICIES))
+    ap.add_argument("--ftf-reference", default="gps", help="FTF reference (simcore.gps.FTF_REFERENCES)")
     a = ap.parse_args()
-    print(deep_dive(a.trace, a.out_dir, tuple(a.policies.split(","))).to_string(index=False))
+    print(deep_dive(a.trace, a.out_dir, tuple(a.policies.split(",")), ftf_reference=a.ftf_reference).to_string(index=False))
 
 
 if __name__ == "__main__":

@@ -97,8 +97,12 @@ class RunConfig:
     #: "plain" (progress in iterations/samples as the job's work mode says) or "goodput"
     #: (Pollux: jobs of pollux-sia applications count efficiency-weighted epochs, `simcore.goodput`)
     progress: str = "plain"
-    #: the FTF reference (`simcore.gps.FTF_REFERENCES`): "gps", "gps-capped", "hetero-1-over-n"
+    #: the FTF reference (`simcore.gps.FTF_REFERENCES`): "gps", "gps-uncapped", "gps-artifact",
+    #: "gps-capped", "hetero-1-over-n"
     ftf_reference: str = "gps"
+    #: per-job GPU cap of assembled jobs without a max_gpus (`traces.workload.MAX_GPUS_OPTIONS`):
+    #: "2x" the request, "<k>x", or "artifact" (the Ares artifact's per-model 32-64)
+    max_gpus: str = "2x"
     #: inference load driving join/reclaim demands (`simcore.capacity`): a CSV
     #: `time_s,pool,nodes_needed` or `diurnal:H` (seeded diurnal load, headroom H); None: none
     load_series: str | None = None
@@ -126,6 +130,8 @@ class RunConfig:
         if not self.gpu_variability:  # only when set: configs of runs without it stay identical
             d.pop("gpu_variability")
             d.pop("gpu_variability_seed")
+        if self.max_gpus == "2x":  # only when set: configs of runs without it stay identical
+            d.pop("max_gpus")
         return d
 
 
@@ -224,6 +230,10 @@ def run(config: RunConfig, out_dir: Path | None, progress: bool = False, backend
         raise InputError.at(field="progress", expected=" or ".join(PROGRESS_OPTIONS), got=config.progress)
     if config.ftf_reference not in FTF_REFERENCES:
         raise InputError.at(field="ftf_reference", expected=", ".join(FTF_REFERENCES), got=config.ftf_reference)
+    if config.max_gpus != "2x":
+        from traces.workload import max_gpus_cap
+
+        max_gpus_cap(config.max_gpus, np.zeros(0, np.int64), np.zeros(0, object))  # an InputError if unknown
     check_perf(config.perf)
     if not 0.0 <= config.gpu_variability < 10.0:
         raise InputError.at(field="gpu_variability", expected="a fraction >= 0 (0: off)", got=config.gpu_variability)
@@ -280,18 +290,22 @@ def _simulate(config: RunConfig, out: Path | None, progress: bool, be: Backends,
     if out is not None:
         (out / "summary.parquet").unlink(missing_ok=True)  # a stale summary must not mark this run complete
     ref_changes = [(c.time_s, c.node, c.online) for c in caps] + (cap_plan.node_changes() if cap_plan else [])
-    gps = ftf_reference_jct(config.ftf_reference, base.submit_time, base.num_gpus, base.max_gpus, solo, node_gpus,
-                            _node_types(topo), _type_speed(base, perf, topo) if config.ftf_reference ==
-                            "hetero-1-over-n" else None, ref_changes)
     ref_cache: dict = {}
 
     def ftf_ref(name: str) -> np.ndarray:
-        """Reference JCTs of another FTF reference (summary extras compare references), cached."""
+        """Reference JCTs of FTF reference `name` (the run's; summary extras compare others), cached."""
         if name not in ref_cache:
-            ref_cache[name] = gps if name == config.ftf_reference else ftf_reference_jct(
+            art = None
+            if name == "gps-artifact":
+                from traces.workload import max_gpus_cap
+
+                art = max_gpus_cap("artifact", base.num_gpus, base.model)
+            ref_cache[name] = ftf_reference_jct(
                 name, base.submit_time, base.num_gpus, base.max_gpus, solo, node_gpus, _node_types(topo),
-                _type_speed(base, perf, topo) if name == "hetero-1-over-n" else None, ref_changes)
+                _type_speed(base, perf, topo) if name == "hetero-1-over-n" else None, ref_changes, art)
         return ref_cache[name]
+
+    gps = ftf_ref(config.ftf_reference)
 
     meta = {"config": config.to_dict(), "seed": config.seed, "version": __version__, "perf_source": be.perf_source,
             "perf": config.perf}
@@ -488,16 +502,17 @@ def load_trace(config: RunConfig) -> Any:
             from traces import aryl
 
             df = aryl.from_spec(spec, config.seed)
-        return workload.assemble(df, config.seed)
+        return workload.assemble(df, config.seed, max_gpus=config.max_gpus)
     path = Path(spec)
     if not path.exists():
         raise InputError.at(spec, expected="an existing trace file or synth:<like>:<jobs>")
     from traces import cache
 
-    return cache.load(path, config.seed, lambda: _load_file(path, config.seed))
+    opts = "" if config.max_gpus == "2x" else f"max_gpus={config.max_gpus}"
+    return cache.load(path, config.seed, lambda: _load_file(path, config.seed, config.max_gpus), opts)
 
 
-def _load_file(path: Path, seed: int) -> Any:
+def _load_file(path: Path, seed: int, max_gpus: str = "2x") -> Any:
     """The assembled DataFrame of a trace file (what `traces.cache` stores)."""
     from traces import workload
 
@@ -509,7 +524,7 @@ def _load_file(path: Path, seed: int) -> Any:
         import traces
 
         df = traces.load(path)
-    return workload.assemble(df, seed)
+    return workload.assemble(df, seed, max_gpus=max_gpus)
 
 
 #: `make(name, params) -> Policy` and `names() -> list[str]`: what the runner needs of a policy registry
@@ -526,10 +541,11 @@ def make_policy(name: str, params: Mapping[str, Any]) -> Any:
 def policy_factory() -> PolicyFactory:
     """`(make, names)` of the project's policy registry. Imported on first use, so commands that
     build no policy (`cosim --help`, `validate`) do not load the policy packages."""
-    from experiments import fft_metrics
+    from experiments import ares_metrics, fft_metrics
     from policies.registry import POLICIES
 
     fft_metrics.install()  # FFT's summary columns, in every process that runs a policy (sweep workers too)
+    ares_metrics.install()  # Ares' fairness under the paper's and the artifact's references, likewise
     return make_policy, POLICIES.names
 
 

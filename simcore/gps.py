@@ -22,7 +22,16 @@ virtual clocks).
 The papers differ in their reference, so it is a named option of the run
 (`RunConfig.ftf_reference`, `FTF_REFERENCES`):
 
-- `gps` — the fluid GPS above, each job capped at its requested GPUs (Ares);
+- `gps` — the fluid GPS above, each job capped at its requested GPUs (cosim's default);
+- `gps-uncapped` — the Ares paper's GPS (§2.3 and Eq. 2-3: resources "arbitrarily divisible",
+  every active job gets M / N_t of the cluster): no per-job cap, speed linear in GPUs (a job
+  alone takes the whole cluster and finishes in `solo_s · n_j / M`); it equals the paper's virtual
+  clock, where job j finishes once it has received its GPU-time at its default count;
+- `gps-artifact` — the Ares artifact's reference (sysdomlab/Ares simulator/policy/ares.py,
+  `GPSSystem._get_step_time_with_fair_share`: `min(fair_share, max_replicas)` with
+  `max_replicas = app.max_num_replicas` set in `_add_job`): each job capped at its model's
+  largest profiled count (32-64, `traces.workload.ARES_ARTIFACT_MAX_GPUS`), speed linear in GPUs
+  (the artifact interpolates measured step times; here only the cap differs from `gps-uncapped`);
 - `gps-capped` — the same water-filling, each job capped at its *maximum* GPUs (elastic
   jobs, Pollux/Sia-style), speed linear in GPUs (a job on `x` GPUs runs `x / n_j` times its
   speed at its requested `n_j`: the fluid ideal of perfect scaling);
@@ -238,7 +247,7 @@ def capacity_steps(changes, node_num_gpus: np.ndarray) -> tuple[np.ndarray, np.n
 
 
 #: Values of `RunConfig.ftf_reference`.
-FTF_REFERENCES = ("gps", "gps-capped", "hetero-1-over-n")
+FTF_REFERENCES = ("gps", "gps-uncapped", "gps-artifact", "gps-capped", "hetero-1-over-n")
 
 
 @njit(cache=True, no_cfunc_wrapper=True)
@@ -335,12 +344,14 @@ def capacity_steps_by_type(changes, node_num_gpus: np.ndarray, node_type: np.nda
 
 def ftf_reference_jct(name: str, submit_s: np.ndarray, num_gpus: np.ndarray, max_gpus: np.ndarray,
                       solo_s: np.ndarray, node_num_gpus: np.ndarray, node_type: np.ndarray,
-                      type_speed: np.ndarray | None = None, changes=()) -> np.ndarray:
+                      type_speed: np.ndarray | None = None, changes=(),
+                      artifact_max_gpus: np.ndarray | None = None) -> np.ndarray:
     """Reference JCT per job (NaN where skipped) under the named reference (`FTF_REFERENCES`).
 
     `solo_s[j]`: job j alone at its requested `num_gpus[j]` on the reference placement;
     `type_speed[j, k]`: its speed on type k relative to that (None: 1 on every type, 0 for
-    none); `changes`: capacity changes `(time_s, node, online)`.
+    none); `changes`: capacity changes `(time_s, node, online)`; `artifact_max_gpus[j]`: job
+    j's cap under `gps-artifact`.
     """
     from cosim.errors import InputError
 
@@ -349,8 +360,16 @@ def ftf_reference_jct(name: str, submit_s: np.ndarray, num_gpus: np.ndarray, max
     demand = np.asarray(num_gpus, np.float64)
     if name == "gps":
         return gps_jct(submit_s, demand, solo_s, total, capacity_steps(changes, node_num_gpus) if changes else None)
-    if name == "gps-capped":
-        cap = np.maximum(np.asarray(max_gpus, np.float64), demand)
+    if name in ("gps-capped", "gps-uncapped", "gps-artifact"):  # linear in GPUs up to a per-job cap
+        if name == "gps-uncapped":
+            cap = np.full(demand.shape, max(total, 1.0))
+        elif name == "gps-artifact":
+            if artifact_max_gpus is None:
+                raise InputError.at(field="ftf_reference", detail="gps-artifact needs each job's artifact GPU cap")
+            cap = np.asarray(artifact_max_gpus, np.float64)
+        else:
+            cap = np.asarray(max_gpus, np.float64)
+        cap = np.maximum(cap, demand)
         return gps_jct(submit_s, cap, np.asarray(solo_s, np.float64) * demand / cap, total,
                        capacity_steps(changes, node_num_gpus) if changes else None)
     if name == "hetero-1-over-n":

@@ -60,11 +60,13 @@ def _sources() -> list[Path]:
     return sorted(_PACKAGE.rglob("*.py")) + [_PACKAGE / "data" / "training_runs.json"]
 
 
-def entry_key(path: Path, seed: int) -> str:
-    """SHA-256 naming the entry of trace `path` assembled with `seed` (module docstring)."""
+def entry_key(path: Path, seed: int, options: str = "") -> str:
+    """SHA-256 naming the entry of trace `path` assembled with `seed` and assembly `options`
+    (text naming non-default `traces.workload.assemble` options; "" for the defaults)."""
     from cosim.numba_cache import files_stamp
 
-    return files_stamp(f"cosim-trace-cache v{FORMAT_VERSION}\0seed={int(seed)}\0{_versions()}\n",
+    opts = f"\0options={options}" if options else ""
+    return files_stamp(f"cosim-trace-cache v{FORMAT_VERSION}\0seed={int(seed)}{opts}\0{_versions()}\n",
                        [Path(path).absolute(), *_sources()])
 
 
@@ -120,13 +122,13 @@ class _Warned(logging.Handler):
         self.warned = True
 
 
-def load(path: Path, seed: int, build: Callable[[], Any]) -> Columns:
-    """The columns of trace `path` assembled with `seed`: from the cache when an entry exists,
+def load(path: Path, seed: int, build: Callable[[], Any], options: str = "") -> Columns:
+    """The columns of trace `path` assembled with `seed` (and `options`, `entry_key`): from the cache when an entry exists,
     else `build()` (the DataFrame `traces.load` + `traces.workload.assemble` make), stored for
     the next run unless it logged a warning. Errors of `build` (an `InputError`) propagate and
     store nothing."""
     folder = cache_dir()
-    entry = folder / f"{entry_key(path, seed)}.arrow" if folder is not None else None
+    entry = folder / f"{entry_key(path, seed, options)}.arrow" if folder is not None else None
     if entry is not None and entry.is_file():
         try:
             with pa.memory_map(str(entry)) as src:

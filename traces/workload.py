@@ -20,8 +20,14 @@ Rows that already have a model keep it exactly as written (``cifar10``, ``VGG`` 
 zoo resolves aliases); a missing batch for a known model takes the larger option of its row
 above (``cifar10``/``imagenet``/``bert``/``ncf`` are recognised as the Pollux application
 names). Missing ``min_gpus`` default to 1 (endo-elastic jobs may shrink to one GPU, Ares §2.2)
-and missing ``max_gpus`` to ``max_gpus_factor`` × requested (2×, after Pollux's
-``max_replicas = 2 × max profiled``); set ``elastic=False`` to pin both to the request.
+and missing ``max_gpus`` to the per-job GPU cap `max_gpus` (`MAX_GPUS_OPTIONS`), never below the
+request; set ``elastic=False`` to pin both to the request:
+
+- ``"2x"`` (default): twice the request (after Pollux's ``max_replicas = 2 × max profiled``);
+  any ``"<k>x"`` (``"8x"``) scales the request by k;
+- ``"artifact"``: the Ares artifact's cap, the model's largest profiled GPU count whatever the
+  request (sysdomlab/Ares ``simulator/policy/applications.py``: ``max_num_replicas =
+  scalability.num_replicas.max()``; ``ARES_ARTIFACT_MAX_GPUS``).
 
 Work (`work=`). Pollux/Sia/Ares workload rows carry no duration: their work is the model's
 training run, a fixed number of epochs over its dataset at the job's fixed global batch (Ares
@@ -106,6 +112,40 @@ TRAINING_RUNS_FILE = Path(__file__).resolve().parent / "data" / "training_runs.j
 #: Values of `assemble(work=...)`.
 WORK_OPTIONS = ("missing", "epochs", "none")
 
+#: Named values of `assemble(max_gpus=...)` (besides any "<k>x"): module docstring.
+MAX_GPUS_OPTIONS = ("2x", "artifact")
+
+#: The Ares artifact's most GPUs per job by model: the largest `num_replicas` of its RTX 2080 Ti
+#: scalability table (sysdomlab/Ares simulator/traces/2080ti/<app>/scalability.csv: imagenet,
+#: deepspeech2 and ncf reach 32). The bert, cifar10 and yolov3 tables are not in the public
+#: snapshot; they get 64, the largest count the artifact's Ares considers (candidate counts
+#: 1, 2, …, 64 in simulator/policy/ares.py, GPSSystem._add_job).
+ARES_ARTIFACT_MAX_GPUS = {"resnet50": 32, "deepspeech2": 32, "neumf": 32,
+                          "bert_base": 64, "resnet18_cifar": 64, "yolov3": 64}
+
+
+def max_gpus_cap(option: str, requested: np.ndarray, model: np.ndarray) -> np.ndarray:
+    """int64[J]: each job's most GPUs under per-job GPU cap `option` (module docstring), at
+    least its request; a model outside the artifact's table keeps 2× its request."""
+    g = np.asarray(requested, np.int64)
+    if option == "artifact":
+        names = [_BATCH_ALIASES.get(str(m).lower(), str(m).lower()) for m in model]
+        by = np.array([ARES_ARTIFACT_MAX_GPUS.get(n, -1) for n in names], np.int64)
+        return np.maximum(g, np.where(by > 0, by, 2 * g))
+    k = _factor(option)
+    return np.maximum(g, np.floor(g * k)).astype(np.int64)
+
+
+def _factor(option: str) -> float:
+    text = str(option)
+    try:
+        k = float(text[:-1]) if text.endswith("x") else float("nan")
+    except ValueError:
+        k = float("nan")
+    if not k >= 1:
+        raise InputError.at(field="max_gpus", expected="2x, artifact or <k>x with k >= 1", got=option)
+    return k
+
 _RUNS_CACHE: dict[tuple[Path, int], dict[str, TrainingRun]] = {}
 
 
@@ -167,7 +207,7 @@ def _resolve_map(mapping: str | dict) -> dict[str, tuple[ModelChoice, ...]]:
 
 
 def assemble(df: pd.DataFrame, seed: int, *, mapping: str | dict = "ares", unknown_class: str = "any",
-             elastic: bool = True, max_gpus_factor: float = 2.0, work: str = "missing",
+             elastic: bool = True, max_gpus: str = "2x", work: str = "missing",
              runs: str | Path | Mapping[str, TrainingRun] | None = None) -> pd.DataFrame:
     """Fill ``model``, ``global_batch``, ``size_class``, ``min_gpus``, ``max_gpus`` where missing,
     and the work (``epochs``, ``epoch_size``, ``dataset``, ``total_iterations``) per `work`.
@@ -239,7 +279,7 @@ def assemble(df: pd.DataFrame, seed: int, *, mapping: str | dict = "ares", unkno
     mn_cur, mn_have = _current("min_gpus")
     mx_cur, mx_have = _current("max_gpus")
     mn = np.where(mn_have, mn_cur, 1 if elastic else g)
-    hi = np.maximum(g, np.floor(g * max_gpus_factor)).astype(np.int64) if elastic else g
+    hi = max_gpus_cap(max_gpus, g, model) if elastic else g
     mx = np.where(mx_have, mx_cur, np.maximum(hi, mn))  # a default never contradicts an existing min
     out["min_gpus"] = pd.Series(mn.astype(np.int32), index=out.index).astype("Int32")
     out["max_gpus"] = pd.Series(mx.astype(np.int32), index=out.index).astype("Int32")

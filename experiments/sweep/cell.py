@@ -72,6 +72,8 @@ def coordinate_row(cell: Cell) -> dict[str, Any]:
         row[f"param_{k}"] = v
     if cell.costs is not None:  # only when set: rows of sweeps without costs stay as they were
         row["costs"] = cell.costs
+    if cell.max_gpus != "2x":  # likewise
+        row["max_gpus"] = cell.max_gpus
     return row
 
 
@@ -114,6 +116,8 @@ def run_config_for(runner: Runner, cell: Cell, trace_spec: str, write_decisions:
         extra["progress"] = cell.progress
     if cell.load_series is not None:
         extra["load_series"] = cell.load_series
+    if cell.max_gpus != "2x":
+        extra["max_gpus"] = cell.max_gpus
     if cell.costs is not None:  # a table travels as JSON text (cells are hashable)
         c = cell.costs
         extra["costs"] = json.loads(c) if isinstance(c, str) and c.startswith("{") else c

@@ -52,7 +52,7 @@ from cosim.errors import InputError
 
 #: top-level keys a sweep file may have
 KNOWN_KEYS = ("name", "traces", "clusters", "policies", "contention", "calibration", "seeds", "write_decisions",
-              "skip_invalid", "perf", "costs", "policy_costs", "progress", "load_series")
+              "skip_invalid", "perf", "costs", "policy_costs", "progress", "load_series", "max_gpus")
 #: keys of a trace table (a sampled file)
 TRACE_KEYS = ("path", "jobs", "window", "seed", "name")
 #: keys of a cluster table
@@ -122,6 +122,7 @@ class Cell:
     progress: str = "plain"  # progress model (experiments.runner.RunConfig.progress, simcore.goodput)
     #: inference load driving loans/reclaims (`RunConfig.load_series`); None: none, and no coordinate
     load_series: str | None = None
+    max_gpus: str = "2x"  # per-job GPU cap of assembled jobs (`RunConfig.max_gpus`)
 
     def coordinates(self) -> dict[str, Any]:
         """The grid coordinates as plain JSON-able values (the identity of the cell)."""
@@ -145,6 +146,8 @@ class Cell:
             coords["progress"] = self.progress
         if self.load_series is not None:  # only when set: ids of sweeps without one are unchanged
             coords["load_series"] = self.load_series
+        if self.max_gpus != "2x":  # only when set: ids of sweeps on the default cap are unchanged
+            coords["max_gpus"] = self.max_gpus
         return coords
 
     @property
@@ -173,21 +176,22 @@ class SweepConfig:
     policy_costs: tuple[tuple[str, str | float], ...] = ()  # (policy, costs): fixed for that policy
     progress: tuple[str, ...] = ("plain",)
     load_series: str | None = None  # one per sweep (a grid with and one without: two sweeps)
+    max_gpus: tuple[str, ...] = ("2x",)  # per-job GPU caps (`RunConfig.max_gpus`)
 
     def cells(self) -> list[Cell]:
         grid = itertools.product(self.traces, self.clusters, self.contention, self.calibration, self.perf,
-                                 self.seeds, self.policies, self.costs, self.progress)
+                                 self.seeds, self.policies, self.costs, self.progress, self.max_gpus)
         fixed = dict(self.policy_costs)
         cells, seen = [], set()
-        for t, c, cont, cal, pf, s, p, cost, pg in grid:
+        for t, c, cont, cal, pf, s, p, cost, pg, mg in grid:
             if p.name in fixed:  # the policy's own costs: the costs axis does not apply to it
                 cost = fixed[p.name]
-                key = (t, c, cont, cal, pf, s, p, pg)
+                key = (t, c, cont, cal, pf, s, p, pg, mg)
                 if key in seen:
                     continue
                 seen.add(key)
             cells.append(Cell(len(cells), t, c, p, cont, cal, s, self.skip_invalid, pf, cost, pg,
-                              load_series=self.load_series))
+                              load_series=self.load_series, max_gpus=mg))
         ids = [c.cell_id for c in cells]
         if len(set(ids)) != len(ids):
             raise InputError.at(self.source, detail="the grid lists the same cell twice (duplicate axis values)")
@@ -198,7 +202,7 @@ class SweepConfig:
         axes = []
         for name, values in (("trace", self.traces), ("cluster", self.clusters), ("contention", self.contention),
                              ("calibration", self.calibration), ("perf", self.perf), ("seed", self.seeds),
-                             ("costs", self.costs), ("progress", self.progress)):
+                             ("costs", self.costs), ("progress", self.progress), ("max_gpus", self.max_gpus)):
             if len(values) > 1:
                 axes.append(name)
         return axes
@@ -255,6 +259,7 @@ def parse_sweep(data: Mapping[str, Any], source: Path | str | None = None, base_
     progress = tuple(_progress(v, i, src)
                      for i, v in enumerate(_list(data.get("progress", ["plain"]), "progress", src)))
     costs = tuple(_costs(v, f"costs[{i}]", src) for i, v in enumerate(_list(data.get("costs", [None]), "costs", src)))
+    max_gpus = tuple(_max_gpus(v, i, src) for i, v in enumerate(_list(data.get("max_gpus", ["2x"]), "max_gpus", src)))
     pc = data.get("policy_costs", {})
     if not isinstance(pc, Mapping):
         raise InputError.at(src, field="policy_costs", expected="a table policy = costs", got=pc)
@@ -267,7 +272,7 @@ def parse_sweep(data: Mapping[str, Any], source: Path | str | None = None, base_
     for axis, values in (("traces", [t.label for t in traces]), ("clusters", [c.label for c in clusters]),
                          ("policies", [p.label for p in policies]), ("contention", contention),
                          ("calibration", calibration), ("perf", perf), ("seeds", seeds), ("costs", costs),
-                         ("progress", progress)):
+                         ("progress", progress), ("max_gpus", max_gpus)):
         if not values:
             raise InputError.at(src, field=axis, expected="at least one value", got=[])
         dup = [v for v in values if list(values).count(v) > 1]
@@ -276,7 +281,7 @@ def parse_sweep(data: Mapping[str, Any], source: Path | str | None = None, base_
     load_series = _load_series(data.get("load_series"), src, base)
     return SweepConfig(name, src, traces, clusters, policies, contention, calibration, seeds, write_decisions,
                        skip_invalid, raw=dict(data), perf=perf, costs=costs, policy_costs=policy_costs,
-                       progress=progress, load_series=load_series)
+                       progress=progress, load_series=load_series, max_gpus=max_gpus)
 
 
 def _load_series(value: Any, src: Path | None, base: Path) -> str | None:
@@ -292,6 +297,17 @@ def _load_series(value: Any, src: Path | None, base: Path) -> str | None:
     if not path.is_file():
         raise InputError.at(src, field="load_series", expected="an existing CSV file or diurnal:H", got=value)
     return str(path)
+
+
+def _max_gpus(value: Any, i: int, src: Path | None) -> str:
+    """A per-job GPU cap (`traces.workload.MAX_GPUS_OPTIONS` or "<k>x", k >= 1) as written."""
+    from traces.workload import MAX_GPUS_OPTIONS
+
+    text = str(value)
+    k = text[:-1] if text.endswith("x") else ""
+    if text not in MAX_GPUS_OPTIONS and not (k.replace(".", "", 1).isdigit() and float(k) >= 1):
+        raise InputError.at(src, field=f"max_gpus[{i}]", expected="2x, artifact or <k>x with k >= 1", got=value)
+    return text
 
 
 def _progress(value: Any, i: int, src: Path | None) -> str:

@@ -70,6 +70,22 @@ class PolluxConfig(PolicyConfig):
         source="artifact simulator.py: ncf target_batch_size = 32768")
     interval_s: float | None = param(60.0, "time between allocation rounds, the only allocation decisions",
                                      source="Pollux §5: 60-s scheduling interval; artifact --interval 60")
+    batch: str = param(
+        "adaptive", "adaptive: each job runs at the batch its goodput model finds best on its allocation, "
+                    "re-chosen at every epoch end (Pollux's co-adaptation); fixed: every job keeps its own "
+                    "global batch (the trace's) and Pollux chooses GPU counts only, at most batch / smallest "
+                    "local batch GPUs per job; the allocator still ranks allocations by its best-batch speedups",
+        choices=("adaptive", "fixed"),
+        source="adaptive: Pollux §3-4 and petuum/adaptdl osdi21-artifact simulator.py (target_batch_size None); "
+               "fixed: the Ares artifact, sysdomlab/Ares simulator/simulator.py, Job.update_local_bsz "
+               "(l. 78-98: the goodput optimiser runs only when target_batch_size is None, l. 85-89) with every "
+               "job given a target_batch_size in Cluster.__init__, get_speedup_fn unchanged")
+    suspend_rigid: bool = param(
+        True, "whether a started job without elasticity (min_gpus = max_gpus) may be suspended or moved; "
+              "false: it keeps its GPUs until it ends and the others share the rest",
+        source="true: the Pollux artifact (min_replicas = 0 for every job); false: for workloads with "
+               "inelastic jobs, as in the Aryl evaluation's Pollux baseline (Aryl serves inelastic demand whole, "
+               "seeds/notes/aryl.md §2; the paper does not say whether its Pollux suspends such jobs)")
 
     def validate(self) -> None:
         self.check("interval_s", self.interval_s is not None, "a positive number of seconds (Pollux is round-based)")
@@ -81,6 +97,7 @@ class PolluxConfig(PolicyConfig):
         self.check("max_nodes_per_job", self.max_nodes_per_job >= 1, "an int ≥ 1")
         self.check("replica_growth", self.replica_growth >= 1, "a factor ≥ 1")
         self.check("max_replicas", self.max_replicas >= 1, "an int ≥ 1")
+        self.check("batch", self.batch in ("adaptive", "fixed"), "adaptive or fixed")
         for s in self.fixed_batch:
             m, _, b = str(s).partition("=")
             self.check("fixed_batch", bool(m) and b.isdigit() and int(b) > 0, "'model=batch' pairs, batch > 0")
@@ -118,6 +135,7 @@ class Pollux(BasePolicy):
     def __init__(self, config: PolluxConfig) -> None:
         super().__init__(config)
         self.event_driven = False
+        self.wants_epoch_events = config.batch == "adaptive"  # fixed batches need no epoch-end re-choice
         self.agents: dict[int, JobAgent] = {}
         self._fixed = config.fixed_batches()
         self._pop: np.ndarray | None = None
@@ -163,6 +181,8 @@ class Pollux(BasePolicy):
 
     def batch_for(self, view: ClusterView, j: int, nodes: int, reps: int) -> int:
         """The global batch job j runs with on `reps` GPUs over `nodes` nodes."""
+        if self.config.batch == "fixed":
+            return int(view.jobs.global_batch[j])
         fixed = self._fixed.get(str(view.jobs.model[j]))
         if fixed is not None:
             return max(fixed, reps)
@@ -188,6 +208,8 @@ class Pollux(BasePolicy):
                   max(1, a.lim.max_batch // max(a.lim.min_local, 1)), int(jv.max_gpus[j]))
         if str(jv.model[j]) in c.single_gpu_models:
             cap = 1
+        if c.batch == "fixed":  # a GPU below the smallest local batch would change the batch
+            cap = min(cap, max(1, int(jv.global_batch[j]) // max(a.lim.min_local, 1)))
         return max(cap, int(jv.min_gpus[j]))
 
     def speedup_table(self, view: ClusterView, j: int, max_n: int, max_r: int, fair_r: int) -> np.ndarray:
@@ -215,11 +237,12 @@ class Pollux(BasePolicy):
         S[n, r] = good[n, r] / base if base > 0 else 0.0
         return S
 
-    def problem(self, view: ClusterView, jobs: np.ndarray, now: float) -> Problem:
+    def problem(self, view: ClusterView, jobs: np.ndarray, now: float, taken: np.ndarray | None = None) -> Problem:
+        """The round's allocation problem over `jobs`; `taken`: GPUs outside it (pinned jobs')."""
         c = view.cluster
         jv = view.jobs
         N = int(c.node_first_gpu.shape[0])
-        online = c.gpu_online
+        online = c.gpu_online if taken is None else c.gpu_online & ~taken
         node_cap = np.bincount(c.gpu_node[online], minlength=N).astype(np.int64)
         G = max(int(node_cap.sum()), 1)
         J = jobs.size
@@ -271,9 +294,20 @@ class Pollux(BasePolicy):
         active = view.active()
         jobs = active[np.lexsort((active, jv.submit_time[active], jv.attained_gpu_s[active]))].astype(np.int64)
         r = Round(view, self)
+        taken = None
+        if not self.config.suspend_rigid:  # started rigid jobs keep their GPUs, outside the search
+            held = np.array([view.allocation_of(j).size > 0 for j in jobs.tolist()], bool)
+            pinned = held & (jv.min_gpus[jobs] >= jv.max_gpus[jobs])
+            if pinned.any():
+                taken = np.zeros(view.cluster.gpu_online.shape[0], bool)
+                for j in jobs[pinned].tolist():
+                    taken[view.allocation_of(j)] = True
+                    r.keep(j)
+                jobs = jobs[~pinned]
         if jobs.size == 0:
+            r.keep_all_undecided()
             return r.decision()
-        prob = self.problem(view, jobs, now)
+        prob = self.problem(view, jobs, now, taken)
         self.last_problem = prob
         best, pop = evolve(prob, self.initial_population(jobs, prob.base), self.rng, self.config.population,
                            self.config.generations, self.config.crossover_prob)

@@ -30,6 +30,19 @@ def test_gps_and_capped_gps_by_hand():
     np.testing.assert_allclose(ref("gps-capped", [0, 0], [1, 2], [4, 2], [100, 100]), [50, 100])
 
 
+def test_uncapped_and_artifact_gps_by_hand():
+    # A: 1 GPU, B: 2 GPUs, both 100 s solo (A: 100 GPU-s, B: 200 GPU-s of work), 4 GPUs.
+    # gps-uncapped (the Ares paper's): 2 GPUs each; A done at 50 s (2x speed), B then has
+    # 100 GPU-s left on all 4 GPUs → 25 s more → 75 s.
+    np.testing.assert_allclose(ref("gps-uncapped", [0, 0], [1, 2], [2, 4], [100, 100]), [50, 75])
+    # gps-artifact with caps A 1, B 8: A held at 1 GPU → 100 s; B gets 3 → 200 / 3 = 66.7 s
+    got = ftf_reference_jct("gps-artifact", np.zeros(2), np.array([1, 2]), np.array([2, 4]), np.array([100.0, 100.0]),
+                            ONE_NODE, TYPE0, None, (), np.array([1, 8]))
+    np.testing.assert_allclose(got, [100, 200 / 3])
+    with pytest.raises(InputError, match="artifact GPU cap"):
+        ref("gps-artifact", [0, 0], [1, 2], [2, 4], [100, 100])
+
+
 def test_one_over_n_differs_from_gps_by_hand():
     # A 1 GPU, B and C 4 GPUs, all 100 s solo at t=0 on 4 GPUs.
     # gps: A 1 GPU (full speed) → 100; B, C 1.5 GPUs (0.375) until 100, then 2 (0.5):

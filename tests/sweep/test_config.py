@@ -197,6 +197,25 @@ def test_load_series_key_reaches_the_run_config_and_the_cell_id(tmp_path):
             parse_sweep(dict(base, load_series=bad), base_dir=tmp_path)
 
 
+def test_max_gpus_axis_reaches_the_run_config_and_the_cell_id():
+    """`max_gpus` (the per-job GPU cap) is an axis: only non-default values enter the cell ids."""
+    from experiments.sweep.cell import default_runner, run_config_for
+
+    R = default_runner()
+    base = {"traces": ["synth:philly:4"], "policies": ["fifo"]}
+    plain = parse_sweep(dict(base)).cells()[0]
+    assert plain.cell_id == parse_sweep(dict(base, max_gpus=["2x"])).cells()[0].cell_id
+    cfg = parse_sweep(dict(base, max_gpus=["2x", "artifact", "8x"]))
+    cells = cfg.cells()
+    assert [c.max_gpus for c in cells] == ["2x", "artifact", "8x"] and cfg.swept_axes() == ["max_gpus"]
+    assert "max_gpus" not in cells[0].coordinates() and cells[1].coordinates()["max_gpus"] == "artifact"
+    assert run_config_for(R, cells[1], "synth:philly:4", False).max_gpus == "artifact"
+    assert run_config_for(R, cells[0], "synth:philly:4", False).max_gpus == "2x"
+    for bad in ("double", "0.5x", 2):
+        with pytest.raises(InputError, match="max_gpus"):
+            parse_sweep(dict(base, max_gpus=[bad]))
+
+
 def test_perf_axis_takes_a_perf_spec_with_options():
     """A sweep's `perf` accepts what `--perf` does (`linear:hetero_efficiency=1.0`, the aryl catalog's
     Ideal grid); a bad option or backend is one InputError naming the field."""

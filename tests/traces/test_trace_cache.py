@@ -106,6 +106,18 @@ def test_changed_file_or_seed_or_corrupt_entry_rebuilds(trace):
     _same(cols, again)
 
 
+def test_assembly_options_get_their_own_entry(trace):
+    """A run with the artifact's per-job GPU cap never reads the default cap's table, nor the reverse."""
+    from experiments.runner import RunConfig, load_trace
+
+    plain = load_trace(RunConfig(trace=str(trace)))
+    art = load_trace(RunConfig(trace=str(trace), max_gpus="artifact"))
+    again = load_trace(RunConfig(trace=str(trace)))
+    assert cache.entry_key(trace, 0) != cache.entry_key(trace, 0, "max_gpus=artifact")
+    assert art["max_gpus"].tolist() != plain["max_gpus"].tolist()
+    assert min(art["max_gpus"].tolist()) >= 32 and again["max_gpus"].tolist() == plain["max_gpus"].tolist()
+
+
 def test_a_load_that_warned_is_not_kept(trace, caplog):
     trace.write_text(POLLUX_CSV + "job-e,100,unknown_app,1,\n")  # no model run, no batch: assemble warns
     calls: list = []

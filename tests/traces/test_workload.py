@@ -72,6 +72,21 @@ def test_not_elastic_pins_bounds_to_request():
     assert out["min_gpus"].tolist() == [4, 8] and out["max_gpus"].tolist() == [4, 8]
 
 
+def test_per_job_gpu_cap_options():
+    from cosim.errors import InputError
+    from traces.workload import ARES_ARTIFACT_MAX_GPUS
+
+    t = _table([1, 2, 4, 48], [3600.0] * 4)
+    assert assemble(t, seed=0)["max_gpus"].tolist() == [2, 4, 8, 96]  # default: 2x the request
+    assert assemble(t, seed=0, max_gpus="8x")["max_gpus"].tolist() == [8, 16, 32, 384]
+    art = assemble(t, seed=0, max_gpus="artifact")
+    want = [max(g, ARES_ARTIFACT_MAX_GPUS[m]) for g, m in zip([1, 2, 4, 48], art["model"])]
+    assert art["max_gpus"].tolist() == want  # the model's 32 or 64, never below the request
+    assert {32, 64} >= set(ARES_ARTIFACT_MAX_GPUS.values())
+    with pytest.raises(InputError, match="max_gpus"):
+        assemble(t, seed=0, max_gpus="double")
+
+
 def test_assembled_table_writes_and_reads_back(tmp_path):
     from traces.io import read_jobs, write_jobs
 

@@ -7,7 +7,10 @@ folder reuses every finished cell, and the local process pool or Ray fan the res
     OUT/cells.parquet          every cell of the run (sweep summary + grid, group, fallback columns)
     OUT/<figure>.parquet       the figure's table: row, policy, value (mean), std, n, paper
     OUT/<figure>.png           the figure (when matplotlib is installed)
-    OUT/REPORT.md              paper | cosim | same ordering? per figure, commands, runtime, version
+    OUT/REPORT.md              per figure: paper | cosim | direction | margin ratio | seeds | verdict,
+                               then commands, runtime, version
+    OUT/claims.csv             the same claims, one row each (`reproduction_report.CLAIM_COLUMNS`): what
+                               `cosim reproduce --summary` reads
 
 An experiment's `hooks` module (`experiments.spec`) may add per-cell columns (`cell_metrics`,
 from the cell folders and the experiment's `[settings]`, before the tables are built) and
@@ -179,7 +182,8 @@ def reproduce(name: str, size: str = "small", out_dir: str | Path | None = None,
         tables[fig.name] = table
         write_parquet(pa.Table.from_pandas(table, preserve_index=False), out / f"{fig.name}.parquet",
                       dict(meta, figure=fig.name, metric=fig.metric))
-        found[fig.name] = compare.verdicts(table, fig, report.formatter(fig.metric))
+        found[fig.name] = compare.verdicts(table, fig, report.formatter(fig.metric),
+                                           seeds=compare.seed_values(cells, fig), size=size)
         note = None
         if fig.metric not in cells.columns:
             note = f"the run summary has no column {fig.metric!r}; nothing to compare"
@@ -190,6 +194,7 @@ def reproduce(name: str, size: str = "small", out_dir: str | Path | None = None,
         sections.append(report.figure_section(fig, table, found[fig.name], image.name if image else None, note))
     if hook is not None and hasattr(hook, "extra_sections"):
         sections += hook.extra_sections(exp, size, cells, out)
+    report.write_claims(out / report.CLAIMS_FILE, report.claims_frame(exp, size, found))
     wall = time.perf_counter() - t0
     path = report.write_report(out / "REPORT.md", exp, size, sections, traces,
                                _commands(exp, size, out, figures, workers, backend, traces),

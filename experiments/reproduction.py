@@ -5,6 +5,8 @@ Each grid the chosen figures need runs as one sweep (`experiments.sweep.run_swee
 folder reuses every finished cell, and the local process pool or Ray fan the rest out. Then:
 
     OUT/cells.parquet          every cell of the run (sweep summary + grid, group, fallback columns)
+    OUT/timing.parquet         grid, cell_id and the clock's columns (wall_s, solver seconds), which
+                               cells.parquet leaves out so that reruns write the same bytes
     OUT/<figure>.parquet       the figure's table: row, policy, value (mean), std, n, paper
     OUT/<figure>.png           the figure (when matplotlib is installed)
     OUT/REPORT.md              per figure: paper | cosim | direction | margin ratio | seeds | verdict,
@@ -33,6 +35,7 @@ import pandas as pd
 import pyarrow as pa
 
 from cosim.atomic import write_parquet
+from cosim.columns import TIMING_COLUMNS
 from cosim.errors import UnknownNameError
 from experiments import compare, reproduction_report as report
 from experiments.spec import REPO, Experiment, TraceEntry, load_experiment, resolve_traces
@@ -174,7 +177,10 @@ def reproduce(name: str, size: str = "small", out_dir: str | Path | None = None,
     if hook is not None and hasattr(hook, "cell_metrics"):
         cells = hook.cell_metrics(cells, out, exp, size, traces)
     meta = {"kind": "reproduction", "experiment": exp.name, "size": size, "version": report.version_line()}
-    write_parquet(pa.Table.from_pandas(cells, preserve_index=False), out / "cells.parquet", meta)
+    clock = [c for c in cells.columns if c in TIMING_COLUMNS]
+    write_parquet(pa.Table.from_pandas(cells.drop(columns=clock), preserve_index=False), out / "cells.parquet", meta)
+    write_parquet(pa.Table.from_pandas(cells[["grid", "cell_id", *clock]], preserve_index=False),
+                  out / "timing.parquet", meta)
     failed = int((cells["status"] == "error").sum())
     tables, found, images, sections, notes = {}, {}, {}, [], []
     for fig in chosen:

@@ -36,8 +36,19 @@ shared data is absent. Shape::
     [grids.g.small]              traces = [{ shared = "traces/…csv", name = "philly-1", group = "philly",
                                              fallback = "synth:philly-sia:160:8h" }]
     [[figures]]                  name  title  grid  metric  better = "lower"|"higher"  rows  source
-                                 claims = [{ better = "a", worse = "b", factor = 5.5, qualifier = "up to", note }]
+                                 claims = [{ better = "a", worse = "b", factor = 5.5, qualifier = "up to", note,
+                                             check = "margin"|"direction", margin = 2.0,
+                                             not_at = { small = "why" } }]
                                  values = { philly = { a = 1.0, b = 2.0 } }
+                                 margin = 2.0  not_at = { small = "why" }   (defaults for its claims)
+
+How far a claim must hold (`experiments.compare`), all optional and backward compatible: `check`
+is `margin` (the default where the paper gives a `factor`: the verdict `reproduces` needs cosim's
+margin, factor − 1, within `margin`× of the paper's either way) or `direction` (the default
+without a factor: the direction on the mean and on every seed is the whole claim); `margin`
+defaults to `DEFAULT_MARGIN` (2: half to twice the paper's margin), per claim or per figure;
+`not_at = { SIZE = "why" }` says why a size cannot check the claim (its REPORT.md row and
+claims.csv say so instead of "no cells").
 """
 
 from __future__ import annotations

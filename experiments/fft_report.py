@@ -117,7 +117,7 @@ def extra_sections(exp, size: str, cells: pd.DataFrame, out: Path) -> list[list[
                 r = g[g["baseline"] == b]
                 vals.append("n/a" if r.empty else
                             f"{r['mean'].iloc[0]:.2f}× ({r['min'].iloc[0]:.2f}-{r['max'].iloc[0]:.2f})")
-            lines.append(f"| {load:g} | " + " | ".join(vals) + f" | {int(g['seeds'].max())} |")
+            lines.append(f"| {load:.1f} | " + " | ".join(vals) + f" | {int(g['seeds'].max())} |")
         image = plot_load_margins(table, Path(out) / "load-margins.png")
         lines += ["", "![load-margins](load-margins.png)" if image else
                   "Note: figure skipped: matplotlib is not installed (pip install 'cosim[plot]')", ""]

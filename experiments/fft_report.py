@@ -50,15 +50,11 @@ def load_margins(cells: pd.DataFrame) -> pd.DataFrame:
 
 def plot_load_margins(table: pd.DataFrame, path: Path) -> Path | None:
     """Lines per baseline vs offered load (seed range as bars), the paper's values dashed. None without matplotlib."""
-    try:
-        import matplotlib
-    except ImportError:
+    from experiments.reproduction_report import pyplot, save_figure
+
+    plt = pyplot()
+    if plt is None:
         return None
-    matplotlib.use("Agg", force=True)
-    import matplotlib.pyplot as plt
-
-    from cosim.atomic import atomic_path
-
     fig, ax = plt.subplots(figsize=(5.6, 3.8))
     for k, base in enumerate((GAVEL, TIRESIAS)):
         sub = table[table["baseline"] == base]
@@ -74,11 +70,7 @@ def plot_load_margins(table: pd.DataFrame, path: Path) -> Path | None:
     ax.set_ylabel("avg JCT ratio to FFT")
     ax.set_title("FFT's margins across load, Trace 2 (paper: load not stated)", fontsize=9)
     ax.legend(fontsize=7)
-    fig.tight_layout()
-    with atomic_path(path) as tmp:
-        fig.savefig(tmp, dpi=110, format="png", metadata={"Software": None})
-    plt.close(fig)
-    return path
+    return save_figure(fig, path)
 
 
 def limit_rounds(cells: pd.DataFrame, out: Path) -> tuple[pd.DataFrame, int, int]:

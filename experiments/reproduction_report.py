@@ -55,15 +55,10 @@ def version_line() -> str:
 
 def plot_figure(table: pd.DataFrame, figure: Figure, path: Path) -> Path | None:
     """Grouped bars: one group per row, one bar per policy, std as error bars. None without matplotlib."""
-    try:
-        import matplotlib
-    except ImportError:
+    plt = pyplot()
+    if plt is None:
         return None
-    matplotlib.use("Agg", force=True)
-    import matplotlib.pyplot as plt
     import numpy as np
-
-    from cosim.atomic import atomic_path
 
     rows = list(dict.fromkeys(table["row"]))
     pols = list(dict.fromkeys(table["policy"]))
@@ -80,6 +75,27 @@ def plot_figure(table: pd.DataFrame, figure: Figure, path: Path) -> Path | None:
     ax.set_ylabel(f"{figure.metric}" + (f" ({unit})" if unit else ""))
     ax.set_title(figure.title, fontsize=9)
     ax.legend(fontsize=8)
+    return save_figure(fig, path)
+
+
+def pyplot():
+    """matplotlib.pyplot on the Agg backend, or None without matplotlib (the optional `plot` extra)."""
+    try:
+        import matplotlib
+    except ImportError:
+        return None
+    matplotlib.use("Agg", force=True)
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def save_figure(fig, path: Path) -> Path:
+    """Write a figure as PNG atomically (no software tag: same bytes for the same figure) and close it."""
+    import matplotlib.pyplot as plt
+
+    from cosim.atomic import atomic_path
+
     fig.tight_layout()
     with atomic_path(path) as tmp:
         fig.savefig(tmp, dpi=110, format="png", metadata={"Software": None})

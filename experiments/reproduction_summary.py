@@ -36,13 +36,14 @@ def _esc(text) -> str:
 
 
 def collect(root: Path = DOCS) -> tuple[pd.DataFrame, list[str]]:
-    """(every claims.csv under `root`, one frame with a `report` column; report folders without one)."""
+    """(every claims.csv under `root` and its subfolders, one frame with a `report` column; the
+    folders with a REPORT.md but no claims.csv)."""
     frames, missing = [], []
     for d in sorted(p for p in root.iterdir() if p.is_dir()):
-        found = [d / CLAIMS_FILE] if (d / CLAIMS_FILE).is_file() else []
-        found += sorted(p for p in d.glob(f"*/{CLAIMS_FILE}"))
-        if not found and (d / "REPORT.md").is_file():
-            missing.append(d.name)
+        folders = [d, *sorted(p for p in d.iterdir() if p.is_dir())]
+        found = [f / CLAIMS_FILE for f in folders if (f / CLAIMS_FILE).is_file()]
+        missing += [str(f.relative_to(root)) for f in folders
+                    if (f / "REPORT.md").is_file() and not (f / CLAIMS_FILE).is_file()]
         for f in found:
             df = pd.read_csv(f, keep_default_na=False, na_values=[""])
             absent = [c for c in CLAIM_COLUMNS if c not in df.columns]

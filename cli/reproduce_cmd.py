@@ -62,8 +62,9 @@ def reproduce(
         counts = {k: sum(v.result == k for v in vs) for k in ("yes", "tie", "no", "n/a")}
         levels = {k: sum(v.verdict == k for v in vs) for k in VERDICTS + (NOT_CHECKED,)}
         typer.echo(f"{name}: same ordering yes {counts['yes']}, tie {counts['tie']}, no {counts['no']}"
-                   + (f", n/a {counts['n/a']}" if counts["n/a"] else "") + f" of {len(vs)} claims; "
-                   + ", ".join(f"{k} {n}" for k, n in levels.items() if n))
+                   + (f", n/a {counts['n/a']}" if counts["n/a"] else "") + f" of {len(vs)} claims"
+                   + "".join(f"; {k} {n}" if i == 0 else f", {k} {n}"
+                             for i, (k, n) in enumerate((k, n) for k, n in levels.items() if n)))
     typer.echo(f"wrote {res.report} ({len(res.cells)} cells, {res.failed} failed, {res.wall_s:.1f} s)")
     if res.failed:
         raise typer.Exit(1)

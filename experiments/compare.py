@@ -29,7 +29,9 @@ Each claim then gets one of three verdicts, `VERDICTS`:
   seed ties or reverses it;
 - `does not reproduce`: the mean ties or reverses it.
 
-A claim with no cells for one of its sides is `not checked`, with the catalog's reason
+A claim naming a policy (`pollux`) checks the row's one parameterised label of it
+(`pollux(generations=4,population=10)`, a size that runs it with other parameters) when there is
+exactly one. A claim with no cells for one of its sides is `not checked`, with the catalog's reason
 (`not_at = { small = "why" }` on the claim or its figure) or "no cells for X".
 
 Seeds: the spread is over the `seed` coordinate, which seeds the synthetic workload and the
@@ -190,6 +192,18 @@ def _select(name: str, row: str) -> tuple[str, str]:
     return (pol, r) if sep else (name, row)
 
 
+def with_bare_names(values: dict) -> dict:
+    """`values` (label → x) plus each policy's bare name for its only parameterised label on the row
+    (`pollux` → `pollux(generations=4,population=10)` when that is the row's one Pollux), so a claim
+    naming the policy checks the cells a size ran with other parameters."""
+    bases: dict[str, list[str]] = {}
+    for label in values:
+        base, paren, _ = str(label).partition("(")
+        if paren:
+            bases.setdefault(base, []).append(label)
+    return {**{b: values[ls[0]] for b, ls in bases.items() if len(ls) == 1 and b not in values}, **values}
+
+
 def verdicts(table: pd.DataFrame, figure: Figure, fmt, tol: float = TIE_TOL,
              seeds: dict[tuple[str, str], dict[int, float]] | None = None, size: str | None = None) -> list[Verdict]:
     """Every claim of the figure checked on every row it applies to, in row order; claims that
@@ -201,12 +215,16 @@ def verdicts(table: pd.DataFrame, figure: Figure, fmt, tol: float = TIE_TOL,
     rows = list(dict.fromkeys(table["row"]))
     seeds = seeds or {}
     for row in rows:
-        vals = dict(zip(table.loc[table["row"] == row, "policy"], table.loc[table["row"] == row, "value"]))
-        per_seed = {p: s for (r, p), s in seeds.items() if r == row}
+        vals = with_bare_names(dict(zip(table.loc[table["row"] == row, "policy"],
+                                        table.loc[table["row"] == row, "value"])))
+        per_seed = with_bare_names({p: s for (r, p), s in seeds.items() if r == row})
         for c in claims:
             if not c.across_rows and (c.row is None or c.row == row):
                 out.append(check_claim(row, vals, c, lower, fmt, tol, per_seed, size))
-    every = dict(zip(zip(table["policy"], table["row"]), table["value"]))
+    every = {(p, r): x for r in rows for p, x in with_bare_names(dict(zip(
+        table.loc[table["row"] == r, "policy"], table.loc[table["row"] == r, "value"]))).items()}
+    seeds = {(r, p): x for r in rows for p, x in with_bare_names(
+        {p: x for (rr, p), x in seeds.items() if rr == r}).items()}
     for c in claims:
         if c.across_rows:
             default = c.row if c.row is not None else (rows[0] if len(rows) == 1 else "")

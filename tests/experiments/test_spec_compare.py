@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from cosim.errors import InputError, UnknownNameError
-from experiments.compare import TIE_TOL, check_claim, figure_table, rank_order, row_verdict, verdicts
+from experiments.compare import TIE_TOL, check_claim, figure_table, rank_order, row_verdict, seed_values, verdicts
 from experiments.spec import Claim, load_experiment, names, parse_experiment, resolve_traces
 
 
@@ -231,3 +231,18 @@ def test_claim_schema_defaults_and_bad_values():
         bad = {"better": "sjf", "worse": "fifo"} | claim
         with pytest.raises(InputError, match=re.escape(f"field 'figures[0].claims[0].{field}'")):
             parse_experiment(_exp(claims=[bad]), source="x.toml")
+
+
+def test_a_claim_naming_a_policy_checks_its_only_parameterised_cells():
+    from experiments.compare import with_bare_names
+
+    assert with_bare_names({"pollux(generations=4)": 2.0, "ares": 1.0}) == {
+        "pollux": 2.0, "pollux(generations=4)": 2.0, "ares": 1.0}
+    two = {"pollux(generations=4)": 2.0, "pollux(generations=8)": 3.0}
+    assert with_bare_names(two) == two  # ambiguous: no bare name
+    exp = parse_experiment(_exp(rows="trace", claims=[{"better": "sjf", "worse": "fifo", "factor": 2.0}]))
+    fig = exp.figures[0]
+    cells = pd.DataFrame({"grid": "g", "status": "ok", "trace": "t", "group": "t", "policy": ["fifo", "sjf"],
+                          "policy_label": ["fifo", "sjf(x=1)"], "seed": 0, "avg_jct_s": [4.0, 2.0]})
+    (v,) = verdicts(figure_table(cells, fig), fig, _fmt, seeds=seed_values(cells, fig))
+    assert (v.result, v.factor, v.seed_factors) == ("yes", 2.0, (2.0,))

@@ -221,6 +221,10 @@ def verdicts(table: pd.DataFrame, figure: Figure, fmt, tol: float = TIE_TOL,
         for c in claims:
             if not c.across_rows and (c.row is None or c.row == row):
                 out.append(check_claim(row, vals, c, lower, fmt, tol, per_seed, size))
+    for c in claims:  # a claim on a row this size does not run: listed, with why
+        if not c.across_rows and c.row is not None and c.row not in rows:
+            out.append(Verdict(c.row, c, "no such row at this size", "n/a",
+                               why=c.not_at.get(size or "", "") or f"row {c.row} is not run at this size"))
     every = {(p, r): x for r in rows for p, x in with_bare_names(dict(zip(
         table.loc[table["row"] == r, "policy"], table.loc[table["row"] == r, "value"]))).items()}
     seeds = {(r, p): x for r in rows for p, x in with_bare_names(

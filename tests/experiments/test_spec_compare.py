@@ -246,3 +246,15 @@ def test_a_claim_naming_a_policy_checks_its_only_parameterised_cells():
                           "policy_label": ["fifo", "sjf(x=1)"], "seed": 0, "avg_jct_s": [4.0, 2.0]})
     (v,) = verdicts(figure_table(cells, fig), fig, _fmt, seeds=seed_values(cells, fig))
     assert (v.result, v.factor, v.seed_factors) == ("yes", 2.0, (2.0,))
+
+
+def test_claims_on_rows_a_size_does_not_run_are_listed_not_dropped():
+    exp = parse_experiment(_exp(rows="trace", values={"big-trace": {"fifo": 2.0, "sjf": 1.0}},
+                                claims=[{"better": "sjf", "worse": "fifo"}]))
+    fig = exp.figures[0]
+    cells = pd.DataFrame({"grid": "g", "status": "ok", "trace": "small-trace", "group": "small-trace", "seed": 0,
+                          "policy": ["fifo", "sjf"], "policy_label": ["fifo", "sjf"], "avg_jct_s": [4.0, 2.0]})
+    found = verdicts(figure_table(cells, fig), fig, _fmt, size="small")
+    assert [(v.row, v.result, v.verdict) for v in found] == [
+        ("small-trace", "yes", "reproduces"), ("big-trace", "n/a", "not checked")]
+    assert found[1].why == "row big-trace is not run at this size"

@@ -145,6 +145,7 @@ def reproduce(name: str, size: str = "small", out_dir: str | Path | None = None,
     from experiments.sweep import run_sweep
 
     t0 = time.perf_counter()
+    version = report.version_line()  # the checkout that runs, before this run writes into it
     exp = load_experiment(name)
     if size not in exp.sizes:
         raise UnknownNameError("size", size, list(exp.sizes))
@@ -176,7 +177,7 @@ def reproduce(name: str, size: str = "small", out_dir: str | Path | None = None,
     hook = hooks(exp)
     if hook is not None and hasattr(hook, "cell_metrics"):
         cells = hook.cell_metrics(cells, out, exp, size, traces)
-    meta = {"kind": "reproduction", "experiment": exp.name, "size": size, "version": report.version_line()}
+    meta = {"kind": "reproduction", "experiment": exp.name, "size": size, "version": version}
     clock = [c for c in cells.columns if c in TIMING_COLUMNS]
     write_parquet(pa.Table.from_pandas(cells.drop(columns=clock), preserve_index=False), out / "cells.parquet", meta)
     write_parquet(pa.Table.from_pandas(cells[["grid", "cell_id", *clock]], preserve_index=False),
@@ -204,5 +205,6 @@ def reproduce(name: str, size: str = "small", out_dir: str | Path | None = None,
     wall = time.perf_counter() - t0
     path = report.write_report(out / "REPORT.md", exp, size, sections, traces,
                                _commands(exp, size, out, figures, workers, backend, traces),
-                               {"wall_s": wall, "cells_s": cells_s, "cells": ran, "resumed": resumed}, failed, notes)
+                               {"wall_s": wall, "cells_s": cells_s, "cells": ran, "resumed": resumed}, failed, notes,
+                               version)
     return Reproduction(exp, size, out, path, cells, tables, found, images, wall, failed, ran, resumed)

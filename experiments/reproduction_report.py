@@ -193,7 +193,7 @@ def figure_section(figure: Figure, table: pd.DataFrame, found: list[Verdict], im
 
 def write_report(path: Path, exp: Experiment, size: str, sections: Sequence[list[str]],
                  traces: dict[str, list[TraceEntry]], commands: Sequence[str], runtime: dict[str, float],
-                 failed: int, notes: Sequence[str]) -> Path:
+                 failed: int, notes: Sequence[str], version: str | None = None) -> Path:
     from cosim.atomic import write_text
 
     lines = [f"# {exp.title}", "", f"Experiment `{exp.name}`, size `{size}`: {exp.sizes.get(size, '')}", "",
@@ -233,5 +233,5 @@ def write_report(path: Path, exp: Experiment, size: str, sections: Sequence[list
               f"- wall time: {runtime['wall_s']:.1f} s for this call, which ran {int(runtime['cells'])} cells and "
               f"reused {int(runtime['resumed'])} finished ones; the cells' own wall times sum to "
               f"{runtime['cells_s']:.1f} s (numba compilation included in the first cell of each process)",
-              f"- {version_line()}", ""]
+              f"- {version or version_line()}", ""]
     return write_text("\n".join(lines), path)

@@ -130,6 +130,10 @@ TIMING_COLUMNS = ("wall_s", "policy_wall_s", "fft_solver_s_mean", "fft_solver_s_
                   "fft_limit_gap_max")
 
 
+#: the files that hold them (a run's timing.parquet, a policy's per-round solver.parquet)
+TIMING_FILES = ("timing.parquet", "solver.parquet")
+
+
 def field_metadata(name: str) -> dict[bytes, bytes] | None:
     """Parquet field metadata (`unit`, `description`) for a column, or None when it is not listed."""
     entry = COLUMNS.get(name)

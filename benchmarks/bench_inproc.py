@@ -50,6 +50,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from cosim.columns import TIMING_FILES
 
 POLICIES = ("tiresias-pollux", "optimus")
 WALL_COLUMNS = ("wall_s", "policy_wall_s")
@@ -130,7 +131,7 @@ def _diff(args) -> int:
 
     a, b = Path(args.a), Path(args.b)
     bad = 0
-    files = sorted(p.relative_to(a) for p in a.rglob("*.parquet"))
+    files = sorted(p.relative_to(a) for p in a.rglob("*.parquet") if p.name not in TIMING_FILES)
     if not files:
         print(f"no Parquet files under {a}")
         return 1

@@ -1,6 +1,9 @@
-"""`cosim reproduce PAPER`: run a paper's experiment and write REPORT.md (paper | cosim | same ordering?).
+"""`cosim reproduce PAPER`: run a paper's experiment and write REPORT.md and claims.csv (paper | cosim |
+direction | cosim/paper margin | seeds | verdict).
 
-`cosim reproduce --list` prints the experiment registry (`experiments/catalog/*.toml`).
+`cosim reproduce --list` prints the experiment registry (`experiments/catalog/*.toml`);
+`cosim reproduce --summary` gathers the committed reports' claims into docs/reproductions/README.md
+and the README's reproductions block (`experiments.reproduction_summary`).
 """
 
 from __future__ import annotations
@@ -28,6 +31,9 @@ def reproduce(
     address: Optional[str] = typer.Option(None, "--address", help="Ray cluster address (default: a local Ray)."),
     figure: Optional[List[str]] = typer.Option(None, "--figure", help="Only this figure (repeatable)."),
     list_: bool = typer.Option(False, "--list", help="List the registered experiments and exit."),
+    summary: bool = typer.Option(False, "--summary", help="Gather the committed reports' claims.csv "
+                                 "(docs/reproductions) into docs/reproductions/README.md and README.md's "
+                                 "reproductions block, then exit."),
 ) -> None:
     """Run an experiment's grids as resumable sweeps; write cells.parquet, one table and figure per
     figure, and REPORT.md comparing cosim with the paper's numbers or orderings."""
@@ -35,6 +41,12 @@ def reproduce(
 
     if list_:
         _list()
+        return
+    if summary:
+        from experiments.reproduction_summary import write
+
+        for line in write():
+            typer.echo(line)
         return
     if paper is None:
         from experiments.spec import names
@@ -46,10 +58,15 @@ def reproduce(
     if n_workers < 1:
         raise CosimError("--workers must be positive")
     res = run(paper, size, out, workers=n_workers, backend=backend, figures=figure or None, address=address)
+    from experiments.compare import NOT_CHECKED, VERDICTS
+
     for name, vs in res.verdicts.items():
         counts = {k: sum(v.result == k for v in vs) for k in ("yes", "tie", "no", "n/a")}
+        levels = {k: sum(v.verdict == k for v in vs) for k in VERDICTS + (NOT_CHECKED,)}
         typer.echo(f"{name}: same ordering yes {counts['yes']}, tie {counts['tie']}, no {counts['no']}"
-                   + (f", n/a {counts['n/a']}" if counts["n/a"] else "") + f" of {len(vs)} claims")
+                   + (f", n/a {counts['n/a']}" if counts["n/a"] else "") + f" of {len(vs)} claims"
+                   + "".join(f"; {k} {n}" if i == 0 else f", {k} {n}"
+                             for i, (k, n) in enumerate((k, n) for k, n in levels.items() if n)))
     typer.echo(f"wrote {res.report} ({len(res.cells)} cells, {res.failed} failed, {res.wall_s:.1f} s)")
     if res.failed:
         raise typer.Exit(1)

@@ -3,8 +3,9 @@
 With no arguments it runs the embedded default — 160 synthetic Philly jobs as Pollux/Sia/Ares
 sample them (multi-GPU training runs) arriving over 4 h (`synth:philly-sia:160:4h`), on the
 64-GPU `dgx-a100` preset under the registered baselines — and prints the table.
-Outputs (`--out DIR`): DIR/<policy>/jobs.parquet, timeline.parquet[, decisions.parquet],
-DIR/summary.parquet, DIR/config.json.
+Outputs (`--out DIR`): DIR/<policy>/jobs.parquet, timeline.parquet[, decisions.parquet][,
+solver.parquet], DIR/summary.parquet (the same bytes for the same run), DIR/timing.parquet (wall and
+solver seconds), DIR/config.json.
 """
 
 # No `from __future__ import annotations` here: typer reads the command's parameter types with

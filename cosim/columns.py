@@ -124,7 +124,23 @@ COLUMNS: dict[str, tuple[str, str]] = {
     "status": ("enum", "ok or error"),
     "error": ("text", "the error of a failed cell"),
     "wall_s": ("s", "wall-clock time the cell took to run (not simulated time)"),
+    # timing.parquet (clock-dependent: kept out of every summary, `TIMING_COLUMNS`)
+    "policy_wall_s": ("s", "wall-clock time inside the policy's decisions (timing.parquet)"),
+    "fft_solver_s_mean": ("s", "FFT: mean wall-clock seconds of a round's ILP solve"),
+    "fft_solver_s_max": ("s", "FFT: longest round's ILP solve, wall-clock seconds"),
+    "fft_limit_rounds": ("count", "FFT: rounds whose branch-and-bound the time limit stopped (incumbent used)"),
+    "fft_limit_gap_max": ("1", "FFT: largest relative optimality gap of those rounds (HiGHS' dual bound)"),
 }
+
+
+#: columns measured on the clock (wall and solver times, and what a time-limited solve reached):
+#: they differ between identical runs, so summaries leave them to timing.parquet beside them
+TIMING_COLUMNS = ("wall_s", "policy_wall_s", "fft_solver_s_mean", "fft_solver_s_max", "fft_limit_rounds",
+                  "fft_limit_gap_max")
+
+
+#: the files that hold them (a run's timing.parquet, a policy's per-round solver.parquet)
+TIMING_FILES = ("timing.parquet", "solver.parquet")
 
 
 def field_metadata(name: str) -> dict[bytes, bytes] | None:

@@ -15,6 +15,29 @@ A figure may pool several grids (its table is built from the cells of all of the
 runs with and without an inference load series), and a claim may select rows: `x@row` is
 policy (or variant) `x` on row `row`; such a claim is checked once, between the rows it names,
 and its verdict's row reads `a-row vs b-row`.
+
+How far, not only which way. A claim's *factor* is how much A beats B (B/A for a lower-is-better
+metric, A/B for higher), its *margin* the factor − 1 (1.31× is a 31 % margin); the *ratio* is
+cosim's margin over the paper's (0.42: cosim shows 42 % of the paper's gain; 15.7: far more).
+Each claim then gets one of three verdicts, `VERDICTS`:
+
+- `reproduces`: the direction holds on the mean and on every seed, and, for a claim checked by
+  margin (the catalog's `check`, default `margin` where the paper gives a factor), the ratio lies
+  within [1/m, m] for the claim's `margin` m (default `spec.DEFAULT_MARGIN` = 2); a claim the paper
+  states without a number (or declared `check = "direction"`) needs the direction only;
+- `direction only`: the direction holds on the mean, but the margin is outside that band or some
+  seed ties or reverses it;
+- `does not reproduce`: the mean ties or reverses it.
+
+A claim naming a policy (`pollux`) checks the row's one parameterised label of it
+(`pollux(generations=4,population=10)`, a size that runs it with other parameters) when there is
+exactly one. A claim with no cells for one of its sides is `not checked`, with the catalog's reason
+(`not_at = { small = "why" }` on the claim or its figure) or "no cells for X".
+
+Seeds: the spread is over the `seed` coordinate, which seeds the synthetic workload and the
+policy's randomness together (a trace file keeps its jobs: only the policy's draws change). Per
+seed, each side is the mean over the row's cells of that seed; a claim's seed factors are
+printed as their range.
 """
 
 from __future__ import annotations
@@ -25,6 +48,11 @@ from dataclasses import dataclass
 import pandas as pd
 
 from experiments.spec import ROW_SEP, Claim, Figure
+
+#: the three verdicts, best first, and the one of a claim without cells
+REPRODUCES, DIRECTION_ONLY, NOT_REPRODUCED, NOT_CHECKED = ("reproduces", "direction only",
+                                                           "does not reproduce", "not checked")
+VERDICTS = (REPRODUCES, DIRECTION_ONLY, NOT_REPRODUCED)
 
 #: relative difference below which two policies count as tied
 TIE_TOL = 0.02
@@ -69,24 +97,93 @@ def rank_order(values: dict[str, float], lower: bool, tol: float = TIE_TOL) -> s
     return text
 
 
+def seed_values(cells: pd.DataFrame, figure: Figure) -> dict[tuple[str, str], dict[int, float]]:
+    """(row, policy) → {seed: mean of the metric over the row's ok cells of that seed}."""
+    ok = cells[cells["grid"].isin(figure.all_grids()) & (cells["status"] == "ok")]
+    if figure.metric not in ok.columns or "seed" not in ok.columns or not len(ok):
+        return {}
+    label = "policy_label" if "policy_label" in ok.columns else "policy"
+    df = ok.assign(row=ok[figure.rows].astype(str), value=pd.to_numeric(ok[figure.metric], errors="coerce"),
+                   seed_=ok["seed"].astype("Int64"))
+    out: dict[tuple[str, str], dict[int, float]] = {}
+    for (row, pol, seed), v in df.groupby(["row", label, "seed_"], sort=True)["value"].mean().items():
+        out.setdefault((str(row), str(pol)), {})[int(seed)] = float(v)
+    return out
+
+
 @dataclass(frozen=True)
 class Verdict:
     row: str
     claim: Claim
     cosim: str  # e.g. "tiresias 0.59 < fifo 0.62 (1.05×)"
-    result: str  # yes / tie / no / n/a
+    result: str  # the direction on the means: yes / tie / no / n/a
+    factor: float = math.nan  # cosim's factor (B/A lower-is-better, A/B higher)
+    ratio: float = math.nan  # cosim's margin / the paper's (margin = factor − 1)
+    seed_factors: tuple[float, ...] = ()  # the factor per seed, in seed order
+    seed_results: tuple[str, ...] = ()  # the direction per seed
+    verdict: str = NOT_CHECKED  # one of VERDICTS, or NOT_CHECKED
+    why: str = ""  # what keeps it from the verdict above it (or why it was not checked)
+
+    def spread(self) -> str:
+        """`1.10-1.42× (3 seeds, 3 hold)`, or `1 seed`."""
+        f = [x for x in self.seed_factors if not math.isnan(x)]
+        if len(f) < 2:
+            return f"{len(f)} seed"
+        held = sum(r == "yes" for r in self.seed_results)
+        return f"{min(f):.2f}-{max(f):.2f}× ({len(f)} seeds, {held} hold)"
 
 
-def check_claim(row: str, values: dict[str, float], claim: Claim, lower: bool, fmt, tol: float = TIE_TOL) -> Verdict:
+def _factor(a: float, b: float, lower: bool) -> float:
+    return (b / a if lower else a / b) if a and b else math.nan
+
+
+def _direction(a: float, b: float, lower: bool, tol: float) -> str:
+    d = _rel(a, b, lower)
+    return "yes" if d > tol else ("no" if d < -tol else "tie")
+
+
+def margin_ratio(cosim_factor: float, paper_factor: float | None) -> float:
+    """cosim's margin over the paper's (margin = factor − 1); NaN without a positive paper margin."""
+    if paper_factor is None or not paper_factor > 1 or math.isnan(cosim_factor):
+        return math.nan
+    return (cosim_factor - 1.0) / (paper_factor - 1.0)
+
+
+def classify(claim: Claim, direction: str, ratio: float, seed_results: tuple[str, ...] = ()) -> tuple[str, str]:
+    """(verdict, why) of a checked claim (`direction` yes/tie/no on the means)."""
+    if direction != "yes":
+        return NOT_REPRODUCED, "tie on the mean" if direction == "tie" else "reversed on the mean"
+    bad = [r for r in seed_results if r != "yes"]
+    if bad:
+        return DIRECTION_ONLY, f"tied or reversed on {len(bad)} of {len(seed_results)} seeds"
+    if claim.checked_by == "direction":
+        return REPRODUCES, ""
+    if math.isnan(ratio):
+        return DIRECTION_ONLY, "the paper's factor gives no margin to compare"
+    if 1.0 / claim.margin <= ratio <= claim.margin:
+        return REPRODUCES, ""
+    return DIRECTION_ONLY, f"margin ratio {ratio:.2f}, outside {1 / claim.margin:.2g}-{claim.margin:g}"
+
+
+def check_claim(row: str, values: dict[str, float], claim: Claim, lower: bool, fmt, tol: float = TIE_TOL,
+                seeds: dict[str, dict[int, float]] | None = None, size: str | None = None) -> Verdict:
+    """The claim on one row: `values` name → mean, `seeds` name → {seed: mean} (optional)."""
     a, b = values.get(claim.better, math.nan), values.get(claim.worse, math.nan)
     if math.isnan(a) or math.isnan(b):
         missing = claim.better if math.isnan(a) else claim.worse
-        return Verdict(row, claim, f"no result for {missing}", "n/a")
-    d = _rel(a, b, lower)
-    result = "yes" if d > tol else ("no" if d < -tol else "tie")
-    factor = (b / a if lower else a / b) if a and b else math.nan
+        why = claim.not_at.get(size or "", "") or f"no cells for {missing} at this size"
+        return Verdict(row, claim, f"no result for {missing}", "n/a", why=why)
+    result = _direction(a, b, lower, tol)
+    factor = _factor(a, b, lower)
     sign = {"yes": "better than", "tie": "≈", "no": "worse than"}[result]
-    return Verdict(row, claim, f"{claim.better} {fmt(a)} {sign} {claim.worse} {fmt(b)} ({factor:.2f}×)", result)
+    sa, sb = (seeds or {}).get(claim.better, {}), (seeds or {}).get(claim.worse, {})
+    common = sorted(set(sa) & set(sb))
+    seed_f = tuple(_factor(sa[k], sb[k], lower) for k in common)
+    seed_r = tuple(_direction(sa[k], sb[k], lower, tol) for k in common)
+    ratio = margin_ratio(factor, claim.factor)
+    verdict, why = classify(claim, result, ratio, seed_r)
+    return Verdict(row, claim, f"{claim.better} {fmt(a)} {sign} {claim.worse} {fmt(b)} ({factor:.2f}×)", result,
+                   factor, ratio, seed_f, seed_r, verdict, why)
 
 
 def _select(name: str, row: str) -> tuple[str, str]:
@@ -95,25 +192,52 @@ def _select(name: str, row: str) -> tuple[str, str]:
     return (pol, r) if sep else (name, row)
 
 
-def verdicts(table: pd.DataFrame, figure: Figure, fmt, tol: float = TIE_TOL) -> list[Verdict]:
+def with_bare_names(values: dict) -> dict:
+    """`values` (label → x) plus each policy's bare name for its only parameterised label on the row
+    (`pollux` → `pollux(generations=4,population=10)` when that is the row's one Pollux), so a claim
+    naming the policy checks the cells a size ran with other parameters."""
+    bases: dict[str, list[str]] = {}
+    for label in values:
+        base, paren, _ = str(label).partition("(")
+        if paren:
+            bases.setdefault(base, []).append(label)
+    return {**{b: values[ls[0]] for b, ls in bases.items() if len(ls) == 1 and b not in values}, **values}
+
+
+def verdicts(table: pd.DataFrame, figure: Figure, fmt, tol: float = TIE_TOL,
+             seeds: dict[tuple[str, str], dict[int, float]] | None = None, size: str | None = None) -> list[Verdict]:
     """Every claim of the figure checked on every row it applies to, in row order; claims that
-    select rows (`x@row`) once each, after the per-row ones."""
+    select rows (`x@row`) once each, after the per-row ones. `seeds` (`seed_values`) adds the
+    per-seed spread; `size` picks the catalog's reason for a claim without cells."""
     out: list[Verdict] = []
     lower = figure.better == "lower"
     claims = figure.all_claims()
     rows = list(dict.fromkeys(table["row"]))
+    seeds = seeds or {}
     for row in rows:
-        vals = dict(zip(table.loc[table["row"] == row, "policy"], table.loc[table["row"] == row, "value"]))
+        vals = with_bare_names(dict(zip(table.loc[table["row"] == row, "policy"],
+                                        table.loc[table["row"] == row, "value"])))
+        per_seed = with_bare_names({p: s for (r, p), s in seeds.items() if r == row})
         for c in claims:
             if not c.across_rows and (c.row is None or c.row == row):
-                out.append(check_claim(row, vals, c, lower, fmt, tol))
-    every = dict(zip(zip(table["policy"], table["row"]), table["value"]))
+                out.append(check_claim(row, vals, c, lower, fmt, tol, per_seed, size))
+    for c in claims:  # a claim on a row this size does not run: listed, with why
+        if not c.across_rows and c.row is not None and c.row not in rows:
+            out.append(Verdict(c.row, c, "no such row at this size", "n/a",
+                               why=c.not_at.get(size or "", "") or f"row {c.row} is not run at this size"))
+    every = {(p, r): x for r in rows for p, x in with_bare_names(dict(zip(
+        table.loc[table["row"] == r, "policy"], table.loc[table["row"] == r, "value"]))).items()}
+    seeds = {(r, p): x for r in rows for p, x in with_bare_names(
+        {p: x for (rr, p), x in seeds.items() if rr == r}).items()}
     for c in claims:
         if c.across_rows:
             default = c.row if c.row is not None else (rows[0] if len(rows) == 1 else "")
             b, w = _select(c.better, default), _select(c.worse, default)
             vals = {c.better: every.get(b, math.nan), c.worse: every.get(w, math.nan)}
-            out.append(check_claim(f"{b[1]} vs {w[1]}", vals, c, lower, fmt, tol))
+            per_seed = {c.better: seeds.get((b[1], b[0]), {}), c.worse: seeds.get((w[1], w[0]), {})}
+            out.append(check_claim(f"{b[1]} vs {w[1]}", vals, c, lower, fmt, tol, per_seed, size))
+    if not len(table):  # no cells at all: every claim unchecked, with the catalog's reason
+        out = [check_claim(c.row or "(all)", {}, c, lower, fmt, tol, None, size) for c in claims]
     return out
 
 

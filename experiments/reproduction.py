@@ -5,9 +5,14 @@ Each grid the chosen figures need runs as one sweep (`experiments.sweep.run_swee
 folder reuses every finished cell, and the local process pool or Ray fan the rest out. Then:
 
     OUT/cells.parquet          every cell of the run (sweep summary + grid, group, fallback columns)
+    OUT/timing.parquet         grid, cell_id and the clock's columns (wall_s, solver seconds), which
+                               cells.parquet leaves out so that reruns write the same bytes
     OUT/<figure>.parquet       the figure's table: row, policy, value (mean), std, n, paper
     OUT/<figure>.png           the figure (when matplotlib is installed)
-    OUT/REPORT.md              paper | cosim | same ordering? per figure, commands, runtime, version
+    OUT/REPORT.md              per figure: paper | cosim | direction | margin ratio | seeds | verdict,
+                               then commands, runtime, version
+    OUT/claims.csv             the same claims, one row each (`reproduction_report.CLAIM_COLUMNS`): what
+                               `cosim reproduce --summary` reads
 
 An experiment's `hooks` module (`experiments.spec`) may add per-cell columns (`cell_metrics`,
 from the cell folders and the experiment's `[settings]`, before the tables are built) and
@@ -30,6 +35,7 @@ import pandas as pd
 import pyarrow as pa
 
 from cosim.atomic import write_parquet
+from cosim.columns import TIMING_COLUMNS
 from cosim.errors import UnknownNameError
 from experiments import compare, reproduction_report as report
 from experiments.spec import REPO, Experiment, TraceEntry, load_experiment, resolve_traces
@@ -139,6 +145,7 @@ def reproduce(name: str, size: str = "small", out_dir: str | Path | None = None,
     from experiments.sweep import run_sweep
 
     t0 = time.perf_counter()
+    version = report.version_line()  # the checkout that runs, before this run writes into it
     exp = load_experiment(name)
     if size not in exp.sizes:
         raise UnknownNameError("size", size, list(exp.sizes))
@@ -170,8 +177,11 @@ def reproduce(name: str, size: str = "small", out_dir: str | Path | None = None,
     hook = hooks(exp)
     if hook is not None and hasattr(hook, "cell_metrics"):
         cells = hook.cell_metrics(cells, out, exp, size, traces)
-    meta = {"kind": "reproduction", "experiment": exp.name, "size": size, "version": report.version_line()}
-    write_parquet(pa.Table.from_pandas(cells, preserve_index=False), out / "cells.parquet", meta)
+    meta = {"kind": "reproduction", "experiment": exp.name, "size": size, "version": version}
+    clock = [c for c in cells.columns if c in TIMING_COLUMNS]
+    write_parquet(pa.Table.from_pandas(cells.drop(columns=clock), preserve_index=False), out / "cells.parquet", meta)
+    write_parquet(pa.Table.from_pandas(cells[["grid", "cell_id", *clock]], preserve_index=False),
+                  out / "timing.parquet", meta)
     failed = int((cells["status"] == "error").sum())
     tables, found, images, sections, notes = {}, {}, {}, [], []
     for fig in chosen:
@@ -179,7 +189,8 @@ def reproduce(name: str, size: str = "small", out_dir: str | Path | None = None,
         tables[fig.name] = table
         write_parquet(pa.Table.from_pandas(table, preserve_index=False), out / f"{fig.name}.parquet",
                       dict(meta, figure=fig.name, metric=fig.metric))
-        found[fig.name] = compare.verdicts(table, fig, report.formatter(fig.metric))
+        found[fig.name] = compare.verdicts(table, fig, report.formatter(fig.metric),
+                                           seeds=compare.seed_values(cells, fig), size=size)
         note = None
         if fig.metric not in cells.columns:
             note = f"the run summary has no column {fig.metric!r}; nothing to compare"
@@ -190,8 +201,10 @@ def reproduce(name: str, size: str = "small", out_dir: str | Path | None = None,
         sections.append(report.figure_section(fig, table, found[fig.name], image.name if image else None, note))
     if hook is not None and hasattr(hook, "extra_sections"):
         sections += hook.extra_sections(exp, size, cells, out)
+    report.write_claims(out / report.CLAIMS_FILE, report.claims_frame(exp, size, found))
     wall = time.perf_counter() - t0
     path = report.write_report(out / "REPORT.md", exp, size, sections, traces,
                                _commands(exp, size, out, figures, workers, backend, traces),
-                               {"wall_s": wall, "cells_s": cells_s, "cells": ran, "resumed": resumed}, failed, notes)
+                               {"wall_s": wall, "cells_s": cells_s, "cells": ran, "resumed": resumed}, failed, notes,
+                               version)
     return Reproduction(exp, size, out, path, cells, tables, found, images, wall, failed, ran, resumed)

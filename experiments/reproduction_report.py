@@ -17,7 +17,7 @@ from typing import Sequence
 import pandas as pd
 
 from experiments.compare import TIE_TOL, Verdict, rank_order, row_verdict
-from experiments.spec import REPO, Experiment, Figure, TraceEntry
+from experiments.spec import DEFAULT_MARGIN, REPO, Experiment, Figure, TraceEntry
 
 
 def unit_of(metric: str) -> tuple[str, float]:
@@ -55,15 +55,10 @@ def version_line() -> str:
 
 def plot_figure(table: pd.DataFrame, figure: Figure, path: Path) -> Path | None:
     """Grouped bars: one group per row, one bar per policy, std as error bars. None without matplotlib."""
-    try:
-        import matplotlib
-    except ImportError:
+    plt = pyplot()
+    if plt is None:
         return None
-    matplotlib.use("Agg", force=True)
-    import matplotlib.pyplot as plt
     import numpy as np
-
-    from cosim.atomic import atomic_path
 
     rows = list(dict.fromkeys(table["row"]))
     pols = list(dict.fromkeys(table["policy"]))
@@ -80,6 +75,27 @@ def plot_figure(table: pd.DataFrame, figure: Figure, path: Path) -> Path | None:
     ax.set_ylabel(f"{figure.metric}" + (f" ({unit})" if unit else ""))
     ax.set_title(figure.title, fontsize=9)
     ax.legend(fontsize=8)
+    return save_figure(fig, path)
+
+
+def pyplot():
+    """matplotlib.pyplot on the Agg backend, or None without matplotlib (the optional `plot` extra)."""
+    try:
+        import matplotlib
+    except ImportError:
+        return None
+    matplotlib.use("Agg", force=True)
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def save_figure(fig, path: Path) -> Path:
+    """Write a figure as PNG atomically (no software tag: same bytes for the same figure) and close it."""
+    import matplotlib.pyplot as plt
+
+    from cosim.atomic import atomic_path
+
     fig.tight_layout()
     with atomic_path(path) as tmp:
         fig.savefig(tmp, dpi=110, format="png", metadata={"Software": None})
@@ -87,8 +103,49 @@ def plot_figure(table: pd.DataFrame, figure: Figure, path: Path) -> Path | None:
     return path
 
 
+#: claims.csv: one row per claim and row checked, what REPORT.md's comparison tables show
+CLAIM_COLUMNS = ("experiment", "size", "figure", "metric", "row", "better", "worse", "qualifier", "paper_factor",
+                 "cosim_factor", "margin_ratio", "margin_tolerance", "check", "direction", "seeds", "seeds_held",
+                 "seed_factor_min", "seed_factor_max", "verdict", "why")
+CLAIMS_FILE = "claims.csv"
+
+
+def _num(x: float | None) -> float:
+    return math.nan if x is None or math.isnan(x) else float(f"{x:.4g}")
+
+
+def claims_frame(exp: Experiment, size: str, found: dict[str, list[Verdict]]) -> pd.DataFrame:
+    """Every checked claim of the run as rows of `CLAIM_COLUMNS` (numbers to 4 significant digits)."""
+    rows = []
+    for fig_name, vs in found.items():
+        metric = exp.figure(fig_name).metric
+        for v in vs:
+            f = [x for x in v.seed_factors if not math.isnan(x)]
+            rows.append({"experiment": exp.name, "size": size, "figure": fig_name, "metric": metric, "row": v.row,
+                         "better": v.claim.better, "worse": v.claim.worse, "qualifier": v.claim.qualifier,
+                         "paper_factor": _num(v.claim.factor), "cosim_factor": _num(v.factor),
+                         "margin_ratio": _num(v.ratio), "margin_tolerance": v.claim.margin,
+                         "check": v.claim.checked_by, "direction": v.result, "seeds": len(f),
+                         "seeds_held": sum(r == "yes" for r in v.seed_results),
+                         "seed_factor_min": _num(min(f)) if f else math.nan,
+                         "seed_factor_max": _num(max(f)) if f else math.nan, "verdict": v.verdict, "why": v.why})
+    return pd.DataFrame(rows, columns=list(CLAIM_COLUMNS))
+
+
+def write_claims(path: Path, frame: pd.DataFrame) -> Path:
+    from cosim.atomic import write_text
+
+    return write_text(frame.to_csv(index=False, lineterminator="\n"), path)
+
+
 def _md_escape(text: str) -> str:
     return str(text).replace("|", "\\|").replace("\n", " ")
+
+
+def _ratio(v: Verdict) -> str:
+    if math.isnan(v.ratio):
+        return "n/a" if v.claim.factor is None else "no margin"
+    return f"{v.ratio:.2f}"
 
 
 def figure_section(figure: Figure, table: pd.DataFrame, found: list[Verdict], image: str | None,
@@ -99,12 +156,15 @@ def figure_section(figure: Figure, table: pd.DataFrame, found: list[Verdict], im
              f"cells of each row (n cells per policy in the second table)."]
     if figure.source:
         lines += ["", f"Paper: {figure.source}."]
-    lines += ["", "| row | paper | cosim | same ordering? |", "|---|---|---|---|"]
+    lines += ["", "| row | paper | cosim | same ordering? | cosim/paper margin | seeds | verdict |",
+              "|---|---|---|---|---|---|---|"]
     if not found:
-        lines.append("| (all) | no claim in the paper for this figure | see the values below | n/a |")
+        lines.append("| (all) | no claim in the paper for this figure | see the values below | n/a | n/a | | |")
     for v in found:
         paper = v.claim.paper_text() + (f"; {v.claim.note}" if v.claim.note else "")
-        lines.append(f"| {_md_escape(v.row)} | {_md_escape(paper)} | {_md_escape(v.cosim)} | {v.result} |")
+        verdict = v.verdict + (f" ({v.why})" if v.why else "")
+        lines.append(f"| {_md_escape(v.row)} | {_md_escape(paper)} | {_md_escape(v.cosim)} | {v.result} | "
+                     f"{_ratio(v)} | {_md_escape(v.spread()) if v.result != 'n/a' else ''} | {_md_escape(verdict)} |")
     lines.append("")
     pols = list(dict.fromkeys(table["policy"]))
     has_paper = table["paper"].notna().any()
@@ -133,7 +193,7 @@ def figure_section(figure: Figure, table: pd.DataFrame, found: list[Verdict], im
 
 def write_report(path: Path, exp: Experiment, size: str, sections: Sequence[list[str]],
                  traces: dict[str, list[TraceEntry]], commands: Sequence[str], runtime: dict[str, float],
-                 failed: int, notes: Sequence[str]) -> Path:
+                 failed: int, notes: Sequence[str], version: str | None = None) -> Path:
     from cosim.atomic import write_text
 
     lines = [f"# {exp.title}", "", f"Experiment `{exp.name}`, size `{size}`: {exp.sizes.get(size, '')}", "",
@@ -143,7 +203,15 @@ def write_report(path: Path, exp: Experiment, size: str, sections: Sequence[list
     lines += ["Same ordering? rule: a claim \"A better than B\" is `yes` when cosim's A beats B by more than "
               f"{TIE_TOL:.0%} of the larger of the two values, `tie` within {TIE_TOL:.0%}, `no` when B beats A by "
               "more; a row is `yes` when all its claims are, `no` when any is reversed. Claims the paper states "
-              "without a number are checked by direction only; its factor is shown beside cosim's.", ""]
+              "without a number are checked by direction only; its factor is shown beside cosim's.", "",
+              "How far: a claim's factor is how much A beats B (B/A for lower-is-better metrics), its margin the "
+              "factor − 1; `cosim/paper margin` is cosim's margin over the paper's. Verdict: `reproduces` when the "
+              "direction holds on the mean and on every seed and, for a claim with a number, the margin ratio is "
+              f"within the claim's factor (default {DEFAULT_MARGIN:g}: half to twice the paper's margin; the "
+              "catalog may declare another or `check = \"direction\"`); `direction only` when the mean's direction "
+              "holds but the margin or a seed does not; `does not reproduce` when the mean ties or reverses. "
+              "`seeds`: the factor's range over the run's seeds (each seeds the synthetic workload and the "
+              "policy) and on how many it holds. The same rows are in claims.csv beside this file.", ""]
     fallback = [t for ts in traces.values() for t in ts if t.fallback]
     if fallback:
         lines += [f"**Synthetic fallback:** ../shared/data was not found, so {len(fallback)} trace(s) ran on "
@@ -165,5 +233,5 @@ def write_report(path: Path, exp: Experiment, size: str, sections: Sequence[list
               f"- wall time: {runtime['wall_s']:.1f} s for this call, which ran {int(runtime['cells'])} cells and "
               f"reused {int(runtime['resumed'])} finished ones; the cells' own wall times sum to "
               f"{runtime['cells_s']:.1f} s (numba compilation included in the first cell of each process)",
-              f"- {version_line()}", ""]
+              f"- {version or version_line()}", ""]
     return write_text("\n".join(lines), path)

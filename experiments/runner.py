@@ -9,7 +9,13 @@ metadata):
     DIR/<policy>/jobs.parquet, timeline.parquet[, decisions.parquet][, reclaims.parquet]
     DIR/summary.parquet   (one row per policy; written last — its presence marks a
                            complete run)
+    DIR/timing.parquet    (one row per policy: wall_s, policy_wall_s and what the policy
+                           measures on the clock, `timing_metrics()`, e.g. FFT's solver seconds)
+    DIR/<policy>/solver.parquet  (a policy with `solver_log()`: its per-round solves)
     DIR/config.json
+
+Everything but timing.parquet and solver.parquet is deterministic: two runs of one config
+write the same bytes (`cosim.columns.TIMING_COLUMNS` never enter the summary).
 
 The packages behind the run (trace loading, topology, zoo, comm model, contention solver,
 policy factory) come in a `Backends`; `real_backends()` wires the project's packages, tests
@@ -164,6 +170,7 @@ class RunResult:
     reclaims: dict[str, pd.DataFrame] = field(default_factory=dict)  # per policy, with a load series
     #: trace rows the loader left out (reason → count, `traces.io.LoadReport`); also in the summary
     excluded: dict[str, int] = field(default_factory=dict)
+    timing: dict[str, dict] = field(default_factory=dict)  # per policy: the policy's `timing_metrics()`
 
     @cached_property
     def summary(self) -> pd.DataFrame:
@@ -309,7 +316,7 @@ def _simulate(config: RunConfig, out: Path | None, progress: bool, be: Backends,
 
     meta = {"config": config.to_dict(), "seed": config.seed, "version": __version__, "perf_source": be.perf_source,
             "perf": config.perf}
-    rows, jobs_out, tls, decs, walls, pwalls, recl = [], {}, {}, {}, {}, {}, {}
+    rows, jobs_out, tls, decs, walls, pwalls, recl, timing = [], {}, {}, {}, {}, {}, {}, {}
     bar = _Progress(progress, len(config.policies), base.num_jobs)
     try:
         for name, policy in zip(config.policies, built):
@@ -338,6 +345,7 @@ def _simulate(config: RunConfig, out: Path | None, progress: bool, be: Backends,
                          **summary_extras(jf, res, policy, _type_speed(base, perf, topo) if SUMMARY_EXTRAS and
                                           res.decisions is not None else None, np.asarray(topo.gpu_type),
                                           ftf_ref=ftf_ref), **excluded_columns(excluded)})
+            timing[name] = policy.timing_metrics() if callable(getattr(policy, "timing_metrics", None)) else {}
             bar.done(name)
             log.info("%s: %d events, %d policy calls, %.2f s", name, res.num_events, res.num_policy_calls, walls[name])
             if out is not None:
@@ -348,14 +356,18 @@ def _simulate(config: RunConfig, out: Path | None, progress: bool, be: Backends,
                     _write(dec, out / name / "decisions.parquet", m)
                 if res.reclaims is not None:
                     _write(recl[name], out / name / "reclaims.parquet", m)
+                if callable(getattr(policy, "solver_log", None)):
+                    _write(policy.solver_log(), out / name / "solver.parquet", m)
     finally:
         bar.close()
     summary = rows_table(rows)
     if out is not None:
         write_text(json.dumps(dict(meta, invalid=[asdict(b) for b in invalid]), indent=2, sort_keys=True,
                               default=str) + "\n", out / "config.json")
+        write_parquet(rows_table([{"policy": n, "wall_s": walls[n], "policy_wall_s": pwalls[n], **timing[n]}
+                                  for n in walls]), out / "timing.parquet", meta)
         write_parquet(summary, out / "summary.parquet", meta)
-    return RunResult(summary, jobs_out, tls, decs, walls, pwalls, invalid, config, recl, excluded)
+    return RunResult(summary, jobs_out, tls, decs, walls, pwalls, invalid, config, recl, excluded, timing)
 
 
 def excluded_columns(excluded: Mapping[str, int]) -> dict[str, Any]:

@@ -36,8 +36,19 @@ shared data is absent. Shape::
     [grids.g.small]              traces = [{ shared = "traces/…csv", name = "philly-1", group = "philly",
                                              fallback = "synth:philly-sia:160:8h" }]
     [[figures]]                  name  title  grid  metric  better = "lower"|"higher"  rows  source
-                                 claims = [{ better = "a", worse = "b", factor = 5.5, qualifier = "up to", note }]
+                                 claims = [{ better = "a", worse = "b", factor = 5.5, qualifier = "up to", note,
+                                             check = "margin"|"direction", margin = 2.0,
+                                             not_at = { small = "why" } }]
                                  values = { philly = { a = 1.0, b = 2.0 } }
+                                 margin = 2.0  not_at = { small = "why" }   (defaults for its claims)
+
+How far a claim must hold (`experiments.compare`), all optional and backward compatible: `check`
+is `margin` (the default where the paper gives a `factor`: the verdict `reproduces` needs cosim's
+margin, factor − 1, within `margin`× of the paper's either way) or `direction` (the default
+without a factor: the direction on the mean and on every seed is the whole claim); `margin`
+defaults to `DEFAULT_MARGIN` (2: half to twice the paper's margin), per claim or per figure;
+`not_at = { SIZE = "why" }` says why a size cannot check the claim (its REPORT.md row and
+claims.csv say so instead of "no cells").
 """
 
 from __future__ import annotations
@@ -56,11 +67,15 @@ SIZES = ("small", "medium", "full")
 REQUIRED_SIZES = ("small", "full")
 EXPERIMENT_KEYS = ("name", "title", "paper", "url", "notes", "sizes", "grids", "figures", "hooks", "settings")
 FIGURE_KEYS = ("name", "title", "grid", "metric", "better", "rows", "source", "claims", "values", "pairwise",
-               "sizes", "policies")
+               "sizes", "policies", "margin", "not_at")
 VARIANT_KEYS = ("policy", "params")
 #: a claim's `better`/`worse` may name a row: `variant@row` (the claim compares across rows)
 ROW_SEP = "@"
-CLAIM_KEYS = ("better", "worse", "factor", "qualifier", "note")
+CLAIM_KEYS = ("better", "worse", "factor", "qualifier", "note", "check", "margin", "not_at")
+#: how a claim is judged: `margin` (direction and the paper's factor within `margin`), `direction`
+CHECKS = ("margin", "direction")
+#: a claim's default tolerance on the margin: cosim's margin within [paper / 2, paper × 2] reproduces
+DEFAULT_MARGIN = 2.0
 TRACE_KEYS = ("shared", "synth", "path", "name", "group", "fallback")
 #: coordinates a figure's rows may follow (`group`: the trace's group, else its label)
 ROW_AXES = ("group", "trace", "cluster", "cluster_nodes", "contention", "calibration")
@@ -79,6 +94,16 @@ class Claim:
     qualifier: str = ""  # "up to", "about", "" …
     note: str = ""
     row: str | None = None  # None: the claim holds on every row
+    check: str = ""  # "margin" or "direction"; empty: margin when the paper gives a factor, else direction
+    margin: float = DEFAULT_MARGIN  # cosim's margin within [paper / margin, paper × margin] reproduces
+    not_at: Mapping[str, str] = field(default_factory=dict)  # size → why the claim cannot be checked there
+
+    @property
+    def checked_by(self) -> str:
+        """`margin` or `direction`: what "reproduces" asks of this claim."""
+        if self.factor is None:
+            return "direction"
+        return self.check or "margin"
 
     @property
     def across_rows(self) -> bool:
@@ -109,6 +134,8 @@ class Figure:
     grids: tuple[str, ...] = ()  # all the grids the figure pools (`grid` is the first)
     sizes: tuple[str, ...] = ()  # the sizes that show the figure (empty: all)
     policies: tuple[str, ...] = ()  # the policies (labels or variants) the table shows, in order (empty: all)
+    margin: float = DEFAULT_MARGIN  # the default of the figure's claims (and of its `values` pairs)
+    not_at: Mapping[str, str] = field(default_factory=dict)  # size → why the figure's claims cannot be checked
 
     def all_grids(self) -> tuple[str, ...]:
         return self.grids or (self.grid,)
@@ -125,7 +152,8 @@ class Figure:
                 for b, vb in items[i + 1:]:
                     if va != vb:
                         f = (vb / va if lower else va / vb) if va and vb else None
-                        out.append(Claim(a, b, f, "", "from the paper's numbers", row))
+                        out.append(Claim(a, b, f, "", "from the paper's numbers", row, margin=self.margin,
+                                         not_at=self.not_at))
         return tuple(out)
 
 
@@ -262,16 +290,41 @@ def _unknown(d: Mapping[str, Any], keys: tuple[str, ...], src: Path | None, wher
         raise InputError.at(src, field=f"{where}{bad[0]}", expected=f"one of {', '.join(keys)}", got=bad[0])
 
 
-def _claim(c: Any, src: Path | None, where: str) -> Claim:
+def _claim(c: Any, src: Path | None, where: str, fig_margin: float = DEFAULT_MARGIN,
+           fig_not_at: Mapping[str, str] | None = None) -> Claim:
     if not isinstance(c, dict):
         raise InputError.at(src, field=where, expected="a table {better, worse, factor, qualifier, note}", got=c)
     _unknown(c, CLAIM_KEYS, src, f"{where}.")
+    fig_not_at = fig_not_at or {}
     factor = c.get("factor")
     if factor is not None and (isinstance(factor, bool) or not isinstance(factor, (int, float)) or factor <= 0):
         raise InputError.at(src, field=f"{where}.factor", expected="a positive number", got=factor)
+    check = _str(c, "check", src, f"{where}.", "")
+    if check and check not in CHECKS:
+        raise InputError.at(src, field=f"{where}.check", expected=" or ".join(CHECKS), got=check)
+    if check == "margin" and factor is None:
+        raise InputError.at(src, field=f"{where}.check", expected="a factor to check the margin against",
+                            got=check)
     return Claim(_str(c, "better", src, f"{where}."), _str(c, "worse", src, f"{where}."),
                  None if factor is None else float(factor), _str(c, "qualifier", src, f"{where}.", ""),
-                 _str(c, "note", src, f"{where}.", ""))
+                 _str(c, "note", src, f"{where}.", ""), check=check,
+                 margin=_margin(c, src, f"{where}.", fig_margin), not_at={**fig_not_at, **_not_at(c, src, where)})
+
+
+def _margin(d: Mapping[str, Any], src: Path | None, where: str, default: float = DEFAULT_MARGIN) -> float:
+    m = d.get("margin", default)
+    if isinstance(m, bool) or not isinstance(m, (int, float)) or m < 1:
+        raise InputError.at(src, field=f"{where}margin", expected="a factor ≥ 1 (2: within half to twice the "
+                            "paper's margin)", got=m)
+    return float(m)
+
+
+def _not_at(d: Mapping[str, Any], src: Path | None, where: str) -> dict[str, str]:
+    v = d.get("not_at", {})
+    if not isinstance(v, dict) or any(k not in SIZES or not isinstance(x, str) or not x for k, x in v.items()):
+        raise InputError.at(src, field=f"{where}.not_at", expected=f"a table SIZE = \"why\" ({', '.join(SIZES)})",
+                            got=v)
+    return dict(v)
 
 
 def _figure(f: Any, i: int, grids: Mapping[str, Any], src: Path | None) -> Figure:
@@ -309,11 +362,12 @@ def _figure(f: Any, i: int, grids: Mapping[str, Any], src: Path | None) -> Figur
             for v in values.values()):
         raise InputError.at(src, field=f"{where}values", expected="{row = {policy = number}}", got=values)
     name = _str(f, "name", src, where)
+    margin, not_at = _margin(f, src, where), _not_at(f, src, where[:-1])
     return Figure(name, _str(f, "title", src, where, name), grid, _str(f, "metric", src, where), better, rows,
                   _str(f, "source", src, where, ""),
-                  tuple(_claim(c, src, f"{where}claims[{j}]") for j, c in enumerate(claims)),
+                  tuple(_claim(c, src, f"{where}claims[{j}]", margin, not_at) for j, c in enumerate(claims)),
                   {str(r): {str(p): float(x) for p, x in v.items()} for r, v in values.items()}, pairwise,
-                  tuple(names), tuple(fsizes), tuple(pols))
+                  tuple(names), tuple(fsizes), tuple(pols), margin, not_at)
 
 
 def parse_experiment(data: Mapping[str, Any], source: Path | None = None) -> Experiment:

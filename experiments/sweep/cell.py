@@ -50,7 +50,7 @@ def default_runner() -> Runner:
 
 #: runner output files kept per cell (the per-policy folder is flattened into the cell folder; reclaims:
 #: runs with a load series, read by Aryl's metrics)
-KEPT_FILES = ("jobs.parquet", "timeline.parquet", "decisions.parquet", "reclaims.parquet")
+KEPT_FILES = ("jobs.parquet", "timeline.parquet", "decisions.parquet", "reclaims.parquet", "solver.parquet")
 
 
 def coordinate_row(cell: Cell) -> dict[str, Any]:
@@ -152,6 +152,7 @@ def run_cell(cell: Cell, trace_spec: str, root: str | None, runner: Runner,
         config = run_config_for(runner, cell, trace_spec, write_decisions)
         result = runner.run(config, scratch / "run", progress=False)
         metrics = metrics_row(result.summary, cell.policy.name)
+        metrics.update(getattr(result, "timing", {}).get(cell.policy.name, {}))  # the row keeps them; not the summary
         status, error = "ok", None
         pol_dir = scratch / "run" / cell.policy.name
         for name in KEPT_FILES:

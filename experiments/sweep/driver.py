@@ -182,6 +182,6 @@ def _run_locked(config: SweepConfig, root: Path, cells: list[Cell], workers: int
                 rows[cid] = r
         if rows:
             store.write_summary(root, _ordered_rows(cells, rows), meta)
-    summary = pd.read_parquet(root / store.SUMMARY_FILE) if rows else pd.DataFrame()
+    summary = store.read_summary(root) if rows else pd.DataFrame()
     failed = int((summary["status"] == "error").sum()) if len(summary) else 0
     return SweepResult(summary, len(todo), skipped, failed, root)

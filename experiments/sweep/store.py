@@ -4,7 +4,10 @@ cells that were running.
     DIR/sweep.json                   the resolved grid (cell id → coordinates), rewritten at start
     DIR/cells/<cell_id>/row.parquet  the cell's one-row summary (coordinates, metrics, status, wall time)
     DIR/cells/<cell_id>/jobs.parquet the cell's per-job table (and timeline.parquet, decisions.parquet)
-    DIR/summary.parquet              one row per finished cell, rebuilt from the row files
+    DIR/summary.parquet              one row per finished cell, rebuilt from the row files, without
+                                     the clock's columns (`cosim.columns.TIMING_COLUMNS`): two runs
+                                     of one grid write the same bytes
+    DIR/timing.parquet               cell_id and those columns (wall_s, FFT's solver seconds, …)
 
 A cell is written into `DIR/cells/.tmp-<cell_id>-<pid>/` and renamed to its final name in
 one `os.rename`, so a cell folder either is complete or does not exist. `summary.parquet`
@@ -33,12 +36,14 @@ log = logging.getLogger(__name__)
 CELLS = "cells"
 ROW_FILE = "row.parquet"
 SUMMARY_FILE = "summary.parquet"
+TIMING_FILE = "timing.parquet"
 SWEEP_FILE = "sweep.json"
 #: leading columns of every summary row, in this order; metrics follow, then these trailers
 COORD_COLUMNS = ("cell_id", "trace", "cluster", "cluster_nodes", "policy", "policy_label", "contention",
                  "calibration", "seed")
 TRAIL_COLUMNS = ("status", "error", "wall_s")
-#: columns that differ between otherwise identical runs (excluded from determinism checks)
+#: columns that differ between otherwise identical runs: in timing.parquet, not summary.parquet (the
+#: summary `run_sweep` returns joins them back)
 NONDETERMINISTIC = ("wall_s",)
 
 
@@ -155,9 +160,23 @@ def load_rows(root: Path) -> dict[str, dict[str, object]]:
 
 
 def write_summary(root: Path, rows_in_order: list[Mapping[str, object]], metadata: Mapping[str, object]) -> Path:
-    """Rewrite `DIR/summary.parquet` atomically from the rows (grid order, not finish order)."""
-    path = Path(root) / SUMMARY_FILE
-    return write_parquet(rows_table(rows_in_order), path, metadata)
+    """Rewrite `DIR/summary.parquet` (without the clock's columns) and `DIR/timing.parquet`
+    (cell_id and those columns) atomically from the rows (grid order, not finish order)."""
+    from cosim.columns import TIMING_COLUMNS
+
+    table = rows_table(rows_in_order)
+    clock = [c for c in table.column_names if c in TIMING_COLUMNS]
+    write_parquet(table.select(["cell_id", *clock]), Path(root) / TIMING_FILE, metadata)
+    return write_parquet(table.drop_columns(clock), Path(root) / SUMMARY_FILE, metadata)
+
+
+def read_summary(root: Path) -> pd.DataFrame:
+    """summary.parquet with timing.parquet's columns joined back by cell_id (at the end)."""
+    summary = pd.read_parquet(Path(root) / SUMMARY_FILE)
+    timing = Path(root) / TIMING_FILE
+    if not timing.is_file():
+        return summary
+    return summary.merge(pd.read_parquet(timing), on="cell_id", how="left", validate="one_to_one")
 
 
 def write_sweep_json(root: Path, payload: Mapping[str, object]) -> Path:

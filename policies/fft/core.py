@@ -149,7 +149,8 @@ def solve_round(cost: np.ndarray, d: np.ndarray, cap: np.ndarray, *, k_rule: str
                 prune_pairs: bool = True, formulation: str = "counts", method: str = "exact",
                 lp_round_gap: float = 1e-3) -> tuple[np.ndarray, dict]:
     """The per-round ILP (Eqs. 6-7): the type each job runs on this round (-1: none) and stats
-    {k, objective, solve_s, status}. `cost` is +inf where x must be 0 (memory, d_j > Y_i, type)."""
+    {k, objective, solve_s, status, mip_gap} (status "limit": the time limit stopped branch-and-bound
+    and its incumbent is used, `mip_gap` its relative distance from HiGHS' dual bound). `cost` is +inf where x must be 0 (memory, d_j > Y_i, type)."""
     t0 = time.perf_counter()
     cost = np.asarray(cost, float)
     d = np.asarray(d, np.int64)
@@ -165,12 +166,13 @@ def solve_round(cost: np.ndarray, d: np.ndarray, cap: np.ndarray, *, k_rule: str
     gpus = np.where(mk, dk[:, None], 0).astype(float)
     k = 0
     if formulation == "counts":
-        xv, k, status = _solve_counts(c, mk, dk, cap, k_rule, time_limit_s, mip_rel_gap, method, lp_round_gap)
+        xv, k, status, mip_gap = _solve_counts(c, mk, dk, cap, k_rule, time_limit_s, mip_rel_gap, method,
+                                               lp_round_gap)
         if xv is not None:
             hit = xv.any(axis=1)
             out[rows[hit]] = np.argmax(xv[hit], axis=1)
             sel = out >= 0
-            stats.update(k=k, status=status, objective=float(np.where(mask, cost, 0.0)[np.flatnonzero(sel), out[sel]].sum()),
+            stats.update(k=k, status=status, mip_gap=mip_gap, objective=float(np.where(mask, cost, 0.0)[np.flatnonzero(sel), out[sel]].sum()),
                          solve_s=time.perf_counter() - t0, formulation="counts")
             return out, stats
         # a fractional vertex (not expected): solve the binary program below
@@ -201,7 +203,7 @@ def solve_round(cost: np.ndarray, d: np.ndarray, cap: np.ndarray, *, k_rule: str
     hit = xv.any(axis=1)
     out[rows[hit]] = np.argmax(xv[hit], axis=1)
     sel = out >= 0
-    stats.update(k=k if k_rule != "big_m" else int((d[sel]).sum()), status=sol.status,
+    stats.update(k=k if k_rule != "big_m" else int((d[sel]).sum()), status=sol.status, mip_gap=sol.mip_gap,
                  objective=float(np.where(mask, cost, 0.0)[np.flatnonzero(sel), out[sel]].sum()),
                  solve_s=time.perf_counter() - t0)
     return out, stats
@@ -291,7 +293,8 @@ _BLOCKED = 1e15  # an assignment the mask forbids
 
 
 def _solve_counts(c, mask, d, cap, k_rule, time_limit_s, mip_rel_gap, method="exact", gap=1e-3):
-    """`solve_round` on `_count_model`: (x as bools or None if fractional, K, status)."""
+    """`solve_round` on `_count_model`: (x as bools or None if fractional, K, status, HiGHS' relative
+    optimality gap: 0 at the optimum or an accepted `lp_round`, above 0 when the time limit stopped it)."""
     from policies.solvers.lp import SolveError
 
     k = 0
@@ -301,7 +304,7 @@ def _solve_counts(c, mask, d, cap, k_rule, time_limit_s, mip_rel_gap, method="ex
     if method == "lp_round" and k_rule != "big_m":
         xv = _lp_round(c, mask, d, cap, k, gap)
         if xv is not None:
-            return xv, k, "lp_round"
+            return xv, k, "lp_round", 0.0
     m, x, n, dv = _count_model(mask, d, cap)
     if k_rule == "big_m":
         big = 1.0 + float(np.abs(c).sum())
@@ -316,7 +319,7 @@ def _solve_counts(c, mask, d, cap, k_rule, time_limit_s, mip_rel_gap, method="ex
     xv = _round_x(sol["x"])
     if k_rule == "big_m" and xv is not None:
         k = int((d[:, None] * xv).sum())
-    return xv, k, sol.status
+    return xv, k, sol.status, sol.mip_gap
 
 
 def rho_update(rho: np.ndarray, t: float, a: np.ndarray, tau: np.ndarray, W: np.ndarray,

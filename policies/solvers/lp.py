@@ -185,6 +185,7 @@ class Solution:
     objective: float
     values: dict[str, np.ndarray] = field(default_factory=dict)
     message: str = ""
+    mip_gap: float = float("nan")  # HiGHS' relative gap to its dual bound (mixed-integer solves; 0 at optimality)
 
     @property
     def ok(self) -> bool:
@@ -310,7 +311,9 @@ class Model:
         x = np.asarray(res.x, float)
         obj = float(c @ x)
         values = {n: x[b.start:b.start + b.size].reshape(b.shape) for n, b in self.blocks.items()}
-        return Solution(status, (-obj if self._maximize else obj) + offset, values, str(res.message))
+        gap = getattr(res, "mip_gap", None)
+        return Solution(status, (-obj if self._maximize else obj) + offset, values, str(res.message),
+                        float("nan") if gap is None else float(gap))
 
     def resolvable(self, lp_options: dict[str, Any] | None = None) -> Resolvable:
         """This continuous model held by one HiGHS instance, to change coefficients and row

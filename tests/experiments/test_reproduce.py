@@ -63,7 +63,8 @@ def test_report_rows_match_the_cells(small):
     means = cells.groupby(["group", "policy"])["avg_jct_s"].mean() / 3600
     claims = _table(report, "avg-jct", "| row | paper | cosim | same ordering? |")
     assert len(claims) == 4  # 2 trace sets x 2 claims
-    for row, paper, cosim, verdict in claims:
+    csv = pd.read_csv(out / "claims.csv")
+    for row, paper, cosim, verdict, ratio, seeds, level in claims:
         better, worse = re.match(r"(\w+) better than (\w+)", paper).groups()
         vb, vw = means[(row, better)], means[(row, worse)]
         # the cosim column shows the cells' means and the verdict follows the 2 % rule
@@ -71,9 +72,16 @@ def test_report_rows_match_the_cells(small):
         assert nums == pytest.approx([vb, vw], rel=5e-3)
         rel = (vw - vb) / max(vb, vw)
         assert verdict == ("yes" if rel > 0.02 else "no" if rel < -0.02 else "tie")
+        assert seeds == "1 seed"  # one seed per cell at this size
+        line = csv[(csv["row"] == row) & (csv["better"] == better) & (csv["worse"] == worse)].iloc[0]
+        assert line["direction"] == verdict and level.startswith(line["verdict"])
+        if verdict != "yes":
+            assert line["verdict"] == "does not reproduce"
         if better == "tiresias":
             assert "up to 5.5×" in paper
             assert verdict == "yes"  # the literature's direction: Tiresias lowers average JCT vs FIFO
+            assert float(ratio) == pytest.approx((vw / vb - 1) / 4.5, abs=0.01)  # cosim's margin / the paper's
+            assert line["verdict"] == ("reproduces" if 0.5 <= float(ratio) <= 2 else "direction only")
     values = _table(report, "avg-jct", "| row | fifo | sjf | tiresias |")
     assert [r[0] for r in values] == list(dict.fromkeys(cells["group"]))
     for row, fifo, sjf, tiresias, n, order, _ in values:

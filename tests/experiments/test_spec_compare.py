@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from cosim.errors import InputError, UnknownNameError
-from experiments.compare import TIE_TOL, check_claim, figure_table, rank_order, row_verdict, verdicts
+from experiments.compare import TIE_TOL, check_claim, figure_table, rank_order, row_verdict, seed_values, verdicts
 from experiments.spec import Claim, load_experiment, names, parse_experiment, resolve_traces
 
 
@@ -174,3 +174,87 @@ def test_size_level_variant_params_reach_every_variant_of_that_policy():
     raw["grids"]["b"]["full"] = {"variant_params": {"sjf": 3}}
     with pytest.raises(InputError, match=re.escape("grids.b.full.variant_params")):
         parse_experiment(raw, source="x.toml").variants("b", "full")
+
+
+def test_verdict_levels_on_hand_made_cases():
+    """reproduces / direction only / does not reproduce / not checked, by direction, margin and seeds."""
+    from experiments.compare import (DIRECTION_ONLY, NOT_CHECKED, NOT_REPRODUCED, REPRODUCES, check_claim,
+                                     margin_ratio)
+    from experiments.spec import DEFAULT_MARGIN
+
+    paper = Claim("a", "b", 1.74)  # the paper: a's JCT 1.74× lower than b's
+    assert paper.checked_by == "margin" and paper.margin == DEFAULT_MARGIN == 2.0
+
+    def v(a, b, claim=paper, seeds=None, lower=True):
+        return check_claim("r", {"a": a, "b": b}, claim, lower, _fmt, seeds=seeds, size="small")
+
+    assert margin_ratio(1.31, 1.74) == pytest.approx(0.31 / 0.74)
+    assert v(1.0, 1.31).verdict == DIRECTION_ONLY  # 42 % of the paper's margin: outside 1/2-2
+    assert v(1.0, 1.31).ratio == pytest.approx(0.31 / 0.74)
+    assert v(1.0, 1.60).verdict == REPRODUCES  # 81 %
+    assert v(1.0, 2.48).verdict == REPRODUCES  # exactly twice the margin: the band's edge is in
+    assert v(1.0, 2.50).verdict == DIRECTION_ONLY  # beyond twice
+    assert v(1.0, 9.3, Claim("a", "b", 1.53)).verdict == DIRECTION_ONLY  # 9.3× against 1.53×: far too much
+    assert v(1.0, 1.01).verdict == NOT_REPRODUCED and v(1.0, 1.01).result == "tie"
+    assert v(1.0, 0.5).verdict == NOT_REPRODUCED and v(1.0, 0.5).why == "reversed on the mean"
+    assert v(3.0, 1.0, lower=False).verdict == DIRECTION_ONLY  # higher is better: a/b = 3, ratio 2.7
+    assert v(1.6, 1.0, lower=False).verdict == REPRODUCES
+    # a claim declared by its catalog entry: a wider band, or the direction only
+    assert v(1.0, 1.31, Claim("a", "b", 1.74, margin=3.0)).verdict == REPRODUCES
+    assert v(1.0, 9.3, Claim("a", "b", 1.74, check="direction")).verdict == REPRODUCES
+    assert v(1.0, 9.3, Claim("a", "b")).verdict == REPRODUCES  # the paper gives no number: direction only
+    # seeds: the mean holds but one seed reverses -> direction only, with the spread printed
+    seeds = {"a": {0: 1.0, 1: 1.0, 2: 1.0}, "b": {0: 1.7, 1: 1.8, 2: 0.6}}
+    s = v(1.0, 1.6, seeds=seeds)
+    assert s.verdict == DIRECTION_ONLY and s.why == "tied or reversed on 1 of 3 seeds"
+    assert s.seed_results == ("yes", "yes", "no") and s.spread() == "0.60-1.80× (3 seeds, 2 hold)"
+    ok = {"a": {0: 1.0, 1: 1.0, 2: 1.0}, "b": {0: 1.7, 1: 1.8, 2: 1.5}}
+    assert v(1.0, 1.6, seeds=ok).verdict == REPRODUCES
+    # no cells for a side: not checked, with the catalog's reason at that size (else a generic one)
+    why = Claim("a", "b", 1.74, not_at={"small": "the CI trace has no contention"})
+    gone = check_claim("r", {"a": 1.0}, why, True, _fmt, size="small")
+    assert (gone.verdict, gone.why, gone.result) == (NOT_CHECKED, "the CI trace has no contention", "n/a")
+    assert check_claim("r", {"a": 1.0}, paper, True, _fmt, size="small").why == "no cells for b at this size"
+
+
+def test_claim_schema_defaults_and_bad_values():
+    exp = parse_experiment(_exp(margin=1.5, not_at={"small": "no such trace"}, claims=[
+        {"better": "sjf", "worse": "fifo", "factor": 2.0},
+        {"better": "sjf", "worse": "fifo", "factor": 2.0, "margin": 3, "check": "direction", "not_at": {"full": "x"}}]))
+    a, b = exp.figures[0].claims
+    assert (a.margin, a.check, a.checked_by, dict(a.not_at)) == (1.5, "", "margin", {"small": "no such trace"})
+    assert (b.margin, b.checked_by, dict(b.not_at)) == (3.0, "direction", {"small": "no such trace", "full": "x"})
+    plain = parse_experiment(_exp(claims=[{"better": "sjf", "worse": "fifo"}])).figures[0].claims[0]
+    assert plain.margin == 2.0 and plain.checked_by == "direction" and not plain.not_at
+    for claim, field in (({"margin": 0.5}, "margin"), ({"check": "loose"}, "check"), ({"check": "margin"}, "check"),
+                         ({"not_at": {"huge": "x"}}, "not_at")):
+        bad = {"better": "sjf", "worse": "fifo"} | claim
+        with pytest.raises(InputError, match=re.escape(f"field 'figures[0].claims[0].{field}'")):
+            parse_experiment(_exp(claims=[bad]), source="x.toml")
+
+
+def test_a_claim_naming_a_policy_checks_its_only_parameterised_cells():
+    from experiments.compare import with_bare_names
+
+    assert with_bare_names({"pollux(generations=4)": 2.0, "ares": 1.0}) == {
+        "pollux": 2.0, "pollux(generations=4)": 2.0, "ares": 1.0}
+    two = {"pollux(generations=4)": 2.0, "pollux(generations=8)": 3.0}
+    assert with_bare_names(two) == two  # ambiguous: no bare name
+    exp = parse_experiment(_exp(rows="trace", claims=[{"better": "sjf", "worse": "fifo", "factor": 2.0}]))
+    fig = exp.figures[0]
+    cells = pd.DataFrame({"grid": "g", "status": "ok", "trace": "t", "group": "t", "policy": ["fifo", "sjf"],
+                          "policy_label": ["fifo", "sjf(x=1)"], "seed": 0, "avg_jct_s": [4.0, 2.0]})
+    (v,) = verdicts(figure_table(cells, fig), fig, _fmt, seeds=seed_values(cells, fig))
+    assert (v.result, v.factor, v.seed_factors) == ("yes", 2.0, (2.0,))
+
+
+def test_claims_on_rows_a_size_does_not_run_are_listed_not_dropped():
+    exp = parse_experiment(_exp(rows="trace", values={"big-trace": {"fifo": 2.0, "sjf": 1.0}},
+                                claims=[{"better": "sjf", "worse": "fifo"}]))
+    fig = exp.figures[0]
+    cells = pd.DataFrame({"grid": "g", "status": "ok", "trace": "small-trace", "group": "small-trace", "seed": 0,
+                          "policy": ["fifo", "sjf"], "policy_label": ["fifo", "sjf"], "avg_jct_s": [4.0, 2.0]})
+    found = verdicts(figure_table(cells, fig), fig, _fmt, size="small")
+    assert [(v.row, v.result, v.verdict) for v in found] == [
+        ("small-trace", "yes", "reproduces"), ("big-trace", "n/a", "not checked")]
+    assert found[1].why == "row big-trace is not run at this size"

@@ -56,7 +56,8 @@ def test_rerun_refuses_then_overwrite_clears_old_policy_folders(fake, tmp_path):
     r = CliRunner().invoke(app, SIM + ["--out", str(out), "--overwrite"])
     assert r.exit_code == 0, r.output
     assert not (out / "random-elastic").exists()  # the old run's folder is gone, not mixed with the new one
-    assert sorted(p.name for p in out.iterdir()) == sorted([LOCK_NAME, "config.json", "fifo-test", "summary.parquet"])
+    assert sorted(p.name for p in out.iterdir()) == sorted([LOCK_NAME, "config.json", "fifo-test", "summary.parquet",
+                                                           "timing.parquet"])
 
 
 def test_overwrite_never_clears_a_folder_that_is_not_cosim_output(fake, tmp_path):

@@ -183,3 +183,30 @@ def test_job_larger_than_every_type_is_reported_not_silently_waiting(tmp_path):
     assert row["never_fit_one_type"] == 1 and row["fft_never_fit"] == 0 and row["fft_rounds"] >= 1
     big = res.jobs["fft"].set_index("job_id").loc["big"]
     assert big["unschedulable"] and big["unfinished_reason"].startswith("never fits one GPU type")
+
+
+def test_rounds_stopped_by_the_time_limit_report_their_gap():
+    """A round HiGHS' time limit stops keeps its incumbent, with status "limit" and a positive
+    relative gap; one solved to the end has gap 0. The timing columns count the former."""
+    from benchmarks.bench_fft import instance
+
+    cost, d, cap = instance(1000, 8, 1000, 2)
+    try:
+        _, st_ = core.solve_round(cost, d, cap, time_limit_s=2.0, method="exact", mip_rel_gap=1e-9)
+    except Exception as exc:  # a machine too slow to find any incumbent within 2 s
+        assert "Time limit" in str(exc)
+    else:  # a fast machine may finish: then the gap is HiGHS' final one
+        assert (st_["status"] == "limit" and st_["mip_gap"] > 0) or \
+            (st_["status"] == "optimal" and st_["mip_gap"] <= 1e-9)
+    _, small = core.solve_round(cost[:20], d[:20], cap, method="exact")
+    assert small["status"] == "optimal" and small["mip_gap"] == pytest.approx(0.0, abs=1e-9)
+    pol = make("fft")
+    pol.round_log = [(0.0, 5, 8, 8, 0.1, "optimal", 0.0), (300.0, 9, 8, 8, 30.2, "limit", 0.004),
+                     (600.0, 9, 8, 8, 0.2, "lp_round", 0.0), (900.0, 9, 8, 8, 30.1, "limit", 0.0125)]
+    t = pol.timing_metrics()
+    assert t["fft_limit_rounds"] == 2 and t["fft_limit_gap_max"] == 0.0125
+    assert t["fft_solver_s_max"] == 30.2 and t["fft_solver_s_mean"] == pytest.approx(60.6 / 4)
+    assert "fft_solver_s_mean" not in pol.summary_metrics() and pol.summary_metrics()["fft_rounds"] == 4
+    log = pol.solver_log()
+    assert list(log.columns) == ["time_s", "jobs", "k", "busy_gpus", "solve_s", "status", "mip_gap"]
+    assert list(log.loc[log["status"] == "limit", "mip_gap"]) == [0.004, 0.0125]

@@ -110,7 +110,7 @@ def test_simulate_set_reaches_the_policy(monkeypatch):
 
     seen = {}
 
-    def fake_run(cfg, out, progress=False, backends=None):
+    def fake_run(cfg, out, progress=False, backends=None, claim=None):
         seen["params"] = dict(cfg.policy_params)
         seen["policy"] = policies.make("tiresias", **cfg.policy_params["tiresias"])
         raise SystemExit(0)

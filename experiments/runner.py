@@ -36,6 +36,7 @@ from cosim.atomic import write_parquet, write_text
 from cosim.errors import InputError
 from simcore.admission import reject_never_fit
 from simcore.api import JobState
+from simcore.convergence import BatchHistory, assign_batch_history
 from simcore.costs import resolve_costs
 from simcore.engine import CapacityChange, Engine, EngineOptions
 from simcore.goodput import PROGRESS_OPTIONS, assign_goodput, fill_run_epochs
@@ -95,6 +96,7 @@ class RunConfig:
     perf: str = "network"  # iteration-time backend (simcore.perf_backends.PERF_BACKENDS)
     #: "plain" (progress in iterations/samples as the job's work mode says) or "goodput"
     #: (Pollux: jobs of pollux-sia applications count efficiency-weighted epochs, `simcore.goodput`)
+    #: or "batch-history" (ONES: epochs to target depend on the batch history, `simcore.convergence`)
     progress: str = "plain"
     #: the FTF reference (`simcore.gps.FTF_REFERENCES`): "gps", "gps-capped", "hetero-1-over-n"
     ftf_reference: str = "gps"
@@ -232,6 +234,8 @@ def run(config: RunConfig, out_dir: Path | None, progress: bool = False, backend
     if config.fixed_epochs:
         fill_run_epochs(base)
     gp = assign_goodput(base, config.progress)
+    if config.progress == "batch-history":  # ONES' convergence model: epochs depend on the batch history
+        assign_batch_history(base)
     solo = base.work_iters * base.ref_iter_s
     if gp is not None:  # epochs at the trace's batch, each at its efficiency
         for j in np.flatnonzero(base.work_mode == WorkMode.EPOCHS).tolist():
@@ -279,6 +283,7 @@ def run(config: RunConfig, out_dir: Path | None, progress: bool = False, backend
             cluster = ClusterState.from_topology(topo)
             engine = Engine(jobs, cluster, perf, policy, costs_of[name], caps,
                             options=EngineOptions(record_decisions=config.write_decisions),
+                            efficiency=BatchHistory(jobs) if config.progress == "batch-history" else None,
                             on_progress=bar.callback(name), goodput=gp, capacity_plan=cap_plan)
             t0 = time.perf_counter()
             res = engine.run()

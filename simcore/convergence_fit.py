@@ -32,8 +32,8 @@ import numpy as np
 from cosim.errors import InputError
 from simcore.convergence import ConvergenceModel
 
-#: the history's place in the shared data folder (`cosim.paths.shared_data_dir`)
-HISTORY = ("traces", "ones", "job_history.csv")
+#: the history's place in the shared data folder (`cosim.paths.shared_file`)
+HISTORY = "traces/ones/job_history.csv"
 PHI_MAX = 5.0
 _COLUMNS = ("id", "epoch", "epoch_size", "batch_size", "lr", "acc")
 
@@ -76,12 +76,9 @@ class HistoryFit:
 
 def history_path() -> Path:
     """The run history in the shared data folder (an `InputError` naming it when it is missing)."""
-    from cosim.paths import shared_data_dir
+    from cosim.paths import shared_file
 
-    p = shared_data_dir(HISTORY[0]).joinpath(*HISTORY[1:])
-    if not p.is_file():
-        raise InputError.at(p, expected="the ONES artifact's job_history.csv")
-    return p
+    return shared_file(HISTORY, "the ONES artifact's job_history.csv")
 
 
 def _classes() -> list[tuple[float, int, int, str]]:

@@ -82,10 +82,12 @@ class OnesConfig(PolicyConfig):
     refit: str = param("every-completion", "when the predictor is refitted", choices=("every-completion", "never"),
                        source="paper: each time a job completes")
     warm_start: str = param("history", "before any completion: 'history' = fit on history_file (an ONES "
-                            "job_history.csv; missing → the prior, logged), 'prior' = beta = prior_beta",
+                            "job_history.csv; a missing file is an error naming it), 'prior' = beta = prior_beta",
                             choices=("history", "prior"), source=_NOTES + " §2.11-12")
-    history_file: str = param("../shared/data/traces/ones/job_history.csv", "warm-start job history (ONES format)",
-                              source="artifact traces/job_history.csv (20 earlier jobs)")
+    history_file: str = param("", "warm-start job history (ONES format); empty = traces/ones/job_history.csv of the "
+                              "shared data folder ($COSIM_SHARED_DATA, else ../shared/data beside the checkout), the "
+                              "same file from any working directory",
+                              source="artifact traces/job_history.csv (21 runs of 20 earlier jobs)")
     prior_beta: float = param(5.0, "beta (epochs still to go) before the predictor is fitted", unit="epochs",
                               source="[I] no value in the paper")
     interval_s: float | None = param(5.0, "periodic tick between generations (besides arrivals, completions and "

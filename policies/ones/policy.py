@@ -22,6 +22,8 @@ from pathlib import Path
 
 import numpy as np
 
+from cosim.errors import InputError
+from cosim.paths import shared_file
 from policies.base import BasePolicy, Round
 from policies.ones.config import OnesConfig
 from policies.ones.genome import (
@@ -74,15 +76,23 @@ class Ones(BasePolicy):
     # ---- predictor data -------------------------------------------------------------------
     def _warm_start(self, path: str) -> None:
         """Fit the predictor on an ONES `job_history.csv` (id, epoch, epoch_size, num_samples,
-        total_workload, initial_loss, loss, acc); a missing file leaves the prior (logged)."""
-        p = Path(path) if path else None
-        if p is None or not p.exists():
-            log.warning("ones: warm-start history %r not found; using the prior beta %s", path,
-                        self.config.prior_beta)
-            return
+        total_workload, initial_loss, loss, acc): `path`, or the shared data folder's
+        traces/ones/job_history.csv when empty; a missing or unreadable file is an `InputError`
+        naming it (a run must not quietly fall back to the prior and give another result)."""
         import pandas as pd
 
-        h = pd.read_csv(p)
+        what = "an ONES job_history.csv (warm_start=history; warm_start=prior needs none)"
+        p = Path(path) if path else shared_file("traces/ones/job_history.csv", what)
+        if not p.is_file():
+            raise InputError.at(p, field="history_file", expected=what)
+        try:
+            h = pd.read_csv(p)
+        except (OSError, pd.errors.ParserError, pd.errors.EmptyDataError) as exc:
+            raise InputError.at(p, expected=what, got=str(exc).splitlines()[0] if str(exc) else "") from None
+        cols = ("epoch_size", "initial_loss", "num_samples", "loss", "acc", "total_workload")
+        for c in cols:
+            if c not in h.columns:
+                raise InputError.at(p, field=c, expected="columns " + ", ".join(cols))
         for r in h.itertuples(index=False):
             self.train_x.append(features(r.epoch_size, r.initial_loss, r.num_samples, r.loss, r.acc))
             self.train_y.append(float(r.num_samples) / float(r.total_workload))

@@ -560,16 +560,19 @@ _ENGINES: dict[str, tuple[Any, Backends]] = {}
 
 
 def profile_for(config: RunConfig, topo: Any) -> Any:
-    """The calibration profile of a run (`calibration.stepform.Profile`): `--calibration FILE`,
-    else the preset's `profile` key (the shipped fitted profile of its GPU class); None with
-    `--calibration none` or when neither names one."""
-    from calibration.stepform import profile_path, read_profile
+    """The calibration profile of a run (`calibration.stepform.Profile`): `--calibration FILE`
+    or the name of a shipped profile (calibration/data/profiles/NAME.toml, when no such file is
+    here), else the preset's `profile` key (the shipped fitted profile of its GPU class); None
+    with `--calibration none` or when neither names one."""
+    from calibration.stepform import PROFILES_DIR, profile_path, read_profile
 
     spec = getattr(topo, "spec", None)
     if config.calibration is not None:
         if str(config.calibration).lower() == "none":
             return None
         path = Path(config.calibration)
+        if not path.exists() and (PROFILES_DIR / f"{config.calibration}.toml").is_file():
+            path = PROFILES_DIR / f"{config.calibration}.toml"
     elif getattr(spec, "profile", None):
         path = profile_path(spec.profile, spec.source if str(spec.source).endswith(".toml") else None)
     else:

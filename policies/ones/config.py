@@ -44,6 +44,11 @@ class OnesConfig(PolicyConfig):
         "'per-job' = the moves of the jobs that are ready apply whenever their target GPUs are free or held by other "
         "ready jobs", choices=("all", "per-job"),
         source="paper: after all running jobs finish >= 1 epoch; artifact: every moved job (" + _NOTES + " §2.6)")
+    start_on_free: bool = param(
+        True, "a queued job that the best schedule runs on GPUs held by jobs that cannot move yet (epoch gate) starts "
+              "on free GPUs instead, as many as the schedule gives it; false = it waits for the next full update",
+        source="paper refresh: 'allocates N new jobs with N available GPUs' (" + _NOTES + " §2.6); artifact: only "
+               "jobs whose target GPUs are all free start at once")
     warmup_epochs: int = param(2, "epochs a new job runs on one GPU before it may scale (start policy)",
                                source="artifact num_epochs_before_next_scaling = 2 (paper: 'a few warm-up steps')")
     scale_every_epochs: int = param(1, "epochs between two doublings of R (scale-up R' = 2R)",

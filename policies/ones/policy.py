@@ -41,7 +41,7 @@ from policies.registry import POLICIES
 from simcore.api import ClusterView, Decision, JobState
 
 log = logging.getLogger(__name__)
-_RUNNING, _RESTARTING = int(JobState.RUNNING), int(JobState.RESTARTING)
+_RUNNING, _RESTARTING, _QUEUED = int(JobState.RUNNING), int(JobState.RESTARTING), int(JobState.QUEUED)
 
 
 @POLICIES.register("ones")
@@ -376,6 +376,25 @@ class Ones(BasePolicy):
             best = self.pop[0]
         return self._deploy(view, slots, deployed, best)
 
+    def _start_on_free(self, view: ClusterView, r: Round, blocked: list[int], want: dict) -> int:
+        """Queued jobs that S* runs on GPUs held by jobs that do not move now start on free GPUs
+        instead, in arrival order: as many as S* gives them, at most the free ones (refresh
+        "allocates N new jobs with N available GPUs"; a waiting job resumes on idle GPUs)."""
+        ep = view.jobs.epochs_done
+        started = 0
+        for j in sorted(blocked):
+            n = min(int(want[j].size), int(r.avail().sum()))
+            if n < 1:
+                break
+            g = r.fit(j, n, batch=self.batch_for(view, j, n))
+            if g is None:
+                continue
+            r.claim(j, np.asarray(g), batch=self.batch_for(view, j, len(g)))
+            self.last_change_epoch[j] = int(ep[j])
+            self.ran_before[j] = True
+            started += 1
+        return started
+
     def _deploy(self, view: ClusterView, slots: np.ndarray, deployed: np.ndarray, best: np.ndarray) -> Decision:
         """Apply S*: jobs whose target GPUs are all free start at once; moves of running jobs
         (scale in/out, migrate, preempt) wait for the epoch gate (`OnesConfig.gate`)."""
@@ -413,16 +432,21 @@ class Ones(BasePolicy):
         for j in movers:
             r.release(j)
         started = 0
+        blocked = []
         for j, w in want.items():
             running = int(state[j]) in (_RUNNING, _RESTARTING)
             if running and j not in mset:
                 continue
             if not all(o < 0 or int(o) in mset for o in owner[w].tolist()):
+                if int(state[j]) == _QUEUED:
+                    blocked.append(j)
                 continue  # its GPUs are held by a job that does not move now
             r.claim(j, w, keep=running, batch=self.batch_for(view, j, w.size))
             self.last_change_epoch[j] = int(ep[j])
             self.ran_before[j] = True
             started += not running
+        if self.config.start_on_free:
+            started += self._start_on_free(view, r, blocked, want)
         for j in movers:
             if j not in want:  # preempted: may resume at most at its size before
                 self.limit[j] = max(1, min(int(self.limit[j]), int(jv.alloc_count[j])))

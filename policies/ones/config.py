@@ -16,7 +16,8 @@ class OnesConfig(PolicyConfig):
     uniform crossover, uniform mutation and reorder; candidates are scored by Eq. 8 (remaining GPU-time,
     Smallest Remaining Utilization First) with each job's training progress drawn once per generation from
     a Beta predictor fitted to completed jobs' logs. The best schedule is deployed when every job it
-    moves has finished an epoch since its last change; jobs whose GPUs are free start at once. Batch =
+    moves has finished an epoch since its last change; jobs whose GPUs are free start at once, and a
+    queued job whose GPUs are still held starts on free ones (`start_on_free`). Batch =
     per-GPU base batch × GPUs, the learning rate scaled linearly, capped at B_max = base × max_lr / lr.
     A job's GPU limit R starts at 1, doubles after epochs at its limit, halves while it waits to resume,
     and shrinks for long runners (convoy effect). Costs: in-place resizes are the run's `resize_s`

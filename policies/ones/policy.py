@@ -5,7 +5,8 @@ Each call runs `generations` generations over a population of K schedules (genom
 refreshed-filled and reordered; one ρ draw per generation for every executed job from the
 Beta progress predictor (`policies.ones.predictor`); score Eq. 8
 Σ_j Y_processed_j · c_j / X_j · (1/ρ_j − 1) over the jobs a candidate runs (new jobs count 0);
-the K lowest survive. The best is deployed: jobs whose target GPUs are all free start at once;
+the K lowest survive. The best is deployed: jobs whose target GPUs are all free start at once
+(with `start_on_free`, a queued job whose targets are still held starts on free GPUs instead);
 the whole schedule only when every job it moves has finished `update_epochs` epochs since its
 last change. A job's batch is b_j · c_j (b_j its per-GPU base batch), capped at
 B_max = b_j · max_lr / lr (linear LR scaling; above the cap the local batch shrinks).

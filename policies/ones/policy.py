@@ -17,7 +17,6 @@ Observations only: epoch ends, samples processed, executed time, the training lo
 
 from __future__ import annotations
 
-import logging
 import math
 from pathlib import Path
 
@@ -41,7 +40,6 @@ from policies.ones.predictor import BetaPredictor, FitOptions, features
 from policies.registry import POLICIES
 from simcore.api import ClusterView, Decision, JobState
 
-log = logging.getLogger(__name__)
 _RUNNING, _RESTARTING, _QUEUED = int(JobState.RUNNING), int(JobState.RESTARTING), int(JobState.QUEUED)
 
 

@@ -3,7 +3,10 @@
 The algorithm is `policies.drl.train` (supervised warm start from Optimus, then REINFORCE); this
 module is its command line and its simulations: each episode is one `experiments.runner.run` of a
 `synth:ones` trace on the `ones-longhorn` preset with the ONES catalog's setting (20-s
-checkpoint-restart per resize). Defaults reproduce the committed policies/drl/data/drl_ones.npz:
+checkpoint-restart per resize, ONES' convergence model `--progress batch-history`, the
+`ones-artifact` speeds). After every REINFORCE step the greedy policy is also run on held-out
+traces (`--heldout`, seeds trained on by neither stage): the curve shows whether training
+improves the policy on traces it never saw. Defaults reproduce the committed policies/drl/data/drl_ones.npz:
 
     python -m cli.drl_train --curve docs/reproductions/ones/drl-training.csv \\
         --plot docs/reproductions/ones/drl-training.png
@@ -22,13 +25,13 @@ import pandas as pd
 from experiments.runner import RunConfig, real_backends, run
 from policies.drl.net import Net
 from policies.drl.policy import DEFAULT_WEIGHTS, Drl
-from policies.drl.train import collect_teacher, plot_curve, reinforce, supervised
+from policies.drl.train import collect_teacher, heldout_jct, plot_curve, reinforce, supervised
 
 
 def simulate(policy: Drl, jobs: int, nodes: int, seed: int) -> float:
     """Average JCT (s) of `policy` on `synth:ones:jobs` (trace seed `seed`) on `nodes` Longhorn nodes."""
     cfg = RunConfig(trace=f"synth:ones:{jobs}", cluster="ones-longhorn", cluster_nodes=nodes, policies=("drl",),
-                    costs=20.0, seed=seed)
+                    costs=20.0, seed=seed, progress="batch-history", calibration="ones-artifact")
     be = replace(real_backends(cfg), make_policy=lambda name, params: policy)
     return float(run(cfg, None, backends=be).summary["avg_jct_s"].iloc[0])
 
@@ -50,6 +53,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--rl-lr", type=float, default=1e-3)
     ap.add_argument("--rl-trace", default="50x16x110", help="JOBSxNODESxSEED of the REINFORCE episodes (seed "
                                                            "cycles over 4 consecutive values)")
+    ap.add_argument("--heldout", default="20x4x130,50x16x131",
+                    help="JOBSxNODESxSEED,... held-out traces evaluated greedily after every REINFORCE step")
     a = ap.parse_args(argv)
     t0 = time.perf_counter()
     net = Net(a.slots, a.hidden, seed=a.seed)
@@ -63,9 +68,14 @@ def main(argv: list[str] | None = None) -> int:
     rows = [{"stage": "supervised", "iteration": i, "loss": v, "sampled_avg_jct_s": np.nan,
              "greedy_avg_jct_s": np.nan} for i, v in enumerate(losses)]
     jobs, nodes, seed = (int(v) for v in a.rl_trace.split("x"))
-    curve = reinforce(simulate, net, a.rl_iters, a.rl_episodes, a.rl_lr, jobs, nodes, seed)
-    rows += [{"stage": "reinforce", "iteration": i, "loss": np.nan, "sampled_avg_jct_s": s, "greedy_avg_jct_s": g}
-             for i, (s, g) in enumerate(curve)]
+    heldout = [tuple(int(v) for v in s.split("x")) for s in a.heldout.split(",") if s]
+    before = heldout_jct(simulate, net, heldout)
+    print(f"held-out greedy avg JCT after the supervised stage: {before:.1f} s")
+    curve = reinforce(simulate, net, a.rl_iters, a.rl_episodes, a.rl_lr, jobs, nodes, seed, heldout=heldout)
+    rows += [{"stage": "reinforce", "iteration": -1, "loss": np.nan, "sampled_avg_jct_s": np.nan,
+              "greedy_avg_jct_s": np.nan, "heldout_greedy_avg_jct_s": before}]
+    rows += [{"stage": "reinforce", "iteration": i, "loss": np.nan, "sampled_avg_jct_s": s, "greedy_avg_jct_s": g,
+              "heldout_greedy_avg_jct_s": h} for i, (s, g, h) in enumerate(curve)]
     net.save(Path(a.out), args=vars(a), teacher_accuracy=acc)
     if a.curve:
         Path(a.curve).parent.mkdir(parents=True, exist_ok=True)

@@ -45,7 +45,7 @@ def simulate(
     perf: str = typer.Option("network", "--perf", help="Iteration-time backend: network, linear, measured, trace, astra (Dally: trace time x Table-I-style ratio) or measured-pollux-sim (measured + the Pollux simulator's step-time quirks: yolov3 max local batch 8, extra accumulation step on 1 GPU)."),
     set_: Optional[list[str]] = typer.Option(None, "--set", help="Policy parameter POLICY.KEY=VALUE, e.g. "
                                              "tiresias.promote_knob=4 (repeatable; see `cosim policies show`)."),
-    progress: str = typer.Option("plain", "--progress", help="Progress model: plain, or goodput (Pollux statistical efficiency, epochs of each pollux-sia application)."),
+    progress: str = typer.Option("plain", "--progress", help="Progress model: plain, goodput (Pollux statistical efficiency, epochs of each pollux-sia application), or batch-history (ONES: epochs to target depend on the batch history)."),
     overwrite: bool = typer.Option(False, "--overwrite", help="Clear a non-empty --out folder of an earlier run first."),
     ftf_reference: str = typer.Option("gps", "--ftf-reference", help="FTF reference: gps (each job up to its request), gps-uncapped (the Ares paper's: any share of the cluster), gps-artifact (the Ares artifact's: up to the model's 32-64 GPUs), gps-capped (each job up to its max GPUs) or hetero-1-over-n (1/N of every GPU type)."),
     max_gpus: str = typer.Option("2x", "--max-gpus", help="Per-job GPU cap of assembled jobs without a max_gpus: 2x (twice the request), <k>x, or artifact (the Ares artifact's per-model 32-64)."),

@@ -55,3 +55,14 @@ def shared_data_dir(sub: str | None = None, *, option: str | None = None) -> Pat
     hint = f"pass {option} DIR, or " if option else ""
     raise InputError(f"measured data{f' ({sub}/)' if sub else ''} not found: {hint}set {ENV}=/path/to/shared/data "
                      "(the folder with profiles/, traces/, models/), or run from a checkout with ../shared beside it")
+
+
+def shared_file(rel: str, what: str) -> Path:
+    """A file of the shared data folder by its path inside it (`rel`, e.g.
+    "traces/ones/job_history.csv"), found as `shared_data_dir` finds the folder: the same file
+    whatever the working directory. A missing file is an `InputError` naming it and `what` it is."""
+    parts = Path(rel)
+    p = shared_data_dir(str(parts.parent)) / parts.name if parts.parent != Path(".") else shared_data_dir() / rel
+    if not p.is_file():
+        raise InputError.at(p, expected=what)
+    return p

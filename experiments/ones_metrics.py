@@ -110,7 +110,7 @@ def load_runs(dirs: list[Path]) -> dict[str, pd.DataFrame]:
         cfg_path = d / "config.json"
         cfg = json.loads(cfg_path.read_text()).get("config", {}) if cfg_path.is_file() else {}
         key = f"{cfg.get('seed', i)}:{cfg.get('trace', '')}:{cfg.get('cluster_nodes', '')}"
-        found = [(d / "jobs.parquet", (cfg.get("policies") or [d.name])[0])] if (d / "jobs.parquet").is_file() \
+        found = [(d / "jobs.parquet", _label(cfg, d.name))] if (d / "jobs.parquet").is_file() \
             else [(jp, jp.parent.name) for jp in sorted(d.glob("*/jobs.parquet"))]
         for jp, pol in found:
             t = per_job(pd.read_parquet(jp))
@@ -119,6 +119,18 @@ def load_runs(dirs: list[Path]) -> dict[str, pd.DataFrame]:
     if not per:
         raise InputError.at(str(dirs[0]) if dirs else "run folder", expected="jobs.parquet (or <policy>/jobs.parquet)")
     return {p: pd.concat(v, ignore_index=True) for p, v in per.items()}
+
+
+def _label(cfg: dict, default: str) -> str:
+    """A sweep cell's policy as it is told apart from the same policy with other parameters:
+    `name`, or `name(k=v)` for a parameter that is not the policy's default in the catalog
+    (the DRL baseline at both decision intervals: `drl(interval_s=600)`); Optimus keeps its
+    plain name (its catalog interval is the paper's only one)."""
+    name = (cfg.get("policies") or [default])[0]
+    params = (cfg.get("policy_params") or {}).get(name) or {}
+    if name == "drl" and params.get("interval_s") not in (None, 60.0):
+        return f"drl(interval_s={params['interval_s']:g})"
+    return name
 
 
 def main(argv: list[str]) -> None:

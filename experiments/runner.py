@@ -42,6 +42,7 @@ from cosim.atomic import write_parquet, write_text
 from cosim.errors import InputError
 from simcore.admission import reject_never_fit
 from simcore.api import JobState
+from simcore.convergence import BatchHistory, assign_batch_history
 from simcore.costs import resolve_costs
 from simcore.engine import CapacityChange, Engine, EngineOptions
 from simcore.goodput import PROGRESS_OPTIONS, assign_goodput, fill_run_epochs
@@ -102,6 +103,7 @@ class RunConfig:
     perf: str = "network"  # iteration-time backend (simcore.perf_backends.PERF_BACKENDS)
     #: "plain" (progress in iterations/samples as the job's work mode says) or "goodput"
     #: (Pollux: jobs of pollux-sia applications count efficiency-weighted epochs, `simcore.goodput`)
+    #: or "batch-history" (ONES: epochs to target depend on the batch history, `simcore.convergence`)
     progress: str = "plain"
     #: the FTF reference (`simcore.gps.FTF_REFERENCES`): "gps", "gps-uncapped", "gps-artifact",
     #: "gps-capped", "hetero-1-over-n"
@@ -262,6 +264,8 @@ def run(config: RunConfig, out_dir: Path | None, progress: bool = False, backend
     if config.fixed_epochs:
         fill_run_epochs(base)
     gp = assign_goodput(base, config.progress)
+    if config.progress == "batch-history":  # ONES' convergence model: epochs depend on the batch history
+        assign_batch_history(base)
     solo = base.work_iters * base.ref_iter_s
     if gp is not None:  # epochs at the trace's batch, each at its efficiency
         for j in np.flatnonzero(base.work_mode == WorkMode.EPOCHS).tolist():
@@ -328,6 +332,7 @@ def _simulate(config: RunConfig, out: Path | None, progress: bool, be: Backends,
             cluster = ClusterState.from_topology(topo)
             engine = Engine(jobs, cluster, perf, policy, costs_of[name], caps,
                             options=EngineOptions(record_decisions=config.write_decisions),
+                            efficiency=BatchHistory(jobs) if config.progress == "batch-history" else None,
                             on_progress=bar.callback(name), goodput=gp, capacity_plan=cap_plan)
             t0 = time.perf_counter()
             res = engine.run()
@@ -605,16 +610,19 @@ _ENGINES: dict[str, tuple[Any, Backends]] = {}
 
 
 def profile_for(config: RunConfig, topo: Any) -> Any:
-    """The calibration profile of a run (`calibration.stepform.Profile`): `--calibration FILE`,
-    else the preset's `profile` key (the shipped fitted profile of its GPU class); None with
-    `--calibration none` or when neither names one."""
-    from calibration.stepform import profile_path, read_profile
+    """The calibration profile of a run (`calibration.stepform.Profile`): `--calibration FILE`
+    or the name of a shipped profile (calibration/data/profiles/NAME.toml, when no such file is
+    here), else the preset's `profile` key (the shipped fitted profile of its GPU class); None
+    with `--calibration none` or when neither names one."""
+    from calibration.stepform import PROFILES_DIR, profile_path, read_profile
 
     spec = getattr(topo, "spec", None)
     if config.calibration is not None:
         if str(config.calibration).lower() == "none":
             return None
         path = Path(config.calibration)
+        if not path.exists() and (PROFILES_DIR / f"{config.calibration}.toml").is_file():
+            path = PROFILES_DIR / f"{config.calibration}.toml"
     elif getattr(spec, "profile", None):
         path = profile_path(spec.profile, spec.source if str(spec.source).endswith(".toml") else None)
     else:

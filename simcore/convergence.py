@@ -1,16 +1,32 @@
 """ONES' convergence model: epochs to reach the target as a function of the batch-size history,
 and the per-epoch loss/accuracy a job's own logs show (ONES notes §2.8, §5.2, §9.1).
 
-Why a model at all: ONES' paper makes only a qualitative claim — with the learning rate scaled
-linearly with the batch ("linear scaling") and the batch grown gradually (its limit R at most
-doubles per epoch, Fig. 14), a job reaches its target accuracy after the *same number of epochs*;
-a sudden jump (256 → 4k, Fig. 13) spikes the loss and "will need many epochs to return" (not
-quantified). So:
+ONES' premise (paper §3.3.2, Figs. 3, 13, 14): with the learning rate scaled linearly with the
+batch, a job whose batch grows gradually (its limit R at most doubles per epoch, starting on one
+GPU) reaches its target accuracy in the same epochs as at its base batch, while a sudden jump
+(256 → 4k at once, Fig. 13) "will need many epochs to return". The paper gives no numbers, so the
+model's one parameter is fitted to the ONES artifact's run history (`simcore.convergence_fit`):
 
-- `epochs_to_target(E, batches)`: `E` (the job's epochs to target at its base batch) whatever the
-  history when every epoch-to-epoch growth is ≤ `max_growth` (2×); with the named option
-  `jump_penalty="log2"` each larger jump costs `penalty_epochs × log2(ratio / max_growth)` extra
-  epochs. The default is `"none"` (the paper's claim, and what its R policy enforces anyway).
+- a job's base batch b₀ is its per-GPU base batch on one GPU at the user's learning rate (ONES'
+  start); every placement at global batch B after one at B' (b₀ before the first) is a growth
+  r = B / B'; growth beyond `max_growth` (2×, R' = 2R) counts log2(r / 2) *excess doublings*, J in
+  all (shrinking and growth ≤ 2× count nothing);
+- epochs to target E_T = E_int × (1 + φ·J), E_int the job's epochs at gradual growth; the
+  `patience − 1` epochs after the target are not affected: total = E_T + patience − 1;
+- a trace's epochs are those its job took at its reference history: started directly at its
+  global batch (b₀ × requested GPUs, the configuration of the artifact's runs and of the
+  baselines), J_ref = max(0, log2(B_ref / b₀ / 2)); so E_int = E_T,ref / (1 + φ·J_ref), and a job
+  that keeps its reference batch trains exactly the trace's epochs.
+- φ = `PHI` = 0.164 extra epochs-to-target per excess doubling, per epoch to target (fit and
+  error: `simcore.convergence_fit`, docs/reproductions/ones/). Outside the fitted range: batches
+  above B_max (the learning rate no longer scales) are not modelled (no data: ONES caps its batch
+  at B_max and the baselines keep theirs).
+
+`BatchHistory` applies the model in the engine (`--progress batch-history`, work mode
+`EPOCHS_TO_TARGET`, `simcore.work`): at each placement it adds the placement's excess doublings
+and sets the job's efficiency so that it finishes exactly when its trained epochs reach the
+total the model gives for its history so far.
+
 - `total_epochs(E, patience) = E + patience − 1`: the paper stops a job after `patience` (10)
   consecutive epochs at or above the target, the first of them epoch `E`.
 - `Curve`: a synthetic accuracy curve rising monotonically to exactly `target_acc` at epoch `E`
@@ -19,12 +35,6 @@ quantified). So:
   training log would report at each finished epoch (ONES' predictor features L_initial, r_loss,
   accuracy) — handed to policies only up to the epochs the job has finished (`ConvergenceLog`,
   `simcore.api.JobsView.epoch_log`), never `E` itself.
-
-The engine's work for a job is `total_epochs × epoch_size` samples (`simcore.prepare`:
-CONVERGENCE mode with constant statistical efficiency, so a batch change conserves samples):
-that is the "gradual growth keeps epochs" model. The jump penalty is a function of this module
-only; the engine does not add work for jumps (ONES never jumps past 2×; the baselines keep their
-global batch fixed by default).
 """
 
 from __future__ import annotations
@@ -39,38 +49,114 @@ import numpy as np
 from cosim.errors import InputError
 from traces.ones import epochs_to_target_of, total_epochs  # noqa: F401  one definition, with the trace
 
-JUMP_PENALTIES = ("none", "log2")
+#: extra epochs to target per excess doubling, relative to the epochs at gradual growth (the fit of
+#: the ONES artifact's run history, `simcore.convergence_fit.fit_history`; tested against it)
+PHI = 0.164
 
 
 @dataclass(frozen=True)
 class ConvergenceModel:
     """Epochs to target under a batch-size history (see module doc)."""
 
-    jump_penalty: str = "none"
-    max_growth: float = 2.0  # epoch-to-epoch growth factor that still keeps the epochs (R' = 2R)
-    penalty_epochs: float = 3.0  # extra epochs per doubling beyond max_growth when jump_penalty="log2"
+    phi: float = PHI
+    max_growth: float = 2.0  # growth factor per placement that keeps the epochs (R' = 2R)
 
     def __post_init__(self) -> None:
-        if self.jump_penalty not in JUMP_PENALTIES:
-            raise InputError.at(field="jump_penalty", expected=" | ".join(JUMP_PENALTIES), got=self.jump_penalty)
+        if not self.phi >= 0.0:
+            raise InputError.at(field="phi", expected="a number >= 0", got=self.phi)
         if not self.max_growth >= 1.0:
             raise InputError.at(field="max_growth", expected="a factor >= 1", got=self.max_growth)
-        if not self.penalty_epochs >= 0.0:
-            raise InputError.at(field="penalty_epochs", expected="a number >= 0", got=self.penalty_epochs)
 
-    def epochs_to_target(self, base_epochs: float, batches: Sequence[float]) -> float:
-        """Epochs to reach the target when epoch k (0-based) ran at global batch `batches[k]`.
+    def excess(self, ratio: float) -> float:
+        """Excess doublings of one growth by `ratio` (0 up to `max_growth`)."""
+        return math.log2(ratio / self.max_growth) if ratio > self.max_growth else 0.0
 
-        Linear LR scaling keeps the epochs for any growth ≤ `max_growth` per epoch; shrinking
-        the batch never costs epochs. With `jump_penalty="log2"`, a growth by `r > max_growth`
-        adds `penalty_epochs × log2(r / max_growth)` epochs."""
-        e = float(base_epochs)
-        if self.jump_penalty == "none" or len(batches) < 2:
-            return e
-        b = np.asarray(batches, np.float64)
-        r = b[1:] / b[:-1]
-        jumps = r[r > self.max_growth]
-        return e + float(self.penalty_epochs * np.log2(jumps / self.max_growth).sum())
+    def doublings(self, base: float, batches: Sequence[float]) -> float:
+        """J of a history: the batches of successive placements, the first grown from `base`."""
+        b = np.concatenate([[float(base)], np.asarray(batches, np.float64)])
+        return float(sum(self.excess(r) for r in (b[1:] / b[:-1]).tolist()))
+
+    def factor(self, doublings: float) -> float:
+        """E_T / E_int after `doublings` excess doublings."""
+        return 1.0 + self.phi * float(doublings)
+
+    def epochs_to_target(self, intrinsic: float, base: float, batches: Sequence[float]) -> float:
+        """E_T of a job with epochs `intrinsic` at gradual growth and this history."""
+        return float(intrinsic) * self.factor(self.doublings(base, batches))
+
+    def intrinsic(self, epochs_to_target: float, base: float, ref_batch: float) -> float:
+        """E_int of a job that took `epochs_to_target` started directly at `ref_batch`."""
+        return float(epochs_to_target) / self.factor(self.doublings(base, [ref_batch]))
+
+
+class BatchHistory:
+    """The engine's efficiency of `EPOCHS_TO_TARGET` jobs (`simcore.work.StatEfficiency`): one per
+    run of one policy, as it keeps each job's history (module doc).
+
+    Per job: the reference total epochs E_ref (the trace's) and epochs to target E_T,ref, J_ref,
+    b₀, the batch of its last placement, its excess doublings J, the epochs it has trained (D)
+    and the efficiency e set at its last placement. Progress is a fraction of E_ref epochs, so at
+    efficiency e one trained epoch is e/E_ref of progress. `efficiency` (called by the engine
+    once per placement, `simcore.work.work_gain`) adds the placement's excess doublings and
+    returns e = (1 − p)·E_ref / (E_need − D), so the job completes when D reaches
+    E_need = E_ref + E_T,ref·((1 + φJ)/(1 + φJ_ref) − 1). While J = J_ref (a job at its reference
+    batch throughout) e is exactly 1."""
+
+    def __init__(self, jobs: Any, model: ConvergenceModel | None = None) -> None:
+        from simcore.work import WorkMode
+
+        self.model = m = model or ConvergenceModel()
+        n = jobs.num_jobs
+        attrs = jobs.attrs
+        pat = np.asarray(attrs["patience"], np.float64) if "patience" in attrs else np.full(n, np.nan)
+        self.track = np.asarray(jobs.work_mode) == WorkMode.EPOCHS_TO_TARGET
+        self.e_ref = np.asarray(jobs.num_epochs, np.float64).copy()
+        gb = np.asarray(jobs.global_batch, np.float64)
+        self.base = np.maximum(np.floor(gb / np.maximum(np.asarray(jobs.num_gpus, np.float64), 1.0)), 1.0)
+        self.to_target = np.array([epochs_to_target_of(e, p) if t else 0.0
+                                   for t, e, p in zip(self.track.tolist(), self.e_ref.tolist(), pat.tolist())])
+        self.ref_doublings = np.array([m.doublings(b, [r]) for b, r in zip(self.base.tolist(), gb.tolist())])
+        self.doublings = np.zeros(n)
+        self.last_batch = self.base.copy()
+        self.trained = np.zeros(n)  # D: epochs trained up to the last placement
+        self.p_last = np.zeros(n)
+        self.e_last = np.ones(n)
+
+    def epochs_needed(self, j: int) -> float:
+        """E_need of job j's history so far (total epochs incl. patience)."""
+        m = self.model
+        if self.doublings[j] == self.ref_doublings[j]:
+            return float(self.e_ref[j])
+        return float(self.e_ref[j] + self.to_target[j] * (m.factor(self.doublings[j]) /
+                                                           m.factor(self.ref_doublings[j]) - 1.0))
+
+    def efficiency(self, job: int, batch: int, progress: float) -> float:
+        j = int(job)
+        if not self.track[j]:
+            return 1.0
+        e_ref = self.e_ref[j]
+        self.trained[j] += (progress - self.p_last[j]) * e_ref / self.e_last[j]
+        self.doublings[j] += self.model.excess(float(batch) / self.last_batch[j])
+        self.last_batch[j] = float(batch)
+        if self.doublings[j] == self.ref_doublings[j] and self.e_last[j] == 1.0:
+            e = 1.0  # the reference history so far: exactly the trace's epochs
+        else:
+            left = max(self.epochs_needed(j) - self.trained[j], 1e-9 * e_ref)
+            e = max(1.0 - progress, 0.0) * e_ref / left
+            e = e if e > 0 else 1.0
+        self.p_last[j], self.e_last[j] = progress, e
+        return e
+
+
+def assign_batch_history(jobs: Any) -> int:
+    """Switch the jobs with a target accuracy and known epochs (CONVERGENCE work) to
+    `EPOCHS_TO_TARGET` (`--progress batch-history`); their work (the reference epochs) is kept.
+    Returns how many jobs were switched."""
+    from simcore.work import WorkMode
+
+    sel = (np.asarray(jobs.work_mode) == WorkMode.CONVERGENCE) & np.isfinite(np.asarray(jobs.num_epochs, np.float64))
+    jobs.work_mode[sel] = WorkMode.EPOCHS_TO_TARGET
+    return int(sel.sum())
 
 
 def initial_loss_of(num_classes: float) -> float:
@@ -167,9 +253,12 @@ class ConvergenceLog:
             self._curves[j] = c
         return self._curves[j]
 
-    def log(self, j: int, epochs_done: int) -> EpochLog | None:
+    def log(self, j: int, epochs_done: int, scale: float = 1.0) -> EpochLog | None:
+        """Job j's log after `epochs_done` epochs; `scale`: reference epochs per trained epoch
+        (a job whose history changed its epochs to target, `BatchHistory`, follows its curve
+        that much faster or slower: the curve is the reference run's)."""
         c = self.curve(j)
         if c is None:
             return None
-        k = np.arange(1, max(int(epochs_done), 0) + 1, dtype=np.float64)
+        k = np.arange(1, max(int(epochs_done), 0) + 1, dtype=np.float64) * scale
         return EpochLog(c.initial_loss, c.loss(k), c.accuracy(k))

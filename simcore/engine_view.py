@@ -10,6 +10,7 @@ nothing. A mixin of `simcore.engine.Engine` (it shares the engine's state).
 
 from __future__ import annotations
 
+import math
 from dataclasses import fields
 from typing import Any
 
@@ -20,6 +21,7 @@ from simcore.api import ClusterView
 from simcore.convergence import ConvergenceLog
 from simcore.engine_constants import NO_GPUS, RESTARTING, RUNNING
 from simcore.state import JobTable
+from simcore.work import WorkMode
 
 _new = object.__new__
 _VIEW_FIELDS = {f.name: None for f in fields(ClusterView)}.keys()  # `Engine._view` fills every one
@@ -105,6 +107,13 @@ class PolicyView:
         est = np.isfinite(ne) & (ne >= 1)  # epochs from the progress fraction, where no mark counts them
         for j in self.marks.bounds:
             est[j] = False
+        # epochs to target that depend on the batch history (`simcore.convergence.BatchHistory`):
+        # progress is in reference epochs, the epochs trained are the samples over the epoch size
+        es = np.asarray(jobs.attrs.get("epoch_size", np.full(n, np.nan)), np.float64)
+        smp = est & (jobs.work_mode == WorkMode.EPOCHS_TO_TARGET) & np.isfinite(es) & (es > 0)
+        est &= ~smp
+        self._ep_smp, self._epoch_size = smp, np.where(smp, es, 1.0)
+        self._conv_log: ConvergenceLog | None = None
         self._ep_est = est
         self._ep_max = np.where(est, np.ceil(np.nan_to_num(ne, nan=0.0)), 0.0)
         self._synced = -1
@@ -121,7 +130,19 @@ class PolicyView:
         return dict(_samples_done=ro(self._v_samples), _iters_per_s=ro(self._v_ips), _waiting_s=ro(self._v_wait),
                     _epochs_done=ro(self._v_epochs), last_gpu_type=ro(self._last_type),
                     exposed_comm_s=ro(self.jobs.exposed_comm_s), _sync=self._sync_counters,
-                    _epoch_log=ConvergenceLog(self.jobs.num_epochs, self.jobs.attrs, self.jobs.job_id).log)
+                    _epoch_log=self._epoch_log)
+
+    def _epoch_log(self, j: int, epochs_done: int) -> Any:
+        """Job j's training log (`JobsView.epoch_log`): its curve at the epochs it trained, in
+        reference epochs (progress × the trace's epochs) where its history changes the epochs."""
+        if self._conv_log is None:
+            self._conv_log = ConvergenceLog(self.jobs.num_epochs, self.jobs.attrs, self.jobs.job_id)
+        scale = 1.0
+        if self._ep_smp.item(j):
+            trained = self._v_samples.item(j) / self._epoch_size.item(j)
+            if trained > 0:
+                scale = self.jobs.progress.item(j) * self.jobs.num_epochs.item(j) / trained
+        return self._conv_log.log(j, epochs_done, scale)
 
     def _finish_counters(self, j: int) -> None:
         jobs = self.jobs
@@ -132,7 +153,10 @@ class PolicyView:
         self._v_samples[j] = b
         self._v_ips[j] = 0.0
         self._v_wait[j] = jobs.waiting_s.item(j)
-        self._v_epochs[j] = self._ep_max.item(j) if self._ep_est.item(j) else jobs.epochs_done.item(j)
+        if self._ep_smp.item(j):
+            self._v_epochs[j] = math.floor(b / self._epoch_size.item(j) + 1e-9)
+        else:
+            self._v_epochs[j] = self._ep_max.item(j) if self._ep_est.item(j) else jobs.epochs_done.item(j)
 
     def _sync_counters(self) -> None:
         """Bring the lazy counters of the active jobs up to `now` (once per policy call)."""
@@ -154,4 +178,7 @@ class PolicyView:
         ep = j.epochs_done[a].copy()
         if est.any():
             ep[est] = np.minimum(np.floor(p[est] * j.num_epochs[a][est] + 1e-9), self._ep_max[a][est])
+        smp = self._ep_smp[a]
+        if smp.any():
+            ep[smp] = np.floor(self._v_samples[a][smp] / self._epoch_size[a][smp] + 1e-9)
         self._v_epochs[a] = ep

@@ -276,8 +276,8 @@ def fill_run_epochs(jobs, runs: dict | None = None) -> None:
             jobs.num_epochs[j] = run.epochs
 
 
-#: Values of `RunConfig.progress`.
-PROGRESS_OPTIONS = ("plain", "goodput")
+#: Values of `RunConfig.progress`: "batch-history" is ONES' convergence model (`simcore.convergence`)
+PROGRESS_OPTIONS = ("plain", "goodput", "batch-history")
 
 
 def assign_goodput(jobs, progress: str, profiles: str | Path | None = None,
@@ -290,14 +290,15 @@ def assign_goodput(jobs, progress: str, profiles: str | Path | None = None,
     `WorkMode.EPOCHS`: `W_j = target × b_0 / b_ref` reference iterations, progress weighted by
     the efficiency; CONVERGENCE jobs of such models keep their mode and get the same
     efficiency (relative to their own batch). Replayed jobs are left alone. `"plain"`
-    changes nothing and returns None. `jobs` is a `simcore.state.JobTable` (modified in place).
+    (and "batch-history", `simcore.convergence.assign_batch_history`) change nothing here and return
+    None. `jobs` is a `simcore.state.JobTable` (modified in place).
     """
     from simcore.work import WorkMode
     from traces.workload import training_runs
 
     if progress not in PROGRESS_OPTIONS:
         raise InputError.at(field="progress", expected=" or ".join(PROGRESS_OPTIONS), got=progress)
-    if progress == "plain":
+    if progress != "goodput":
         return None
     if profiles is None:
         from cosim.paths import shared_data_dir

@@ -34,6 +34,11 @@ where the per-mode gain is
   `(b / b_0) * E(b)` initial-batch steps, and the job is done after the epochs of its
   dataset measured in those units (`simcore.goodput.AppStats.target`), so `W_j` is that
   target × `b_0 / b_ref`. A fixed large batch therefore needs more samples than the dataset.
+- `EPOCHS_TO_TARGET` (f): `gain = (b / b_ref) * e_j` — ONES' convergence model
+  (`simcore.convergence.BatchHistory`, `--progress batch-history`): `W_j` is the job's reference
+  epochs (the trace's, trained at `b_ref` from the start) and its epochs to target depend on its
+  batch history; `e_j` is set at each placement so that the job finishes when its trained epochs
+  reach what the model gives for its history. A job that keeps `b_ref` has `e_j` = 1 exactly.
 
 Batch changes in every mode conserve samples: progress gained per iteration is `b / b_ref`
 (times an efficiency in (d), (e)) reference iterations, so the samples still to process scale
@@ -56,11 +61,13 @@ class WorkMode(enum.IntEnum):
     SAMPLES = 2
     CONVERGENCE = 3
     EPOCHS = 4
+    EPOCHS_TO_TARGET = 5
 
 
 #: `jobs.parquet`'s `work_mode` strings, by `WorkMode` value
 WORK_MODE_NAMES = {WorkMode.REPLAY: "replay", WorkMode.ITERATIONS: "iterations", WorkMode.SAMPLES: "samples",
-                   WorkMode.CONVERGENCE: "convergence", WorkMode.EPOCHS: "epochs"}
+                   WorkMode.CONVERGENCE: "convergence", WorkMode.EPOCHS: "epochs",
+                   WorkMode.EPOCHS_TO_TARGET: "epochs-to-target"}
 
 
 #: Modes whose `work_gain` is 1 at every batch (the engine skips the call for them): none since
@@ -94,6 +101,6 @@ def work_gain(mode: int, batch: int, ref_batch: int, eff: StatEfficiency, job: i
     ratio = batch / ref_batch
     if mode in (WorkMode.REPLAY, WorkMode.ITERATIONS, WorkMode.SAMPLES):
         return ratio
-    if mode == WorkMode.EPOCHS:
+    if mode in (WorkMode.EPOCHS, WorkMode.EPOCHS_TO_TARGET):
         return ratio * eff.efficiency(job, batch, progress)
     return ratio * eff.efficiency(job, batch, progress) / eff.efficiency(job, ref_batch, progress)

@@ -42,7 +42,8 @@ class DrlConfig(PlacedConfig):
     """A DL2-style DRL scheduler (ONES' DRL baseline): each round, a small policy network adds GPUs
     to jobs one at a time (one action = one more GPU for one job, or stop), never preempting or
     shrinking a running job. Weights trained by `python -m cli.drl_train` (supervised from
-    Optimus, then REINFORCE on −average JCT) on synthetic `synth:ones` traces."""
+    Optimus, then REINFORCE on −average JCT) on synthetic `synth:ones` traces in the ONES
+    experiment's setting (`--progress batch-history`, the `ones-artifact` speeds)."""
 
     reference: ClassVar[str] = ("ONES SC'21 §5.1 DRL baseline, after Peng et al., \"DL2: A Deep Learning-driven "
                                 "Scheduler for Deep Learning Clusters\", TPDS'21")

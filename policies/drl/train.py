@@ -59,9 +59,17 @@ def supervised(net: Net, data: tuple, epochs: int, lr: float) -> list[float]:
     return losses
 
 
+def heldout_jct(simulate: Simulate, net: Net, settings: list[tuple[int, int, int]]) -> float:
+    """Mean over held-out (jobs, nodes, seed) traces of the greedy policy's average JCT (NaN: none)."""
+    if not settings:
+        return float("nan")
+    return float(np.mean([simulate(Drl(DrlConfig(), net=net), j, n, s) for j, n, s in settings]))
+
+
 def reinforce(simulate: Simulate, net: Net, iters: int, episodes: int, lr: float, jobs: int, nodes: int, seed: int,
-              log=print) -> list[tuple[float, float]]:
-    """REINFORCE with a mean baseline; per iteration (mean sampled avg JCT, greedy avg JCT)."""
+              log=print, heldout: list[tuple[int, int, int]] = ()) -> list[tuple[float, float, float]]:
+    """REINFORCE with a mean baseline; per iteration (mean sampled avg JCT, greedy avg JCT on the
+    step's training trace, greedy avg JCT on the `heldout` traces)."""
     curve = []
     for it in range(iters):
         trace_seed = seed + it % 4  # a few training traces in turn
@@ -84,8 +92,10 @@ def reinforce(simulate: Simulate, net: Net, iters: int, episodes: int, lr: float
             # grads() minimises −Σ w log π; its normalisation by Σ|w| keeps the step size fixed
             net.adam(g, lr)
         greedy = simulate(Drl(DrlConfig(), net=net), jobs, nodes, trace_seed)
-        curve.append((float(-r.mean() * 1000.0), greedy))
-        log(f"reinforce {it}: sampled avg JCT {-r.mean() * 1000:.1f} s, greedy {greedy:.1f} s (trace seed {trace_seed})")
+        held = heldout_jct(simulate, net, list(heldout))
+        curve.append((float(-r.mean() * 1000.0), greedy, held))
+        log(f"reinforce {it}: sampled avg JCT {-r.mean() * 1000:.1f} s, greedy {greedy:.1f} s (trace seed {trace_seed}), "
+            f"held-out greedy {held:.1f} s")
     return curve
 
 
@@ -103,6 +113,8 @@ def plot_curve(curve_csv: Path, png: Path) -> None:
     a.set(xlabel="Adam step (full batch)", ylabel="cross-entropy", title="(a) supervised from Optimus")
     b.plot(rl["iteration"], rl["sampled_avg_jct_s"], label="sampled (mean of episodes)")
     b.plot(rl["iteration"], rl["greedy_avg_jct_s"], label="greedy after the step")
+    if "heldout_greedy_avg_jct_s" in rl:
+        b.plot(rl["iteration"], rl["heldout_greedy_avg_jct_s"], label="greedy, held-out traces")
     b.set(xlabel="REINFORCE iteration (trace seed cycles 110-113)", ylabel="avg JCT (s)", title="(b) REINFORCE")
     b.legend(fontsize=7)
     fig.tight_layout()

@@ -16,7 +16,8 @@ class OnesConfig(PolicyConfig):
     uniform crossover, uniform mutation and reorder; candidates are scored by Eq. 8 (remaining GPU-time,
     Smallest Remaining Utilization First) with each job's training progress drawn once per generation from
     a Beta predictor fitted to completed jobs' logs. The best schedule is deployed when every job it
-    moves has finished an epoch since its last change; jobs whose GPUs are free start at once. Batch =
+    moves has finished an epoch since its last change; jobs whose GPUs are free start at once, and a
+    queued job whose GPUs are still held starts on free ones (`start_on_free`). Batch =
     per-GPU base batch × GPUs, the learning rate scaled linearly, capped at B_max = base × max_lr / lr.
     A job's GPU limit R starts at 1, doubles after epochs at its limit, halves while it waits to resume,
     and shrinks for long runners (convoy effect). Costs: in-place resizes are the run's `resize_s`
@@ -44,6 +45,11 @@ class OnesConfig(PolicyConfig):
         "'per-job' = the moves of the jobs that are ready apply whenever their target GPUs are free or held by other "
         "ready jobs", choices=("all", "per-job"),
         source="paper: after all running jobs finish >= 1 epoch; artifact: every moved job (" + _NOTES + " §2.6)")
+    start_on_free: bool = param(
+        True, "a queued job that the best schedule runs on GPUs held by jobs that cannot move yet (epoch gate) starts "
+              "on free GPUs instead, as many as the schedule gives it; false = it waits for the next full update",
+        source="paper refresh: 'allocates N new jobs with N available GPUs' (" + _NOTES + " §2.6); artifact: only "
+               "jobs whose target GPUs are all free start at once")
     warmup_epochs: int = param(2, "epochs a new job runs on one GPU before it may scale (start policy)",
                                source="artifact num_epochs_before_next_scaling = 2 (paper: 'a few warm-up steps')")
     scale_every_epochs: int = param(1, "epochs between two doublings of R (scale-up R' = 2R)",
@@ -82,10 +88,12 @@ class OnesConfig(PolicyConfig):
     refit: str = param("every-completion", "when the predictor is refitted", choices=("every-completion", "never"),
                        source="paper: each time a job completes")
     warm_start: str = param("history", "before any completion: 'history' = fit on history_file (an ONES "
-                            "job_history.csv; missing → the prior, logged), 'prior' = beta = prior_beta",
+                            "job_history.csv; a missing file is an error naming it), 'prior' = beta = prior_beta",
                             choices=("history", "prior"), source=_NOTES + " §2.11-12")
-    history_file: str = param("../shared/data/traces/ones/job_history.csv", "warm-start job history (ONES format)",
-                              source="artifact traces/job_history.csv (20 earlier jobs)")
+    history_file: str = param("", "warm-start job history (ONES format); empty = traces/ones/job_history.csv of the "
+                              "shared data folder ($COSIM_SHARED_DATA, else ../shared/data beside the checkout), the "
+                              "same file from any working directory",
+                              source="artifact traces/job_history.csv (21 runs of 20 earlier jobs)")
     prior_beta: float = param(5.0, "beta (epochs still to go) before the predictor is fitted", unit="epochs",
                               source="[I] no value in the paper")
     interval_s: float | None = param(5.0, "periodic tick between generations (besides arrivals, completions and "

@@ -5,7 +5,8 @@ Each call runs `generations` generations over a population of K schedules (genom
 refreshed-filled and reordered; one ρ draw per generation for every executed job from the
 Beta progress predictor (`policies.ones.predictor`); score Eq. 8
 Σ_j Y_processed_j · c_j / X_j · (1/ρ_j − 1) over the jobs a candidate runs (new jobs count 0);
-the K lowest survive. The best is deployed: jobs whose target GPUs are all free start at once;
+the K lowest survive. The best is deployed: jobs whose target GPUs are all free start at once
+(with `start_on_free`, a queued job whose targets are still held starts on free GPUs instead);
 the whole schedule only when every job it moves has finished `update_epochs` epochs since its
 last change. A job's batch is b_j · c_j (b_j its per-GPU base batch), capped at
 B_max = b_j · max_lr / lr (linear LR scaling; above the cap the local batch shrinks).
@@ -16,12 +17,13 @@ Observations only: epoch ends, samples processed, executed time, the training lo
 
 from __future__ import annotations
 
-import logging
 import math
 from pathlib import Path
 
 import numpy as np
 
+from cosim.errors import InputError
+from cosim.paths import shared_file
 from policies.base import BasePolicy, Round
 from policies.ones.config import OnesConfig
 from policies.ones.genome import (
@@ -38,8 +40,7 @@ from policies.ones.predictor import BetaPredictor, FitOptions, features
 from policies.registry import POLICIES
 from simcore.api import ClusterView, Decision, JobState
 
-log = logging.getLogger(__name__)
-_RUNNING, _RESTARTING = int(JobState.RUNNING), int(JobState.RESTARTING)
+_RUNNING, _RESTARTING, _QUEUED = int(JobState.RUNNING), int(JobState.RESTARTING), int(JobState.QUEUED)
 
 
 @POLICIES.register("ones")
@@ -74,15 +75,23 @@ class Ones(BasePolicy):
     # ---- predictor data -------------------------------------------------------------------
     def _warm_start(self, path: str) -> None:
         """Fit the predictor on an ONES `job_history.csv` (id, epoch, epoch_size, num_samples,
-        total_workload, initial_loss, loss, acc); a missing file leaves the prior (logged)."""
-        p = Path(path) if path else None
-        if p is None or not p.exists():
-            log.warning("ones: warm-start history %r not found; using the prior beta %s", path,
-                        self.config.prior_beta)
-            return
+        total_workload, initial_loss, loss, acc): `path`, or the shared data folder's
+        traces/ones/job_history.csv when empty; a missing or unreadable file is an `InputError`
+        naming it (a run must not quietly fall back to the prior and give another result)."""
         import pandas as pd
 
-        h = pd.read_csv(p)
+        what = "an ONES job_history.csv (warm_start=history; warm_start=prior needs none)"
+        p = Path(path) if path else shared_file("traces/ones/job_history.csv", what)
+        if not p.is_file():
+            raise InputError.at(p, field="history_file", expected=what)
+        try:
+            h = pd.read_csv(p)
+        except (OSError, pd.errors.ParserError, pd.errors.EmptyDataError) as exc:
+            raise InputError.at(p, expected=what, got=str(exc).splitlines()[0] if str(exc) else "") from None
+        cols = ("epoch_size", "initial_loss", "num_samples", "loss", "acc", "total_workload")
+        for c in cols:
+            if c not in h.columns:
+                raise InputError.at(p, field=c, expected="columns " + ", ".join(cols))
         for r in h.itertuples(index=False):
             self.train_x.append(features(r.epoch_size, r.initial_loss, r.num_samples, r.loss, r.acc))
             self.train_y.append(float(r.num_samples) / float(r.total_workload))
@@ -366,6 +375,25 @@ class Ones(BasePolicy):
             best = self.pop[0]
         return self._deploy(view, slots, deployed, best)
 
+    def _start_on_free(self, view: ClusterView, r: Round, blocked: list[int], want: dict) -> int:
+        """Queued jobs that S* runs on GPUs held by jobs that do not move now start on free GPUs
+        instead, in arrival order: as many as S* gives them, at most the free ones (refresh
+        "allocates N new jobs with N available GPUs"; a waiting job resumes on idle GPUs)."""
+        ep = view.jobs.epochs_done
+        started = 0
+        for j in sorted(blocked):
+            n = min(int(want[j].size), int(r.avail().sum()))
+            if n < 1:
+                break
+            g = r.fit(j, n, batch=self.batch_for(view, j, n))
+            if g is None:
+                continue
+            r.claim(j, np.asarray(g), batch=self.batch_for(view, j, len(g)))
+            self.last_change_epoch[j] = int(ep[j])
+            self.ran_before[j] = True
+            started += 1
+        return started
+
     def _deploy(self, view: ClusterView, slots: np.ndarray, deployed: np.ndarray, best: np.ndarray) -> Decision:
         """Apply S*: jobs whose target GPUs are all free start at once; moves of running jobs
         (scale in/out, migrate, preempt) wait for the epoch gate (`OnesConfig.gate`)."""
@@ -403,16 +431,21 @@ class Ones(BasePolicy):
         for j in movers:
             r.release(j)
         started = 0
+        blocked = []
         for j, w in want.items():
             running = int(state[j]) in (_RUNNING, _RESTARTING)
             if running and j not in mset:
                 continue
             if not all(o < 0 or int(o) in mset for o in owner[w].tolist()):
+                if int(state[j]) == _QUEUED:
+                    blocked.append(j)
                 continue  # its GPUs are held by a job that does not move now
             r.claim(j, w, keep=running, batch=self.batch_for(view, j, w.size))
             self.last_change_epoch[j] = int(ep[j])
             self.ran_before[j] = True
             started += not running
+        if self.config.start_on_free:
+            started += self._start_on_free(view, r, blocked, want)
         for j in movers:
             if j not in want:  # preempted: may resume at most at its size before
                 self.limit[j] = max(1, min(int(self.limit[j]), int(jv.alloc_count[j])))

@@ -192,3 +192,53 @@ def test_fill_and_floor_respect_min_gpus():
     ctx2.floor = np.array([3, 1], np.int64)
     out = fill(g2, ctx2, np.array([0, 1]), lambda j, c, c2: float(j == 1))
     assert counts_of(out, 2).tolist() == [0, 8]
+
+
+def test_warm_start_history_is_the_shared_file_from_any_working_folder(tmp_path, monkeypatch):
+    """The predictor's history is looked up like every shared file (COSIM_SHARED_DATA, else
+    ../shared/data beside the checkout): a run from another folder gives the same result; a
+    missing file stops the run with one line naming it."""
+    import dataclasses
+
+    import pandas as pd
+    import pytest
+
+    from cosim.errors import InputError
+    from cosim.paths import shared_file
+    from experiments.runner import RunConfig, run
+    from policies.registry import make
+
+    try:
+        shared_file("traces/ones/job_history.csv", "the ONES history")
+    except InputError:
+        pytest.skip("the shared data folder (COSIM_SHARED_DATA or ../shared/data) is not here")
+    pol = make("ones")
+    assert len(pol.train_x) == 590 and pol.stats["refits"] == 1  # every row of the history
+    cfg = RunConfig(trace="synth:ones:6", cluster="ones-longhorn", cluster_nodes=4, policies=("ones",),
+                    policy_params={"ones": {"population": 8}}, policy_costs={"ones": "inplace"}, costs=20.0,
+                    progress="batch-history")
+    here = run(cfg, None).jobs["ones"]
+    monkeypatch.chdir(tmp_path)
+    there = run(cfg, None).jobs["ones"]
+    assert here["finished"].all()
+    pd.testing.assert_frame_equal(here, there)
+    bad = dataclasses.replace(cfg, policy_params={"ones": {"history_file": str(tmp_path / "nope.csv")}})
+    with pytest.raises(InputError, match=r"nope\.csv.*history_file"):
+        run(bad, None)
+
+
+def test_new_jobs_start_on_free_gpus_when_the_schedule_cannot_move_yet(tmp_path):
+    """start_on_free: a job the best schedule runs starts on idle GPUs at once instead of waiting
+    for GPUs held by jobs behind the epoch gate (off: the artifact's rule leaves them idle). Jobs
+    that mutation preempted and the schedule leaves out still wait (ONES' own choice)."""
+    from experiments.runner import RunConfig, run
+
+    first_wait = {}
+    for flag in (True, False):
+        cfg = RunConfig(trace="synth:ones:14", cluster="ones-longhorn", cluster_nodes=4, policies=("ones",),
+                        policy_params={"ones": {"warm_start": "prior", "population": 8, "start_on_free": flag}},
+                        policy_costs={"ones": "inplace"}, costs=20.0, progress="batch-history")
+        jobs = run(cfg, None).jobs["ones"]
+        assert jobs["finished"].all()
+        first_wait[flag] = float(jobs["queueing_delay_s"].sum())  # submission to first start
+    assert first_wait[True] < 0.5 * first_wait[False]

@@ -91,6 +91,11 @@ def simulate(
         if lock is not None:
             lock.release()
     _print_table(result, cfg)
+    from experiments.discrimination import warnings
+    from simcore.tables import table_rows
+
+    for line in warnings(table_rows(result.summary_table), ["policy"]):
+        typer.echo(line, err=True)
     if result.invalid:
         typer.echo(f"skipped {len(result.invalid)} job(s) that can never run (see config.json)", err=True)
     if out is not None:

@@ -67,6 +67,10 @@ def _sweep(config: Path, out: Path, workers: int, backend: str, address: str | N
     n = len(result.summary)
     typer.echo(f"{cfg.name}: {n} cells in {out / 'summary.parquet'} ({result.ran} run, {result.skipped} resumed, "
                f"{result.failed} failed)")
+    from experiments.discrimination import sweep_warnings
+
+    for line in sweep_warnings(result.summary.to_dict("records"), cfg):
+        typer.echo(line, err=True)
     if result.failed:
         errs = result.summary[result.summary["status"] == "error"]
         for _, r in errs.head(5).iterrows():

@@ -16,6 +16,8 @@ from typing import Optional
 import typer
 
 from cosim.errors import InputError
+from experiments.defaults import DEFAULT_CLUSTER, DEFAULT_CONTENTION, DEFAULT_TRACE, PREFERRED_POLICIES
+from traces.likes import LIKES
 
 
 def register(app: typer.Typer) -> None:
@@ -23,12 +25,12 @@ def register(app: typer.Typer) -> None:
 
 
 def simulate(
-    trace: Optional[Path] = typer.Option(None, "--trace", help="Trace file (canonical Parquet or any raw format)."),
-    synth: Optional[str] = typer.Option(None, "--synth", help="Synthetic workload LIKE:JOBS[:WINDOW], e.g. philly:160 or philly-sia:160:4h."),
-    cluster: str = typer.Option("dgx-a100", "--cluster", help="Cluster preset name or TOML file."),
+    trace: Optional[Path] = typer.Option(None, "--trace", help=f"Trace file (canonical Parquet or any raw format); default, with neither --trace nor --synth: {DEFAULT_TRACE}."),
+    synth: Optional[str] = typer.Option(None, "--synth", help=f"Synthetic workload LIKE:JOBS[:WINDOW], LIKE one of {', '.join(LIKES.names())}; e.g. {DEFAULT_TRACE.removeprefix('synth:')}."),
+    cluster: str = typer.Option(DEFAULT_CLUSTER, "--cluster", help="Cluster preset name or TOML file."),
     nodes: Optional[int] = typer.Option(None, "--nodes", help="Resize the cluster to N nodes."),
-    policy: Optional[str] = typer.Option(None, "--policy", help="Policy name(s), comma-separated (default: baselines)."),
-    contention: bool = typer.Option(True, "--contention/--no-contention", help="Cross-job network contention."),
+    policy: Optional[str] = typer.Option(None, "--policy", help=f"Policy name(s), comma-separated; default: the baselines {', '.join(PREFERRED_POLICIES)} (`cosim policies list`)."),
+    contention: bool = typer.Option(DEFAULT_CONTENTION, "--contention/--no-contention", help="Cross-job network contention."),
     calibration: Optional[Path] = typer.Option(None, "--calibration", help="Calibration profile (TOML from calibrate fit); default: the preset's shipped profile, if any; none: no profile."),
     seed: int = typer.Option(0, "--seed", help="Seed for synthesis, workload assembly and --gpu-variability. A policy's own random choices are seeded by its `seed` parameter (--set POLICY.seed=N, default 0), so repeats over --seed vary the workload, not the policy."),
     out: Optional[Path] = typer.Option(None, "--out", help="Write Parquet outputs to this folder."),

@@ -23,10 +23,10 @@ def register(app: typer.Typer) -> None:
 
     @group.command("list")
     def list_cmd() -> None:
-        """Every registered policy: name, one-line description, parameters with defaults."""
+        """Every registered policy (test and demo policies left out): name, description, parameters with defaults."""
         import policies
 
-        for name in policies.POLICIES.names():
+        for name in policies.POLICIES.listed():
             pol = policies.make(name)
             flags = " [oracle]" if pol.needs else ""
             typer.echo(f"{name}{flags}: {policies.describe(name)}")

@@ -19,6 +19,8 @@ import typer
 from cli.numbers import ASCII_FLOAT, ASCII_INT
 
 from cosim.errors import InputError
+from experiments.defaults import DEFAULT_CLUSTER, DEFAULT_CONTENTION, DEFAULT_TRACE, PREFERRED_POLICIES
+from traces.likes import LIKES
 
 
 def register(app: typer.Typer) -> None:
@@ -26,12 +28,12 @@ def register(app: typer.Typer) -> None:
 
 
 def simulate(
-    trace: Optional[Path] = typer.Option(None, "--trace", help="Trace file (canonical Parquet or any raw format)."),
-    synth: Optional[str] = typer.Option(None, "--synth", help="Synthetic workload LIKE:JOBS[:WINDOW], e.g. philly:160 or philly-sia:160:4h."),
-    cluster: str = typer.Option("dgx-a100", "--cluster", help="Cluster preset name or TOML file."),
+    trace: Optional[Path] = typer.Option(None, "--trace", help=f"Trace file (canonical Parquet or any raw format); default, with neither --trace nor --synth: {DEFAULT_TRACE}."),
+    synth: Optional[str] = typer.Option(None, "--synth", help=f"Synthetic workload LIKE:JOBS[:WINDOW], LIKE one of {', '.join(LIKES.names())}; e.g. {DEFAULT_TRACE.removeprefix('synth:')}."),
+    cluster: str = typer.Option(DEFAULT_CLUSTER, "--cluster", help="Cluster preset name or TOML file."),
     nodes: Optional[int] = typer.Option(None, "--nodes", click_type=ASCII_INT, help="Resize the cluster to N nodes."),
-    policy: Optional[str] = typer.Option(None, "--policy", help="Policy name(s), comma-separated (default: baselines)."),
-    contention: bool = typer.Option(True, "--contention/--no-contention", help="Cross-job network contention."),
+    policy: Optional[str] = typer.Option(None, "--policy", help=f"Policy name(s), comma-separated; default: the baselines {', '.join(PREFERRED_POLICIES)} (`cosim policies list`)."),
+    contention: bool = typer.Option(DEFAULT_CONTENTION, "--contention/--no-contention", help="Cross-job network contention."),
     calibration: Optional[Path] = typer.Option(None, "--calibration", help="Calibration profile (TOML from calibrate fit); default: the preset's shipped profile, if any; none: no profile."),
     seed: int = typer.Option(0, "--seed", click_type=ASCII_INT, help="Seed for synthesis, workload assembly and --gpu-variability. A policy's own random choices are seeded by its `seed` parameter (--set POLICY.seed=N, default 0), so repeats over --seed vary the workload, not the policy."),
     out: Optional[Path] = typer.Option(None, "--out", help="Write Parquet outputs to this folder."),
@@ -102,6 +104,12 @@ def simulate(
         typer.echo(f"the trace's loader left out {sum(result.excluded.values())} row(s) that are not runnable jobs "
                    f"({', '.join(f'{k}: {v}' for k, v in sorted(result.excluded.items()))}); "
                    "summary columns trace_rows_excluded, trace_excluded", err=True)
+
+    from experiments.discrimination import warnings
+    from simcore.tables import table_rows
+
+    for line in warnings(table_rows(result.summary_table), ["policy"]):
+        typer.echo(line, err=True)
     if result.invalid:
         typer.echo(f"skipped {len(result.invalid)} job(s) that can never run (see config.json)", err=True)
     if out is not None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Optional
 
 import typer
 
@@ -15,20 +16,37 @@ def register(app: typer.Typer) -> None:
 
 
 def sweep(
-    config: Path = typer.Argument(..., help="Sweep TOML file (see examples/sweep_*.toml)."),
-    out: Path = typer.Option(..., "--out", "-o", help="Sweep folder: cells/<id>/ and summary.parquet."),
+    config: Optional[Path] = typer.Argument(None, help="Sweep TOML file: keys traces, policies (required), clusters, "
+                                            "contention, calibration, perf, progress, costs, seeds (axes), "
+                                            "policy_costs, load_series, write_decisions, skip_invalid; "
+                                            "see docs/sweeps.md and --example."),
+    out: Optional[Path] = typer.Option(None, "--out", "-o", help="Sweep folder: cells/<id>/ and summary.parquet."),
+    example: Optional[str] = typer.Option(None, "--example", help="Print the shipped example sweep NAME to stdout "
+                                          "(e.g. --example small > small.toml); an unknown NAME or '' lists them."),
     workers: int = typer.Option(0, "--workers", "-j", click_type=ASCII_INT, help="Parallel cells (0 = one per CPU core)."),
     backend: str = typer.Option("local", "--backend", help="local (process pool) or ray."),
     address: str = typer.Option(None, "--address", help="Ray cluster address (default: a local Ray instance)."),
     resume: bool = typer.Option(False, "--resume", help="Skip finished cells of an interrupted sweep; retry failed ones."),
     overwrite: bool = typer.Option(False, "--overwrite", help="Clear an earlier sweep in OUT first (not with --resume)."),
 ) -> None:
-    """Run every (trace, cluster, policy+params, contention, calibration, seed) cell of a sweep.
+    """Run every cell of a sweep: the product of its traces, clusters, policies (with parameter
+    grids), contention, calibration, perf, progress, costs and seeds axes.
+
+    The format, every key and its default, is in docs/sweeps.md; `--example NAME` prints a
+    ready-to-run sweep file (`--example ''` lists the names).
 
     Each finished cell is committed atomically under OUT/cells/<id>/; OUT/summary.parquet has
     one row per cell (coordinates, every summary metric, status, error, wall_s). A failing cell
     is recorded and the sweep goes on; the exit code is 1 when any cell failed.
     """
+    if example is not None:
+        _print_example(example)
+        return
+    if config is None or out is None:
+        from cosim.errors import InputError
+
+        raise InputError.at(field="CONFIG" if config is None else "--out",
+                            expected="a sweep TOML file and --out DIR (or --example NAME)")
     _sweep(config, out, workers, backend, address, resume, overwrite)
 
 
@@ -72,6 +90,10 @@ def _sweep(config: Path, out: Path, workers: int, backend: str, address: str | N
     n = len(result.summary)
     typer.echo(f"{cfg.name}: {n} cells in {out / 'summary.parquet'} ({result.ran} run, {result.skipped} resumed, "
                f"{result.failed} failed)")
+    from experiments.discrimination import sweep_warnings
+
+    for line in sweep_warnings(result.summary.to_dict("records"), cfg):
+        typer.echo(line, err=True)
     if result.failed:
         errs = result.summary[result.summary["status"] == "error"]
         for _, r in errs.head(5).iterrows():
@@ -80,6 +102,19 @@ def _sweep(config: Path, out: Path, workers: int, backend: str, address: str | N
         if len(errs) > 5:
             typer.echo(f"  ... and {len(errs) - 5} more (see the error column)", err=True)
         raise typer.Exit(1)
+
+
+def _print_example(name: str) -> None:
+    from experiments.sweep.examples import example_names, example_text
+
+    if name in example_names():
+        typer.echo(example_text(name), nl=False)
+        return
+    typer.echo("example sweeps (cosim sweep --example NAME > NAME.toml):", err=True)
+    for n in example_names():
+        typer.echo(f"  {n}", err=True)
+    if name:
+        raise typer.Exit(2)
 
 
 def _short(text: str, limit: int = 300) -> str:

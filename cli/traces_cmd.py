@@ -13,6 +13,7 @@ from typing import Optional
 import typer
 
 from cli.numbers import ASCII_INT
+from traces.likes import LIKES
 
 FORMAT_HELP = "auto, parquet, philly-json, philly-csv, helios, sensetime, pollux or ones"
 
@@ -108,13 +109,14 @@ def sample(
 
 
 def synth(
-    like: str = typer.Option(..., "--like", help="philly, helios, sensetime, or a fitted parameter JSON."),
+    like: str = typer.Option(..., "--like", help=f"{', '.join(LIKES.names())}, or a fitted parameter JSON."),
     jobs: int = typer.Option(..., "--jobs", "-n", click_type=ASCII_INT, help="Number of jobs."),
     out: Path = typer.Option(..., "-o", "--out", help="Output Parquet file."),
     seed: int = typer.Option(0, "--seed", click_type=ASCII_INT, help="Random seed."),
     assemble: bool = typer.Option(False, "--assemble", help="Fill model/batch by Ares size class."),
 ) -> None:
-    """Synthesise a trace statistically like Philly, Helios-Saturn or SenseTime."""
+    """Synthesise a trace statistically like Philly (as itself or as Pollux/Sia/Ares sample it), Helios-Saturn
+    or SenseTime."""
     from cosim.validate import MAX_SYNTH_JOBS, check_count, check_seed
     from traces.synth import synthesize
 

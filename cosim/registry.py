@@ -25,6 +25,7 @@ class Registry(Generic[T]):
         self._items: dict[str, T] = {}
         self._help: dict[str, str] = {}
         self._lazy: dict[str, str] = {}  # name → module whose import registers it
+        self._hidden: set[str] = set()  # test and demo entries: looked up by name, not listed
 
     def register(self, name: str, help: str = "") -> Callable[[T], T]:
         def deco(obj: T) -> T:
@@ -66,6 +67,14 @@ class Registry(Generic[T]):
 
     def names(self) -> list[str]:
         return sorted(self._items.keys() | self._lazy.keys())
+
+    def hide(self, *names: str) -> None:
+        """Mark `names` as test or demonstration entries: `get` still finds them, `listed` leaves them out."""
+        self._hidden.update(names)
+
+    def listed(self) -> list[str]:
+        """The names a user is shown (`names` without the hidden ones)."""
+        return [n for n in self.names() if n not in self._hidden]
 
     def help(self, name: str) -> str:
         self.get(name)

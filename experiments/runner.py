@@ -61,17 +61,12 @@ from simcore.prepare import InvalidJob, build_jobs, describe_invalid
 from simcore.state import ClusterState, JobTable
 from simcore.tables import arrow_table, rows_table, to_pandas
 from simcore.work import WorkMode
+from experiments.defaults import DEFAULT_CLUSTER, DEFAULT_CONTENTION, DEFAULT_TRACE, PREFERRED_POLICIES
 
 if TYPE_CHECKING:
     import pandas as pd
 
 log = logging.getLogger(__name__)
-
-#: Baselines run by default, in this order, when registered (see `default_policies`).
-PREFERRED_POLICIES = ("fifo", "fifo-backfill", "sjf", "srtf", "tiresias", "gandiva")
-
-
-DEFAULT_TRACE = "synth:philly-sia:160:4h"
 
 
 @dataclass(frozen=True)
@@ -82,11 +77,11 @@ class RunConfig:
     #: runs with model and batch), arriving over 4 h. Ares uses 160 jobs / 8 h on 64 RTX 2080 Ti;
     #: A100s run these jobs ≈3.4× faster, so the window is halved to keep queues forming.
     trace: str = DEFAULT_TRACE
-    cluster: str = "dgx-a100"
+    cluster: str = DEFAULT_CLUSTER
     cluster_nodes: int | None = None
     policies: tuple[str, ...] = ()  # empty → `default_policies()`
     policy_params: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
-    contention: bool = True
+    contention: bool = DEFAULT_CONTENTION
     calibration: str | None = None
     seed: int = 0
     write_decisions: bool = False

@@ -37,5 +37,8 @@ BUILTIN: dict[str, tuple[str, ...]] = {
 }
 for _module, _names in BUILTIN.items():
     POLICIES.lazy(f"policies.{_module}", *_names)
+#: test and demonstration policies: runnable by name, left out of `cosim policies list`
+HIDDEN = ("mechanisms-demo",)
+POLICIES.hide(*HIDDEN)
 
-__all__ = ["BUILTIN", "POLICIES", "describe", "make", "make_config", "params_of"]
+__all__ = ["BUILTIN", "HIDDEN", "POLICIES", "describe", "make", "make_config", "params_of"]

@@ -33,12 +33,11 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from cosim.errors import InputError, UnknownNameError
-from cosim.registry import Registry
 from traces.io import arrow_str, normalize
+from traces.likes import DATA_DIR, LIKES  # noqa: F401  (LIKES: the names, re-exported)
 
 log = logging.getLogger(__name__)
 
-DATA_DIR = Path(__file__).resolve().parent / "data"
 PARAMS_VERSION = 1
 DAY_S = 86400.0
 #: probability grid of the duration quantile function (dense in both tails)
@@ -48,14 +47,6 @@ PROB_GRID: tuple[float, ...] = tuple(sorted({0.0, 0.001, 0.002, 0.005, 0.995, 0.
 GPU_BUCKETS: tuple[tuple[int, int], ...] = ((1, 1), (2, 4), (5, 8), (9, 1 << 30))
 MIN_BUCKET_JOBS = 50
 
-#: Built-in parameter sets, by name → file in traces/data.
-LIKES: Registry[Path] = Registry("synthetic trace")
-for _name, _help in (("philly", "Microsoft Philly (philly_jobs.csv): hour-of-day arrivals, GPUs, durations"),
-                     ("philly-sia", "Philly as Pollux/Sia/Ares sample it (multi-GPU training jobs): arrivals, "
-                                    "GPUs, model and batch"),
-                     ("helios", "Helios-Saturn (Pollux/Sia/Ares workloads): arrivals, GPUs, model and batch"),
-                     ("sensetime", "SenseTime (Dally job records): arrivals, GPUs, durations, models")):
-    LIKES.register(_name, help=_help)(DATA_DIR / f"synth_{_name}.json")
 
 
 # ----------------------------------------------------------------------------------------- fit

@@ -7,36 +7,10 @@ so the id of a cell does not depend on its position in the file, on the order of
 or on which other cells the grid holds — which is what lets `--resume` recognise finished
 cells after the grid has been edited.
 
-TOML shape (every key but `traces` and `policies` optional)::
-
-    name = "baselines"
-    traces = ["synth:philly:160", "jobs.parquet",             # specs passed to the runner
-              { path = "big.parquet", jobs = 160, window = "8h", seed = 1, name = "big-160" }]
-    clusters = ["dgx-a100", { preset = "philly", nodes = [8, 16] }]
-    contention = [true, false]
-    calibration = ["default", "none", "fitted.toml"]             # the preset's profile, none, or files
-    perf = ["network", "measured"]                               # iteration-time backends (default network)
-    progress = ["plain", "goodput"]                              # progress models (default plain)
-    seeds = [0, 1]
-    write_decisions = false                                      # also keep decisions.parquet per cell
-    skip_invalid = false                                         # run without jobs that can never run
-    costs = ["flat30", "inplace"]                                # costs of change: an axis (presets,
-                                                                 # seconds or tables, `simcore.costs`)
-    load_series = "diurnal:0.05"                                 # inference load (not swept): a CSV
-                                                                 # time_s,pool,nodes_needed or diurnal:H
-    [policy_costs]                                               # one policy's costs (not swept)
-    ones = "inplace"
-    optimus = { base = "flat30", migrate_s = "state" }
-
-    [policies.fifo]                                              # no parameters
-    [policies.ares]
-    alpha = [0.55, 0.75, 0.95]                                  # a list is a grid axis
-    [policies.tiresias]
-    thresholds_gpu_s = [[3600.0], [3600.0, 57600.0]]            # a list in the list: one tuple value
-
-`policies = ["fifo", "sjf"]` is the short form when no policy takes parameters. Relative
-file paths are resolved against the TOML file's folder for running, but the cell id uses
-the spec as written so a sweep folder stays valid when the project is moved.
+The file format — every key, axis and default, with examples — is documented for users in
+docs/sweeps.md; `cosim sweep --example NAME` prints the shipped examples. Relative file paths
+are resolved against the TOML file's folder for running, but the cell id uses the spec as
+written so a sweep folder stays valid when the project is moved.
 """
 
 from __future__ import annotations

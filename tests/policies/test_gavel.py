@@ -258,7 +258,7 @@ def test_ftf_dinkelbach_reaches_the_optimum_of_long_cutting_planes(data):
 
 
 def _reference_ftf(tput, sf, num, a, c, max_iter=30):
-    """The finish-time-fairness solver as it was before the kept HiGHS model (main at 9c14525):
+    """The finish-time-fairness solver as it was before the kept HiGHS model:
     a fresh `Model` per Dinkelbach iteration, unscaled rows u_j (ρ − a_j) + d_j z ≥ c_j,
     linprog's HiGHS defaults, no stop at the lower bound. Only the tests' reference."""
     from policies.gavel import _base, _take, proportional_throughput

@@ -1,4 +1,4 @@
-"""Dally policy time per decision (issue 16 target: < 10 ms at 16 racks with 500 jobs).
+"""Dally policy time per decision (target: < 10 ms at 16 racks with 500 jobs).
 
 The cluster: `dally-3tier` at 16 racks (128 machines x 8 GPUs = 1,024 GPUs). 500 jobs with the
 GPU-demand histogram of the authors' SenseTime batch set (notes §5.2: 1:270, 2:13, 4:52, 8:109,

@@ -1,6 +1,6 @@
 """Engine speed: the default comparison and the full Philly trace, through the real runner.
 
-Targets (issue 4):
+Targets:
 - 160-job synthetic Philly-like workload on the 64-GPU `dgx-a100` preset, five baseline
   policies, contention on: < 2 s in total after numba compilation (a warm-up run first);
 - the full `philly_jobs.csv` (82,247 jobs) on a 512-GPU Philly-like fabric (the `philly`
@@ -12,68 +12,19 @@ Each measurement runs in a fresh spawned process (peak RSS is the run's own).
     python -m benchmarks.bench_engine
     python -m benchmarks.run --only engine
 
-Comparing two trees (issue 13's "within 15 % of base"): run `_child_philly("tiresias", None)`
-in a fresh process from each tree's root (`cd TREE && python -c "from benchmarks.bench_engine
-import _child_philly; print(_child_philly('tiresias', None))"`, checking `simcore.__file__`),
-alternating the trees, the first (compiling) run of each discarded; compare `cpu_s` as well as
-`wall_s` when the host is shared. `_child_philly("tiresias", 20000)` (the first 20,000 jobs)
-gives more repeats in the same time.
+Comparing two trees: run `_child_philly("tiresias", None)` in a fresh process from each tree's
+root (`cd TREE && python -c "from benchmarks.bench_engine import _child_philly;
+print(_child_philly('tiresias', None))"`, checking `simcore.__file__`), alternating the trees,
+the first (compiling) run of each discarded; compare `cpu_s` as well as `wall_s` when the host
+is shared. `_child_philly("tiresias", 20000)` (the first 20,000 jobs) gives more repeats in the
+same time. `benchmarks/bench_tiresias_pair.sh TREE_A TREE_B` does the alternation.
 
 Policy CPU apart from the engine's: wrap the policy's `decide` (through `Backends.make_policy`)
 in `time.process_time()` deltas; the rest of `cpu_s` is the engine's ("outside"). The outputs
 check: sha1 of `res.jobs["tiresias"]` without its wall columns, as CSV
 (`hashlib.sha1(t.drop(columns=[c for c in t if "wall" in c]).to_csv(index=False).encode())`,
-first 12 hex digits): 90811837d918 on the full trace since ec9d73a.
-
-Measured 2026-11-24 06:40-07:40 on the 2-core machine at load average 15-24 (eight sessions
-at work: wall times 3-10x the idle ones, CPU times inflated too), full Philly Tiresias,
-`cpu_s` (wall_s) per run, interleaved base / this tree:
-- bb61ec7 (base): 33.1 (204), 31.3 (296), 31.9 (328) s;
-- this tree (commit e280ed4's code): 40.4 (303), 38.9 (339), 37.1 (299) s, +12 to +29 % CPU;
-  outputs identical to ec9d73a's (sha1 of the Tiresias jobs table's non-wall columns
-  90811837d918 in every run, as in ec9d73a's);
-first 20,000 jobs, `cpu_s`, four rounds of main (ec9d73a, 23e80df from the third on: a merge
-  that leaves the engine, the round toolkit and Tiresias as they were) / this tree / base: 8.1, 8.2, 8.4, 8.2 / 7.6, 8.1, 7.8, 7.9 /
-  6.3, 6.5, 6.8, 6.5 s (this tree 4 % below main, 21 % above base).
-At that load the gap to base is larger than the +17 % measured idle (README); this tree's
-changes took ~3-6 % CPU off ec9d73a's, not enough for the 15 % target.
-
-Measured 2026-11-24 09:10-10:20 (branch ia-walk: Tiresias' per-call kernel runs round_begin,
-its bookkeeping, the walk's first `walk_run` and `next_jump` in one dispatch; the walk's
-buffers packed; `gc.freeze` for the run), load average 10-21, CPU seconds with the policy's
-share (`decide` wrapped as above), runs in fresh processes, each tree's kernels compiled
-before (first runs discarded):
-- first 20,000 jobs, policy CPU: base 1.33, 1.22, 1.33 s; main (418f1ab) 2.19, 2.47, 2.20 s;
-  ia-walk before gc.freeze 1.78 (load 18), 1.92 (load 21), 2.00-2.13 s (load 10-11);
-  per call (instrumented medians, load ~20, ~450 active jobs): base 0.9 µs Python before the
-  kernel, 17.3 µs kernel, 4.5 µs building the decision; ia-walk 2.1, 24.0 (the kernel now
-  includes the walk and next_jump), then Round 2.5, taking the walk's outcome 6.5, decision
-  2.9 µs (main before: 2.1, 12.9, 1.9, walk 18.2, next_jump 5.8, decision 2.8 µs);
-- full trace (82,247 jobs), `cpu_s` (policy, outside), sequential runs: base 31.18 (6.61,
-  24.56) at load 12.0, 32.39 (7.05, 25.35) at 12.5; ia-walk before gc.freeze 39.29 (8.71,
-  30.58) at 15.2, 38.46 (8.72, 29.74) at 10.5: +19 to +26 % (the load moved between runs);
-- full trace, the two trees run at the same time (same load), ia-walk with gc.freeze / base:
-  39.32 (9.27, 30.05) / 34.66 (7.51, 27.15) at load 13: +13.4 %; 41.03 (9.88, 31.15) /
-  37.35 (8.32, 29.03) at load 8: +9.9 %; 39.62 (9.51, 30.11) / 35.43 (7.77, 27.65) at load
-  8: +11.8 %; 40.29 (9.77, 30.52) / 36.01 (8.14, 27.87) at load 8: +11.9 %. The policy is
-  +19 to +23 % of base's, the engine outside it +7 to +11 %.
-  Against main (418f1ab) at the same time, load 8: ia-walk 33.91 (7.75, 26.16) / main 38.41
-  (11.06, 27.35): -11.7 % CPU, the policy -30 %. Applied to the idle numbers (base 23.70,
-  main 29.03 s), that puts ia-walk near 25.6 s, +8 % over base (the target: <= 27.2 s).
-  GC during the run (gc.callbacks): ia-walk 1.46 s (10 full collections), base 1.13 s (5);
-  sha1 90811837d918 in every ia-walk run, full and 20k tables equal to main's.
-First-call compilation (fresh COSIM_NUMBA_CACHE_DIR, Tiresias on synth:philly-sia:120:2h, the
-two trees at the same time, load 5-8): 48.5 s CPU for the whole run (ia-walk) vs 48.2 s
-(main): unchanged; walk_run is still one specialisation, now also compiled inside Tiresias'
-`_round_kernel` (numba `numba:compile` events, inclusive wall: walk_run 43.8 s / 47.0 s).
-
-Lead, 2026-11-24 10:39-10:43, every branch of the session merged, no helper running (load
-0.5-1), `_child_philly("tiresias", None)` in fresh processes alternating /work/wt/base (bb61ec7)
-and /work/main, `cpu_s` (policy_s): base 25.35 (5.55), 26.45 (5.71), 25.73 (5.52) s; main
-28.46 (6.44), 28.55 (6.50), 28.48 (6.43) s: +12.3, +7.9, +10.7 % pairwise (target within
-15 %: met); 305,232 events, 0.69 GB peak. The same script at 09:01-09:05 (load 0.1-1.3) on
-418f1ab: base 23.70 / 22.97 / 23.66 / 23.52 s, 418f1ab 29.03 / 29.43 / 29.22 / 29.19 s (+23 to
-+27 %).
+first 12 hex digits), equal between the trees being compared. On a 2-core x86 host the full
+trace takes 29–33 s CPU (policy 6.7–7.6 s), 305,232 events, 0.68 GB peak.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Gavel's finish-time-fairness program at 1,000 jobs × 8 GPU types (issue 14: a fresh decision < 50 ms).
+"""Gavel's finish-time-fairness program at 1,000 jobs × 8 GPU types (target: a fresh decision < 50 ms).
 
 The inputs are those of a fresh `gavel objective=finish_time_fairness` policy's first call on
 `bench_policies.hetero_view(8)` (2,048 GPUs split into 8 types of 256, 1,000 active jobs),

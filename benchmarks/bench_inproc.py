@@ -1,4 +1,4 @@
-"""The simulation alone (in process) on the Pollux OSDI'21 workloads: issue 14's "≥ 200× the Pollux simulator".
+"""The simulation alone (in process) on the Pollux OSDI'21 workloads (target: ≥ 200× faster than the Pollux simulator's whole process).
 
 The setting is the one `cosim simulate` runs for the comparison with the peer simulator:
 
@@ -19,26 +19,6 @@ shared host. The peer's time is its whole process (docs/peers.md); its import is
 two dumps exactly (the summary without its wall-time columns) and exits 1 on a difference.
 Comparing two trees: run `time` from each tree's root, alternating, and compare `cpu_s`.
 Needs ../shared/data (the workloads and the measured tables).
-
-Measured 2026-11-24 13:48-14:05 on the 2-core host at load average 13-20 (seven helpers at
-work: wall times 3-10x idle ones, CPU inflated too), `cpu_s` of the engine in a fresh process
-per run, interleaved: main (78a4a53) / main with OPENBLAS_NUM_THREADS=1 / this branch
-(`benchmarks/interleave_inproc.sh`: for each repeat, policy and workload, the three in turn):
-
-- tiresias-pollux w1-w5, repeat 1: main 0.86 1.11 1.21 4.33 1.36 s; main-blas1 0.28 0.44 0.66
-  0.30 0.28 s; branch 0.14 0.12 0.45 0.11 0.16 s. Repeat 2: main 0.55 0.45 6.46 0.39 0.33;
-  main-blas1 0.30 0.28 0.75 0.27 0.30; branch 0.13 0.14 0.46 0.11 0.12 s.
-- optimus w1-w5, repeat 1: main 4.08 1.62 3.18 1.60 1.72 s; main-blas1 1.76 1.78 1.35 1.59
-  1.93 s; branch 0.61 0.64 0.70 0.61 0.54 s. Repeat 2 (w1-w3): main 1.77 1.82 5.13; main-blas1
-  1.89 2.07 1.52; branch 0.81 0.80 0.79 s.
-- outputs: `dump` of main and of the branch, `diff`: jobs, timeline and summary tables equal
-  value for value for both policies on w1-w5 (30 tables).
-- in one process, w1 Tiresias run 4 times (load 16): 0.128 s CPU the first run, 0.085-0.093 s
-  the next ones (the first pays numba's loading of cached kernels and the measured tables'
-  interpolators); Optimus 0.61, 0.59, 0.55 s.
-- w3's ~0.45 s: the run's first placement off the measured table imports `scipy.interpolate`
-  inside the engine (`simcore.perf_measured`, ~2 s of 2.6 under cProfile); w1/w2/w4/w5 do that
-  during start-up.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """A new user's first minutes: a fresh venv, `pip install <checkout>`, the first and a warm `cosim simulate`.
 
-Issue 15's target: `pip install . && cosim simulate` ≤ 60 s in total on the 2-core machine, of
+Target: `pip install . && cosim simulate` ≤ 60 s in total on a 2-core machine, of
 it ≤ 20 s the first simulate. Each step is timed from outside (wall seconds, and the CPU
 seconds of the child processes, user + system, which a shared host inflates less than wall
 time), with the 1-minute load average beside it:
@@ -13,7 +13,7 @@ time), with the 1-minute load average beside it:
 
     python -m benchmarks.bench_install                          # this checkout, pip's defaults
     python -m benchmarks.bench_install --pip-args=--no-compile  # no byte-compiling at install
-    python -m benchmarks.bench_install --repo /work/main        # another checkout (before/after)
+    python -m benchmarks.bench_install --repo OTHER             # another checkout (before/after)
     python -m benchmarks.bench_install --no-simulate            # the install only
 
 The checkout's installable part is copied first (pip builds from the copy and leaves nothing in
@@ -77,7 +77,7 @@ def measure(repo: Path, pip_args: list[str], simulate: bool = True) -> list[dict
         src = copy_source(repo, root / "src")
         elsewhere = root / "cwd"  # not the source folder: `import cosim` must come from the venv
         elsewhere.mkdir()
-        # a user's shell: no PYTHONDONTWRITEBYTECODE (this project's sandboxes set it; with it, a
+        # a user's shell: no PYTHONDONTWRITEBYTECODE (some CI images set it; with it, a
         # --no-compile install would compile every imported module again on every run)
         env = user_env(drop=("PYTHONPATH", "NUMBA_CACHE_DIR", "VIRTUAL_ENV"))
         env["COSIM_NUMBA_CACHE_DIR"] = str(root / "numba-cache")

@@ -1,5 +1,5 @@
 """One ONES evolution step (a generation: refresh, crossover, mutation, reorder, Eq. 8 scoring of
-3K candidates, top-K selection) at 64 GPUs with ~50 active jobs (issue 20 target: < 50 ms).
+3K candidates, top-K selection) at 64 GPUs with ~50 active jobs (target: < 50 ms).
 
 Scenario: the engine runs ONES (K = 64, the cluster size) on `ones-longhorn` (16 × 4 V100) with
 the 50-job Table-2 trace compressed so every job has arrived within 60 s (`synth:ones:50:60s`);

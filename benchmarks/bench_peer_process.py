@@ -1,5 +1,5 @@
-"""Whole process, side by side with the Pollux OSDI'21 simulator (issue 14's speed target:
-Tiresias and Optimus >= 20x faster on the Pollux workloads, 16 x 4 T4).
+"""Whole process, side by side with the Pollux OSDI'21 simulator (target: Tiresias
+and Optimus >= 20x faster on the Pollux workloads, 16 x 4 T4).
 
 Each measurement is a fresh process, timed from outside as CPU seconds (user + sys of the child,
 `resource.getrusage(RUSAGE_CHILDREN)` deltas) with the wall time and the 1-min load beside it,
@@ -13,36 +13,15 @@ because the host is shared: CPU time is the comparable number, wall time is infl
 - the peer: `python simulator.py --policy {tiresias|optimus} workloads/workload-N.csv` in
   `--peer-dir` (petuum/adaptdl branch osdi21-artifact, `simulator/`) with `--peer-python`, when
   both exist and `--run-peer` is given; otherwise its times come from `--peer-times`, a file of
-  lines `POLICY wN wall=S user=S sys=S` (`/usr/bin/time -f` output, as the lead records them).
+  lines `POLICY wN wall=S user=S sys=S` (`/usr/bin/time -f` output).
 
 Runs are interleaved (for each workload and policy: every repo, then the peer), so a change of
 load hits all sides alike. Usage:
 
     python -m benchmarks.bench_peer_process                                   # w1-w5, both policies
-    python -m benchmarks.bench_peer_process --workloads 1 3 --repeat 3 --repo . --repo /tmp/main
+    python -m benchmarks.bench_peer_process --workloads 1 3 --repeat 3 --repo . --repo OTHER_CHECKOUT
     python -m benchmarks.bench_peer_process --run-peer --workloads 1 --policies tiresias
-    python -m benchmarks.bench_peer_process --peer-times /work/notes/s7/peer_times.txt
-
-Measured 2026-11-24 14:03-14:16 UTC on the shared 2-core host at load 9-17 (so CPU s, not wall):
-`--repo . --repo <main 78a4a53> --peer-times /work/notes/s7/peer_times.txt` (peer CPU recorded by
-the lead at load 0.6-2.6). cosim with the measured-table cache (this tree) / main:
-
-    workload  tiresias-pollux  cosim CPU s  ratio      optimus  cosim CPU s  ratio
-    w1        peer 16.7        2.36 / 30.2  7.1x       peer 91.6  4.19 / 11.9  21.8x
-    w2        peer 17.3        2.44 / 13.0  7.1x       peer 75.6  4.15 / 13.1  18.2x
-    w3        peer 14.1        2.36 /  6.5  6.0x       peer 49.3  3.01 /  4.9  16.4x
-    w4        peer 16.3        2.20 /  6.3  7.4x       peer 68.5  3.53 /  7.8  19.4x
-    w5        peer 15.3        2.41 /  6.9  6.3x       peer 63.3  3.61 / 14.7  17.5x
-
-Re-measured 2026-11-24 16:40 UTC (branch kd-process vs main 9c14525, `--repeat 2 --policies tiresias
---repo . --repo <main>`, load 7.0-7.3, both sides under the same load): tiresias-pollux w1-w5 CPU s
-this tree 0.78/0.75, 0.74/0.75, 0.73/0.75, 0.90/0.85, 0.92/0.76 against main 1.19-1.37 (ratio
-16.6-23.5x against 11.0-14.5x); no pandas, no pyarrow.compute, no numba target refresh per run.
-
-(main's numbers swing with the load: it builds six tables with pandas and qhull per run.) The
-floor `python -c "import numpy, numba, pyarrow, pyarrow.parquet"` took 0.53-0.69 s CPU in the
-same window, 0.97-1.06 s with pandas: Tiresias's 20x (about 0.75 s CPU a process) is below what the
-imports alone cost while pandas is on the path.
+    python -m benchmarks.bench_peer_process --peer-times PEER_TIMES.txt
 """
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ several calls (the detail gives mean wall and CPU time; the box may be shared) o
 2,048 GPUs (< 0.06 s per invocation, seeds/notes/ares.md §8 item 7).
 
 Run: ``python -m benchmarks.bench_policies`` (the older per-policy rows), or the one table of
-every registered policy (issue 14): ``nice -n 10 python -m benchmarks.bench_policies --table``
+every registered policy: ``nice -n 10 python -m benchmarks.bench_policies --table``
 (``--only NAME[,NAME]`` to time a few, ``--repeats N`` calls each, default 3; each row's detail
 gives the CPU ms of the best fresh and warm call beside the wall ms, and the table the 1-min load).
 Before/after a change, interleaved: ``python -m benchmarks.bench_interleave OLD_CHECKOUT NEW_CHECKOUT

@@ -1,6 +1,6 @@
 """Scale: one simulation of a large synthetic trace on a large fabric, through the real runner.
 
-Issue 6 target: a 1,000,000-job Philly-like synthetic trace on a 20,000-GPU fabric
+Target: a 1,000,000-job Philly-like synthetic trace on a 20,000-GPU fabric
 (`dgx-a100` resized to 2,500 nodes x 8 GPUs, non-blocking fat tree), FIFO, contention on,
 in < 10 min and < 4 GB. Each size runs in a fresh spawned process, so the peak resident
 memory measured (the process's high-water mark) is the run's own: numba start-up, trace

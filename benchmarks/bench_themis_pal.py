@@ -4,7 +4,7 @@ Same scenarios as `benchmarks.bench_policies`: Themis and `themis-ftf-lp` on its
 heterogeneous view (four types of 512 GPUs, a throughput table; one call = a fresh policy's
 first round, the heaviest), PAL on the one-type view (the view's what-if: compute split over
 the GPUs plus a costlier all-reduce across nodes) with its seeded variability model. Target:
-< 50 ms per call (issue 14). Run: ``python -m benchmarks.bench_themis_pal``; the table of every
+< 50 ms per call. Run: ``python -m benchmarks.bench_themis_pal``; the table of every
 policy (1 and 8 types) is ``python -m benchmarks.bench_policies --table``.
 """
 

@@ -1,6 +1,6 @@
 """Warm start-up, before/after: `cosim simulate` (the default run) and `cosim --help`, two checkouts interleaved.
 
-Issue 15's targets: warm `cosim simulate` ≤ 2 s, `cosim --help` ≤ 0.5 s (2-core machine). On
+Targets: warm `cosim simulate` ≤ 2 s, `cosim --help` ≤ 0.5 s (2-core machine). On
 a shared host one number means little, so each repeat runs the other checkout's command right
 before this one's (same load), and every line carries wall and CPU seconds (user + system of
 the child) and the 1-minute load average. Each checkout runs its own code (`python -m cli.app`

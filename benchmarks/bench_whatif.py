@@ -1,4 +1,4 @@
-"""What-if query costs (issue 12 targets): ≤ 20 µs per cached query, and a throughput matrix
+"""What-if query costs (targets): ≤ 20 µs per cached query, and a throughput matrix
 of 1,000 jobs × 8 GPU types in ≤ 20 ms, so a policy (Gavel, FFT, AlloX) can ask per job per
 round.
 

@@ -1,6 +1,6 @@
-"""The environment benchmark scripts give the processes they time: a user's shell, not this sandbox's.
+"""The environment benchmark scripts give the processes they time: a user's shell, whatever the caller's.
 
-This project's sandboxes set PYTHONDONTWRITEBYTECODE. A user's Python caches each module's bytecode
+Some shells and CI images set PYTHONDONTWRITEBYTECODE; it is removed here. A user's Python caches each module's bytecode
 (`__pycache__`) on the first run and reads it afterwards; with the variable set, every run recompiles
 each module edited since its .pyc was last written (all of cosim's in a fresh checkout: ≈ 0.2-0.3 s
 of CPU), which is not what a user's second run costs.

@@ -1,6 +1,6 @@
 """Where a cached `cosim simulate` of a Pollux workload spends its CPU after its imports, and what
-the cyclic garbage collector costs it: the two measures behind branch lb-command (issue 14's
-"Tiresias ≥ 20× the Pollux simulator, whole process").
+the cyclic garbage collector costs it (the whole process's target: Tiresias ≥ 20× faster than the
+Pollux simulator).
 
     python -m benchmarks.command_sections sections [--repeat 9] [--workload 3] [--policy P] [--twice]
     python -m benchmarks.command_sections gc [--workload 3] [--gen0 N]
@@ -18,15 +18,6 @@ Python that remains. Run it from each checkout to compare (alternate them: the h
 `gc`: the real entry point (`python -m cli.app simulate ...`, its `main()` and its GC thresholds)
 with a `gc.callbacks` counter: collections per generation and their CPU time, and, with
 `--gen0 N`, the young-generation threshold `main()` sets replaced by N.
-
-Measured 2026-11-24 on the shared 2-core host (load 1-3), workload 3, tiresias-pollux:
-- `sections` (min of 9, main 62c53cf -> lb-command): command 197-206 -> 183-189 ms; measured
-  cache 15 -> 6 ms; build_jobs 15 -> 7.7 ms; `eng.decide` 37 -> 33 ms (one kernel load fewer:
-  `Round()` 6.5 -> 4.0 ms); assign_goodput 4.0 -> 2.5 ms.
-- `gc`: with main's (50_000, 10, 10), two collections during numba's lazy imports inside the
-  command (at ~470 and ~665 modules loaded; young, or one of them of the middle generation)
-  take 36-60 ms CPU of the ~0.6-s process (5 runs); `--gen0 200000`: none during the command
-  (~2 ms in all, the import-time ones at Python's default), same peak RSS (197.7 vs 198.1 MB).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Per-kernel numba compile time of the default `cosim simulate` (issue 15: first run ≤ 20 s).
+"""Per-kernel numba compile time of the default `cosim simulate` (target: first run ≤ 20 s).
 
 Runs the default `simulate` in this process with an empty kernel cache and no priming, listens
 to numba's `numba:compile` events and prints, per compiled function and signature, the process

@@ -1,6 +1,6 @@
 """Same outputs, file for file: run `cosim simulate` of two checkouts and compare every output.
 
-Issue 14's whole-process speed work must not change a single output. For each workload and
+Speed work must not change a single output. For each workload and
 policy this runs the Pollux-workload command of `benchmarks.bench_peer_process` (`--perf
 measured-pollux-sim --progress goodput --costs pollux-sim`, 16 x 4 T4) once in `--base` (e.g. a
 `git worktree add /tmp/base main` copy) and once in `--repo` (default: this checkout), with the

@@ -1,4 +1,4 @@
-"""Where a cached `cosim simulate` process spends its CPU, stage by stage (issue 14's floor).
+"""Where a cached `cosim simulate` process spends its CPU, stage by stage (the floor under any command).
 
 Each repetition is a fresh `python` process that imports, in order, what the Pollux-workload
 command needs — typer and the CLI, numpy, numba, pyarrow(+parquet), the policy registry, the

@@ -13,7 +13,7 @@ error (`loo_step_med`), the all-reduce error (`loo_sync_med`) and, to show which
 held-out prediction is wrong, the step error when the predicted all-reduce is replaced by the
 measured one (`loo_step_msync_med`: the error of the compute/host part alone).
 
-Targets (issue 11): step median ≤ 5 % cross-validated per platform, ≤ 15 % leave-one-hardware-out;
+Targets: step median ≤ 5 % cross-validated per platform, ≤ 15 % leave-one-hardware-out;
 all-reduce median ≤ 1.5 × noise floor. `Dally Table I`: see `dally_table`.
 """
 

@@ -107,7 +107,7 @@ def _modules_for(argv: list[str]) -> tuple[str, ...]:
     options before the command, another command, in-process use) registers every module.
 
     A cached `cosim simulate` otherwise spends ≈ 0.03 s CPU importing the other ten command
-    modules and building their click commands, which it never runs (issue 14's whole-process time)."""
+    modules and building their click commands, which it never runs (part of every command's whole-process time)."""
     import os
 
     prog = os.path.basename(argv[0]) if argv else ""  # the `cosim` script, or `python -m cli.app`

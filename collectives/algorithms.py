@@ -119,7 +119,7 @@ def _shape_costs(op, k, ring_Bps, intra_cap, intra_lat, nic_usable, nic_lat, sta
     steps = np.zeros(5)
     beta = np.zeros(5)
     coef = np.zeros((5, K))
-    P = 0.0  # loops, not k.sum() / k.max(): numba's array reductions are separate compiles (issue 15)
+    P = 0.0  # loops, not k.sum() / k.max(): numba's array reductions are separate compiles
     for i in range(n):
         P += k[i]
     if P <= 1:
@@ -288,7 +288,7 @@ def _gather_and_cost(op, nodes, counts, leaf_rank, pod_rank, leaves, pods, node_
         ilat[i] = node_attr[nd, 1] + sc[10]
         c = node_attr[nd, 3]
         # np.rint, not np.round: equal for every float64 (half to even), without numba's
-        # round(x, ndigits) helpers (0.25 s of a first run's compile, issue 15)
+        # round(x, ndigits) helpers (0.25 s of a first run's compile)
         rails = min(max(1.0, np.rint(c * counts[i] / node_attr[nd, 4])), c)
         nic[i] = node_attr[nd, 2] * rails / c
         nlat[i] = lat[n_nodes + nd]

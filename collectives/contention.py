@@ -309,7 +309,7 @@ def _solve_groups(C, s, M, w, ptr, lids, dem, cap, opt: ContentionOptions, cache
     That kernel is called only once a group of more than ``exact_max_jobs`` jobs has come up
     (``memo.large_groups``, then on every call): until then the split alone (`split_groups`)
     is all a call needs, and a run that never has such a group (the default `cosim simulate`)
-    never compiles the duty-cycle solver (≈ 4.6 s of CPU on a first run, issue 15)."""
+    never compiles the duty-cycle solver (≈ 4.6 s of CPU on a first run)."""
     info = None
     if memo is not None and memo.large_groups:
         it, (gjp, jobs, eptr, elink, edem, glp, lglob), info = _solve_large(C, s, M, w, ptr, lids, dem, cap, opt, memo)

@@ -48,7 +48,7 @@ def build_link_index(n_links, ptr, lidx):
     counts = np.zeros(n_links + 1, np.int64)
     for e in range(lidx.shape[0]):
         counts[lidx[e] + 1] += 1
-    lptr = counts  # running sum in place (numba's np.cumsum is one more compile, issue 15)
+    lptr = counts  # running sum in place (numba's np.cumsum is one more compile)
     for i in range(1, lptr.shape[0]):
         lptr[i] += lptr[i - 1]
     fill = lptr[:-1].copy()
@@ -216,7 +216,7 @@ def simulate_group(compute_s, comm_start_s, comm_s, weight, ptr, lidx, demand_Bp
                     break
                 force = False
         # convergence bookkeeping when the slowest job has finished another window
-        cmin = count[0]  # a loop, not count.min(): one numba reduction less to compile (issue 15)
+        cmin = count[0]  # a loop, not count.min(): one numba reduction less to compile
         for j in range(1, n):  # (n >= 1 here: with no job the first boundary is inf and the loop ended)
             cmin = min(cmin, count[j])
         if cmin >= next_check:

@@ -126,7 +126,7 @@ def _eval_buckets(alpha, beta, wire, only, sizes, mult, coef, ids):
             out_bytes[n] = link[i]
             n += 1
     # np.argmax written out (first maximum, or the first NaN): numba's compiles two more
-    # functions (0.2 s of a first run, issue 15)
+    # functions (0.2 s of a first run)
     if A == 0 or Pn == 0:
         raise ValueError("attempt to get argmax of an empty sequence")
     a_best = 0

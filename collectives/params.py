@@ -1,6 +1,6 @@
 """`CommParams`: the tunable constants of the collective cost model, and how they are loaded.
 
-Field names are the contract with the calibration helper, which writes a ``[comm]`` section in
+Field names are the contract with `cosim calibrate fit`, which writes a ``[comm]`` section in
 a TOML calibration profile; any subset of the fields below may appear there (unknown keys are
 an error naming the file and key). A cluster preset may carry its own ``[comm]`` table too;
 precedence: dataclass defaults < preset ``[comm]`` < calibration profile < explicit overrides.

@@ -32,7 +32,7 @@ def _placement_shape(gpus, gpu_node, node_leaf, leaf_pod, node_type, leaf_class,
     s = gpus.astype(np.int64)   # a copy: the caller's array is never reordered
     for i in range(1, m):        # engines pass sorted placements: skip the O(m log m) sort then
         if s[i] < s[i - 1]:
-            s = sorted_copy(s)  # cosim.nsort: numba's quicksort costs ≈ 1 s more to compile (issue 15)
+            s = sorted_copy(s)  # cosim.nsort: numba's quicksort costs ≈ 1 s more to compile
             break
     for i in range(m):
         if s[i] < 0 or s[i] >= g_total:

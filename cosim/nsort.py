@@ -3,8 +3,8 @@
 numba's own `np.sort`, `np.argsort` and `np.unique` are built from five to eight separately
 compiled helpers (quicksort: insertion sort, partition, partition3, run_quicksort, ...;
 mergesort: argmergesort, argmergesort_inner, ...), each its own LLVM module linked into every
-caller: 1.3-2.8 s of compilation per (function, dtype) on the 2-core project machine, about a
-sixth of the first `cosim simulate` (issue 15). These are one function each (0.1-0.3 s to
+caller: 1.3-2.8 s of compilation per (function, dtype) on a 2-core machine, about a
+sixth of the first `cosim simulate`. These are one function each (0.1-0.3 s to
 compile) with the same results:
 
 - `argsort_stable(a)` == `np.argsort(a, kind="mergesort")` (== `kind="stable"`): ties keep

@@ -1,8 +1,8 @@
 """First run of `cosim simulate`: compile the default run's kernels on two cores, not one.
 
 Nearly all of a first `cosim simulate` (empty kernel cache) is numba compiling the kernels the
-default run calls from Python, with their callees (issue 15 asks for ≤ 20 s on the 2-core
-project machine). numba compiles under one process-wide lock, so a process uses one core
+default run calls from Python, with their callees (the target is ≤ 20 s on a 2-core
+machine). numba compiles under one process-wide lock, so a process uses one core
 however many kernels wait. `start()` launches a worker process before the CLI's heavy imports;
 the worker and then the CLI (`Primer.finish()`) take *units* of the list (kernels sharing
 callees, whole modules) one at a time, heaviest first, by claiming a file in a scratch folder
@@ -18,25 +18,19 @@ The list (`default_kernels.txt`, one kernel a line: unit, measured seconds, modu
 numba signature) is recorded from a real default run by
 `python -m benchmarks.bench_startup --record-kernels`; tests/test_warmup.py checks it still
 equals what the default run compiles. A kernel whose signature drifted is compiled lazily by
-the run, as before: a stale list costs time, never correctness. Per-kernel compile times:
+the run: a stale list costs time, never correctness. Per-kernel compile times:
 `python -m benchmarks.compile_profile`.
 
 A stamp file in the cache folder (keyed by the list, the kernel modules' sizes and mtimes,
 the checkout's folder, Python's and numba's version) marks a primed cache, so a warm run pays
 only a few `stat` calls. Nothing is primed without a free second core (`spare_core()`: one
-core, or a 1-minute load average above cores - 0.5): the run then compiles lazily in one process
-as before. `COSIM_PRIME=1` primes regardless, `COSIM_PRIME=0` never.
+core, or a 1-minute load average above cores - 0.5): the run then compiles lazily in one process. `COSIM_PRIME=1` primes regardless, `COSIM_PRIME=0` never.
 
-Measured (session 7, 2026-11-24, a host at load 15-17, so wall times say nothing; CPU s of
-both processes, `bench_startup --fresh --against`, COSIM_PRIME=1 in both trees): main 78a4a53
-(two recorded groups) 55.8 s, this tree 46.1 s. The recorded units (load 19): contention 11.0 s,
-costs 9.5, placement 5.8, walk 5.7, Tiresias 3.6, gps 3.3, engine 2.2; claimed longest chain
-first they split 20.8 / 20.3 s on paper (recorded at load 19: less on an idle host). The ≤ 20 s
-target needs an idle second core. Session 8: the default run no longer compiles the duty-cycle
-solver (`collectives.contention._solve_groups` calls it only once a group above
-`exact_max_jobs` comes up; the default run has none), 12 compiles fewer; recorded at load 8:
-costs 8.2 s, Tiresias 5.8, placement 5.2, walk 5.1, gps 3.2, contention 3.1, engine 2.1, groups
-1.1 (the chain placement → walk → Tiresias 16.1 s against 17.7 s for the rest).
+The units' compile times, recorded in the list, guide the order only. On a 2-core host the
+default run's units take 2-8 s of CPU each (costs, Tiresias, placement, walk, gps, contention,
+engine, groups), and the chain placement → walk → Tiresias about as long as all the rest, so
+two processes end together; the first run then takes about half its single-process time plus
+the imports, which needs an idle second core.
 """
 
 from __future__ import annotations

@@ -163,7 +163,7 @@ class Topology:
 def _build_graph(node_leaf: np.ndarray, leaf_pod: np.ndarray) -> nx.Graph:
     try:
         import networkx as nx
-    except ImportError as exc:  # an optional dependency since issue 15: no command needs it
+    except ImportError as exc:  # an optional dependency: no command needs it
         raise ImportError("Topology.graph() needs networkx: pip install 'cosim[graph]' (or networkx)") from exc
 
     g = nx.Graph()

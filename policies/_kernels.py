@@ -41,7 +41,7 @@ def take_gpus(avail, gpu_type, want_type, node_first_gpu, node_num_gpus, nodes, 
     total = 0
     for i in range(counts.shape[0]):
         total += counts[i]
-    out = np.empty(total, np.int64)  # sorted as int64: one `sorted_copy` for every kernel here (issue 15)
+    out = np.empty(total, np.int64)  # sorted as int64: one `sorted_copy` for every kernel here
     k = 0
     for i in range(nodes.shape[0]):
         n = nodes[i]

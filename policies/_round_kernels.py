@@ -317,7 +317,7 @@ def walk_run(order, start, undecided, slow, klass, num_classes, demand, type_req
 
 # `_kfit` and `_kpreempt` are inlined into `walk_run` (numba IR): as separate kernels each was
 # its own LLVM module holding a copy of `consolidate_gpus` and everything it calls, optimised
-# and compiled to machine code again (≈ 1.3 s and 1.7 s of the first run's CPU, issue 15)
+# and compiled to machine code again (≈ 1.3 s and 1.7 s of the first run's CPU)
 @njit(cache=True, no_cfunc_wrapper=True, inline="always")
 def _kfit(avail, req, demand, topo):
     """The kernel placer of `walk_run`: `consolidate_gpus` on a one-type cluster (what

@@ -238,24 +238,28 @@ def _ftf_dinkelbach(tput, sf, num_gpus, a, c, max_iter=30):
     best_x, best = None, np.inf
     n = rows.size
     # row j of the LP, N_j − ρ D_j + d_j z ≥ 0, i.e. u_j (ρ − a_j) + d_j z ≥ c_j, divided by
-    # ρ − a_j where c_j > 0 (then ρ ≥ a_j + c_j > a_j: ρ never drops below `lower` by more than
-    # the LP's tolerance): u_j + z·d_j/(ρ − a_j) ≥ c_j/(ρ − a_j). The same rows and optimum,
-    # but a new ρ or d changes only z's column and the right-hand sides, so one HiGHS model is
-    # kept and each LP restarts from the last basis. Rows with c_j = 0 (ρ_j = a_j whatever X)
-    # keep the unscaled form (their ρ − a_j may be 0 or negative): their X coefficients change.
+    # ρ − a_j, which is positive wherever c_j > 0 (every ρ_k is some X's max_j ρ_j, and
+    # ρ_j ≥ a_j + c_j): u_j + z·d_j/(ρ − a_j) ≥ c_j/(ρ − a_j). The same rows and optimum, but a
+    # new ρ or d changes only z's column and the right-hand sides, so one HiGHS model is kept
+    # and each LP restarts from the last basis. A row with c_j = 0 (ρ_j = a_j whatever X) is
+    # scaled the same way while ρ > a_j (u_j + z·d_j/(ρ − a_j) ≥ 0); at ρ = a_j it reads
+    # d_j z ≥ 0, i.e. z ≥ 0 with no X in it: only these rows' X coefficients change.
     pos = c > 0
     zero = np.flatnonzero(~pos)
 
-    # z is solved in units of 1/zs, zs = the largest z coefficient, so that its column keeps
-    # coefficients near 1: after a start below the optimum ρ may be ~1e9 (a job left empty)
-    # and d/(ρ − a) ~1e-10 would fall under HiGHS' least matrix value (1e-9), leaving z free.
+    # z is solved in units of 1/zs, zs = the largest scaled z coefficient, so that its column
+    # keeps coefficients near 1: after a start below the optimum ρ may be ~1e9 (a job left empty)
+    # and d/(ρ − a) ~1e-10 would fall under HiGHS' least matrix value (1e-9), leaving z free —
+    # which is why no row may keep an unscaled z coefficient d_j ~ 1 beside the others.
 
     def coefficients(rho: float, d: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, float]:
         gap = rho - a
-        scale = np.where(pos, 1.0 / np.where(pos, gap, 1.0), 1.0)
+        scaled = pos | (gap > 0)
+        scale = np.where(scaled, 1.0 / np.where(scaled, gap, 1.0), 1.0)
         fz = d * scale
-        zs = float(fz.max()) if fz.size else 1.0
-        return np.where(pos, 1.0, gap), fz / zs, c * scale, zs  # (X rows' factor, z column, rhs, z unit)
+        zs = float(fz[scaled].max()) if scaled.any() else 1.0
+        fz = np.where(scaled, fz / zs, 1.0)  # unscaled rows: z ≥ 0
+        return scaled.astype(float), fz, c * scale, zs  # (X rows' factor, z column, rhs, z unit)
 
     fx, fz, rhs, zs = coefficients(rho, d)
     m, x = _base(tput, sf, num_gpus)

@@ -1,6 +1,6 @@
 """`mechanisms-demo`: a test and demonstration policy, not a paper's scheduler.
 
-It exists so that one policy drives every mechanism of the policy contract (issue 12) in a
+It exists so that one policy drives every mechanism of the policy contract in a
 single run, end to end, and so that `cosim policies show mechanisms-demo` documents them:
 
 - what-ifs: queued jobs are started on the GPU type and count the engine's throughput matrix

@@ -664,9 +664,9 @@ def _round_kernel(owner, online, running, active, undecided, now, submit, execut
     wake-up time or inf) for `Round(begun=)` and `Round.walk(ran=)`.
 
     One kernel call over three parts (`_round_begin`, `walk_run`, `_round_wake`): linking the
-    walk into this kernel costs ≈ 1 s more compile CPU on a first run (issue 15) than three
-    Python-level calls, but those cost ≈ 0.5 s more policy time on the full Philly trace
-    (issue 13's one-dispatch walk; both measured 2026-11-24). `start` is an int64, not the
+    walk into this kernel costs ≈ 1 s more compile CPU on a first run than three
+    Python-level calls, but those cost ≈ 0.5 s more policy time on the full Philly trace.
+    `start` is an int64, not the
     literal 0, which would compile a second `walk_run`.
 
     The policy's per-job arrays are columns of two (one job's entries side by side):

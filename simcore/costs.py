@@ -107,8 +107,7 @@ class ChangeCosts:
 COST_PRESETS: dict[str, ChangeCosts] = {
     "flat30": ChangeCosts(restart_s=30.0),  # Ares artifact: rescale_time = 30 s
     # Aryl (EuroSys'22): 63 s per preemption (checkpoint-restart), 0 s to scale a job in or out
-    # (its elastic framework resizes in place). Before issue 12 this preset charged 63 s for
-    # scaling too, which the paper does not.
+    # (its elastic framework resizes in place); the paper charges nothing for scaling.
     "aryl": ChangeCosts(restart_s=63.0, resize_s=0.0),
     # Ares paper: a changed *allocation* is a stop-and-relaunch at the model's seconds; a new batch on
     # the same GPUs is not one (the Ares simulator, derived from Pollux's, charges `rescale_time` only on a

@@ -156,7 +156,7 @@ def gps_completion(submit, demand, solo_s, cap_t, cap_v):  # pragma: no cover - 
     size = np.zeros(nk, np.int64)
     vclock = np.zeros(nk)
     speed = np.zeros(nk)
-    nxt = np.int64(0)  # typed: a literal 0 made numba compile `_heap_push` twice (issue 15)
+    nxt = np.int64(0)  # typed: a literal 0 made numba compile `_heap_push` twice
     t = 0.0
     active = 0
     ci = 0  # capacity interval: cap_t[ci] <= t < cap_t[ci + 1]

@@ -85,7 +85,7 @@ def step(held, n, now, t_event, tol_s, state, rate, progress, mark, alloc_count,
                 else:
                     hit[h] = j
                     h += 1
-    # cosim.nsort's sort, not numba's quicksort (≈ 1 s more to compile on a first run, issue 15)
+    # cosim.nsort's sort, not numba's quicksort (≈ 1 s more to compile on a first run)
     if m > 1:
         s = sorted_copy(out[:m])
         for i in range(m):

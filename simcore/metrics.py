@@ -3,14 +3,14 @@
 Definitions (Ares §7 unless noted): JCT = end − submit; queueing delay = first start −
 submit; waiting = all time queued after submission (re-queueing after preemption
 included); FTF = JCT / JCT under the run's fair-share reference (`simcore.gps`, fluid GPS by default); unfair fraction =
-share of finished jobs with FTF > 1; starvation = the longest total waiting of any job
+share of finished jobs with FTF > 1 + `FTF_TOLERANCE` (below); starvation = the longest total waiting of any job
 (unfinished jobs count with the waiting they accumulated); GPU utilisation = busy
 GPU-seconds / online GPU-seconds over [0, makespan]. Percentiles use numpy's default
 linear interpolation, as the Ares artifact does.
 
 The tables are plain columns (name → numpy array, `jobs_columns`, `timeline_columns`) that
-`simcore.tables` turns into Arrow for the Parquet files without importing pandas (issue 14: a
-cached `cosim simulate` spent ≈ 0.2 s of its ≈ 1 s CPU on that import); `jobs_frame` and
+`simcore.tables` turns into Arrow for the Parquet files without importing pandas (≈ 0.2 s of
+a cached `cosim simulate`'s ≈ 1 s CPU); `jobs_frame` and
 `timeline_frame` give the same tables as DataFrames. `summary_row` and the `SUMMARY_EXTRAS` read
 any mapping of columns (the dict or a DataFrame).
 

@@ -48,7 +48,7 @@ GPU types waits for the slowest (the largest of each type's table). Tables live 
 
 **`measured-pollux-sim`** (`MeasuredPerf(pollux_sim=True)`, off by default): the same tables with
 the two step-time quirks of the Pollux OSDI'21 artifact simulator, for runs that must agree with
-that simulator (issue 14, `experiments/catalog/pollux.toml`), not with the measured hardware:
+that simulator (`experiments/catalog/pollux.toml`), not with the measured hardware:
 
 - yolov3's largest local batch is hand-set to 8 (`applications.py`, `APPLICATIONS`:
   `max_local_bsz=8`) although its tables go to 16, so larger local batches accumulate;

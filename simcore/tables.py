@@ -1,7 +1,6 @@
 """Output tables as Arrow without pandas: the columns of `simcore.metrics` → `pyarrow.Table`.
 
-A cached `cosim simulate` spent ≈ 0.2 s of its ≈ 1 s CPU importing pandas (issue 14's
-whole-process speed), which the run itself needs only to hold its result tables until they are
+Importing pandas costs ≈ 0.2 s of a cached `cosim simulate`'s ≈ 1 s CPU, and the run itself needs only to hold its result tables until they are
 written. The metrics therefore build plain columns (numpy arrays, or one dict per summary row),
 this module turns them into Arrow tables, and `cosim.atomic.write_parquet` writes those; pandas
 is imported only when a caller asks a `RunResult` for DataFrames (`to_pandas`).

@@ -18,8 +18,8 @@ where the per-mode gain is
   `b_ref` (the Ares/Pollux/Sia workloads' fixed-epoch runs, synthetic traces), so the work is
   the samples of those iterations, `W_j × b_ref`: a policy that raises the batch (Pollux, ONES,
   Aryl's tuning) finishes the same samples in fewer, slower iterations instead of running
-  `W_j` iterations of the larger batch (several times the samples: issue 14's 2,366 vs 611-683
-  GPU-h on Ares Philly 1-2). At the trace's batch `gain` is exactly 1, so a fixed-batch policy
+  `W_j` iterations of the larger batch (several times the samples: 2,366 vs 611-683
+  GPU-h for Pollux against the other policies on Ares Philly 1-2). At the trace's batch `gain` is exactly 1, so a fixed-batch policy
   runs exactly `W_j` iterations; the mode keeps its name so outputs say where `W_j` came from;
 - `SAMPLES` (c): `gain = b / b_ref` — fixed samples; a policy may change the GPU count at a
   fixed global batch (local batch = b / GPUs, with gradient accumulation past the memory

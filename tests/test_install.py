@@ -1,8 +1,8 @@
 """Install, run, reinstall editable, run again — in one venv — and nothing shadows anything.
 
-Reproduces issue 15: numba used to write its kernel cache into `site-packages/<pkg>/__pycache__`;
-`pip uninstall` left those folders, and Python then found them as namespace packages ahead of a
-later editable install (`module 'policies' has no attribute 'POLICIES'`). cosim now points
+numba's default is to write its kernel cache into `site-packages/<pkg>/__pycache__`; `pip
+uninstall` leaves those folders, and Python then finds them as namespace packages ahead of a
+later editable install (`module 'policies' has no attribute 'POLICIES'`). cosim points
 numba at a per-user cache (`cosim.numba_cache`); these tests check that on a real install:
 
 - after `pip install .` and a command that compiles kernels, no `*.nbi`/`*.nbc` file exists
@@ -10,8 +10,11 @@ numba at a per-user cache (`cosim.numba_cache`); these tests check that on a rea
 - after `pip uninstall` + `pip install -e .` in the same venv, `cosim policies list` and the same
   kernel-compiling command work and import cosim from the source folder, not site-packages.
 
-The venv uses `--system-site-packages` (the dependencies are already installed) and pip's
-ordinary build isolation (a venv's bundled setuptools is older than pyproject's `setuptools>=68`,
+The inner venv sees the packages of the interpreter running the tests (the dependencies are
+installed there; cosim is installed with `--no-deps`): `--system-site-packages` gives it the base
+interpreter's, and when the tests themselves run in a venv — where users run them — a `.pth` file
+adds that venv's site-packages too, after the inner venv's own (`_inherit_outer_site_packages`).
+Builds use pip's ordinary build isolation (a venv's bundled setuptools is older than pyproject's `setuptools>=68`,
 so pip fetches the backend from the configured index or wheel folder). The quick test (~50 s) compiles the collective kernels
 (`cosim net allreduce`); the slow one runs `cosim simulate` both times, as the README does.
 """
@@ -40,11 +43,29 @@ def _copy_source(dst: Path) -> Path:
     return dst
 
 
+def _inherit_outer_site_packages(python: Path) -> None:
+    """When this interpreter is itself a venv's, make the inner venv at `python` see its packages.
+
+    `python -m venv --system-site-packages` run from a venv links the new one to the *base*
+    interpreter (venvs do not nest), so without this the dependencies installed in the outer venv
+    (numba, pandas, ...) are missing inside. Plain path lines in a `.pth` file append the outer
+    site-packages after the inner venv's own, so what pip installs in the inner venv comes first."""
+    if sys.prefix == sys.base_prefix:
+        return  # the system interpreter: --system-site-packages already gives its packages
+    import site
+
+    outer = [p for p in site.getsitepackages() if Path(p).is_dir()]
+    inner = subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
+                           check=True, capture_output=True, text=True).stdout.strip()
+    (Path(inner) / "_outer_venv.pth").write_text("".join(f"{p}\n" for p in outer))
+
+
 class Venv:
     def __init__(self, root: Path, cache: Path):
         self.root = root
         subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", str(root)], check=True)
         self.python = root / "bin" / "python"
+        _inherit_outer_site_packages(self.python)
         self.env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "NUMBA_CACHE_DIR")}
         self.env.update(COSIM_NUMBA_CACHE_DIR=str(cache), PATH=f"{root / 'bin'}{os.pathsep}{os.environ['PATH']}")
 

@@ -1,4 +1,4 @@
-"""Tiresias beats FIFO on average JCT on the shared Pollux/Sia/Ares workloads (issue 4, done-when).
+"""Tiresias beats FIFO on average JCT on the shared Pollux/Sia/Ares workloads.
 
 As in Ares' main simulation (seeds/notes/ares.md §5.2): 160-job / 8-h Philly and Helios-Saturn
 samples on 64 GPUs, 16 nodes × 4 RTX 2080 Ti (`ares-testbed` resized to 16 nodes). The workload

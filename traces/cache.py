@@ -3,8 +3,7 @@
 `cosim simulate --trace FILE` loads the file (`traces.load`: detection, the format's reader,
 `traces.io.normalize`) and assembles it (`traces.workload.assemble`: models, batches, GPU bounds,
 work) on every run. For the 160-job Pollux workloads that is a few milliseconds of work, but
-it is pandas work: importing pandas cost ≈ 0.2 s CPU of a cached run's ≈ 1 s (issue 14's
-whole-process speed). The assembled table is therefore kept as an Arrow IPC file and read back
+it is pandas work: importing pandas cost ≈ 0.2 s CPU of a cached run's ≈ 1 s. The assembled table is therefore kept as an Arrow IPC file and read back
 with pyarrow alone; the run gets the same columns either way (`columns`: the table is converted
 to numpy columns on a miss too, so both paths hand `simcore.prepare.build_jobs` the same arrays).
 

@@ -1,4 +1,4 @@
-"""What `cosim validate` scores is what `cosim simulate` runs (issue 11): the fitted form in the
+"""What `cosim validate` scores is what `cosim simulate` runs: the fitted form in the
 engine's phases, the profile round trip, the platforms file, bad input, collectives over sizes."""
 
 from __future__ import annotations

@@ -50,7 +50,7 @@ def test_small_report_rows_match_the_cells_and_the_peer(small):
         got, paper = (float(x) for x in re.fullmatch(r"([0-9.]+) h \(paper ([0-9.]+) h\)", text).groups())
         assert got == pytest.approx(cosim_h[pol], rel=5e-3)
         assert paper == pytest.approx(PEER_S[pol] / 3600, rel=5e-3)
-        # agreement guard: issue 14 asks for 10 %; this fails when cosim drifts beyond 15 % of the peer
+        # agreement guard: the target is 10 %; this fails when cosim drifts beyond 15 % of the peer
         assert cosim_h[pol] * 3600 / PEER_S[pol] == pytest.approx(1.0, abs=0.15)
     claims = _table(report, "avg-jct", "| row | paper | cosim | same ordering? |")
     others = [c for c in claims if c[0] != "workload-1"]  # the peer's other workloads: listed, not run here

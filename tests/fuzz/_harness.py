@@ -41,7 +41,7 @@ SETTINGS = settings(max_examples=EXAMPLES, deadline=None, database=None,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much,
                                            HealthCheck.function_scoped_fixture])
 
-#: cases run in this session (reported at the end by conftest.py)
+#: cases run in this pytest run (reported at the end by conftest.py)
 COUNTS = {"cases": 0, "accepted": 0, "rejected": 0}
 
 #: strings a user's file may hold where a number, a time or a name is expected

@@ -1,4 +1,4 @@
-"""networkx is optional (issue 15: no command needs it): without it `Topology.graph()` says what
+"""networkx is optional (no command needs it): without it `Topology.graph()` says what
 to install, and the rest of a topology works."""
 
 from __future__ import annotations

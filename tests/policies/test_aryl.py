@@ -211,7 +211,7 @@ def test_aryl_runs_through_the_engine(tmp_path, params):
         assert "resize" not in set(dec["action"])
 
 
-# ---- heterogeneous jobs last, Aryl+TunedJobs, imperfect scaling (issue 18 follow-ups) ----------
+# ---- heterogeneous jobs last, Aryl+TunedJobs, imperfect scaling ----------
 
 def _mixed_view(jobs):
     from tests.policies.conftest import build_view

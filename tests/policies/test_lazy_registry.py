@@ -1,4 +1,4 @@
-"""The policy registry loads a policy's module only when its name is looked up (issue 15).
+"""The policy registry loads a policy's module only when its name is looked up.
 
 `policies.BUILTIN` says which module registers which names; the decorators beside the classes
 (`@POLICIES.register("fifo")`) stay the one place a name is given to a class. These tests

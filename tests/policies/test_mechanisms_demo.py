@@ -1,4 +1,4 @@
-"""The `mechanisms-demo` test policy drives every mechanism of the policy contract (issue 12):
+"""The `mechanisms-demo` test policy drives every mechanism of the policy contract:
 epoch events, per-action costs, reclaims answered by choice, what-ifs and sharded memory, end to
 end through `cosim simulate`'s runner on the `aryl` preset with a load series, plus properties
 over random small traces and load series (deadlines met, every job accounted for, same seed →

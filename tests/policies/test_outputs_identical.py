@@ -1,9 +1,9 @@
-"""The baseline policies' outputs stay exactly what they were (issue 13: "outputs of the
-existing policies identical before and after" the round-toolkit refactor).
+"""The baseline policies' outputs stay exactly what they were through refactors of the
+engine, the round toolkit and the kernels.
 
 Each policy runs through the real engine (`experiments.runner.run`) on two small seeded
 workloads and its `jobs.parquet` table is compared with a reference committed under
-`tests/fixtures/policies/`, generated from the code before the refactor:
+`tests/fixtures/policies/`, generated from the code at the time they were committed:
 
 - `queueing`: `synth:philly-sia:120:2h` on 3 DGX-A100 nodes (24 GPUs): long queues, so the
   walk, its skips and Tiresias/SRTF preemptions run at every call (Tiresias with three
@@ -18,9 +18,8 @@ A difference in any decision changes start and end times far beyond the toleranc
 `test_pollux_workload_outputs_identical` (needs ../shared/data): Tiresias as the Pollux
 simulator runs it and Optimus on the Pollux OSDI'21 workload-1 (16×4 T4, `--perf
 measured-pollux-sim --progress goodput --costs pollux-sim`, `benchmarks.bench_inproc.config`),
-jobs and summary compared exactly with references generated from main at 78a4a53, before the
-engine's quiet rounds, kernel epoch refreshes and Optimus' step-time rows (issue 14's in-process
-speed); `python -m benchmarks.bench_inproc dump/diff` checks workloads 1-5 the same way.
+jobs and summary compared exactly with references generated before the engine's quiet rounds,
+kernel epoch refreshes and Optimus' step-time rows; `python -m benchmarks.bench_inproc dump/diff` checks workloads 1-5 the same way.
 
 Regenerate (only when a change of outputs is intended, and say so in the commit):
 

@@ -1,5 +1,5 @@
 """A policy that resizes jobs and changes their batch sizes needs its own file and the registry
-only (issue 13): `DoubleOldest` below is written against the round toolkit alone
+only: `DoubleOldest` below is written against the round toolkit alone
 (`BasePolicy.round`, `Round.resize`, `Round.place`, `Round.decision`), registered with one
 decorator line, and run through the real engine (`experiments.runner.run`).
 

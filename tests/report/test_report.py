@@ -166,7 +166,7 @@ def test_cluster_size_axis(tmp_path):
 
 
 def test_report_on_incomplete_or_all_failed_sweep_exits_non_zero(tmp_path):
-    """Issue 15: `report` on a sweep with failed or missing cells says so and exits 1; all failed → exit 2."""
+    """`report` on a sweep with failed or missing cells says so and exits 1; all failed → exit 2."""
     bad = tmp_path / "broken.parquet"
     bad.write_bytes(b"garbage")
     data = runners.small_grid(runners.policies(2), seeds=(0,), traces=(runners.TRACES[0], str(bad)))
@@ -187,7 +187,7 @@ def test_report_on_incomplete_or_all_failed_sweep_exits_non_zero(tmp_path):
 
 
 def test_sweep_axis_facets_other_axes_and_error_bars_cover_seeds_only(tmp_path, monkeypatch):
-    """Issue 15: error bars titled "over seeds" used to pool traces; now one row per trace, spread over seeds."""
+    """Error bars "over seeds" do not pool traces: one row per trace, spread over seeds."""
     from experiments.report import plots
     from experiments.report.load import ReportData
 

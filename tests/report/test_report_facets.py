@@ -1,4 +1,4 @@
-"""Issue 15 report items: CDFs per trace and cluster, exposed communication and contention
+"""Report items: CDFs per trace and cluster, exposed communication and contention
 slowdown figures, the per-cell table, units on every axis, identical curves kept apart."""
 
 from __future__ import annotations

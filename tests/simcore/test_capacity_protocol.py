@@ -1,4 +1,4 @@
-"""Capacity as a protocol (issue 12 item 6): pools, joins, reclaim demands answered by a
+"""Capacity as a protocol: pools, joins, reclaim demands answered by a
 policy's choice or by the default answer, scale-in before eviction, the reclaim log, the
 load-series drivers (CSV and diurnal), and the property that reclaim deadlines are met and no
 GPU is held on a returned node."""

@@ -1,5 +1,5 @@
 """Costs of change per action (migration from state bytes over the slowest link) and per
-policy in one run (issue 12, item 5)."""
+policy in one run."""
 
 from __future__ import annotations
 

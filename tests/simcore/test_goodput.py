@@ -203,7 +203,7 @@ batches = st.lists(st.tuples(st.floats(1.0, 400.0), st.sampled_from([16, 32, 48,
 def test_work_conserved_in_samples_under_batch_changes(changes, mode):
     """Whatever batch changes a policy makes, a SAMPLES job processes exactly its samples, an
     ITERATIONS job the samples of its iterations at the trace's batch (not its iteration count
-    at whatever batch the policy picks: issue 14's work-unit gap), an EPOCHS job (one epoch: E
+    at whatever batch the policy picks), an EPOCHS job (one epoch: E
     depends on the batch only) its efficiency-weighted samples `target × b0`, and a CONVERGENCE job its samples weighted
     by E(b) / E(b_ref), `W × b_ref`."""
     t, script = 0.0, [(0.0, {0: ((0,), 64)})]
@@ -256,7 +256,7 @@ def test_goodput_run_records_progress_option(shared_data):
 
 
 def test_iterations_job_trains_its_samples_when_the_batch_doubles():
-    """Issue 14's work-unit gap: 20,000 iterations at the trace's batch 64 are 1,280,000 samples.
+    """The work unit: 20,000 iterations at the trace's batch 64 are 1,280,000 samples.
     A policy that runs the job at 128 from the start finishes after 10,000 iterations (before:
     20,000 iterations of 128, twice the samples); at 64 the gain is exactly 1 and it runs 20,000."""
     from simcore.work import ConstantEfficiency, work_gain

@@ -318,7 +318,7 @@ def test_quiet_until_nan_is_a_policy_error():
 
 
 def test_large_group_kernel_is_called_only_once_a_large_group_comes_up(monkeypatch):
-    """Issue 15: the duty-cycle kernel (`solve_large_groups`, ≈ 4.6 s to compile) is not
+    """The duty-cycle kernel (`solve_large_groups`, ≈ 4.6 s to compile) is not
     called — so not compiled — while every group has at most `exact_max_jobs` jobs; the first
     larger group switches the solver to it for good, with answers bit-identical to `solve`."""
     import collectives.contention as cc

@@ -1,5 +1,5 @@
 """Replay semantics per trace format: a job alone on the placement its trace implies takes its
-trace time (issue 11, item 4).
+trace time.
 
 FIFO on a cluster large enough that nothing queues: every job runs alone-equivalent on its
 requested GPUs, so simulated run time (end − first start) / trace duration must have its

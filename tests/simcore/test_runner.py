@@ -75,7 +75,7 @@ def test_golden_matches_reference(tmp_path):
         assert [c for c in got.columns if c != "unfinished_reason"] == list(ref.columns)
         pd.testing.assert_frame_equal(got[list(ref.columns)], ref, check_exact=False, rtol=1e-9)
     ref = pd.read_parquet(GOLDEN / "summary.parquet")
-    assert list(res.summary["perf"]) == ["network"] * len(GOLDEN_POLICIES)  # the backend column (issue 11)
+    assert list(res.summary["perf"]) == ["network"] * len(GOLDEN_POLICIES)  # the backend column
     # summary columns added since the reference was written (e.g. the Dally metrics) are new
     # information, not changed results: the reference's own columns must match exactly
     assert set(ref.columns) <= set(res.summary.columns)

@@ -1,5 +1,4 @@
-"""Sharded data parallelism (ZeRO/FSDP) and tensor parallelism in the memory and comm model
-(issue 12 item 7): FFT's LLM jobs fit T4/A10/V100 with their sharding and not without;
+"""Sharded data parallelism (ZeRO/FSDP) and tensor parallelism in the memory and comm model: FFT's LLM jobs fit T4/A10/V100 with their sharding and not without;
 memory per GPU and the communication volume checked by hand."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """The policy view's contract: oracle facts only behind `needs`, observable counters always
-present and right (issue 12, item 4)."""
+present and right."""
 
 from __future__ import annotations
 

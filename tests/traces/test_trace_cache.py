@@ -1,7 +1,7 @@
 """The trace cache (`traces.cache`) and the buffer codec behind it (`cosim.arrow_columns`): a
 cached trace gives the columns a fresh load gives, is rebuilt when the file, the seed or a loader
 changes or the entry is corrupt, is not kept when the load warned, and a run that hits it imports
-no pandas (issue 14's whole-process time)."""
+no pandas."""
 
 from __future__ import annotations
 

@@ -19,8 +19,9 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 
-#: Pages other work is rewriting right now; remove each entry once that work has landed.
-NOT_YET_SCANNED = ("docs/calibration.md", "docs/reproductions/")
+#: Left out of the scan: the reproduction reports, whose generated parts and hand-written run notes still name
+#: commits and data paths of the machine that ran them (to be cleaned with the next full runs).
+NOT_YET_SCANNED = ("docs/reproductions/",)
 
 #: Python sources scanned (their docstrings and comments).
 PY_ROOTS = ("cosim", "simcore", "netmodel", "collectives", "calibration", "policies", "traces", "experiments",

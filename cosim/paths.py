@@ -66,3 +66,15 @@ def shared_file(rel: str, what: str) -> Path:
     if not p.is_file():
         raise InputError.at(p, expected=what)
     return p
+
+
+def for_display(spec: str) -> str:
+    """`spec` as a report prints it: a file inside the shared data folder as
+    `../shared/data/<path inside it>` (where cosim looks beside a checkout; `$COSIM_SHARED_DATA`
+    moves it), so reports name no folder of the machine that wrote them; anything else as given."""
+    try:
+        root = shared_data_dir().resolve()
+        rel = Path(spec).resolve().relative_to(root)
+    except (InputError, ValueError, OSError):
+        return spec
+    return f"../shared/data/{rel.as_posix()}"

@@ -37,6 +37,7 @@ import pyarrow as pa
 from cosim.atomic import write_parquet
 from cosim.columns import TIMING_COLUMNS
 from cosim.errors import UnknownNameError
+from cosim.paths import for_display
 from experiments import compare, reproduction_report as report
 from experiments.spec import REPO, Experiment, TraceEntry, load_experiment, resolve_traces
 
@@ -121,7 +122,7 @@ def _commands(exp: Experiment, size: str, out: Path, figures: Sequence[str] | No
                 for n in nodes if isinstance(nodes, list) else [nodes]:
                     for seed in g.get("seeds", [0]):
                         src = f"--synth {t.spec[len('synth:'):]}" if t.spec.startswith("synth:") else \
-                            f"--trace {shlex.quote(t.spec)}"
+                            f"--trace {shlex.quote(for_display(t.spec))}"
                         line = f"cosim simulate {src} --cluster {here(preset)}" + (f" --nodes {n}" if n else "") + \
                             f" --policy {','.join(pols)} --seed {seed}"
                         if g.get("contention", [True]) in (False, [False]):

@@ -16,6 +16,7 @@ from typing import Sequence
 
 import pandas as pd
 
+from cosim.paths import for_display
 from experiments.compare import TIE_TOL, Verdict, rank_order, row_verdict
 from experiments.spec import DEFAULT_MARGIN, REPO, Experiment, Figure, TraceEntry
 
@@ -226,7 +227,7 @@ def write_report(path: Path, exp: Experiment, size: str, sections: Sequence[list
     lines += ["## Traces", ""]
     for grid, ts in traces.items():
         for t in ts:
-            lines.append(f"- grid `{grid}`: {t.name} (group {t.group}): `{t.spec}`")
+            lines.append(f"- grid `{grid}`: {t.name} (group {t.group}): `{for_display(t.spec)}`")
     lines += ["", "## Rerun", "", "```"] + list(commands) + ["```", "",
               "Rerunning into the same folder reuses finished cells (the sweeps resume); a new folder runs all.", "",
               "## Runtime and version", "",

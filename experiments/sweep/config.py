@@ -431,8 +431,9 @@ def _clusters(value: Any, i: int, src: Path | None) -> list[ClusterSpec]:
 def _calibration(value: Any, i: int, src: Path | None, base: Path) -> str | None:
     """`"default"` (or nothing): the preset's shipped profile, as `simulate` without
     `--calibration`; `"none"`: no profile; else a profile file, resolved against the sweep
-    file's folder, which must exist (checked now, not once per cell)."""
-    expected = "default, none or an existing calibration profile file"
+    file's folder, which must exist (checked now, not once per cell), or the name of a shipped
+    profile (calibration/data/profiles/NAME.toml)."""
+    expected = "default, none, a shipped profile name or an existing calibration profile file"
     if value is None or value == "" or value == "default":
         return None
     if value == "none":
@@ -440,9 +441,13 @@ def _calibration(value: Any, i: int, src: Path | None, base: Path) -> str | None
     if not isinstance(value, str):
         raise InputError.at(src, field=f"calibration[{i}]", expected=expected, got=value)
     path = _resolve(value, base)
-    if not path.is_file():
-        raise InputError.at(src, field=f"calibration[{i}]", expected=expected, got=value)
-    return str(path)
+    if path.is_file():
+        return str(path)
+    from calibration.stepform import PROFILES_DIR
+
+    if "/" not in value and (PROFILES_DIR / f"{value}.toml").is_file():
+        return value  # a shipped profile by name, as `simulate --calibration NAME` takes it
+    raise InputError.at(src, field=f"calibration[{i}]", expected=expected, got=value)
 
 
 def _check_cluster(c: "ClusterSpec", where: str, src: Path | None) -> "ClusterSpec":

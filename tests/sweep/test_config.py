@@ -225,3 +225,14 @@ def test_perf_axis_takes_a_perf_spec_with_options():
     for bad in ("linear:hetero_efficiency=2", "linear:nope=1", "linearish"):
         with pytest.raises(InputError, match=r"perf\[0\]"):
             parse_sweep({"traces": "synth:philly:8", "policies": ["fifo"], "perf": [bad]}, source="s.toml")
+
+
+def test_calibration_takes_a_shipped_profile_name_and_refuses_an_unknown_one(tmp_path):
+    """`calibration = ["ones-artifact"]` names a shipped profile, as `simulate --calibration NAME`;
+    a name that is neither a file nor a shipped profile is refused when the sweep is read."""
+    from cosim.errors import InputError
+
+    base = {"traces": ["synth:philly:4"], "policies": ["fifo"]}
+    assert parse_sweep(dict(base, calibration=["ones-artifact"])).calibration == ("ones-artifact",)
+    with pytest.raises(InputError, match="calibration"):
+        parse_sweep(dict(base, calibration=["no-such-profile"]))

@@ -250,6 +250,9 @@ def read_gavel(file: str | Path) -> pd.DataFrame:
         raise InputError.at(file, detail="file not found") from exc
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise InputError.at(file, expected="JSON (UTF-8)", detail=str(exc)) from exc
+    except RecursionError:  # nesting deeper than the parser's stack: no Gavel file looks like that
+        raise InputError.at(file, expected="Gavel's throughput JSON (GPU → \"(job, scale)\" → numbers)",
+                            detail="nested too deeply") from None
     if not isinstance(data, dict):
         raise InputError.at(file, expected="a JSON object with GPU keys", got=type(data).__name__)
     rows = []

@@ -147,3 +147,14 @@ def test_compute_unknown_precision_is_one_line(tmp_path):
     out = tmp_path / "x.parquet"
     r = CliRunner().invoke(app, ["calibrate", "compute", "--models", "resnet18", "--precision", "fp8", "-o", str(out)])
     assert r.exit_code == 2 and "precision" in r.output and "fp8" in r.output and not out.exists()
+
+
+def test_gavel_json_nested_too_deeply_is_one_line(tmp_path):
+    """A JSON document nested past the parser's stack is refused naming the file (no RecursionError)."""
+    from cosim.errors import InputError
+    from calibration.importers import read_gavel
+
+    f = tmp_path / "deep.json"
+    f.write_text("[" * 100_000)
+    with pytest.raises(InputError, match="deep.json.*nested too deeply"):
+        read_gavel(f)

@@ -228,9 +228,19 @@ def _curve(src: str, where: str, t: Any) -> dict:
     return out
 
 
+#: top-level tables of the earlier profile format (a single fitted overlap, per-platform tables)
+EARLIER_TABLES = ("overlap", "platform")
+
+
 def profile_from_data(data: Mapping[str, Any], source: str = "profile") -> Profile:
     """Validate a parsed profile (the TOML `calibration.fit.write_profile` writes) — every
     table it writes is read here; anything else is an error naming the file and field."""
+    earlier = sorted(k for k in data if k in EARLIER_TABLES)
+    if earlier:  # the format before step forms: one overlap fraction and per-platform tables
+        raise InputError.at(source, field=earlier[0], expected=(
+            f"the profile tables {', '.join(PROFILE_TABLES)}; this file has the earlier format ([overlap], "
+            "[platform.*]), which the iteration model no longer reads: refit it with `cosim calibrate fit -o FILE` "
+            "(its [comm] table may be kept as it is)"))
     for k in data:
         if k not in PROFILE_TABLES:
             raise InputError.at(source, field=k, expected=f"one of the tables {', '.join(PROFILE_TABLES)}")

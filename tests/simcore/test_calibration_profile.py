@@ -74,3 +74,18 @@ def test_contention_stretches_the_fitted_all_reduce():
     solo = np.array([a.solo_s, b.solo_s])
     assert (it >= solo * (1 - 1e-9)).all() and (it > solo * 1.01).any()
     assert (exposed > solo - np.array([a.compute_s, b.compute_s])).any()
+
+
+def test_a_profile_in_the_earlier_format_says_how_to_convert_it(tmp_path):
+    """A profile with the earlier `[overlap]` / `[platform.*]` tables is refused in one line that
+    names the file and table and says how to get a current one."""
+    import pytest
+
+    from calibration.stepform import read_profile
+    from cosim.errors import InputError
+
+    old = tmp_path / "old.toml"
+    old.write_text("[comm]\nalpha_s = 1e-5\n[overlap]\noverlap_start_frac = 0.5\n[platform.aws]\nhost_s = 0.1\n")
+    with pytest.raises(InputError, match=r"old\.toml.*overlap.*calibrate fit") as exc:
+        read_profile(old)
+    assert "\n" not in exc.value.format_message()

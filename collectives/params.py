@@ -49,6 +49,9 @@ from cosim.tomlfile import read_toml
 
 ALGORITHMS = ("ring", "tree", "hierarchical", "multidim")
 PROTOCOLS = ("ll", "ll128", "simple")
+#: bounds that no real fabric or framework comes near; beyond them a value is a mistake
+MAX_LATENCY_S = 1.0
+MAX_BUCKET_BYTES = 2.0**40
 
 
 @dataclass(frozen=True)
@@ -85,6 +88,20 @@ class CommParams:
                      "hierarchical_efficiency", "ll_bw_factor", "ll128_bw_factor", "bucket_bytes"):
             if not getattr(self, name) > 0:
                 raise InputError.at(field=f"comm.{name}", expected="a positive number", got=getattr(self, name))
+        # physical ranges: a share of a link's bandwidth is at most all of it, and a per-step latency
+        # of a second or more is no fabric (a misplaced exponent in a profile, not a slow network)
+        for name in ("beta_efficiency_intra", "beta_efficiency_net", "ring_efficiency", "tree_efficiency",
+                     "hierarchical_efficiency", "ll_bw_factor", "ll128_bw_factor"):
+            if getattr(self, name) > 1:
+                raise InputError.at(field=f"comm.{name}", expected="a fraction of the link's bandwidth, at most 1",
+                                    got=getattr(self, name))
+        for f in dataclasses.fields(self):
+            if f.name.endswith("_s") and getattr(self, f.name) >= MAX_LATENCY_S:
+                raise InputError.at(field=f"comm.{f.name}", expected=f"a per-step latency below {MAX_LATENCY_S:g} s",
+                                    got=getattr(self, f.name))
+        if self.bucket_bytes > MAX_BUCKET_BYTES:
+            raise InputError.at(field="comm.bucket_bytes", expected=f"a gradient bucket of at most {MAX_BUCKET_BYTES:g} "
+                                "bytes", got=self.bucket_bytes)
 
     # ------------------------------------------------------------------ loading
     def replace(self, **changes: Any) -> "CommParams":

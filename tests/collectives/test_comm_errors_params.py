@@ -97,3 +97,15 @@ def test_preset_comm_section_is_applied(tmp_path):
     m = CommModel(netmodel.build_topology(spec))
     assert m.params.base_latency_s == 0.001
     assert m.allreduce(np.arange(4), 10.0).seconds > 0.001
+
+
+@pytest.mark.parametrize("field,value", [("alpha_net_s", 9.2e18), ("simple_step_latency_s", 1.0),
+                                         ("beta_efficiency_net", 1.5), ("ring_efficiency", 2.0),
+                                         ("bucket_bytes", 1e15)])
+def test_params_outside_physical_ranges_are_refused_naming_the_field(field, value):
+    """A profile value no fabric comes near (a misplaced exponent, an efficiency above 1) is an
+    error naming its field, not a run on nonsense."""
+    from cosim.errors import InputError
+
+    with pytest.raises(InputError, match=f"comm.{field}"):
+        CommParams(**{field: value})

@@ -370,6 +370,21 @@ def _read_measurements(p: str, platforms) -> pd.DataFrame:
     return importers.read_any(p, platform_map=platforms)
 
 
+def _check_placements(p: str, d: pd.DataFrame) -> pd.DataFrame:
+    """A Parquet step table's `placement` column as the importers write it: a digit string of
+    GPUs per node, 1-9 each (`44` = two nodes of 4); whole numbers are read as such strings."""
+    import re
+
+    out = []
+    for i, v in enumerate(d["placement"].tolist()):
+        text = str(v) if isinstance(v, (int, np.integer)) and not isinstance(v, bool) else v
+        if not isinstance(text, str) or not re.fullmatch(r"[1-9]+", text.strip()):
+            raise InputError.at(p, row=i + 1, field="placement", expected="a digit string of GPUs per node, "
+                                "e.g. 44 (two nodes of 4)", got=v)
+        out.append(text.strip())
+    return d.assign(placement=out)
+
+
 def _check_numbers(p: str, d: pd.DataFrame, positive: tuple[str, ...], non_negative: tuple[str, ...] = ()) -> None:
     """Rows present and the named columns finite numbers (> 0, or ≥ 0 for `non_negative`): a
     measurement table read from Parquet is not checked by an importer."""
@@ -412,6 +427,7 @@ def fit_files(paths, preset: str | None = None, folds: int = 5, platforms=None) 
                 if missing:
                     raise InputError.at(p, field=missing[0], expected=f"a step table with columns {', '.join(STEP_COLUMNS)}")
                 _check_numbers(p, d, ("num_nodes", "num_gpus", "local_bsz", "step_time_s"), ("sync_time_s",))
+                d = _check_placements(p, d)
             steps.append(d)
         elif "step_time_s" in cols and "sync_time_s" not in cols:
             missing = [c for c in COMPUTE_TABLE_COLUMNS if c not in cols]

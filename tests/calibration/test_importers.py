@@ -158,3 +158,20 @@ def test_gavel_json_nested_too_deeply_is_one_line(tmp_path):
     f.write_text("[" * 100_000)
     with pytest.raises(InputError, match="deep.json.*nested too deeply"):
         read_gavel(f)
+
+
+@pytest.mark.parametrize("bad", ["", "abc", "40", None])
+def test_step_table_with_a_bad_placement_is_one_line(tmp_path, bad):
+    """A Parquet step table (`calibrate import-profiles` format) whose placement is empty, text,
+    a zero-GPU node or not a string is refused naming the file, row and field."""
+    import pandas as pd
+
+    from calibration.fit import fit_files
+    from cosim.errors import InputError
+
+    row = dict(source="x", file="f", row="1", model="resnet50", app="imagenet", platform="aws", preset="t4-pcie",
+               gpu_type="t4", placement="4", num_nodes=1, num_gpus=4, local_bsz=32, step_time_s=0.5, sync_time_s=0.1)
+    f = tmp_path / "steps.parquet"
+    pd.DataFrame([row, dict(row, placement=bad)]).to_parquet(f)
+    with pytest.raises(InputError, match=r"steps\.parquet.*row 2.*placement"):
+        fit_files([str(f)])

@@ -17,7 +17,7 @@ def register(app: typer.Typer) -> None:
 
 def sweep(
     config: Optional[Path] = typer.Argument(None, help="Sweep TOML file: keys traces, policies (required), clusters, "
-                                            "contention, calibration, perf, progress, costs, seeds (axes), "
+                                            "contention, calibration, perf, progress, costs, max_gpus, seeds (axes), "
                                             "policy_costs, load_series, write_decisions, skip_invalid; "
                                             "see docs/sweeps.md and --example."),
     out: Optional[Path] = typer.Option(None, "--out", "-o", help="Sweep folder: cells/<id>/ and summary.parquet."),

@@ -62,8 +62,9 @@ class Ones(BasePolicy):
         self.stats = {"generations": 0, "full_updates": 0, "immediate_starts": 0, "refits": 0}
         self.train_x: list[np.ndarray] = []
         self.train_y: list[float] = []
-        if c.warm_start == "history":
-            self._warm_start(c.history_file)
+        # the warm start reads a file: done on the first decision, not here, so building the policy
+        # (`cosim policies list`, parameter checks) does no I/O and needs no data folder
+        self._warm_pending = c.warm_start == "history"
         self.pop: np.ndarray | None = None  # int32[K, G]
         self.limit: np.ndarray | None = None  # R_j as GPU counts
         self.last_change_epoch: np.ndarray | None = None
@@ -336,6 +337,9 @@ class Ones(BasePolicy):
 
     # ---- the call ------------------------------------------------------------------------
     def decide(self, view: ClusterView, now: float) -> Decision:
+        if self._warm_pending:
+            self._warm_pending = False
+            self._warm_start(self.config.history_file)
         cfg, jv = self.config, view.jobs
         J = jv.num_jobs
         slots = np.flatnonzero(view.cluster.gpu_online).astype(np.int64)

@@ -213,6 +213,8 @@ def test_warm_start_history_is_the_shared_file_from_any_working_folder(tmp_path,
     except InputError:
         pytest.skip("the shared data folder (COSIM_SHARED_DATA or ../shared/data) is not here")
     pol = make("ones")
+    assert pol.train_x == [] and pol.stats["refits"] == 0  # building it reads nothing
+    pol._warm_start(pol.config.history_file)
     assert len(pol.train_x) == 590 and pol.stats["refits"] == 1  # every row of the history
     cfg = RunConfig(trace="synth:ones:6", cluster="ones-longhorn", cluster_nodes=4, policies=("ones",),
                     policy_params={"ones": {"population": 8}}, policy_costs={"ones": "inplace"}, costs=20.0,

@@ -1,9 +1,8 @@
 """Where the measured data sets and the source checkout are, for installed and checkout runs alike.
 
-A command's default used to be `Path(__file__).parents[…] / "shared" / "data"`, which after a plain
-`pip install .` points inside site-packages (`…/lib/python3.11/shared/data/profiles`). The data
-(`../shared/data` beside a checkout: profiles/, traces/, models/) is never installed, so it is found
-here, in this order:
+The data (`../shared/data` beside a checkout: profiles/, traces/, models/) is never installed, so a
+path relative to the package would point inside site-packages after a plain `pip install .`. It is
+found here instead, in this order:
 
 1. `$COSIM_SHARED_DATA` (the folder holding profiles/, traces/, models/);
 2. `../shared/data` beside the source checkout cosim is imported from (editable installs, tests);

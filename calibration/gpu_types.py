@@ -1,9 +1,9 @@
 """GPU types as data: datasheet numbers, aliases and sources that users can extend.
 
 The package ships its table in ``data/zoo.json`` (``gpu_types``). A user adds or overrides
-types with a TOML file (``--gpu-types FILE`` on ``cosim clusters``, ``validate`` and
-``calibrate fit``) or a ``[gpu_types.<name>]`` table in a cluster preset (which ``simulate``
-reads with the preset)::
+types with a TOML file (``--gpu-types FILE`` on ``cosim clusters``, ``validate``,
+``calibrate fit`` and ``simulate``) or a ``[gpu_types.<name>]`` table in a cluster preset
+(read with the preset)::
 
     [l4]
     display = "L4 24GB"

@@ -138,3 +138,21 @@ def test_compute_table_with_unknown_precision_or_gpu_is_refused(tmp_path):
     import tomllib
 
     assert list(tomllib.loads(out.read_text())["compute"]["resnet50@bf16"]) == ["l4"]  # under its own type
+
+
+def test_simulate_takes_a_gpu_types_file(tmp_path):
+    """`simulate --gpu-types FILE` runs a cluster whose nodes name a type only the file defines; a
+    bad file is one line naming it and the field, exit 2, and no output folder."""
+    c, gpus = tmp_path / "rig.toml", tmp_path / "gpus.toml"
+    c.write_text(CLUSTER)
+    gpus.write_text(L4.replace("mem_bw_GBps = 300", "mem_bw_GBps = -300"))
+    args = ["simulate", "--cluster", str(c), "--synth", "philly:4", "--policy", "fifo", "--no-contention"]
+    r = CliRunner().invoke(app, [*args, "--gpu-types", str(gpus), "--out", str(tmp_path / "bad")])
+    assert r.exit_code == 2 and "gpus.toml: field 'l4.mem_bw_GBps'" in r.output and "Traceback" not in r.output
+    assert len(r.output.strip().splitlines()) == 1 and not (tmp_path / "bad").exists()
+    gpus.write_text(L4)
+    r = CliRunner().invoke(app, [*args, "--gpu-types", str(gpus), "--out", str(tmp_path / "ok")])
+    assert r.exit_code == 0, r.output
+    import json
+
+    assert json.loads((tmp_path / "ok" / "config.json").read_text())["config"]["gpu_types"] == str(gpus)

@@ -64,13 +64,18 @@ def _shipped_table():
     zoo.reset_gpu_types()
 
 
-def test_file_adds_a_type_with_a_derived_speed(tmp_path):
+def test_file_adds_a_type_with_its_datasheet_speed(tmp_path):
     f = tmp_path / "gpus.toml"
     f.write_text(L4)
     assert zoo.load_gpu_types(f) == ["l4"]
     g = zoo.get_gpu("NVIDIA L4")
-    assert g.name == "l4" and g.mem_gb == 24 and 0 < g.speed_fp32 < zoo.get_gpu("a100").speed_fp32
-    # never measured: the fitted speeds move the nearest measured curve of each model to it
+    assert g.name == "l4" and g.mem_gb == 24 and g.speed_fp32 == 0  # no published speed given
+    # never measured: its speed is its datasheet's (no residual), between a T4 and an A100
+    dm = zoo.device_model()
+    assert "l4" not in dm.r
+    for cls in ("conv", "matmul"):
+        assert dm.relative_speed("t4", cls) < dm.relative_speed("l4", cls) < dm.relative_speed("a100", cls)
+    # the fitted speeds move the nearest measured curve of each model to it
     t = zoo.compute_time_s("resnet50", "l4", 64)
     assert zoo.compute_time_s("resnet50", "a100", 64) < t < zoo.compute_time_s("resnet50", "k80", 64)
 

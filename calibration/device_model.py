@@ -25,20 +25,30 @@ The form, per measured curve (points t(b) of one model on one GPU type under one
   (median over its GPU types); ``synthetic`` is 0 by definition. The evidence that the
   intercept belongs to the host (docs/calibration.md): Pollux's intercepts are the same on
   T4, RTX 2080 Ti and A100 within a model, and do not fall on faster GPUs;
-- `log k[model, gpu] = a[model] − u[gpu]` (fp32): one speed per GPU type and one work per
-  model, least squares over every measured (model, GPU type) of every source; a GPU type
-  never measured gets `u` from the GPU-type table (`speed_fp32`, cited) moved by the
-  median offset of the measured types; a model never measured gets `a` from its training
-  FLOPs per sample by the median offset of the measured models (the roofline).
+- `log k[model, gpu] = a[model] − u(gpu, class, math)` (fp32): one work per model and a
+  speed from the GPU type's datasheet, `u = β[class]·log P + (1 − β[class])·log B + r[gpu]`,
+  where `P` is the peak the model's compute class runs at under the harness's math mode
+  (``conv``: cuDNN convolutions, on TF32 tensor cores where the GPU has them — PyTorch's
+  default; ``matmul``: fp32 GEMMs, on TF32 only under a harness whose PyTorch defaulted
+  matmuls to TF32), `B` its memory bandwidth, `β` the compute-bound share of each class and
+  `r` what the datasheet misses about a type (clocks under its power limit, an older
+  architecture's efficiency), pulled towards 0. Huber-robust least squares over every
+  measured (model, GPU type, host) of every source; a GPU type never measured (or left out)
+  has `r = 0`: its datasheet alone; a model never measured gets `a` from its training FLOPs
+  per sample by the median offset of the measured models (the roofline).
 
 Device curve of a measured pair: its points less its host part (never below d0 or a quarter
-of the point); of an unmeasured pair: `d0 + exp(a − u)·b`. Precision (``@amp`` / ``@bf16``):
-measured curves where they exist; otherwise the fp32 device curve with its per-sample part
-divided by a gain — the model's own measured gain (fp32 slope ÷ bf16 slope) on a GPU type of
-the same class (TF32-capable: Ampere and later), or, for pre-Ampere tensor-core types (V100,
-T4, 2080 Ti, where fp32 convolutions do not run on tensor cores), the type's published AMP
-gain (`amp_speedup`, cited in zoo.json); no gain without tensor cores (K80, P100) or for
-bf16 before Ampere. A model never measured at the precision takes the median measured gain.
+of the point); of an unmeasured pair: the model's measured device curve nearest in speed (of
+the run's own harness family if it measured the model, else GPU-bound) with its part above d0
+moved by the ratio of the speeds; of a model measured nowhere: `d0 + exp(a − u)·b`. Precision
+(``@amp`` / ``@bf16``): measured curves where they exist; otherwise the fp32 device curve with
+its per-sample part divided by a gain — the model's own measured gain (fp32 slope ÷ bf16 slope)
+on a GPU type of the same class (TF32-capable: Ampere and later), or, for pre-Ampere
+tensor-core types (V100, T4, 2080 Ti, where fp32 convolutions do not run on tensor cores), the
+type's published AMP gain (`amp_speedup`, cited in zoo.json); fp16 on a type without tensor
+cores but with a faster fp16 peak (P100: 2x) gains that ratio to the power `β[class]`; no gain
+on K80 or for bf16 before Ampere. A model never measured at the precision takes the median
+measured gain of its family.
 """
 
 from __future__ import annotations
@@ -52,8 +62,25 @@ SYNTHETIC = "synthetic"
 #: a curve informs the speed fit only where its batch-dependent part is at least this share of
 #: its step at the largest measured batch: launch-bound curves (flat in batch) carry no speed
 WORK_SHARE_MIN = 0.3
-#: weight (in measured curves) of the table's published speed of a GPU type in the speed fit
-SPEED_PRIOR_WEIGHT = 3.0
+#: weight (in measured curves) of the prior that a GPU type's speed is what its datasheet says
+#: (its residual `r` is 0): a type measured on a few curves stays near its datasheet speed
+RESIDUAL_PRIOR_WEIGHT = 3.0
+#: the speed fit is Huber-robust: a curve whose log-residual exceeds this (ln 1.22: 22 %) weighs
+#: less, so a few curves at odds with the rest (a harness whose input differs, e.g. Pollux's
+#: DeepSpeech2 utterances; Kepler's K80) do not set the shares every GPU type is moved by
+HUBER_DELTA = 0.2
+HUBER_ITERATIONS = 30
+#: compute classes (`DeviceModel.compute_class`) and the zoo tasks of the ``conv`` class
+CLASSES = ("conv", "matmul")
+CONV_TASKS = frozenset({"image classification", "object detection", "image-to-image translation",
+                        "reinforcement learning"})
+#: compute-bound share of a class's speed when nothing was measured
+BETA_DEFAULT = 0.5
+#: harness families whose PyTorch ran fp32 matmuls on TF32 tensor cores where the GPU has them
+#: (PyTorch 1.7–1.11 defaulted `torch.backends.cuda.matmul.allow_tf32` to True; 1.12 turned it
+#: off). Pollux/Sia's A100 BERT-base curve shows it: 4.5 ms per sample against 4.8 ms on our
+#: H100 in full fp32 — a speed an A100 has only on its TF32 tensor cores (156 vs 19.5 TFLOP/s).
+TF32_MATMUL_HARNESSES = frozenset({"pollux"})
 #: measured precision gains are clipped into this range (a ratio of two noisy medians)
 GAIN_RANGE = (0.5, 16.0)
 
@@ -120,18 +147,69 @@ class Curve:
                      tuple(map(float, d["times_s"])), float(d["t0_s"]), float(d["per_sample_s"]))
 
 
+@dataclass(frozen=True)
+class ComputeCurve:
+    """Compute time of one iteration on one GPU over local batch b.
+
+    With measured points, linear interpolation between them and, outside their range, the
+    fitted line `t0_s + per_sample_s * b` shifted to join the nearest end point (so the
+    curve is continuous). Without points, the line alone. `scale` multiplies the result
+    (a transferred curve)."""
+
+    t0_s: float
+    per_sample_s: float
+    source: str  # "measured:<host>", "factor", "roofline" (+ precision and host notes)
+    batch_min: int = 1
+    batch_max: int = 0  # 0: no measured range
+    batches: tuple[float, ...] = ()
+    times_s: tuple[float, ...] = ()
+    scale: float = 1.0
+    target_t0_s: float | None = None  # transferred: this GPU's floor replaces the source's
+    #: the host regime's per-step part added to the device curve (`calibration.device_model`)
+    host_s: float = 0.0
+    #: device curves: never below the model's launch floor (small batches below the measured range)
+    floor_s: float = 0.0
+
+    def __call__(self, local_batch: float) -> float:
+        return max(self._own(local_batch), self.floor_s) + self.host_s
+
+    def _own(self, local_batch: float) -> float:
+        b = float(local_batch)
+        if len(self.batches) >= 2:
+            bs, ts = self.batches, self.times_s
+            if b < bs[0]:
+                v = max(ts[0] - self.per_sample_s * (bs[0] - b), ts[0] * b / bs[0])
+            elif b > bs[-1]:
+                v = ts[-1] + self.per_sample_s * (b - bs[-1])
+            else:
+                v = float(np.interp(b, bs, ts))
+        elif len(self.batches) == 1:
+            v = self.times_s[0] * (self.t0_s + self.per_sample_s * b) / (self.t0_s + self.per_sample_s * self.batches[0])
+        else:
+            v = self.t0_s + self.per_sample_s * b
+        if self.target_t0_s is None:
+            return v * self.scale
+        # transferred / precision variant: the batch-dependent work above the fitted floor t0
+        # scales, the per-iteration floor (launches, optimizer, Python, data loading: the
+        # harness's host) is `target_t0_s`; below the floor the curve scales as a whole
+        if v <= self.t0_s:
+            return v * self.target_t0_s / self.t0_s if self.t0_s > 0 else self.target_t0_s
+        return (v - self.t0_s) * self.scale + self.target_t0_s
+
+
 class DeviceModel:
     """The fitted device/host decomposition over a list of measured curves.
 
-    `gpu_speed(g)` → the table's relative fp32 speed of GPU type g (0 = none), `flops(m)` →
-    training FLOPs per sample; `exclude_gpu` leaves one GPU type out of every fit (the
-    leave-one-GPU-type-out check predicts it from the others)."""
+    `gpu(g)` → the GPU type's datasheet (`peak_tflops`, `tf32_tflops`, `tensor_tflops`,
+    `mem_bw_GBps`), `flops(m)` → training FLOPs per sample, `tasks` → each model's zoo task;
+    `exclude_gpu` leaves one GPU type out of every fit (the leave-one-GPU-type-out check
+    predicts it from the others)."""
 
-    def __init__(self, curves: list[Curve], gpu_speed, flops, exclude_gpu: str | None = None,
+    def __init__(self, curves: list[Curve], gpu, flops, exclude_gpu: str | None = None,
                  tasks: dict[str, str] | None = None) -> None:
         self.curves = [c for c in curves if c.gpu != exclude_gpu]
         self.tasks = dict(tasks or {})
-        self._speed, self._flops = gpu_speed, flops
+        self._gpu, self._flops = gpu, flops
         fp32 = [c for c in self.curves if "@" not in c.device_name]
         syn: dict[str, list[float]] = {}
         for c in fp32:
@@ -153,27 +231,36 @@ class DeviceModel:
 
     # ---------------------------------------------------------------- fits
     def _fit_speeds(self, rows: list[Curve]) -> None:
+        """Least squares of `log k = a[model] − u(gpu, model, host)` over the rows, with
+        `u = β[class]·(log P − log B) + log B + r[gpu]` (`speed_u`): unknowns the models' work
+        `a`, the two classes' compute-bound shares `β` and the GPU types' residuals `r`, each
+        residual pulled towards 0 (weight `RESIDUAL_PRIOR_WEIGHT` curves)."""
         models = sorted({c.device_name for c in rows})
         gpus = sorted({c.gpu for c in rows})
         mi, gi = {m: i for i, m in enumerate(models)}, {g: i for i, g in enumerate(gpus)}
-        A = np.zeros((len(rows) + len(gpus), len(models) + len(gpus)))
+        nb = len(CLASSES)
+        A = np.zeros((len(rows) + len(gpus), len(models) + nb + len(gpus)))
         y = np.zeros(len(rows) + len(gpus))
         for r, c in enumerate(rows):
+            cls = self.compute_class(c.device_name)
+            lp, lb = self._log_peak_bw(c.gpu, cls, c.host)
             A[r, mi[c.device_name]] = 1.0
-            A[r, len(models) + gi[c.gpu]] = -1.0
-            y[r] = math.log(c.per_sample_s)
-        # prior: each speed pulled towards the table's published relative speed (weight
-        # `SPEED_PRIOR_WEIGHT` rows); it also fixes the gauge (speeds relative to V100 = 1)
-        w = math.sqrt(SPEED_PRIOR_WEIGHT)
+            A[r, len(models) + CLASSES.index(cls)] = -(lp - lb)
+            A[r, len(models) + nb + gi[c.gpu]] = -1.0
+            y[r] = math.log(c.per_sample_s) + lb
+        w = math.sqrt(RESIDUAL_PRIOR_WEIGHT)
         for g, j in gi.items():
-            sp = self._speed(g)
-            A[len(rows) + j, len(models) + j] = w if sp > 0 else 1e-3
-            y[len(rows) + j] = w * math.log(sp) if sp > 0 else 0.0
-        x = np.linalg.lstsq(A, y, rcond=None)[0] if rows else np.zeros(0)
+            A[len(rows) + j, len(models) + nb + j] = w
+        x = np.zeros(A.shape[1])
+        wt = np.ones(len(y))
+        for _ in range(HUBER_ITERATIONS if rows else 0):  # Huber: iteratively reweighted least squares
+            x = np.linalg.lstsq(A * wt[:, None], y * wt, rcond=None)[0]
+            res = np.abs(A[:len(rows)] @ x - y[:len(rows)])
+            wt[:len(rows)] = np.sqrt(np.minimum(1.0, HUBER_DELTA / np.maximum(res, 1e-12)))
         self.a = {m: float(x[mi[m]]) for m in models}
-        self.u = {g: float(x[len(models) + gi[g]]) for g in gpus}
-        offs = [self.u[g] - math.log(self._speed(g)) for g in gpus if self._speed(g) > 0]
-        self.u_offset = float(np.median(offs)) if offs else 0.0
+        self.beta = {k: float(np.clip(x[len(models) + i], 0.0, 1.0)) if rows else BETA_DEFAULT
+                     for i, k in enumerate(CLASSES)}
+        self.r = {g: float(x[len(models) + nb + gi[g]]) for g in gpus}
         offa = [self.a[m] - math.log(self._flops(m)) for m in models if self._flops(m) > 0]
         self.a_offset = float(np.median(offa)) if offa else math.log(1e-13)
 
@@ -195,32 +282,60 @@ class DeviceModel:
                 b = common[-1]
                 ratio = cf.times_s[cf.batches.index(b)] / cp.times_s[cp.batches.index(b)]
                 self.gain[(base, g, tag)] = float(np.clip(ratio, *GAIN_RANGE))
-        self.gain_default = float(np.median(list(self.gain.values()))) if self.gain else 1.0
 
     # ---------------------------------------------------------------- parts
     def floor(self, model: str) -> float:
         return self.d0.get(model.partition("@")[0], self.d0_default)
 
-    def speed_u(self, gpu: str) -> float:
-        if gpu in self.u:
-            return self.u[gpu]
-        sp = self._speed(gpu)
-        return math.log(sp) + self.u_offset if sp > 0 else self.u_offset
+    def compute_class(self, model: str) -> str:
+        """``conv`` (convolutional vision models: their fp32 math is cuDNN convolutions) or
+        ``matmul`` (everything else: GEMMs of linear, attention and recurrent layers)."""
+        return "conv" if self._task(model.partition("@")[0]) in CONV_TASKS else "matmul"
+
+    def _log_peak_bw(self, gpu: str, cls: str, host: str = SYNTHETIC) -> tuple[float, float]:
+        """(log P, log B): the fp32 peak class `cls` runs at on `gpu` under `host`'s math mode
+        (TF32 tensor cores for convolutions where the GPU has them — cuDNN's default — and for
+        matmuls too under a TF32-matmul harness) and the memory bandwidth, from the table."""
+        g = self._gpu(gpu)
+        tf32 = g.tf32_tflops > 0 and (cls == "conv" or host.split("-")[0] in TF32_MATMUL_HARNESSES)
+        return math.log(g.tf32_tflops if tf32 else g.peak_tflops), math.log(g.mem_bw_GBps)
+
+    def class_speed_u(self, gpu: str, cls: str, host: str = SYNTHETIC) -> float:
+        """log speed of `gpu` for compute class `cls` under `host`'s math mode:
+        `β[cls]·log P + (1 − β[cls])·log B + r[gpu]` (r = 0 for a type never measured)."""
+        lp, lb = self._log_peak_bw(gpu, cls, host)
+        return self.beta[cls] * (lp - lb) + lb + self.r.get(gpu, 0.0)
+
+    def speed_u(self, gpu: str, model: str, host: str = SYNTHETIC) -> float:
+        """log speed of `gpu` for `model`'s compute class under `host`'s math mode."""
+        return self.class_speed_u(gpu, self.compute_class(model), host)
+
+    def relative_speed(self, gpu: str, cls: str, ref: str = "v100") -> float:
+        """Speed of `gpu` for class `cls` relative to `ref`, GPU-bound PyTorch defaults."""
+        return math.exp(self.class_speed_u(gpu, cls) - self.class_speed_u(ref, cls))
 
     def per_sample_s(self, model: str, gpu: str) -> tuple[float, str]:
         """Fitted fp32 device time per sample and its basis (``factor`` or ``roofline``)."""
         if model in self.a:
-            return math.exp(self.a[model] - self.speed_u(gpu)), "factor"
-        return math.exp(math.log(max(self._flops(model), 1.0)) + self.a_offset - self.speed_u(gpu)), "roofline"
+            return math.exp(self.a[model] - self.speed_u(gpu, model)), "factor"
+        return math.exp(math.log(max(self._flops(model), 1.0)) + self.a_offset - self.speed_u(gpu, model)), "roofline"
 
-    def nearest_measured(self, model: str, gpu: str) -> str | None:
-        """The GPU type whose measured curve of `model` (any host) is nearest to `gpu` in fitted
-        speed (ties: the faster one); None if the model was never measured."""
-        have = sorted({c.gpu for c in self.curves if c.device_name == model})
+    def nearest_measured(self, model: str, gpu: str, host: str = SYNTHETIC) -> Curve | None:
+        """The measured curve of `model` to move to `gpu` for a run under `host`: among the
+        curves of the same harness family if there are any (the same software stack, input
+        shapes and math mode), else among the GPU-bound (synthetic-input) ones (their points are
+        the device part itself; another host's device part is its points less an estimated host
+        part), else among all, the one whose GPU type and math mode are nearest to `gpu`'s in
+        fitted speed (ties: the faster one); None if the model was never measured."""
+        have = [c for c in self.curves if c.device_name == model]
+        fam = host.split("-")[0]
+        have = ([c for c in have if c.host.split("-")[0] == fam] or [c for c in have if c.host == SYNTHETIC]
+                or have)
         if not have:
             return None
-        u = self.speed_u(gpu)
-        return min(have, key=lambda g: (abs(self.speed_u(g) - u), -self.speed_u(g), g))
+        u = self.speed_u(gpu, model)
+        return min(have, key=lambda c: (abs(self.speed_u(c.gpu, model, c.host) - u),
+                                        -self.speed_u(c.gpu, model, c.host), c.gpu, c.host))
 
     def host_s(self, host: str, model: str) -> float:
         """Host part of one step of `model` under `host` (0 for ``synthetic``)."""
@@ -251,40 +366,77 @@ class DeviceModel:
         h = self.host_s(c.host, c.model)
         return np.asarray(c.batches), np.maximum(t - h, np.maximum(np.minimum(self.floor(c.model), t), 0.25 * t))
 
-    def precision_gain(self, model: str, gpu: str, tag: str, has_tf32: bool, has_tensor: bool,
-                       published_amp: float, task: str = "") -> tuple[float, str]:
-        """(gain on the per-sample part, basis) for `model` at `tag` on `gpu`. A model not measured
-        at a half precision takes the median measured gain of its family (the same architecture
-        at another depth or input size: ``vgg19`` ← ``vgg11``/``vgg16``, ``densenet201`` ←
-        ``densenet121``), else of the measured models of its task, else of all."""
-        if not has_tensor or (tag == "bf16" and not has_tf32):
+    def half_ratio(self, gpu: str, model: str) -> float:
+        """The GPU type's fp16/bf16 peak over the peak the model's class runs at in fp32 (tensor
+        cores where present: A100 312 / 156 for convolutions, 312 / 19.5 for matmuls; V100 125 /
+        15.7; P100's plain fp16 18.7 / 9.3)."""
+        g = self._gpu(gpu)
+        base = g.tf32_tflops if g.tf32_tflops > 0 and self.compute_class(model) == "conv" else g.peak_tflops
+        return g.tensor_tflops / base
+
+    def precision_gain(self, model: str, gpu: str, tag: str, published_amp: float = 1.0,
+                       task: str = "") -> tuple[float, str]:
+        """(gain on the per-sample part, basis) for `model` at `tag` on `gpu`.
+
+        With tensor cores, the measured gain of the model (else of its family — the same
+        architecture at another depth or input size: ``vgg19`` ← ``vgg11``/``vgg16`` — else of
+        its task's models, else of all) as a power of the measured type's half-precision peak
+        ratio (`half_ratio`), applied to this type's ratio: the same gain on Ampere and Hopper,
+        whose ratios match; a larger one for matmul-bound models on V100 and T4 (fp32 GEMMs off
+        tensor cores, fp16 on them: BERT-large 6.2 on H200 → 4.1 on V100, against 4.3 measured
+        by NVIDIA), a smaller one on a GeForce RTX 2080 Ti (fp16 tensor cores at half rate).
+        Convolutional models on pre-Ampere tensor-core types take the type's published AMP gain
+        (`amp_speedup`, cited: measured on ResNet-50). bf16 needs Ampere or later. Without
+        tensor cores, fp16 at a faster peak (P100: 2x) gains that ratio to the power of the
+        class's compute-bound share β; K80 gains nothing."""
+        g = self._gpu(gpu)
+        cls = self.compute_class(model)
+        if not has_tensor_cores(g):
+            r = self.half_ratio(gpu, model)
+            if tag == "amp" and r > 1.0:
+                return r ** self.beta[cls], f"fp16 at {r:.3g}x the fp32 peak, on the compute-bound share"
             return 1.0, "no tensor-core gain"
-        if not has_tf32:
+        if tag == "bf16" and not g.tf32_tflops > 0:
+            return 1.0, "no bf16 before Ampere"
+        if cls == "conv" and not g.tf32_tflops > 0:
             return published_amp, "published AMP gain of the GPU type"
-        own = [v for (m, g, t), v in self.gain.items() if m == model]
+        kin, basis = self._gain_basis(model, task)
+        if not kin:
+            return 1.0, "no measured gain"
+        expo = float(np.median([math.log(v) / math.log(self.half_ratio(ref, m)) for (m, ref, t), v in kin]))
+        return self.half_ratio(gpu, model) ** expo, basis
+
+    def _gain_basis(self, model: str, task: str) -> tuple[list, str]:
+        """The measured gains a model's estimate rests on, and their description."""
+        own = [(k, v) for k, v in self.gain.items() if k[0] == model]
         if own:
-            return float(np.median(own)), "measured gain of the model"
+            return own, "measured gain of the model"
         fam = family(model)
-        kin = sorted({m for (m, g, t) in self.gain if family(m) == fam})
+        kin = [(k, v) for k, v in self.gain.items() if family(k[0]) == fam]
         if kin:
-            return float(np.median([v for (m, g, t), v in self.gain.items() if m in kin])), \
-                f"measured gain of its family ({', '.join(kin)})"
-        same = [v for (m, g, t), v in self.gain.items() if task and self._task(m) == task]
+            return kin, f"measured gain of its family ({', '.join(sorted({k[0] for k, _ in kin}))})"
+        same = [(k, v) for k, v in self.gain.items() if task and self._task(k[0]) == task]
         if same:
-            return float(np.median(same)), f"median measured gain of {task} models"
-        return self.gain_default, "median measured gain"
+            return same, f"median measured gain of {task} models"
+        return list(self.gain.items()), "median measured gain"
 
     def _task(self, model: str) -> str:
         return self.tasks.get(model, "")
 
 
-def leave_one_gpu_out(curves: list[Curve], gpu_speed, flops, curve_for) -> list[dict]:
+def has_tensor_cores(g) -> bool:
+    """Half-precision tensor cores: a fp16 peak at least 4x the fp32 one (V100, T4, 2080 Ti and
+    later; P100's 2x fp16 is not a tensor core, K80 has no fast fp16)."""
+    return g.tensor_tflops >= 4.0 * g.peak_tflops
+
+
+def leave_one_gpu_out(curves: list[Curve], gpu, flops, curve_for, tasks: dict[str, str] | None = None) -> list[dict]:
     """Predict every measured fp32 curve from a fit without its GPU type (every source's rows of
     that type left out): rows of (gpu, host, model, batch, measured_s, predicted_s, error).
     `curve_for(dm, model, gpu, host)` is the zoo's own curve builder (what the engine runs)."""
     rows = []
     for g in sorted({c.gpu for c in curves}):
-        dm = DeviceModel(curves, gpu_speed, flops, exclude_gpu=g)
+        dm = DeviceModel(curves, gpu, flops, exclude_gpu=g, tasks=tasks)
         for c in curves:
             if c.gpu != g or "@" in c.model:
                 continue

@@ -1,9 +1,9 @@
 """GPU types as data: datasheet numbers, aliases and sources that users can extend.
 
 The package ships its table in ``data/zoo.json`` (``gpu_types``). A user adds or overrides
-types with a TOML file (``--gpu-types FILE`` on ``cosim clusters``, ``validate`` and
-``calibrate fit``) or a ``[gpu_types.<name>]`` table in a cluster preset (which ``simulate``
-reads with the preset)::
+types with a TOML file (``--gpu-types FILE`` on ``cosim clusters``, ``validate``,
+``calibrate fit`` and ``simulate``) or a ``[gpu_types.<name>]`` table in a cluster preset
+(read with the preset)::
 
     [l4]
     display = "L4 24GB"
@@ -14,9 +14,9 @@ reads with the preset)::
     tensor_tflops = 121         # dense fp16/bf16 tensor
     mem_bw_GBps = 300
     source = "NVIDIA L4 datasheet"
-    # speed_fp32 = 1.2          # relative fp32 training throughput, V100 = 1 (optional:
-    #                           # otherwise from its fp32 training peak, see `derived_speed`)
-    # amp_speedup = 2.0         # published AMP gain (optional; pre-Ampere tensor-core types)
+    # speed_fp32 = 1.2          # published relative fp32 throughput, V100 = 1 (optional, for
+    #                           # reference: the compute model's speed comes from the numbers above)
+    # amp_speedup = 2.0         # published AMP gain on CNNs (optional; pre-Ampere tensor-core types)
 
 Validation names the file and the field: an unknown field, a number that is not finite or
 is negative (or zero where a size is needed), an alias that another type already has.
@@ -27,10 +27,28 @@ from __future__ import annotations
 import math
 import re
 import tomllib
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
 
 from cosim.errors import InputError
+
+
+@dataclass(frozen=True)
+class GpuType:
+    """One GPU type as the compute model reads it: datasheet peaks, memory, bandwidth, source."""
+
+    name: str
+    display: str
+    mem_gb: float
+    peak_tflops: float  # fp32, non-tensor
+    tensor_tflops: float  # dense fp16/bf16 tensor core
+    mem_bw_GBps: float
+    source: str
+    tf32_tflops: float = 0.0  # dense TF32 tensor core (0: no TF32)
+    speed_fp32: float = 0.0  # published relative fp32 throughput, V100 = 1, for reference (0: none)
+    amp_speedup: float = 1.0  # published AMP gain on convolutional models (pre-Ampere tensor-core types)
+
 
 #: fields of one GPU type: (kind, required)
 FIELDS: dict[str, tuple[str, bool]] = {

@@ -292,8 +292,8 @@ def leave_one_gpu_type_out():
     from calibration import device_model as dm
     from calibration import zoo
 
-    rows = pd.DataFrame(dm.leave_one_gpu_out(zoo.measured_curves(), lambda g: zoo.get_gpu(g).speed_fp32,
-                                             lambda m: zoo.get(m).flops_per_sample, zoo.curve_for))
+    rows = pd.DataFrame(dm.leave_one_gpu_out(zoo.measured_curves(), zoo.get_gpu, lambda m: zoo.get(m).flops_per_sample,
+                                             zoo.curve_for, zoo.model_tasks()))
     rows["abs_error"] = rows["error"].abs()
     table = (rows.groupby(["gpu", "host"])
              .agg(curves=("model", "nunique"), points=("abs_error", "size"),

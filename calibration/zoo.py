@@ -47,6 +47,8 @@ import numpy as np
 
 from calibration import device_model as _dm
 from calibration import sharding as _sh
+from calibration.device_model import ComputeCurve
+from calibration.gpu_types import GpuType
 from cosim.errors import UnknownNameError
 
 DATA = Path(__file__).resolve().parent / "data"
@@ -91,82 +93,6 @@ def ddp_buckets(tensor_bytes: np.ndarray, cap_bytes: float = DDP_BUCKET_CAP_BYTE
     if cur > 0:
         out.append(cur)
     return np.asarray(out, dtype=np.float64)
-
-
-@dataclass(frozen=True)
-class GpuType:
-    name: str
-    display: str
-    mem_gb: float
-    peak_tflops: float  # fp32, non-tensor
-    tensor_tflops: float  # dense fp16/bf16 tensor core
-    mem_bw_GBps: float
-    source: str
-    tf32_tflops: float = 0.0  # dense TF32 tensor core (0: no TF32)
-    speed_fp32: float = 0.0  # relative fp32 training throughput, V100 = 1 (zoo.json "sources")
-    amp_speedup: float = 1.0  # automatic mixed precision over the GPU's own fp32
-
-    def speed(self, precision: str = "fp32") -> float:
-        """Relative training throughput at `precision` (fp32 | amp | bf16; bf16 needs Ampere+)."""
-        if precision == "amp" or (precision == "bf16" and self.tf32_tflops > 0):
-            return self.speed_fp32 * self.amp_speedup
-        return self.speed_fp32
-
-    @property
-    def fp32_training_tflops(self) -> float:
-        """The peak fp32 training runs at: TF32 tensor cores where present (PyTorch's cuDNN
-        convolutions use TF32 by default), plain fp32 otherwise."""
-        return self.tf32_tflops or self.peak_tflops
-
-
-@dataclass(frozen=True)
-class ComputeCurve:
-    """Compute time of one iteration on one GPU over local batch b.
-
-    With measured points, linear interpolation between them and, outside their range, the
-    fitted line `t0_s + per_sample_s * b` shifted to join the nearest end point (so the
-    curve is continuous). Without points, the line alone. `scale` multiplies the result
-    (a transferred curve)."""
-
-    t0_s: float
-    per_sample_s: float
-    source: str  # "measured:<host>", "factor", "roofline" (+ precision and host notes)
-    batch_min: int = 1
-    batch_max: int = 0  # 0: no measured range
-    batches: tuple[float, ...] = ()
-    times_s: tuple[float, ...] = ()
-    scale: float = 1.0
-    target_t0_s: float | None = None  # transferred: this GPU's floor replaces the source's
-    #: the host regime's per-step part added to the device curve (`calibration.device_model`)
-    host_s: float = 0.0
-    #: device curves: never below the model's launch floor (small batches below the measured range)
-    floor_s: float = 0.0
-
-    def __call__(self, local_batch: float) -> float:
-        return max(self._own(local_batch), self.floor_s) + self.host_s
-
-    def _own(self, local_batch: float) -> float:
-        b = float(local_batch)
-        if len(self.batches) >= 2:
-            bs, ts = self.batches, self.times_s
-            if b < bs[0]:
-                v = max(ts[0] - self.per_sample_s * (bs[0] - b), ts[0] * b / bs[0])
-            elif b > bs[-1]:
-                v = ts[-1] + self.per_sample_s * (b - bs[-1])
-            else:
-                v = float(np.interp(b, bs, ts))
-        elif len(self.batches) == 1:
-            v = self.times_s[0] * (self.t0_s + self.per_sample_s * b) / (self.t0_s + self.per_sample_s * self.batches[0])
-        else:
-            v = self.t0_s + self.per_sample_s * b
-        if self.target_t0_s is None:
-            return v * self.scale
-        # transferred / precision variant: the batch-dependent work above the fitted floor t0
-        # scales, the per-iteration floor (launches, optimizer, Python, data loading: the
-        # harness's host) is `target_t0_s`; below the floor the curve scales as a whole
-        if v <= self.t0_s:
-            return v * self.target_t0_s / self.t0_s if self.t0_s > 0 else self.target_t0_s
-        return (v - self.t0_s) * self.scale + self.target_t0_s
 
 
 @dataclass(frozen=True)
@@ -428,23 +354,12 @@ def resolve_gpu(name: str) -> str:
 
 @functools.lru_cache(maxsize=None)
 def get_gpu(name: str) -> GpuType:
-    """The `GpuType` of any name or alias. A type without a published relative speed
-    (`speed_fp32`) gets `derived_speed`: its fp32 training peak times the median speed per
-    peak TFLOP/s of the shipped types of its class (TF32-capable or not)."""
+    """The `GpuType` of any name or alias."""
     canon = resolve_gpu(name)
     g = _gpu_table()[canon]
-    gt = GpuType(canon, g.get("display", canon), float(g["mem_gb"]), float(g["peak_tflops"]),
-                 float(g["tensor_tflops"]), float(g["mem_bw_GBps"]), g["source"], float(g.get("tf32_tflops", 0.0)),
-                 float(g.get("speed_fp32", 0.0)), float(g.get("amp_speedup", 1.0)))
-    return gt if gt.speed_fp32 > 0 else replace(gt, speed_fp32=derived_speed(gt))
-
-
-def derived_speed(g: GpuType) -> float:
-    """Relative fp32 training speed of a type the table gives none for, from its datasheet."""
-    per_peak = [float(v["speed_fp32"]) / float(v.get("tf32_tflops") or v["peak_tflops"])
-                for v in _meta()["gpu_types"].values() if isinstance(v, dict) and v.get("speed_fp32")
-                and (float(v.get("tf32_tflops", 0)) > 0) == (g.tf32_tflops > 0)]
-    return float(np.median(per_peak)) * g.fp32_training_tflops if per_peak else 0.0
+    return GpuType(canon, g.get("display", canon), float(g["mem_gb"]), float(g["peak_tflops"]),
+                   float(g["tensor_tflops"]), float(g["mem_bw_GBps"]), g["source"], float(g.get("tf32_tflops", 0.0)),
+                   float(g.get("speed_fp32", 0.0)), float(g.get("amp_speedup", 1.0)))
 
 
 def _transformer_activation_bytes(arch: dict, checkpointing: bool, bytes_per_value: float, tp: int = 1) -> float:
@@ -538,8 +453,13 @@ def measured_curves() -> list[_dm.Curve]:
 def device_model(exclude_gpu: str | None = None) -> _dm.DeviceModel:
     """The device/host decomposition fitted on every measured curve (`calibration.device_model`);
     `exclude_gpu` leaves one GPU type out of the fit (leave-one-GPU-type-out validation)."""
-    return _dm.DeviceModel(measured_curves(), lambda g: get_gpu(g).speed_fp32, lambda m: get(m).flops_per_sample,
-                           exclude_gpu, tasks={m: get(m).task for m in known_models()})
+    return _dm.DeviceModel(measured_curves(), get_gpu, lambda m: get(m).flops_per_sample, exclude_gpu,
+                           tasks=model_tasks())
+
+
+def model_tasks() -> dict[str, str]:
+    """Each zoo model's task (what `DeviceModel.compute_class` reads)."""
+    return {m: get(m).task for m in known_models()}
 
 
 def split_host(gpu_type: str) -> tuple[str, str]:
@@ -553,35 +473,37 @@ def split_host(gpu_type: str) -> tuple[str, str]:
     return resolve_gpu(g), h
 
 
-def _has_tensor_cores(g: GpuType) -> bool:
-    """Half-precision tensor cores: at least 4x the fp32 peak (V100, T4, 2080 Ti and later;
-    P100's 2x fp16 is not a tensor core, K80 has no fast fp16)."""
-    return g.tensor_tflops >= 4.0 * g.peak_tflops
+def _measured_device_curve(dm: _dm.DeviceModel, c: _dm.Curve, name: str, gpu: str) -> ComputeCurve:
+    """The device part of measured curve `c` (its points less its host part) as `name` runs on
+    `gpu` under GPU-bound PyTorch defaults: the batch-dependent part above the floor moved by the
+    fitted speeds (`DeviceModel.speed_u`: GPU type, class and the harness's math mode)."""
+    b, d = dm.device_points(c)
+    cur = ComputeCurve(dm.floor(name), c.per_sample_s, f"measured:{c.host}", int(b.min()), int(b.max()),
+                       tuple(float(x) for x in b), tuple(float(x) for x in d), floor_s=dm.floor(name))
+    scale = math.exp(dm.speed_u(c.gpu, name, c.host) - dm.speed_u(gpu, name))
+    if c.gpu == gpu and abs(scale - 1.0) < 1e-12:
+        return cur
+    src = f"factor:{c.gpu}" if c.gpu != gpu else f"measured:{c.host} (fp32 matmuls)"
+    return replace(cur, scale=scale, target_t0_s=cur.t0_s, source=src)
 
 
-def _device_curve(dm: _dm.DeviceModel, name: str, gpu: str) -> ComputeCurve:
-    """Device part of `name` (``model`` or ``model@tag``) on `gpu`: measured less its host part,
-    fitted (factor model or roofline), or the fp32 curve at a precision gain."""
+def _device_curve(dm: _dm.DeviceModel, name: str, gpu: str, host: str = _dm.SYNTHETIC) -> ComputeCurve:
+    """Device part of `name` (``model`` or ``model@tag``) on `gpu` for a run under `host`:
+    measured less its host part, moved from another GPU type's (`DeviceModel.nearest_measured`),
+    the fp32 curve at a precision gain, or the roofline."""
     meas = dm.measured(name, gpu)
     if meas:
-        c = next((x for x in meas if x.host == _dm.SYNTHETIC), meas[0])
-        b, d = dm.device_points(c)
-        return ComputeCurve(dm.floor(name), c.per_sample_s, f"measured:{c.host}", int(b.min()), int(b.max()),
-                            tuple(float(x) for x in b), tuple(float(x) for x in d), floor_s=dm.floor(name))
+        return _measured_device_curve(dm, next((x for x in meas if x.host == _dm.SYNTHETIC), meas[0]), name, gpu)
     base, _, tag = name.partition("@")
     if tag:
-        g = get_gpu(gpu)
-        gain, basis = dm.precision_gain(base, gpu, tag, g.tf32_tflops > 0, _has_tensor_cores(g), g.amp_speedup,
-                                        get(base).task)
-        fp = _device_curve(dm, base, gpu)
+        gain, basis = dm.precision_gain(base, gpu, tag, get_gpu(gpu).amp_speedup, get(base).task)
+        fp = _device_curve(dm, base, gpu, host)
         if gain == 1.0:
             return replace(fp, source=f"{fp.source}+{tag}")
-        return replace(fp, scale=1.0 / gain, target_t0_s=fp.t0_s, source=f"{fp.source}+{tag} ({basis})")
-    ref = dm.nearest_measured(name, gpu)
+        return replace(fp, scale=fp.scale / gain, target_t0_s=fp.t0_s, source=f"{fp.source}+{tag} ({basis})")
+    ref = dm.nearest_measured(name, gpu, host)
     if ref is not None:  # the model's measured device curve nearest in speed, moved by the fitted speeds
-        c = _device_curve(dm, name, ref)
-        return replace(c, scale=math.exp(dm.speed_u(ref) - dm.speed_u(gpu)), target_t0_s=c.t0_s,
-                       per_sample_s=c.per_sample_s, source=f"factor:{ref}")
+        return _measured_device_curve(dm, ref, name, gpu)
     k, basis = dm.per_sample_s(name, gpu)
     return ComputeCurve(dm.floor(name), k, basis, floor_s=dm.floor(name))
 
@@ -596,7 +518,7 @@ def curve_for(dm: _dm.DeviceModel, model: str, gpu: str, host: str = _dm.SYNTHET
         c = own[0]
         return ComputeCurve(c.t0_s, c.per_sample_s, f"measured:{c.host}", int(min(c.batches)), int(max(c.batches)),
                             c.batches, c.times_s)
-    dev = _device_curve(dm, name, gpu)
+    dev = _device_curve(dm, name, gpu, host)
     h = dm.host_s(host, base)
     return replace(dev, host_s=h, source=dev.source + ("" if host == _dm.SYNTHETIC else f"; host {host}"))
 

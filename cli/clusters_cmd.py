@@ -22,6 +22,7 @@ def _gpu_types(spec, extra: Optional[Path]) -> dict:
     if spec.gpu_types:
         zoo.register_gpu_types(spec.gpu_types, f"{spec.source}: gpu_types")
     out = {}
+    dm = zoo.device_model()
     for nt in spec.node_types.values():
         try:
             g = zoo.get_gpu(nt.gpu_type)
@@ -30,8 +31,9 @@ def _gpu_types(spec, extra: Optional[Path]) -> dict:
                                 expected="a GPU type of the table (--gpu-types FILE, or a [gpu_types.<name>] "
                                 "table in the cluster file)", got=nt.gpu_type) from None
         out[g.name] = dict(display=g.display, mem_gb=g.mem_gb, peak_tflops=g.peak_tflops, tf32_tflops=g.tf32_tflops,
-                           tensor_tflops=g.tensor_tflops, mem_bw_GBps=g.mem_bw_GBps, speed_fp32=g.speed_fp32,
-                           source=g.source)
+                           tensor_tflops=g.tensor_tflops, mem_bw_GBps=g.mem_bw_GBps,
+                           speed_conv=dm.relative_speed(g.name, "conv"), speed_matmul=dm.relative_speed(g.name, "matmul"),
+                           published_speed_fp32=g.speed_fp32, source=g.source)
     if spec.host not in device_model.HOST_REGIMES:
         raise InputError.at(spec.source, field="host", expected=" | ".join(device_model.HOST_REGIMES), got=spec.host)
     return out
@@ -96,8 +98,10 @@ def register(app: typer.Typer) -> None:
         for g, info in d["gpu_types"].items():
             typer.echo(f"  GPU type {g}: {info['display']}, {info['mem_gb']:g} GB, fp32 {info['peak_tflops']:g} / "
                        f"TF32 {info['tf32_tflops']:g} / fp16 tensor {info['tensor_tflops']:g} TFLOP/s, "
-                       f"{info['mem_bw_GBps']:g} GB/s; relative fp32 speed {info['speed_fp32']:.2f} (V100 = 1); "
-                       f"source: {info['source']}")
+                       f"{info['mem_bw_GBps']:g} GB/s; fp32 speed (V100 = 1, fitted on its datasheet and the "
+                       f"measurements) {info['speed_conv']:.2f} on convolutions / {info['speed_matmul']:.2f} on matmuls"
+                       + (f" (published {info['published_speed_fp32']:.2f})" if info['published_speed_fp32'] else "")
+                       + f"; source: {info['source']}")
         typer.echo(f"  host regime: {d['host']} ({d['host_doc']})")
         typer.echo(f"  leaf uplinks: {', '.join(_fmt_gbps(x) for x in d['leaf_uplink_gbps'])}; "
                    f"pod uplinks: {', '.join(_fmt_gbps(x) for x in d['pod_uplink_gbps'])}")

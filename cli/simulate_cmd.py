@@ -51,6 +51,8 @@ def simulate(
     overwrite: bool = typer.Option(False, "--overwrite", help="Clear a non-empty --out folder of an earlier run first."),
     ftf_reference: str = typer.Option("gps", "--ftf-reference", help="FTF reference: gps (each job up to its request), gps-uncapped (the Ares paper's: any share of the cluster), gps-artifact (the Ares artifact's: up to the model's 32-64 GPUs), gps-capped (each job up to its max GPUs) or hetero-1-over-n (1/N of every GPU type)."),
     max_gpus: str = typer.Option("2x", "--max-gpus", help="Per-job GPU cap of assembled jobs without a max_gpus: 2x (twice the request), <k>x, or artifact (the Ares artifact's per-model 32-64)."),
+    gpu_types: Optional[Path] = typer.Option(None, "--gpu-types", help="GPU-types TOML file adding to the table "
+                                             "(datasheet numbers, aliases, source), for clusters whose nodes name them."),
     gpu_variability: float = typer.Option(0.0, "--gpu-variability", click_type=ASCII_FLOAT, help="Per-GPU speed variability: each GPU's compute up to this fraction slower (seeded by --seed; a job runs at its slowest GPU's pace; 0.22 = PAL's compute-bound range); 0: off."),
 ) -> None:
     """Simulate policies on a trace and print a comparison table."""
@@ -70,6 +72,10 @@ def simulate(
     from simcore.perf_backends import check_perf
 
     check_perf(perf)  # what can be checked now fails before anything loads
+    if gpu_types is not None:
+        from calibration import zoo
+
+        zoo.load_gpu_types(gpu_types)
     params = policy_overrides(set_ or ())
     global_costs, per_policy_costs = parse_costs(costs or ())
     primer = None
@@ -93,7 +99,8 @@ def simulate(
                     capacity_source="" if capacity is None else str(capacity), policy_params=params,
                     perf=perf, progress=progress, ftf_reference=ftf_reference, max_gpus=max_gpus,
                     load_series=_load_series(load_series),
-                    gpu_variability=gpu_variability, gpu_variability_seed=seed)
+                    gpu_variability=gpu_variability, gpu_variability_seed=seed,
+                    gpu_types=None if gpu_types is None else str(gpu_types))
     # --out naming a file, a folder another run holds, or a non-empty one fails in one line; the
     # runner claims it only after every input is checked, so a rejected run leaves no folder behind
     claim = (lambda: claim_out_dir(out, overwrite=overwrite)) if out is not None else None

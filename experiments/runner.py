@@ -114,6 +114,8 @@ class RunConfig:
     #: compute up to this fraction slower, seeded by `gpu_variability_seed`; 0: off
     gpu_variability: float = 0.0
     gpu_variability_seed: int = 0
+    #: a GPU-types TOML file (`calibration.gpu_types`) adding to the zoo's table for this run
+    gpu_types: str | None = None
 
     def to_dict(self) -> dict:
         d = asdict(self)
@@ -135,6 +137,8 @@ class RunConfig:
             d.pop("gpu_variability_seed")
         if self.max_gpus == "2x":  # only when set: configs of runs without it stay identical
             d.pop("max_gpus")
+        if self.gpu_types is None:  # only when set: configs of runs without it stay identical
+            d.pop("gpu_types")
         return d
 
 
@@ -241,6 +245,8 @@ def run(config: RunConfig, out_dir: Path | None, progress: bool = False, backend
     check_perf(config.perf)
     if not 0.0 <= config.gpu_variability < 10.0:
         raise InputError.at(field="gpu_variability", expected="a fraction >= 0 (0: off)", got=config.gpu_variability)
+    if config.gpu_types is not None:  # before the cluster: its node types may name the added types
+        be.zoo.load_gpu_types(config.gpu_types)
     out = Path(out_dir) if out_dir is not None else None
     topo = be.topology(config)
     perf = build_perf(topo, be, config)

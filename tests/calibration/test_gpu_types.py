@@ -64,13 +64,18 @@ def _shipped_table():
     zoo.reset_gpu_types()
 
 
-def test_file_adds_a_type_with_a_derived_speed(tmp_path):
+def test_file_adds_a_type_with_its_datasheet_speed(tmp_path):
     f = tmp_path / "gpus.toml"
     f.write_text(L4)
     assert zoo.load_gpu_types(f) == ["l4"]
     g = zoo.get_gpu("NVIDIA L4")
-    assert g.name == "l4" and g.mem_gb == 24 and 0 < g.speed_fp32 < zoo.get_gpu("a100").speed_fp32
-    # never measured: the fitted speeds move the nearest measured curve of each model to it
+    assert g.name == "l4" and g.mem_gb == 24 and g.speed_fp32 == 0  # no published speed given
+    # never measured: its speed is its datasheet's (no residual), between a T4 and an A100
+    dm = zoo.device_model()
+    assert "l4" not in dm.r
+    for cls in ("conv", "matmul"):
+        assert dm.relative_speed("t4", cls) < dm.relative_speed("l4", cls) < dm.relative_speed("a100", cls)
+    # the fitted speeds move the nearest measured curve of each model to it
     t = zoo.compute_time_s("resnet50", "l4", 64)
     assert zoo.compute_time_s("resnet50", "a100", 64) < t < zoo.compute_time_s("resnet50", "k80", 64)
 
@@ -138,3 +143,21 @@ def test_compute_table_with_unknown_precision_or_gpu_is_refused(tmp_path):
     import tomllib
 
     assert list(tomllib.loads(out.read_text())["compute"]["resnet50@bf16"]) == ["l4"]  # under its own type
+
+
+def test_simulate_takes_a_gpu_types_file(tmp_path):
+    """`simulate --gpu-types FILE` runs a cluster whose nodes name a type only the file defines; a
+    bad file is one line naming it and the field, exit 2, and no output folder."""
+    c, gpus = tmp_path / "rig.toml", tmp_path / "gpus.toml"
+    c.write_text(CLUSTER)
+    gpus.write_text(L4.replace("mem_bw_GBps = 300", "mem_bw_GBps = -300"))
+    args = ["simulate", "--cluster", str(c), "--synth", "philly:4", "--policy", "fifo", "--no-contention"]
+    r = CliRunner().invoke(app, [*args, "--gpu-types", str(gpus), "--out", str(tmp_path / "bad")])
+    assert r.exit_code == 2 and "gpus.toml: field 'l4.mem_bw_GBps'" in r.output and "Traceback" not in r.output
+    assert len(r.output.strip().splitlines()) == 1 and not (tmp_path / "bad").exists()
+    gpus.write_text(L4)
+    r = CliRunner().invoke(app, [*args, "--gpu-types", str(gpus), "--out", str(tmp_path / "ok")])
+    assert r.exit_code == 0, r.output
+    import json
+
+    assert json.loads((tmp_path / "ok" / "config.json").read_text())["config"]["gpu_types"] == str(gpus)

@@ -40,7 +40,10 @@ POLICY = "mechanisms-demo"
 # LLM, on 16 GB T4s where plain data parallelism cannot hold it), a rigid replayed ResNet-50, and a late arrival so the policy sees every finished counter
 ROWS = [
     dict(job_id="elastic-yolo", submit_time=0.0, num_gpus=2, min_gpus=1, max_gpus=8, model="yolov3"),
-    dict(job_id="pollux-ds2", submit_time=10.0, num_gpus=1, min_gpus=1, max_gpus=2, model="deepspeech2"),
+    # its trace batch is DeepSpeech2's default (20): launch-bound there, so a larger batch raises
+    # its goodput and the demo grows it at epoch ends
+    dict(job_id="pollux-ds2", submit_time=10.0, num_gpus=1, min_gpus=1, max_gpus=2, model="deepspeech2",
+         global_batch=20),
     dict(job_id="llm-neo", submit_time=20.0, num_gpus=8, min_gpus=8, max_gpus=8, model="gpt_neo_1_3b",
          sharding="zero3", total_iterations=300.0, gpu_type="T4"),
     dict(job_id="rigid-r50", submit_time=30.0, num_gpus=4, min_gpus=4, max_gpus=4, model="resnet50",

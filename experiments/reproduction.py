@@ -37,6 +37,7 @@ import pyarrow as pa
 from cosim.atomic import write_parquet
 from cosim.columns import TIMING_COLUMNS
 from cosim.errors import CosimError, UnknownNameError
+from cosim.plotting import INSTALL_HINT
 from cosim.paths import for_display
 from experiments import compare, reproduction_report as report
 from experiments.spec import REPO, Experiment, TraceEntry, load_experiment, resolve_traces
@@ -216,7 +217,7 @@ def reproduce(name: str, size: str = "small", out_dir: str | Path | None = None,
             note = f"the run summary has no column {fig.metric!r}; nothing to compare"
         image = report.plot_figure(table, fig, out / f"{fig.name}.png") if len(table) else None
         if image is None and len(table):
-            note = "figure skipped: matplotlib is not installed (pip install matplotlib)"
+            note = f"figure skipped: matplotlib is not installed ({INSTALL_HINT})"
         images[fig.name] = image
         sections.append(report.figure_section(fig, table, found[fig.name], image.name if image else None, note))
     if hook is not None and hasattr(hook, "extra_sections"):

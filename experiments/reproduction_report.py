@@ -106,15 +106,11 @@ def plot_figure(table: pd.DataFrame, figure: Figure, path: Path) -> Path | None:
 
 
 def pyplot():
-    """matplotlib.pyplot on the Agg backend, or None without matplotlib (the optional `plot` extra)."""
-    try:
-        import matplotlib
-    except ImportError:
-        return None
-    matplotlib.use("Agg", force=True)
-    import matplotlib.pyplot as plt
+    """matplotlib.pyplot on the Agg backend, or None without matplotlib (figures are then skipped
+    with a note)."""
+    from cosim.plotting import pyplot as load
 
-    return plt
+    return load()
 
 
 def save_figure(fig, path: Path) -> Path:

@@ -35,7 +35,7 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
-from cosim.errors import CosimError
+from cosim.plotting import pyplot
 from experiments.report.labels import SUFFIX_UNITS
 from simcore.metrics import FTF_TOLERANCE
 from experiments.report.load import (
@@ -54,14 +54,7 @@ DPI = 110
 
 
 def _plt():
-    try:
-        import matplotlib
-    except ImportError:
-        raise CosimError("cosim report needs matplotlib: pip install matplotlib") from None
-    matplotlib.use("Agg", force=True)
-    import matplotlib.pyplot as plt
-
-    return plt
+    return pyplot("cosim report")
 
 
 def _save(fig, path: Path) -> Path:

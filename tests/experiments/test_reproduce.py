@@ -98,6 +98,39 @@ def test_report_rows_match_the_cells(small):
         assert (out / "avg-jct.png").stat().st_size > 1000 and "![avg-jct](avg-jct.png)" in report
 
 
+def test_report_opens_with_what_ran_and_the_claims_summary(small):
+    out, _ = small
+    report = (out / "REPORT.md").read_text()
+    head = report.split("## What ran", 1)[1].split("\n## ", 1)[0]
+    assert report.index("## What ran") < report.index("## avg-jct:")  # before any result
+    cells = pd.read_parquet(out / "cells.parquet")
+    for t in cells["trace"].unique():
+        assert t in head
+    for name in ("trace", "cluster", "iteration-time backend", "contention", "seeds", "cosim"):
+        assert f"- {name}: " in head
+    csv = pd.read_csv(out / "claims.csv")
+    counts = csv["verdict"].value_counts()
+    summary = re.search(r"\*\*Claims:\*\* (\d+) of (\d+) claims checked: (\d+) reproduces, (\d+) direction only, "
+                        r"(\d+) does not reproduce", head)
+    assert summary is not None, head
+    assert [int(x) for x in summary.groups()] == [
+        len(csv) - counts.get("not checked", 0), len(csv), counts.get("reproduces", 0),
+        counts.get("direction only", 0), counts.get("does not reproduce", 0)]
+
+
+def test_a_grid_whose_cells_all_fail_stops_with_the_reason_and_no_report(tmp_path, monkeypatch):
+    """Without the measured tables every Pollux cell fails: one line on stderr naming what is
+    missing, exit 2, and no REPORT.md claiming anything."""
+    monkeypatch.setenv("COSIM_SHARED_DATA", str(tmp_path / "nowhere"))
+    res = CliRunner().invoke(app, ["reproduce", "pollux", "--size", "small", "--out", str(tmp_path / "o"),
+                                   "--workers", "1"])
+    assert res.exit_code == 2, res.output
+    lines = [line for line in res.output.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith("error: pollux (small): all 2 cells of grid 'workloads' failed")
+    assert "COSIM_SHARED_DATA" in lines[0] and "nowhere" in lines[0]
+    assert not (tmp_path / "o" / "REPORT.md").exists()
+
+
 def _has_matplotlib() -> bool:
     try:
         import matplotlib  # noqa: F401

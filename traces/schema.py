@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import pyarrow as pa
 
+from cosim.columns import COLUMNS
+
 JOB_SCHEMA_VERSION = "1.0"
 
 #: Required columns (never null).
@@ -67,9 +69,8 @@ ALL_COLUMNS = tuple(JOB_SCHEMA.names) + tuple(EXTRA_COLUMNS.names)
 #: unit and meaning of every canonical column, written into the schema of each job table
 #: (`traces.io.write_jobs`, `cosim traces convert`); units as in `cosim.columns`
 COLUMN_DOCS: dict[str, tuple[str, str]] = {
-    "job_id": ("id", "job identifier from the trace"),
+    **{name: COLUMNS[name] for name in ("job_id", "num_gpus")},  # the same meaning as in run outputs
     "submit_time": ("s", "submit time, seconds from the trace's start"),
-    "num_gpus": ("count", "GPUs the job requested"),
     "duration": ("s", "seconds the job ran in the trace"),
     "model": ("name", "model the job trains (zoo name or alias)"),
     "global_batch": ("count", "global batch size (samples per iteration)"),

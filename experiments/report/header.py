@@ -36,7 +36,8 @@ def _cluster(frame: pd.DataFrame) -> pd.Series:
 
 
 def what_ran(frame: pd.DataFrame, version: str) -> list[tuple[str, str]]:
-    """(name, values) lines for the coordinates present in `frame`, then the cosim version."""
+    """(name, values) lines for the coordinates present in `frame`, then `version` (cosim's, and the
+    commit where known)."""
     lines = []
     for col, name in COORDINATES:
         if col not in frame.columns:
@@ -47,7 +48,7 @@ def what_ran(frame: pd.DataFrame, version: str) -> list[tuple[str, str]]:
             vals = [", ".join(sorted(vals, key=lambda s: (len(s), s)))]
         if vals:
             lines.append((name, "; ".join(vals) if len(vals) > 1 else vals[0]))
-    lines.append(("cosim", version))
+    lines.append(("version", version))
     return lines
 
 

@@ -97,7 +97,7 @@ def table_html(df: pd.DataFrame, max_rows: int = 200, time: tuple[str, float] = 
 def header_html(data: ReportData) -> str:
     """What ran and what the metrics mean."""
     runs = data.runs if data.runs is not None else pd.DataFrame()
-    lines = what_ran(runs, f"{__version__}")
+    lines = what_ran(runs, f"cosim {__version__}")
     items = "".join(f"<dt>{html.escape(k)}</dt><dd>{html.escape(v)}</dd>" for k, v in lines)
     items += f"<dt>source</dt><dd>{html.escape(str(data.root))}</dd>"
     items += f"<dt>times</dt><dd>in {'hours' if data.time[0] == 'h' else 'seconds'}</dd>"

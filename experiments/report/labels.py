@@ -22,7 +22,9 @@ NAMES = {
     "worst_ftf": "worst FTF", "avg_restarts": "restarts per job", "exposed_comm_s": "exposed communication",
     "starvation_s": "longest wait", "max_starvation_s": "longest wait", "makespan_s": "makespan",
     "contention_slowdown": "contention slowdown", "preemption_ratio": "preemption ratio",
-    "avg_exposed_comm_s": "average exposed communication",
+    "avg_exposed_comm_s": "average exposed communication", "ftf_hetero_max": "max FTF, T_id = 1/N of every GPU type",
+    "ftf_hetero_mean": "mean FTF, T_id = 1/N of every GPU type",
+    "ftf_hetero_share_below_1": "jobs with FTF < 1, T_id = 1/N of every GPU type",
 }
 #: words inside column names
 WORDS = {"avg": "average", "mean": "mean", "jct": "JCT", "ftf": "FTF", "qt": "queueing time",
@@ -73,7 +75,15 @@ def unit(column: str, time: str = "s") -> str | None:
         return UNITS[col]
     if is_time(col):
         return time
-    return next((u for s, u in SUFFIX_UNITS.items() if col.endswith(s)), None)
+    suffix = next((u for s, u in SUFFIX_UNITS.items() if col.endswith(s)), None)
+    if suffix:
+        return suffix
+    parts = set(col.split("_"))
+    if parts & {"fraction", "share"}:
+        return "fraction"
+    if parts & {"ftf", "ratio"}:
+        return "ratio"
+    return None
 
 
 def label(column: str, time: str = "s") -> str:

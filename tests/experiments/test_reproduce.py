@@ -106,7 +106,7 @@ def test_report_opens_with_what_ran_and_the_claims_summary(small):
     cells = pd.read_parquet(out / "cells.parquet")
     for t in cells["trace"].unique():
         assert t in head
-    for name in ("trace", "cluster", "iteration-time backend", "contention", "seeds", "cosim"):
+    for name in ("trace", "cluster", "iteration-time backend", "contention", "seeds", "version"):
         assert f"- {name}: " in head
     csv = pd.read_csv(out / "claims.csv")
     counts = csv["verdict"].value_counts()

@@ -190,7 +190,7 @@ def test_page_opens_with_what_ran_and_human_column_names(sweep_dir, tmp_path):  
     cells = pd.read_parquet(sweep_dir / "summary.parquet")
     for t in cells["trace"].unique():
         assert t in head
-    for name in ("trace", "cluster", "iteration-time backend", "contention", "seeds", "cosim", "times"):
+    for name in ("trace", "cluster", "iteration-time backend", "contention", "seeds", "version", "times"):
         assert f"<dt>{name}</dt>" in head
     summary = page.split("<h2>Per-policy summary</h2>", 1)[1].split("</table>", 1)[0]
     assert "<th title='avg_jct_s'>average JCT (" in summary and ">avg_jct_s<" not in summary

@@ -81,6 +81,8 @@ def _facet_axes(plt, n: int, sharex: bool = False):
     flat = [ax for row in axes for ax in row]
     for ax in flat[n:]:
         ax.set_visible(False)
+    for ax in flat[:n]:  # a shared x-axis still labels every panel: a hidden neighbour below has none
+        ax.tick_params(labelbottom=True)
     return fig, flat[:n]
 
 

@@ -121,7 +121,7 @@ def paired_bars(data: ReportData, out: Path, baseline: str) -> Path | None:
             ax.set_xticks(x, [_wrap(s, 26) for s in stats.index], rotation=30, ha="right", fontsize=7)
             ax.set_ylabel(_ratio_label(col, baseline), fontsize=8)
             if key:
-                ax.set_title(_wrap(", ".join(f"{c}={v}" for c, v in zip(facets, key)), 45), fontsize=8)
+                ax.set_title(_wrap(_facet_title(facets, key), 45), fontsize=8)
             ax.grid(True, axis="y", alpha=0.3)
     _keep_one_visible(axes)
     fig.suptitle(_wrap(f"Each policy / {baseline} on the same workload, seed and coordinates (below 1: better "
@@ -133,6 +133,12 @@ def paired_bars(data: ReportData, out: Path, baseline: str) -> Path | None:
 def _show(v: object) -> str:
     """A coordinate value as a tick label: contention's booleans read on/off."""
     return ("on" if v else "off") if isinstance(v, (bool, np.bool_)) else str(v)
+
+
+def _facet_title(columns, key) -> str:
+    """"trace=…, contention=on": a panel's coordinates (contention's booleans read on/off)."""
+    return ", ".join(f"{c}={({'True': 'on', 'False': 'off'}.get(v, v) if c == 'contention' else v)}"
+                     for c, v in zip(columns, key))
 
 
 def _keep_one_visible(axes) -> None:
@@ -198,11 +204,11 @@ def sweep_axis(data: ReportData, axis: str, out: Path, baseline: str) -> Path | 
                             ls=LINESTYLES[k % len(LINESTYLES)] if numeric else "none")
             ax.axhline(1.0, color="k", ls="--", lw=1)
             if not numeric:
-                ax.set_xticks(range(len(xs)), [_wrap(_show(v)) for v in xs], rotation=20, ha="right", fontsize=8)
+                ax.set_xticks(range(len(xs)), [_wrap(_show(v), 28) for v in xs], rotation=20, ha="right", fontsize=8)
             ax.set_xlabel(_axis_label(axis))
             ax.set_ylabel(_ratio_label(col, baseline), fontsize=8)
             if key:
-                ax.set_title(_wrap(", ".join(f"{c}={v}" for c, v in zip(others, key)), 45), fontsize=8)
+                ax.set_title(_wrap(_facet_title(others, key), 45), fontsize=8)
             ax.grid(True, alpha=0.3)
             if r == 0 and ax is axes[0][-1]:
                 ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0)

@@ -187,3 +187,15 @@ def test_list_shows_the_registry():
     aryl = res.output.split("\naryl: ", 1)[1].split("\n")  # on the common path like the others, with its medium size
     assert aryl[0].startswith("Li et al., Aryl") and aryl[1].startswith("  figures: table5-qt-mean,")
     assert [line.split(":")[0].strip() for line in aryl[2:5]] == ["small", "medium", "full"]
+
+
+def test_failure_reasons_group_the_cells_errors_most_frequent_first():
+    from experiments.reproduction import failure_reasons
+
+    cells = pd.DataFrame({"status": ["ok", "error", "error", "error"],
+                          "policy_label": ["fifo", "sjf", "tiresias", "sjf"],
+                          "error": [None, "InputError: x.csv: missing", "ValueError: boom", "InputError: x.csv: missing"]})
+    assert failure_reasons(cells) == ["2 cell(s) (sjf): InputError: x.csv: missing",
+                                      "1 cell(s) (tiresias): ValueError: boom"]
+    assert failure_reasons(cells, limit=1)[1] == "1 other error(s): see the error column of cells.parquet"
+    assert failure_reasons(cells[cells["status"] == "ok"]) == []

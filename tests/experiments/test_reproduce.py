@@ -199,3 +199,26 @@ def test_failure_reasons_group_the_cells_errors_most_frequent_first():
                                       "1 cell(s) (tiresias): ValueError: boom"]
     assert failure_reasons(cells, limit=1)[1] == "1 other error(s): see the error column of cells.parquet"
     assert failure_reasons(cells[cells["status"] == "ok"]) == []
+
+
+def test_figures_draw_the_papers_values_beside_cosims_with_named_axes(tmp_path, monkeypatch):
+    pytest.importorskip("matplotlib")
+    import numpy as np
+
+    from experiments import reproduction_report as rr
+    from experiments.spec import load_experiment
+
+    figs = []
+    monkeypatch.setattr(rr, "save_figure", lambda fig, path: figs.append(fig) or path)
+    figure = load_experiment("pollux").figure("avg-jct")
+    table = pd.DataFrame({"row": ["workload-1", "workload-1"], "policy": ["tiresias-pollux", "optimus"],
+                          "value": [2400.0, 4000.0], "std": [100.0, 0.0], "n": [3, 3],
+                          "paper": [2473.65, 4087.06]})
+    rr.plot_figure(table, figure, tmp_path / "f.png")
+    ax = figs[0].axes[0]
+    paper = [ln for ln in ax.get_lines() if ln.get_label() == "paper's value"]
+    assert len(paper) == 1 and sum(ln.get_label() == "paper's value" for ln in ax.get_lines()) == 1
+    drawn = np.concatenate([ln.get_ydata() for ln in ax.get_lines() if ln.get_marker() == "D"])
+    np.testing.assert_allclose(drawn, [2473.65 / 3600, 4087.06 / 3600])  # hours, as the bars
+    assert ax.get_ylabel() == "average JCT (h)"  # the unit named once, in words
+    assert ax.get_xlabel().startswith("trace\nbars: mean over each row's cells (up to 3")

@@ -108,10 +108,9 @@ def targets_line(df: pd.DataFrame) -> str:
 
 
 def plot(rep: fit.FitReport, path) -> None:
-    import matplotlib
+    from cosim.plotting import pyplot
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot("cosim validate --plot")
 
     fig, axes = plt.subplots(1, 2, figsize=(11, 5))
     for plat, r in rep.results.items():

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Optional
 
@@ -44,6 +45,72 @@ def _fmt_gbps(x: float) -> str:
     return f"{x:g} Gb/s"
 
 
+def _sources(spec) -> str:
+    """The "Sources:" paragraph of the cluster file's opening comment (datasheets the numbers
+    come from), or "" when it has none."""
+    from importlib import resources
+
+    src = str(spec.source)
+    preset = re.fullmatch(r"preset '(.+)'", src)
+    if preset:
+        text = (resources.files("netmodel") / "presets" / f"{preset.group(1)}.toml").read_text()
+    else:
+        try:
+            text = Path(src).read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            return ""
+    out, on = [], False
+    for line in text.splitlines():
+        if not line.startswith("#"):
+            break
+        body = line.lstrip("#").strip()
+        if body.lower().startswith("sources:") or body.lower().startswith("source:"):
+            on, body = True, body.split(":", 1)[1].strip()
+        if on:
+            out.append(body)
+    return " ".join(out).strip()
+
+
+def _profile(spec) -> dict | None:
+    """The cluster's shipped calibration profile: its file, the measured platforms it was fitted
+    on and its cross-validated median step error; None when the cluster names none."""
+    if not spec.profile:
+        return None
+    from calibration.stepform import profile_path
+    from cosim.tomlfile import read_toml
+
+    path = profile_path(spec.profile, spec.source if str(spec.source).endswith(".toml") else None)
+    steps = read_toml(path, "calibration profile (cosim calibrate fit)").get("step", {})
+    step = steps.get(spec.name) or (next(iter(steps.values())) if len(steps) == 1 else {})
+    return dict(name=spec.profile, file=path.name, platforms=list(step.get("platforms", [])),
+                cv_median_step_error=step.get("cv_median_step_error"))
+
+
+def _counts(n: int, one: str, many: str) -> str:
+    """"1 leaf" / "3 leaves"."""
+    return f"{n} {one if n == 1 else many}"
+
+
+def _layout(topo, spec) -> str:
+    """Leaves and pods as built: how many nodes each leaf holds and leaves each pod holds (the
+    preset's nodes_per_leaf and leaves_per_pod are the most they take, not what this size fills)."""
+    import numpy as np
+
+    per_leaf = np.bincount(topo.node_leaf, minlength=topo.num_leaves).tolist()
+    per_pod = np.bincount(topo.leaf_pod, minlength=topo.num_pods).tolist()
+
+    def spread(xs: list[int], unit: str, units: str) -> str:
+        if len(set(xs)) == 1:
+            return f"{_counts(xs[0], unit, units)}" + (" each" if len(xs) > 1 else "")
+        if len(xs) > 8:
+            return f"{min(xs)} to {max(xs)} {units}"
+        return f"{', '.join(map(str, xs))} {units}"
+
+    return (f"{_counts(topo.num_leaves, 'leaf', 'leaves')} ({spread(per_leaf, 'node', 'nodes')}; at most "
+            f"{spec.nodes_per_leaf} a leaf), {_counts(topo.num_pods, 'pod', 'pods')} "
+            f"({spread(per_pod, 'leaf', 'leaves')}; at most {spec.leaves_per_pod} a pod)")
+
+
 def register(app: typer.Typer) -> None:
     group = typer.Typer(help="Cluster presets: list them and show their fabric.", no_args_is_help=True)
 
@@ -78,12 +145,14 @@ def register(app: typer.Typer) -> None:
         from calibration.device_model import HOST_REGIMES
 
         d["host_doc"] = HOST_REGIMES[spec.host]
+        d["layout"] = _layout(topo, spec)
+        d["profile"] = _profile(spec)
+        d["sources"] = _sources(spec)
         if as_json:
             typer.echo(json.dumps(d, sort_keys=True))
             return
         typer.echo(f"{d['name']}: {d['description']}")
-        typer.echo(f"  {d['gpus']} GPUs, {d['nodes']} nodes, {d['leaves']} leaves ({d['nodes_per_leaf']} nodes "
-                   f"each), {d['pods']} pods ({d['leaves_per_pod']} leaves each)"
+        typer.echo(f"  {d['gpus']} GPUs, {d['nodes']} nodes, {d['layout']}"
                    + (", rail-optimised" if d["rail_optimized"] else ""))
         typer.echo("  node groups:")
         for g in d["groups"]:
@@ -105,5 +174,16 @@ def register(app: typer.Typer) -> None:
         typer.echo(f"  host regime: {d['host']} ({d['host_doc']})")
         typer.echo(f"  leaf uplinks: {', '.join(_fmt_gbps(x) for x in d['leaf_uplink_gbps'])}; "
                    f"pod uplinks: {', '.join(_fmt_gbps(x) for x in d['pod_uplink_gbps'])}")
+        prof = d["profile"]
+        if prof is None:
+            typer.echo("  calibration profile: none (the engine's uncalibrated defaults; see cosim calibrate fit)")
+        else:
+            err = prof["cv_median_step_error"]
+            typer.echo(f"  calibration profile: {prof['name']} (shipped {prof['file']})"
+                       + (f", fitted on the measured platforms {', '.join(prof['platforms'])}" if prof["platforms"]
+                          else "")
+                       + (f"; cross-validated median step error {err:.1%}" if isinstance(err, float) else ""))
+        if d["sources"]:
+            typer.echo(f"  sources: {d['sources']}")
 
     app.add_typer(group, name="clusters")

@@ -69,6 +69,10 @@ def reproduce(
                              for i, (k, n) in enumerate((k, n) for k, n in levels.items() if n)))
     typer.echo(f"wrote {res.report} ({len(res.cells)} cells, {res.failed} failed, {res.wall_s:.1f} s)")
     if res.failed:
+        from experiments.reproduction import failure_reasons
+
+        typer.echo(f"error: {res.failed} of {len(res.cells)} cells failed: "
+                   + "; ".join(failure_reasons(res.cells, limit=2)), err=True)
         raise typer.Exit(1)
 
 

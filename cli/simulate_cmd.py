@@ -212,3 +212,7 @@ def _print_table(result, cfg) -> None:
     if console.width < 120:  # pipes and narrow terminals: keep the table on one line per policy
         console = Console(width=120, markup=False, emoji=False)
     console.print(t)
+    compiled = {n: m.get("compile_s", 0.0) for n, m in result.timing.items()}
+    if sum(compiled.values()) >= 0.5:  # a cold kernel cache: say where the time went, apart from wall s
+        console.print("numba kernels compiled or loaded during the runs (not in wall s): "
+                      + ", ".join(f"{n} {s:.1f} s" for n, s in compiled.items() if s >= 0.05))

@@ -43,6 +43,10 @@ def validate(
     from cosim.paths import shared_data_dir
     from experiments.runner import engine_for
 
+    if plot is not None:  # before the minutes of fitting, not after
+        from cosim.plotting import pyplot
+
+        pyplot("cosim validate --plot")
     if gpu_types is not None:
         from calibration import zoo
 

@@ -54,16 +54,18 @@ def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
             tmp_path.unlink()
 
 
-def write_parquet(table: pa.Table, path: str | os.PathLike, metadata: Mapping[str, object] | None = None) -> Path:
+def write_parquet(table: pa.Table, path: str | os.PathLike, metadata: Mapping[str, object] | None = None,
+                  columns: Mapping[str, tuple[str, str]] | None = None) -> Path:
     """Write `table` atomically, deterministically (no timestamps), with JSON-able metadata.
 
     Metadata values are stored as JSON strings under `cosim.<key>` in the schema metadata,
-    merged with what the table already carries; every column listed in `cosim.columns` gets
-    its `unit` and `description` as field metadata.
+    merged with what the table already carries; every column listed in `columns` (the file's own
+    glossary: unit, description) or `cosim.columns` gets its `unit` and `description` as field
+    metadata.
     """
     import pyarrow.parquet as pq
 
-    table = _with_column_docs(table)
+    table = _with_column_docs(table, columns)
     if metadata:
         meta = dict(table.schema.metadata or {})
         for k, v in metadata.items():
@@ -74,8 +76,9 @@ def write_parquet(table: pa.Table, path: str | os.PathLike, metadata: Mapping[st
     return Path(path)
 
 
-def _with_column_docs(table: pa.Table) -> pa.Table:
-    """Attach each known column's unit and description (`cosim.columns`) as Parquet field metadata."""
+def _with_column_docs(table: pa.Table, columns: Mapping[str, tuple[str, str]] | None = None) -> pa.Table:
+    """Attach each known column's unit and description (`columns`, else `cosim.columns`) as Parquet
+    field metadata."""
     import pyarrow as pa
 
     from cosim.columns import field_metadata
@@ -83,7 +86,7 @@ def _with_column_docs(table: pa.Table) -> pa.Table:
     fields = []
     changed = False
     for f in table.schema:
-        doc = field_metadata(f.name)
+        doc = field_metadata(f.name, columns)
         if doc is not None:
             f = f.with_metadata({**(f.metadata or {}), **doc})
             changed = True

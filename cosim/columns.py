@@ -10,6 +10,8 @@ and sweep); a column not listed gets no field metadata.
 
 from __future__ import annotations
 
+from typing import Mapping
+
 #: column → (unit, description)
 COLUMNS: dict[str, tuple[str, str]] = {
     # jobs.parquet (one row per job)
@@ -60,6 +62,8 @@ COLUMNS: dict[str, tuple[str, str]] = {
     "deadline_met": ("bool", "returned_at_s <= deadline_s"),
     "answered_by": ("name", "who chose the nodes: the policy, or the default answer"),
     # decisions.parquet
+    "action": ("enum", "what the decision did to the job: start, resume, preempt, resize, migrate or finish"),
+    "gpus": ("id", "GPU indices the job holds after the decision, comma-separated (empty: none)"),
     "batch_size": ("count", "global batch size chosen"),
     "cost_s": ("s", "change cost charged for the decision"),
     # summary.parquet (one row per policy, or per sweep cell)
@@ -126,6 +130,7 @@ COLUMNS: dict[str, tuple[str, str]] = {
     "wall_s": ("s", "wall-clock time the cell took to run (not simulated time)"),
     # timing.parquet (clock-dependent: kept out of every summary, `TIMING_COLUMNS`)
     "policy_wall_s": ("s", "wall-clock time inside the policy's decisions (timing.parquet)"),
+    "compile_s": ("s", "wall-clock time numba spent compiling or loading kernels during the run, not in wall_s"),
     "fft_solver_s_mean": ("s", "FFT: mean wall-clock seconds of a round's ILP solve"),
     "fft_solver_s_max": ("s", "FFT: longest round's ILP solve, wall-clock seconds"),
     "fft_limit_rounds": ("count", "FFT: rounds whose branch-and-bound the time limit stopped (incumbent used)"),
@@ -135,7 +140,7 @@ COLUMNS: dict[str, tuple[str, str]] = {
 
 #: columns measured on the clock (wall and solver times, and what a time-limited solve reached):
 #: they differ between identical runs, so summaries leave them to timing.parquet beside them
-TIMING_COLUMNS = ("wall_s", "policy_wall_s", "fft_solver_s_mean", "fft_solver_s_max", "fft_limit_rounds",
+TIMING_COLUMNS = ("wall_s", "policy_wall_s", "compile_s", "fft_solver_s_mean", "fft_solver_s_max", "fft_limit_rounds",
                   "fft_limit_gap_max")
 
 
@@ -143,9 +148,24 @@ TIMING_COLUMNS = ("wall_s", "policy_wall_s", "fft_solver_s_mean", "fft_solver_s_
 TIMING_FILES = ("timing.parquet", "solver.parquet")
 
 
-def field_metadata(name: str) -> dict[bytes, bytes] | None:
-    """Parquet field metadata (`unit`, `description`) for a column, or None when it is not listed."""
-    entry = COLUMNS.get(name)
+#: a name's suffix → its unit (STYLE: units in names), most specific first
+SUFFIX_UNITS = (("_gpu_s", "GPU-s"), ("_s", "s"), ("_gbps", "Gbit/s"), ("_bytes", "bytes"))
+
+
+def unit_from_name(name: str) -> str:
+    """The unit a name's suffix states (`interval_s` → "s"), or "" when it states none."""
+    return next((unit for suffix, unit in SUFFIX_UNITS if name.endswith(suffix)), "")
+
+
+def field_metadata(name: str, columns: Mapping[str, tuple[str, str]] | None = None) -> dict[bytes, bytes] | None:
+    """Parquet field metadata (`unit`, `description`) for a column: from `columns` (a file's own
+    glossary) or `COLUMNS`; a sweep's `param_<name>` column, a policy parameter, gets the unit its
+    name states ("1" when none: the parameter's own scale); None for a column not listed."""
+    entry = (columns or {}).get(name) or COLUMNS.get(name)
+    if entry is None and name.startswith("param_"):
+        param = name.removeprefix("param_")
+        entry = (unit_from_name(param) or "1", f"policy parameter {param} of the cell's policy (cosim policies "
+                 "show POLICY: its meaning, unit and default)")
     if entry is None:
         return None
     return {b"unit": entry[0].encode(), b"description": entry[1].encode()}

@@ -18,6 +18,8 @@ from pathlib import Path
 
 import pandas as pd
 
+from cosim.plotting import INSTALL_HINT
+
 LOAD_GRID = "load"
 FFT, GAVEL, TIRESIAS = "fft", "gavel(objective='sjf_like')", "tiresias-typed"
 #: the paper's Trace-2 testbed numbers (§6.2.1): Gavel/FFT, and Tiresias/FFT "up to"
@@ -112,7 +114,7 @@ def extra_sections(exp, size: str, cells: pd.DataFrame, out: Path) -> list[list[
             lines.append(f"| {load:.1f} | " + " | ".join(vals) + f" | {int(g['seeds'].max())} |")
         image = plot_load_margins(table, Path(out) / "load-margins.png")
         lines += ["", "![load-margins](load-margins.png)" if image else
-                  "Note: figure skipped: matplotlib is not installed (pip install 'cosim[plot]')", ""]
+                  f"Note: figure skipped: matplotlib is not installed ({INSTALL_HINT})", ""]
         full = "cosim reproduce fft --size full --figure load-avg-jct --workers 2"
         lines += [f"At the paper's size (800 jobs, loads 1.2-3.0, 3 seeds: 45 cells): `{full}`.", ""]
         sections.append(lines)

@@ -36,7 +36,8 @@ import pyarrow as pa
 
 from cosim.atomic import write_parquet
 from cosim.columns import TIMING_COLUMNS
-from cosim.errors import UnknownNameError
+from cosim.errors import CosimError, UnknownNameError
+from cosim.plotting import INSTALL_HINT
 from cosim.paths import for_display
 from experiments import compare, reproduction_report as report
 from experiments.spec import REPO, Experiment, TraceEntry, load_experiment, resolve_traces
@@ -138,6 +139,22 @@ def _commands(exp: Experiment, size: str, out: Path, figures: Sequence[str] | No
     return lines
 
 
+def failure_reasons(cells: pd.DataFrame, limit: int = 5) -> list[str]:
+    """The distinct errors of the failed cells, most frequent first: "N cell(s) (policies): error"."""
+    bad = cells[cells["status"] == "error"]
+    if not len(bad):
+        return []
+    label = "policy_label" if "policy_label" in bad.columns else "policy"
+    err = bad["error"].fillna("no error recorded").astype(str) if "error" in bad.columns else \
+        pd.Series("no error recorded", index=bad.index)
+    out = []
+    for why, g in sorted(bad.groupby(err, sort=False), key=lambda kv: -len(kv[1])):
+        pols = ", ".join(dict.fromkeys(g[label].astype(str)))
+        out.append(f"{len(g)} cell(s) ({pols}): {why}")
+    return out[:limit] + ([f"{len(out) - limit} other error(s): see the error column of cells.parquet"]
+                          if len(out) > limit else [])
+
+
 def reproduce(name: str, size: str = "small", out_dir: str | Path | None = None, workers: int = 1,
               backend: str = "local", figures: Sequence[str] | None = None, address: str | None = None,
               shared_data: str | Path | None = None,
@@ -163,6 +180,9 @@ def reproduce(name: str, size: str = "small", out_dir: str | Path | None = None,
                         on_cell=on_cell)
         ran, resumed = ran + res.ran, resumed + res.skipped
         s = res.summary.copy()
+        if len(s) and (s["status"] == "error").all():  # nothing to report: say why now, write no report
+            raise CosimError(f"{exp.name} ({size}): all {len(s)} cells of grid {g!r} failed; "
+                             + "; ".join(failure_reasons(s, limit=2)))
         group = {t.name: t.group for t in traces[g]}
         fallback = {t.name: t.fallback for t in traces[g]}
         s.insert(0, "grid", g)
@@ -197,7 +217,7 @@ def reproduce(name: str, size: str = "small", out_dir: str | Path | None = None,
             note = f"the run summary has no column {fig.metric!r}; nothing to compare"
         image = report.plot_figure(table, fig, out / f"{fig.name}.png") if len(table) else None
         if image is None and len(table):
-            note = "figure skipped: matplotlib is not installed (pip install 'cosim[plot]')"
+            note = f"figure skipped: matplotlib is not installed ({INSTALL_HINT})"
         images[fig.name] = image
         sections.append(report.figure_section(fig, table, found[fig.name], image.name if image else None, note))
     if hook is not None and hasattr(hook, "extra_sections"):
@@ -207,5 +227,5 @@ def reproduce(name: str, size: str = "small", out_dir: str | Path | None = None,
     path = report.write_report(out / "REPORT.md", exp, size, sections, traces,
                                _commands(exp, size, out, figures, workers, backend, traces),
                                {"wall_s": wall, "cells_s": cells_s, "cells": ran, "resumed": resumed}, failed, notes,
-                               version)
+                               version, cells=cells, found=found, failures=failure_reasons(cells))
     return Reproduction(exp, size, out, path, cells, tables, found, images, wall, failed, ran, resumed)

@@ -54,41 +54,63 @@ def version_line() -> str:
     return f"cosim {__version__}, commit {commit}"
 
 
+#: x-axis names of a figure's `rows` coordinate
+ROW_LABELS = {"trace": "trace", "group": "workload", "cluster": "cluster", "cluster_nodes": "cluster size (nodes)",
+              "contention": "contention", "perf": "iteration-time backend"}
+
+
 def plot_figure(table: pd.DataFrame, figure: Figure, path: Path) -> Path | None:
-    """Grouped bars: one group per row, one bar per policy, std as error bars. None without matplotlib."""
+    """Grouped bars: one group per row, one bar per policy (the mean over the row's cells), whiskers
+    ± std over those cells where there are several, and the paper's value as a black diamond on
+    each bar that has one. Times in hours, as in REPORT.md's tables. None without matplotlib."""
     plt = pyplot()
     if plt is None:
         return None
+    import textwrap
+
     import numpy as np
+
+    from experiments.report.labels import label
 
     rows = list(dict.fromkeys(table["row"]))
     pols = list(dict.fromkeys(table["policy"]))
     unit, div = unit_of(figure.metric)
     width = 0.8 / max(len(pols), 1)
-    fig, ax = plt.subplots(figsize=(max(5.0, 1.6 * len(rows) * max(len(pols), 1) / 3 + 2), 3.8))
+    wide = max(6.0, 0.55 * len(rows) * max(len(pols), 1) + 2.5)
+    fig, ax = plt.subplots(figsize=(wide, 4.2))
     x = np.arange(len(rows))
+    n_max, paper_drawn = 1, False
     for i, p in enumerate(pols):
         sub = table[table["policy"] == p].set_index("row").reindex(rows)
-        spread = sub["std"].where(sub["n"] > 1).fillna(0) / div  # error bars only where several cells were pooled
-        ax.bar(x + (i - (len(pols) - 1) / 2) * width, sub["value"] / div, width,
-               yerr=spread if spread.any() else None, label=p, capsize=2)
-    ax.set_xticks(x, rows, rotation=15 if len(rows) > 3 else 0)
-    ax.set_ylabel(f"{figure.metric}" + (f" ({unit})" if unit else ""))
-    ax.set_title(figure.title, fontsize=9)
-    ax.legend(fontsize=8)
+        n_max = max(n_max, int(sub["n"].max()) if sub["n"].notna().any() else 1)
+        spread = sub["std"].where(sub["n"] > 1).fillna(0) / div  # whiskers only where several cells were pooled
+        xi = x + (i - (len(pols) - 1) / 2) * width
+        ax.bar(xi, sub["value"] / div, width, yerr=spread if spread.any() else None, label=p, capsize=2)
+        paper = sub["paper"].to_numpy(dtype=float) / div
+        if np.isfinite(paper).any():
+            ax.plot(xi, paper, ls="none", marker="D", mfc="white", mec="black", mew=1.3, ms=6,
+                    label=None if paper_drawn else "paper's value")
+            paper_drawn = True
+    ax.set_xticks(x, [textwrap.fill(str(r), 18) for r in rows], rotation=15 if len(rows) > 3 else 0,
+                  fontsize=8)
+    xlabel = ROW_LABELS.get(figure.rows, figure.rows)
+    if n_max > 1:
+        xlabel += f"\nbars: mean over each row's cells (up to {n_max}: seeds and pooled axes); whiskers: ± std"
+    ax.set_xlabel(xlabel, fontsize=9)
+    ax.set_ylabel(label(figure.metric, unit) if unit else label(figure.metric))
+    ax.set_title(textwrap.fill(figure.title, int(wide * 12)), fontsize=9)
+    ax.grid(True, axis="y", alpha=0.3)
+    outside = len(pols) > 3 or max(map(len, map(str, pols))) > 24
+    ax.legend(fontsize=8, **({"loc": "upper left", "bbox_to_anchor": (1.01, 1.0)} if outside else {}))
     return save_figure(fig, path)
 
 
 def pyplot():
-    """matplotlib.pyplot on the Agg backend, or None without matplotlib (the optional `plot` extra)."""
-    try:
-        import matplotlib
-    except ImportError:
-        return None
-    matplotlib.use("Agg", force=True)
-    import matplotlib.pyplot as plt
+    """matplotlib.pyplot on the Agg backend, or None without matplotlib (figures are then skipped
+    with a note)."""
+    from cosim.plotting import pyplot as load
 
-    return plt
+    return load()
 
 
 def save_figure(fig, path: Path) -> Path:
@@ -98,8 +120,8 @@ def save_figure(fig, path: Path) -> Path:
     from cosim.atomic import atomic_path
 
     fig.tight_layout()
-    with atomic_path(path) as tmp:
-        fig.savefig(tmp, dpi=110, format="png", metadata={"Software": None})
+    with atomic_path(path) as tmp:  # bbox "tight": titles, wrapped labels and outside legends are not cut
+        fig.savefig(tmp, dpi=110, format="png", metadata={"Software": None}, bbox_inches="tight")
     plt.close(fig)
     return path
 
@@ -192,16 +214,43 @@ def figure_section(figure: Figure, table: pd.DataFrame, found: list[Verdict], im
     return lines
 
 
+def claims_summary(found: dict[str, list[Verdict]]) -> str:
+    """One line: how many claims the run checked and how many of them held, held in direction only,
+    failed, or could not be checked."""
+    from experiments.compare import NOT_CHECKED, VERDICTS
+
+    every = [v for vs in found.values() for v in vs]
+    counts = {k: sum(v.verdict == k for v in every) for k in VERDICTS + (NOT_CHECKED,)}
+    checked = len(every) - counts[NOT_CHECKED]
+    parts = ", ".join(f"{counts[k]} {k}" for k in VERDICTS)
+    return (f"{checked} of {len(every)} claims checked: {parts}"
+            + (f"; {counts[NOT_CHECKED]} not checked (no cells for a side at this size)" if counts[NOT_CHECKED]
+               else ""))
+
+
 def write_report(path: Path, exp: Experiment, size: str, sections: Sequence[list[str]],
                  traces: dict[str, list[TraceEntry]], commands: Sequence[str], runtime: dict[str, float],
-                 failed: int, notes: Sequence[str], version: str | None = None) -> Path:
+                 failed: int, notes: Sequence[str], version: str | None = None, cells: pd.DataFrame | None = None,
+                 found: dict[str, list[Verdict]] | None = None, failures: Sequence[str] = ()) -> Path:
+    """REPORT.md: what ran and the claims' summary first, then the experiment's description, the
+    rules, one section per figure, the traces, the rerun commands and the runtime."""
     from cosim.atomic import write_text
+    from experiments.report.header import what_ran
 
+    version = version or version_line()
     lines = [f"# {exp.title}", "", f"Experiment `{exp.name}`, size `{size}`: {exp.sizes.get(size, '')}", "",
-             f"Paper: {exp.paper}" + (f" <{exp.url}>" if exp.url else ""), ""]
+             f"Paper: {exp.paper}" + (f" <{exp.url}>" if exp.url else ""), "", "## What ran", ""]
+    ran = what_ran(cells, version) if cells is not None else [("cosim", version)]
+    lines += [f"- {name}: {_md_escape(value)}" for name, value in ran]
+    lines += [f"- cells: {len(cells) if cells is not None else 0}, {failed} failed; times in hours", ""]
+    if found is not None:
+        lines += [f"**Claims:** {claims_summary(found)}.", ""]
+    if failed:
+        lines += [f"**{failed} cell(s) failed** and are left out of every table and figure:", ""]
+        lines += [f"- {_md_escape(why)}" for why in failures] + [""]
     if exp.notes:
-        lines += [exp.notes, ""]
-    lines += ["Same ordering? rule: a claim \"A better than B\" is `yes` when cosim's A beats B by more than "
+        lines += ["## About this experiment", "", exp.notes, ""]
+    lines += ["## How claims are checked", "", "Same ordering? rule: a claim \"A better than B\" is `yes` when cosim's A beats B by more than "
               f"{TIE_TOL:.0%} of the larger of the two values, `tie` within {TIE_TOL:.0%}, `no` when B beats A by "
               "more; a row is `yes` when all its claims are, `no` when any is reversed. Claims the paper states "
               "without a number are checked by direction only; its factor is shown beside cosim's.", "",
@@ -219,9 +268,6 @@ def write_report(path: Path, exp: Experiment, size: str, sections: Sequence[list
                   "synthetic stand-ins (labelled `[synthetic fallback …]`); these are not the paper's workloads.", ""]
     for n in notes:
         lines += [f"Note: {n}", ""]
-    if failed:
-        lines += [f"**{failed} cell(s) failed** and are left out of every table (see the `error` column of "
-                  "cells.parquet).", ""]
     for sec in sections:
         lines += sec
     lines += ["## Traces", ""]
@@ -234,5 +280,5 @@ def write_report(path: Path, exp: Experiment, size: str, sections: Sequence[list
               f"- wall time: {runtime['wall_s']:.1f} s for this call, which ran {int(runtime['cells'])} cells and "
               f"reused {int(runtime['resumed'])} finished ones; the cells' own wall times sum to "
               f"{runtime['cells_s']:.1f} s (numba compilation included in the first cell of each process)",
-              f"- {version or version_line()}", ""]
+              f"- {version}", ""]
     return write_text("\n".join(lines), path)

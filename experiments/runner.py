@@ -164,7 +164,9 @@ class RunResult:
     job_tables: dict[str, pa.Table]
     timeline_tables: dict[str, pa.Table] = field(default_factory=dict)
     decisions: dict[str, pd.DataFrame] = field(default_factory=dict)
-    wall_s: dict[str, float] = field(default_factory=dict)  # engine wall time per policy
+    #: engine wall time per policy, without the numba kernels compiled (or loaded from the cache)
+    #: during its run: the first policy of a cold run would otherwise carry every shared kernel's compile
+    wall_s: dict[str, float] = field(default_factory=dict)
     policy_wall_s: dict[str, float] = field(default_factory=dict)  # of which inside policy.decide
     invalid: list = field(default_factory=list)  # InvalidJob skipped (skip_invalid)
     config: RunConfig | None = None
@@ -336,8 +338,10 @@ def _simulate(config: RunConfig, out: Path | None, progress: bool, be: Backends,
                             efficiency=BatchHistory(jobs) if config.progress == "batch-history" else None,
                             on_progress=bar.callback(name), goodput=gp, capacity_plan=cap_plan)
             t0 = time.perf_counter()
-            res = engine.run()
-            walls[name] = time.perf_counter() - t0
+            with _compile_timer() as compiling:
+                res = engine.run()
+            compile_s = compiling.duration if compiling.done else 0.0
+            walls[name] = time.perf_counter() - t0 - compile_s
             pwalls[name] = res.policy_wall_s
             jf = jobs_columns(res, gps, {**{b.index: b.reason for b in invalid}, **never})
             jobs_out[name], tls[name] = arrow_table(jf), arrow_table(timeline_columns(res))
@@ -351,7 +355,8 @@ def _simulate(config: RunConfig, out: Path | None, progress: bool, be: Backends,
                          **summary_extras(jf, res, policy, _type_speed(base, perf, topo) if SUMMARY_EXTRAS and
                                           res.decisions is not None else None, np.asarray(topo.gpu_type),
                                           ftf_ref=ftf_ref), **excluded_columns(excluded)})
-            timing[name] = policy.timing_metrics() if callable(getattr(policy, "timing_metrics", None)) else {}
+            timing[name] = {"compile_s": compile_s,
+                            **(policy.timing_metrics() if callable(getattr(policy, "timing_metrics", None)) else {})}
             bar.done(name)
             log.info("%s: %d events, %d policy calls, %.2f s", name, res.num_events, res.num_policy_calls, walls[name])
             if out is not None:
@@ -446,6 +451,14 @@ def _type_speed(base: JobTable, perf: PerfModel, topo: Any) -> np.ndarray:
             t = cache[key]
             out[j, k] = ref / t if np.isfinite(t) and t > 0 else 0.0
     return out
+
+
+def _compile_timer():
+    """A context that adds up the seconds numba spends compiling (or loading from its cache) the
+    kernels first called inside it: `.duration` (valid when `.done`)."""
+    from numba.core import event
+
+    return event.install_listener("numba:compile", event.TimingListener())
 
 
 def _fresh(base: JobTable) -> JobTable:

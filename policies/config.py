@@ -18,6 +18,7 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
+from cosim.columns import unit_from_name
 from cosim.errors import InputError
 from policies.placement import STRATEGIES
 
@@ -36,10 +37,7 @@ def unit_of(f: dataclasses.Field) -> str:
     """The unit of a Config field: declared, else read from the name's suffix."""
     if f.metadata.get("unit"):
         return f.metadata["unit"]
-    for suffix, unit in (("_gpu_s", "GPU-s"), ("_s", "s"), ("_gbps", "Gbit/s"), ("_bytes", "bytes")):
-        if f.name.endswith(suffix):
-            return unit
-    return ""
+    return unit_from_name(f.name)
 
 
 def ordered_fields(cfg_cls: type) -> list[dataclasses.Field]:

@@ -14,12 +14,13 @@ import pyarrow as pa
 from cli.simulate_cmd import _print_table
 
 
-def _result(policy: str = "fifo", excluded=None):
+def _result(policy: str = "fifo", excluded=None, compile_s: float = 0.0):
     summary = pa.table({"policy": [policy], "finished": [1], "jobs": [2], "avg_jct_s": [3600.0],
                         "p99_jct_s": [7200.0], "makespan_s": [5400.0], "avg_queueing_s": [0.0],
                         "gpu_utilization": [0.5], "unfair_fraction": [0.25], "worst_ftf": [1.5],
                         "avg_restarts": [0.0]})
-    return types.SimpleNamespace(summary_table=summary, wall_s={policy: 1.25}, excluded=excluded or {})
+    return types.SimpleNamespace(summary_table=summary, wall_s={policy: 1.25}, excluded=excluded or {},
+                                 timing={policy: {"compile_s": compile_s}})
 
 
 def _config(trace: str):
@@ -49,6 +50,14 @@ def test_rows_the_loader_left_out_are_under_the_table(capsys):
     assert "4 trace row(s) left out by the loader: never_started 1, zero_gpus 3" in out
     _print_table(_result(), _config("w.csv"))
     assert "left out" not in capsys.readouterr().out
+
+
+def test_kernel_compilation_is_named_apart_from_wall_s(capsys):
+    _print_table(_result(compile_s=11.1), _config("w.csv"))
+    out = capsys.readouterr().out
+    assert "numba kernels compiled or loaded during the runs (not in wall s): fifo 11.1 s" in out
+    _print_table(_result(compile_s=0.01), _config("w.csv"))  # a warm cache: nothing to say
+    assert "compiled" not in capsys.readouterr().out
 
 
 def test_no_emoji_table_imported(capsys):

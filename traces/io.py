@@ -32,7 +32,7 @@ import pyarrow.parquet as pq
 
 from cosim.atomic import read_metadata, write_parquet
 from cosim.errors import InputError
-from traces.schema import ALL_COLUMNS, EXTRA_COLUMNS, JOB_SCHEMA, JOB_SCHEMA_VERSION, REQUIRED
+from traces.schema import ALL_COLUMNS, COLUMN_DOCS, EXTRA_COLUMNS, JOB_SCHEMA, JOB_SCHEMA_VERSION, REQUIRED
 
 log = logging.getLogger(__name__)
 
@@ -274,7 +274,7 @@ def write_jobs(df: pd.DataFrame, path: str | os.PathLike,
     meta: dict[str, object] = {"job_schema_version": JOB_SCHEMA_VERSION}
     if metadata:
         meta.update(metadata)
-    return write_parquet(table, path, meta)
+    return write_parquet(table, path, meta, columns=COLUMN_DOCS)
 
 
 def _major(version: str) -> str:

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import pyarrow as pa
 
+from cosim.columns import COLUMNS
+
 JOB_SCHEMA_VERSION = "1.0"
 
 #: Required columns (never null).
@@ -63,3 +65,39 @@ EXTRA_COLUMNS = pa.schema(
 )
 
 ALL_COLUMNS = tuple(JOB_SCHEMA.names) + tuple(EXTRA_COLUMNS.names)
+
+#: unit and meaning of every canonical column, written into the schema of each job table
+#: (`traces.io.write_jobs`, `cosim traces convert`); units as in `cosim.columns`
+COLUMN_DOCS: dict[str, tuple[str, str]] = {
+    **{name: COLUMNS[name] for name in ("job_id", "num_gpus")},  # the same meaning as in run outputs
+    "submit_time": ("s", "submit time, seconds from the trace's start"),
+    "duration": ("s", "seconds the job ran in the trace"),
+    "model": ("name", "model the job trains (zoo name or alias)"),
+    "global_batch": ("count", "global batch size (samples per iteration)"),
+    "total_iterations": ("count", "iterations of work"),
+    "epochs": ("count", "epochs of work"),
+    "gpu_type": ("name", "GPU type the job asked for or ran on"),
+    "min_gpus": ("count", "fewest GPUs an elastic job runs on"),
+    "max_gpus": ("count", "most GPUs an elastic job runs on"),
+    "user": ("id", "user who submitted the job"),
+    "vc": ("id", "virtual cluster (team queue) of the job"),
+    "status": ("label", "final status in the source trace (e.g. Pass, Failed, Killed, COMPLETED)"),
+    "source": ("label", "the loader or file the row came from"),
+    "dataset": ("name", "dataset the job trains on"),
+    "time_per_iteration": ("s", "measured seconds per iteration (SenseTime)"),
+    "gpu_util": ("%", "measured GPU utilisation (SenseTime)"),
+    "max_parallelism": ("count", "most GPUs the job can use (SenseTime)"),
+    "start_time": ("s", "first start in the trace, seconds from the trace's start"),
+    "end_time": ("s", "end in the trace, seconds from the trace's start"),
+    "gpu_time": ("GPU·s", "GPU-seconds the job used in the trace"),
+    "task": ("name", "ONES task"),
+    "target_acc": ("1", "ONES: accuracy the job trains to"),
+    "patience": ("count", "ONES: epochs without improvement before stopping"),
+    "lr": ("1", "ONES: learning rate"),
+    "max_lr": ("1", "ONES: largest learning rate"),
+    "epoch_size": ("count", "ONES: samples per epoch"),
+    "size_class": ("label", "Ares size class by GPU time: S, M, L or XL"),
+    "precision": ("label", "training precision: fp32 (null), amp or bf16"),
+    "sharding": ("label", "none, zero1, zero2, zero3 or fsdp (null: the model's default)"),
+    "model_parallel": ("count", "tensor-parallel degree within a node (null: 1)"),
+}

@@ -9,7 +9,9 @@ metric drops the one figure that needs it (with a note), it never fails the whol
 Sweep folders pool each policy's jobs over all its successful cells: every policy ran on the
 same traces, clusters and seeds, so the pooled distributions are comparable across policies.
 Utilisation over time is not poolable; it is shown for one representative coordinate (the
-first trace/cluster/contention/calibration/seed of the grid).
+first trace/cluster/contention/calibration/seed of the grid), named in the figure's title.
+Times are shown in one unit per report (`report_time_unit`: hours when the largest JCT or
+makespan is two hours or more, else seconds).
 """
 
 from __future__ import annotations
@@ -22,6 +24,8 @@ from pathlib import Path
 import pandas as pd
 
 from cosim.errors import InputError
+from experiments.report.header import simulate_frame
+from experiments.report.labels import time_unit
 
 log = logging.getLogger(__name__)
 
@@ -74,6 +78,12 @@ class ReportData:
     notes: list[str] = field(default_factory=list)
     #: why the results are partial (sweep cells missing or failed); empty when complete
     incomplete: list[str] = field(default_factory=list)
+    #: what ran, one row per run or cell with the coordinate columns (`header.what_ran`)
+    runs: pd.DataFrame | None = None
+    #: the coordinates of the cell whose timelines the utilisation figure shows ("" for a simulate folder)
+    timeline_where: str = ""
+    #: the one time unit of the whole report ("h" or "s") and its divisor from seconds
+    time: tuple[str, float] = ("s", 1.0)
 
 
 def load(root: str | Path) -> ReportData:
@@ -87,10 +97,19 @@ def load(root: str | Path) -> ReportData:
     except Exception as exc:
         raise InputError.at(summary_path, expected="a readable Parquet summary", detail=str(exc)) from None
     if "cell_id" in summary.columns:
-        return _load_sweep(root, summary)
-    if "policy" not in summary.columns:
+        data = _load_sweep(root, summary)
+    elif "policy" not in summary.columns:
         raise InputError.at(summary_path, field="policy", expected="a column naming the policy of each row")
-    return _load_simulate(root, summary)
+    else:
+        data = _load_simulate(root, summary)
+    data.time = report_time_unit(data.cells if data.cells is not None else data.policy_summary)
+    return data
+
+
+def report_time_unit(frame: pd.DataFrame) -> tuple[str, float]:
+    """One unit for every time the report shows, from the largest JCT or makespan it holds."""
+    cols = [c for m in ("avg_jct", "p99_jct", "makespan") if (c := pick(frame, m, SUMMARY_COLUMNS)) is not None]
+    return time_unit(pd.to_numeric(frame[c], errors="coerce").max() for c in cols)
 
 
 def _read(path: Path) -> pd.DataFrame | None:
@@ -105,6 +124,11 @@ def _read(path: Path) -> pd.DataFrame | None:
 
 def _load_simulate(root: Path, summary: pd.DataFrame) -> ReportData:
     data = ReportData("simulate", root, f"cosim simulate: {root.name}", summary.copy())
+    try:
+        config = json.loads((root / "config.json").read_text()).get("config", {})
+        data.runs = simulate_frame(config)
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError, AttributeError):
+        data.notes.append("no readable config.json: the run's settings are not shown")
     for policy in summary["policy"].astype(str):
         jobs = _read(root / policy / "jobs.parquet")
         tl = _read(root / policy / "timeline.parquet")
@@ -140,7 +164,7 @@ def _load_sweep(root: Path, cells: pd.DataFrame) -> ReportData:
         incomplete.append(f"{len(cells) - len(ok)} of {grid or len(cells)} cells failed")
     label = "policy_label" if "policy_label" in cells.columns else "policy"
     data = ReportData("sweep", root, f"cosim sweep: {name}", _policy_means(ok, label), cells=cells,
-                      incomplete=incomplete)
+                      incomplete=incomplete, runs=cells)
     failed = len(cells) - len(ok)
     if failed:
         data.notes.append(f"{failed} of {len(cells)} cells failed; they are left out of every figure")
@@ -170,24 +194,25 @@ def _load_sweep(root: Path, cells: pd.DataFrame) -> ReportData:
             tl = _read(root / "cells" / str(row["cell_id"]) / "timeline.parquet")
             if tl is not None:
                 data.timelines.setdefault(str(row[label]), tl)
-        where = ", ".join(f"{c}={first[c]}" for c in coords if not pd.isna(first[c]))
-        data.notes.append(f"utilisation over time shown for {where}")
+        data.timeline_where = ", ".join(f"{c}={first[c]}" for c in coords if not pd.isna(first[c]))
     data.swept = swept_axes(ok)
     return data
 
 
 def _policy_means(cells: pd.DataFrame, label: str) -> pd.DataFrame:
-    """Per policy label: number of cells and the mean of every numeric metric."""
+    """Per trace and cluster (where the sweep has several) and policy label: number of cells and the
+    mean of every numeric metric over them. Different traces are never averaged into one row."""
+    facets = [c for c in FACET_COLUMNS if c in cells.columns and cells[c].nunique(dropna=False) > 1]
     if not len(cells):
-        return pd.DataFrame(columns=["policy", "cells"])
+        return pd.DataFrame(columns=[*facets, "policy", "cells"])
     skip = {"seed", "cluster_nodes", "wall_s"} | {c for c in cells.columns if c.startswith("param_")}
     numeric = [c for c in cells.columns if c not in skip and pd.api.types.is_numeric_dtype(cells[c])
                and not pd.api.types.is_bool_dtype(cells[c])]
-    g = cells.groupby(label, sort=False)
+    g = cells.groupby([*facets, label], sort=False)
     out = g[numeric].mean()
     out.insert(0, "cells", g.size())
     out = out.reset_index().rename(columns={label: "policy"})
-    return out
+    return out[[*facets, "policy", *[c for c in out.columns if c not in facets and c != "policy"]]]
 
 
 def swept_axes(cells: pd.DataFrame) -> list[str]:

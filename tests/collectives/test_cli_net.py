@@ -34,6 +34,20 @@ def test_clusters_show_tiers_groups_speeds():
     assert d["gpus"] == 128 and d["leaves"] == 2
 
 
+def test_clusters_show_counts_what_is_built_and_names_profile_and_sources():
+    r = run("clusters", "show", "dgx-a100", "--nodes", "2")
+    assert r.exit_code == 0, r.output
+    # 2 nodes fill one leaf of up to 4; the preset's 5-leaf pod size is a maximum, not a count
+    assert "16 GPUs, 2 nodes, 1 leaf (2 nodes; at most 4 a leaf), 1 pod (1 leaf; at most 5 a pod)" in r.output
+    assert "calibration profile: dgx-a100 (shipped dgx-a100.toml), fitted on the measured platforms dgx, dgx-ext" \
+        in r.output
+    assert "sources: NVIDIA DGX A100 datasheet" in r.output
+    r = run("clusters", "show", "dgx-a100", "--json")
+    d = json.loads(r.output)
+    assert d["leaves"] == 2 and "2 leaves (4 nodes each" in d["layout"] and "1 pod (2 leaves" in d["layout"]
+    assert d["profile"]["platforms"] == ["dgx", "dgx-ext"] and 0 < d["profile"]["cv_median_step_error"] < 0.2
+
+
 def test_net_allreduce_json():
     r = run("net", "allreduce", "--cluster", "dgx-a100", "--placement", "8,8/8,8", "--bytes", "100MB", "--json")
     assert r.exit_code == 0, r.output

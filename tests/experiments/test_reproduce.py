@@ -98,6 +98,39 @@ def test_report_rows_match_the_cells(small):
         assert (out / "avg-jct.png").stat().st_size > 1000 and "![avg-jct](avg-jct.png)" in report
 
 
+def test_report_opens_with_what_ran_and_the_claims_summary(small):
+    out, _ = small
+    report = (out / "REPORT.md").read_text()
+    head = report.split("## What ran", 1)[1].split("\n## ", 1)[0]
+    assert report.index("## What ran") < report.index("## avg-jct:")  # before any result
+    cells = pd.read_parquet(out / "cells.parquet")
+    for t in cells["trace"].unique():
+        assert t in head
+    for name in ("trace", "cluster", "iteration-time backend", "contention", "seeds", "version"):
+        assert f"- {name}: " in head
+    csv = pd.read_csv(out / "claims.csv")
+    counts = csv["verdict"].value_counts()
+    summary = re.search(r"\*\*Claims:\*\* (\d+) of (\d+) claims checked: (\d+) reproduces, (\d+) direction only, "
+                        r"(\d+) does not reproduce", head)
+    assert summary is not None, head
+    assert [int(x) for x in summary.groups()] == [
+        len(csv) - counts.get("not checked", 0), len(csv), counts.get("reproduces", 0),
+        counts.get("direction only", 0), counts.get("does not reproduce", 0)]
+
+
+def test_a_grid_whose_cells_all_fail_stops_with_the_reason_and_no_report(tmp_path, monkeypatch):
+    """Without the measured tables every Pollux cell fails: one line on stderr naming what is
+    missing, exit 2, and no REPORT.md claiming anything."""
+    monkeypatch.setenv("COSIM_SHARED_DATA", str(tmp_path / "nowhere"))
+    res = CliRunner().invoke(app, ["reproduce", "pollux", "--size", "small", "--out", str(tmp_path / "o"),
+                                   "--workers", "1"])
+    assert res.exit_code == 2, res.output
+    lines = [line for line in res.output.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith("error: pollux (small): all 2 cells of grid 'workloads' failed")
+    assert "COSIM_SHARED_DATA" in lines[0] and "nowhere" in lines[0]
+    assert not (tmp_path / "o" / "REPORT.md").exists()
+
+
 def _has_matplotlib() -> bool:
     try:
         import matplotlib  # noqa: F401
@@ -154,3 +187,38 @@ def test_list_shows_the_registry():
     aryl = res.output.split("\naryl: ", 1)[1].split("\n")  # on the common path like the others, with its medium size
     assert aryl[0].startswith("Li et al., Aryl") and aryl[1].startswith("  figures: table5-qt-mean,")
     assert [line.split(":")[0].strip() for line in aryl[2:5]] == ["small", "medium", "full"]
+
+
+def test_failure_reasons_group_the_cells_errors_most_frequent_first():
+    from experiments.reproduction import failure_reasons
+
+    cells = pd.DataFrame({"status": ["ok", "error", "error", "error"],
+                          "policy_label": ["fifo", "sjf", "tiresias", "sjf"],
+                          "error": [None, "InputError: x.csv: missing", "ValueError: boom", "InputError: x.csv: missing"]})
+    assert failure_reasons(cells) == ["2 cell(s) (sjf): InputError: x.csv: missing",
+                                      "1 cell(s) (tiresias): ValueError: boom"]
+    assert failure_reasons(cells, limit=1)[1] == "1 other error(s): see the error column of cells.parquet"
+    assert failure_reasons(cells[cells["status"] == "ok"]) == []
+
+
+def test_figures_draw_the_papers_values_beside_cosims_with_named_axes(tmp_path, monkeypatch):
+    pytest.importorskip("matplotlib")
+    import numpy as np
+
+    from experiments import reproduction_report as rr
+    from experiments.spec import load_experiment
+
+    figs = []
+    monkeypatch.setattr(rr, "save_figure", lambda fig, path: figs.append(fig) or path)
+    figure = load_experiment("pollux").figure("avg-jct")
+    table = pd.DataFrame({"row": ["workload-1", "workload-1"], "policy": ["tiresias-pollux", "optimus"],
+                          "value": [2400.0, 4000.0], "std": [100.0, 0.0], "n": [3, 3],
+                          "paper": [2473.65, 4087.06]})
+    rr.plot_figure(table, figure, tmp_path / "f.png")
+    ax = figs[0].axes[0]
+    paper = [ln for ln in ax.get_lines() if ln.get_label() == "paper's value"]
+    assert len(paper) == 1 and sum(ln.get_label() == "paper's value" for ln in ax.get_lines()) == 1
+    drawn = np.concatenate([ln.get_ydata() for ln in ax.get_lines() if ln.get_marker() == "D"])
+    np.testing.assert_allclose(drawn, [2473.65 / 3600, 4087.06 / 3600])  # hours, as the bars
+    assert ax.get_ylabel() == "average JCT (h)"  # the unit named once, in words
+    assert ax.get_xlabel().startswith("trace\nbars: mean over each row's cells (up to 3")

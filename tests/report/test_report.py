@@ -66,7 +66,9 @@ def test_sweep_loader_pools_jobs_per_policy(sweep_dir):
         assert len(jobs) == (per_cell[label] if per_cell is not None else len(jobs))
     assert set(data.timelines) == set(cells["policy_label"])
     assert data.swept == ["trace"]
-    assert list(data.policy_summary["cells"]) == [6, 6, 6, 6]
+    # one row per trace and policy, never a mean over different traces
+    assert list(data.policy_summary["cells"]) == [2] * 12
+    assert data.policy_summary.groupby("trace").size().tolist() == [4, 4, 4]
 
 
 def test_simulate_folder_report(tmp_path):
@@ -109,7 +111,7 @@ def test_failed_cells_are_listed_and_left_out(tmp_path):
 
 def test_missing_matplotlib_is_one_clear_error(sweep_dir, tmp_path, monkeypatch):
     monkeypatch.setitem(sys.modules, "matplotlib", None)
-    with pytest.raises(CosimError, match=r"cosim\[plot\]"):
+    with pytest.raises(CosimError, match=r"pip install matplotlib$"):
         make_report(sweep_dir, tmp_path / "x")
 
 
@@ -186,27 +188,41 @@ def test_report_on_incomplete_or_all_failed_sweep_exits_non_zero(tmp_path):
     assert r.exit_code == 2 and "all 2 cells failed" in r.output and "Traceback" not in r.output, r.output
 
 
-def test_sweep_axis_facets_other_axes_and_error_bars_cover_seeds_only(tmp_path, monkeypatch):
-    """Error bars "over seeds" do not pool traces: one row per trace, spread over seeds."""
-    from experiments.report import plots
+def test_sweep_axis_plots_ratios_paired_per_seed_one_row_per_trace(tmp_path, monkeypatch):
+    """A policy's ratio to the baseline is taken cell by cell (same trace, seed) and only then
+    averaged: seed 1 doubles every policy's JCT, which unpaired error bars would show as a huge
+    spread; paired, the spread is the policies' own difference. Traces are rows, never pooled."""
+    from experiments.report import sweep_plots
     from experiments.report.load import ReportData
 
     rows = []
     for trace, scale in (("a", 1.0), ("b", 100.0)):
-        for x in (1.0, 2.0):
-            for seed, noise in ((0, -1.0), (1, 1.0)):
-                rows.append({"cell_id": f"{trace}{x}{seed}", "trace": trace, "policy": "p", "policy_label": "p",
-                             "param_x": x, "seed": seed, "status": "ok", "avg_jct_s": scale * (10 * x + noise)})
+        for seed in (0, 1):
+            base = scale * 10.0 * (1 + seed)
+            rows.append({"cell_id": f"{trace}f{seed}", "trace": trace, "policy": "fifo", "policy_label": "fifo",
+                         "param_x": np.nan, "seed": seed, "status": "ok", "avg_jct_s": base})
+            for x in (1.0, 2.0):
+                rows.append({"cell_id": f"{trace}p{x}{seed}", "trace": trace, "policy": "p",
+                             "policy_label": f"p(x={x:g})", "param_x": x, "seed": seed, "status": "ok",
+                             "avg_jct_s": base * x * (1 + 0.1 * seed)})
     cells = pd.DataFrame(rows)
+    ratios = sweep_plots.paired_ratios(cells, "avg_jct_s", "fifo")
+    assert len(ratios) == 8 and "fifo" not in set(ratios["policy_label"])
+    np.testing.assert_allclose(ratios.sort_values(["trace", "param_x", "seed"])["ratio"],
+                               [1.0, 1.1, 2.0, 2.2] * 2)
     data = ReportData("sweep", tmp_path, "t", pd.DataFrame(), cells=cells, swept=swept_axes(cells))
     assert data.swept == ["trace", "param_x"]
     figs = []
-    monkeypatch.setattr(plots, "_save", lambda fig, path: figs.append(fig) or path)
-    plots.sweep_axis(data, "param_x", tmp_path, metrics=("avg_jct",))
+    monkeypatch.setattr(sweep_plots, "_save", lambda fig, path: figs.append(fig) or path)
+    monkeypatch.setattr(sweep_plots, "METRICS", ("avg_jct",))
+    assert sweep_plots.sweep_axis(data, "param_x", tmp_path, "fifo") is not None
     fig = figs[0]
-    assert len(fig.axes) == 2 and "over 2 seed(s) only" in fig._suptitle.get_text()
-    for ax, scale in zip(fig.axes, (1.0, 100.0)):
-        assert ax.get_title() == f"trace={'a' if scale == 1.0 else 'b'}"
-        y = np.asarray(ax.lines[0].get_ydata(), dtype=float) * 60.0  # up to 2,100 s: plotted in minutes
-        np.testing.assert_allclose(y, [scale * 10, scale * 20])  # this trace's mean over its two seeds only
-        assert ax.get_ylabel() == "average JCT (min)"
+    assert "min-max" in fig._suptitle.get_text() and "fifo" in fig._suptitle.get_text()
+    for ax, trace in zip(fig.axes, "ab"):
+        assert ax.get_title() == f"trace={trace}"
+        np.testing.assert_allclose(np.asarray(ax.lines[0].get_ydata(), dtype=float), [1.05, 2.1])  # paired means
+        assert ax.get_ylabel() == "average JCT / fifo's (ratio)"
+    with pytest.raises(InputError, match="--baseline"):
+        sweep_plots.choose_baseline(cells, "p")  # two labels of p: say which
+    assert sweep_plots.choose_baseline(cells, None) == "fifo"
+    assert sweep_plots.choose_baseline(cells, "p(x=2)") == "p(x=2)"

@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from experiments.report import make_report, plots
+from experiments.report import make_report, plots, sweep_plots
 from experiments.report.load import ReportData, load
 from tests.report.test_report import sweep_dir  # noqa: F401  the module-scoped 3 traces x 4 policies x 2 seeds sweep
 
@@ -18,7 +18,8 @@ UNIT = re.compile(r"\([^)]+\)\s*$")
 
 def _capture(monkeypatch) -> list:
     figs: list = []
-    monkeypatch.setattr(plots, "_save", lambda fig, path: figs.append((fig, path)) or path)
+    for mod in (plots, sweep_plots):
+        monkeypatch.setattr(mod, "_save", lambda fig, path: figs.append((fig, path)) or path)
     return figs
 
 
@@ -83,7 +84,7 @@ def test_contention_slowdown_pairs_cells_on_every_other_coordinate(tmp_path, mon
     cells = pd.DataFrame(rows)
     data = ReportData("sweep", tmp_path, "t", pd.DataFrame(), cells=cells)
     figs = _capture(monkeypatch)
-    assert plots.contention_slowdown(data, tmp_path) is not None
+    assert sweep_plots.contention_slowdown(data, tmp_path) is not None
     fig, path = figs[0]
     assert path.name == "contention_slowdown.png"
     axes = [ax for ax in fig.axes if ax.get_visible()]
@@ -93,7 +94,7 @@ def test_contention_slowdown_pairs_cells_on_every_other_coordinate(tmp_path, mon
     assert all(p.get_y() == 1.0 for ax in axes for p in ax.patches)
     assert "ratio" in axes[0].get_ylabel()
     # without both contention settings there is nothing to compare
-    assert plots.contention_slowdown(ReportData("sweep", tmp_path, "t", pd.DataFrame(),
+    assert sweep_plots.contention_slowdown(ReportData("sweep", tmp_path, "t", pd.DataFrame(),
                                                 cells=cells[cells["contention"]]), tmp_path) is None
 
 
@@ -132,3 +133,65 @@ def test_facet_grid(n, shape):
     fig, axes = plots._facet_axes(plt, n)
     assert len(axes) == n and len(fig.axes) == shape[0] * shape[1]
     plt.close(fig)
+
+
+def test_ftf_legend_counts_unfair_as_the_metrics_do(tmp_path, monkeypatch):
+    """One definition of unfair: FTF > 1 + FTF_TOLERANCE, in the legend as in the summary table."""
+    from simcore.metrics import FTF_TOLERANCE
+
+    jobs = pd.DataFrame({"ftf": [1.0 + FTF_TOLERANCE / 10, 1.0 + FTF_TOLERANCE / 10, 0.8, 1.5]})
+    data = ReportData("simulate", tmp_path, "t", pd.DataFrame({"policy": ["p"]}), jobs={"p": jobs})
+    data.facets = {"": data.jobs}
+    figs = _capture(monkeypatch)
+    plots.ftf_cdf(data, tmp_path)
+    assert figs[0][0].axes[0].get_lines()[0].get_label() == "p: unfair 25.0%"  # only the 1.5; `> 1.0` said 75 %
+
+
+def test_paired_bars_keep_traces_apart_and_share_one_scale_per_metric(tmp_path, monkeypatch):
+    rows = []
+    for trace, scale in (("short", 1.0), ("long", 50.0)):
+        for seed in (0, 1):
+            for pol, factor in (("fifo", 1.0), ("sjf", 0.5 if trace == "short" else 0.8)):
+                rows.append({"cell_id": f"{trace}{seed}{pol}", "trace": trace, "policy": pol, "policy_label": pol,
+                             "seed": seed, "status": "ok", "avg_jct_s": scale * (1 + seed) * factor,
+                             "makespan_s": scale * 3.0})
+    data = ReportData("sweep", tmp_path, "t", pd.DataFrame(), cells=pd.DataFrame(rows))
+    figs = _capture(monkeypatch)
+    assert sweep_plots.paired_bars(data, tmp_path, "fifo") is not None
+    fig, path = figs[0]
+    assert path.name == "bars.png"
+    jct = [ax for ax in fig.axes if "JCT" in ax.get_ylabel()]
+    assert [ax.get_title() for ax in jct] == ["trace=short", "trace=long"]  # one row per trace, never pooled
+    tops = [[p.get_y() + p.get_height() for p in ax.patches] for ax in jct]
+    np.testing.assert_allclose(tops, [[0.5], [0.8]])  # sjf / fifo on the same seed, the only bar
+    assert jct[0].get_ylim() == jct[1].get_ylim()  # one y scale per metric
+
+
+def test_utilisation_is_binned_per_policy_and_names_its_cell(tmp_path, monkeypatch):
+    t = np.arange(0.0, 7200.0 + 1, 10.0)
+    busy = np.where((t // 10) % 2 == 0, 8.0, 0.0)  # flips every 10 s: a solid block when drawn raw
+    tl = pd.DataFrame({"time_s": t, "busy_gpus": busy, "total_gpus": 8.0})
+    data = ReportData("sweep", tmp_path, "t", pd.DataFrame({"policy": ["a", "b"]}), timelines={"a": tl, "b": tl})
+    data.timeline_where = "trace=x, seed=0"
+    data.time = ("h", 3600.0)
+    figs = _capture(monkeypatch)
+    plots.utilization(data, tmp_path)
+    fig, _ = figs[0]
+    axes = [ax for ax in fig.axes if ax.get_visible()]
+    assert [ax.get_title() for ax in axes] == ["a", "b"]
+    y = axes[0].get_lines()[0].get_ydata()
+    assert len(y) == plots.UTIL_BINS + 1 and np.allclose(y, 50.0, atol=4.0)  # the mean, not the flicker
+    assert "trace=x, seed=0" in fig._suptitle.get_text() and axes[0].get_xlabel() == "simulated time (h)"
+
+
+def test_page_opens_with_what_ran_and_human_column_names(sweep_dir, tmp_path):  # noqa: F811
+    page = make_report(sweep_dir, tmp_path / "rep").html.read_text()
+    head = page.split("<h2>What ran</h2>", 1)[1].split("<h2>", 1)[0]
+    cells = pd.read_parquet(sweep_dir / "summary.parquet")
+    for t in cells["trace"].unique():
+        assert t in head
+    for name in ("trace", "cluster", "iteration-time backend", "contention", "seeds", "version", "times"):
+        assert f"<dt>{name}</dt>" in head
+    summary = page.split("<h2>Per-policy summary</h2>", 1)[1].split("</table>", 1)[0]
+    assert "<th title='avg_jct_s'>average JCT (" in summary and ">avg_jct_s<" not in summary
+    assert "class='scroll'" in summary

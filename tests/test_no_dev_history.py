@@ -23,9 +23,10 @@ REPO = Path(__file__).resolve().parents[1]
 #: commits and data paths of the machine that ran them (to be cleaned with their next full runs).
 NOT_YET_SCANNED = ("docs/reproductions/aryl/", "docs/reproductions/dally/")
 
-#: The version line `cosim reproduce` writes at the end of a CI-size report ("- cosim 0.1.0, commit 9d1069ed0bb6"):
-#: the commit of the code that produced it, which that report needs; only this line of those files is skipped.
-GENERATED_VERSION_LINE = re.compile(r"^- cosim \S+, commit [0-9a-f]{7,40}(?:\+dirty)?$", re.MULTILINE)
+#: The version line `cosim reproduce` writes in a CI-size report ("- version: cosim 0.1.0, commit 9d1069ed0bb6",
+#: or "- cosim 0.1.0, commit …" in its runtime section): the commit of the code that produced it, which that
+#: report needs; only this line of those files is skipped.
+GENERATED_VERSION_LINE = re.compile(r"^- (?:version: )?cosim \S+, commit [0-9a-f]{7,40}(?:\+dirty)?$", re.MULTILINE)
 SMALL_REPORT = re.compile(r"^docs/reproductions/[^/]+/small/REPORT\.md$")
 
 #: Python sources scanned (their docstrings and comments).
@@ -116,6 +117,7 @@ def test_only_a_ci_report_version_line_is_skipped():
     assert GENERATED_VERSION_LINE.search(f"{line}+dirty")
     assert not GENERATED_VERSION_LINE.search(f"the run at {line}, see above")
     assert not GENERATED_VERSION_LINE.search("- cosim 0.1.0, commit 9d1069ed0bb6 and a note")
+    assert GENERATED_VERSION_LINE.search("- version: cosim 0.1.0, commit 9d1069ed0bb6")
     assert SMALL_REPORT.match("docs/reproductions/ones/small/REPORT.md")
     assert not SMALL_REPORT.match("docs/reproductions/ones/REPORT.md")
     assert not SMALL_REPORT.match("docs/reproductions/ones/small/notes.md")

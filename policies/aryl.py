@@ -504,12 +504,11 @@ class Aryl(BasePolicy):
         n_tr, n_inf = int((avail & ~on_inf).sum()), int((avail & on_inf).sum())
         if cfg.worker_value == "engine":
             units, r, mixed, eff = 20, *self._engine_speeds(view, el, wmins, first, on_inf)
-            r_cap = float(np.median(r[on_inf[first]])) if on_inf[first].any() else self._inference_speed(view, el, wmins)
-            cap = int(units * (n_tr + r_cap * n_inf))
+            cap = int(units * (n_tr + float(np.median(r)) * n_inf))
             t_maxs = t_maxs / np.where(on_inf[first], r, 1.0)  # T^max at the base's GPU type
             scales = np.maximum(1, np.rint(units * np.where(on_inf[first] | mixed, r, 1.0))).astype(np.int64)
         else:
-            units, mixed = 4, np.zeros(len(elastic), bool)  # capacity in quarter training-GPUs
+            units, r, mixed, eff = 4, None, np.zeros(len(elastic), bool), 1.0  # capacity in quarter training-GPUs
             cap = int(units * (n_tr + cfg.t4_ratio * n_inf))
             inf_scale = max(1, int(round(units * cfg.t4_ratio)))
             scales = np.where(on_inf[first], inf_scale, units).astype(np.int64)  # a base's first GPU's kind
@@ -522,46 +521,24 @@ class Aryl(BasePolicy):
         for k, (s, wmin, t_max, scale) in enumerate(zip(span, wmins.tolist(), t_maxs.tolist(), scales.tolist())):
             # the notes' generalised value T(w_min) − T(w_min + w) on the run's scaling curve
             wmax = wmin + s
-            f = (lambda n: max(loss(n, wmin, wmax), 1e-9)) if loss is not None else (lambda n: 1.0)
-            if mixed[k]:  # w_min training GPUs plus w inference ones at eff of the summed speed
-                t_at = [t_max * wmin / (eff * (wmin + r[k] * (n - wmin)) * f(n)) if n > wmin else t_max
-                        for n in range(wmin, wmax + 1)]
-            else:
-                t_at = [t_max * wmin / (n * f(n)) for n in range(wmin, wmax + 1)]
+            f = (lambda n: loss(n, wmin, wmax)) if loss is not None else (lambda n: 1.0)
+            t_at = core.running_times(t_max, wmin, wmax, f, *((r[k], eff) if mixed[k] else (1.0, 1.0)))
             w, v = core.generalised_items(t_at, wmin, 1, cfg.literal_weights)
             groups.append(([x * scale for x in w], [max(0.0, x) for x in v]))
         return core.allocate_flexible(groups, cap)
 
-    def _inference_speed(self, view: ClusterView, el: np.ndarray, wmins: np.ndarray) -> float:
-        """One-GPU speed of the inference GPU type relative to the training type for the first
-        elastic job's model (the knapsack capacity's normalisation under worker_value=engine)."""
-        r, _, _ = self._engine_speeds(view, el[:1], wmins[:1], np.zeros(1, np.int64), None)
-        return float(r[0])
-
     def _engine_speeds(self, view: ClusterView, el: np.ndarray, wmins: np.ndarray, first: np.ndarray,
-                       on_inf: np.ndarray | None) -> tuple[np.ndarray, np.ndarray, float]:
-        """(speed of the inference GPU type relative to the training type per job at w_min GPUs,
-        jobs whose flexible workers join a training base on inference GPUs (heterogeneous-capable
-        with a training base), the backend's mixed-gang efficiency) from the run's perf backend."""
+                       on_inf: np.ndarray) -> tuple[np.ndarray, np.ndarray, float]:
+        """(`core.inference_speeds` per job, jobs whose flexible workers join a training base on
+        inference GPUs (heterogeneous-capable with a training base), the backend's mixed-gang
+        efficiency) from the run's perf backend."""
         c, w = view.cluster, view.whatif
         inf = self._inference_nodes(view)
-        t_inf = int(c.gpu_type[c.node_first_gpu[np.flatnonzero(inf)[0]]]) if inf.any() else -1
-        t_tr = int(c.gpu_type[c.node_first_gpu[np.flatnonzero(~inf)[0]]]) if (~inf).any() else -1
-        r = np.ones(el.shape[0])
-        if w is not None and t_inf >= 0 and t_tr >= 0 and t_inf != t_tr:
-            for k, (j, n) in enumerate(zip(el.tolist(), wmins.tolist())):
-                key = (view.jobs.model[j], int(n))
-                hit = self._speed.get(key)
-                if hit is None:
-                    a = w.iteration_time(j, int(n), gpu_type=c.gpu_type_names[t_tr])
-                    b = w.iteration_time(j, int(n), gpu_type=c.gpu_type_names[t_inf])
-                    hit = self._speed[key] = a / b if np.isfinite(a) and np.isfinite(b) and b > 0 else 1.0
-                r[k] = hit
-        mixed = np.zeros(el.shape[0], bool)
-        if on_inf is not None and self.config.mix_types:
-            mixed = self._mix[el] & ~on_inf[first]
-        eff = float(getattr(getattr(w, "perf", None), "hetero_efficiency", 1.0))
-        return r, mixed, eff
+        names = [c.gpu_type_names[int(c.gpu_type[c.node_first_gpu[np.flatnonzero(m)[0]]])] if m.any() else None
+                 for m in (~inf, inf)]
+        r = core.inference_speeds(w, view.jobs.model, el, wmins, names[0], names[1], self._speed)
+        mixed = self._mix[el] & ~on_inf[first] if self.config.mix_types else np.zeros(el.shape[0], bool)
+        return r, mixed, float(getattr(getattr(w, "perf", None), "hetero_efficiency", 1.0))
 
     # ---- reclaims ---------------------------------------------------------------------------
     def hosting(self, view: ClusterView, candidates: np.ndarray) -> tuple[dict[int, dict[int, int]], list[int]]:

@@ -129,7 +129,8 @@ def test_spec_table_is_the_one_the_earlier_parquet_path_read(shared_data, tmp_pa
 
     for spec, (df, st) in (("aryl:testbed:advanced", W.testbed(shared_data, scenario="advanced")),
                            ("aryl:basic:0.015625:ef0.6",
-                            W.build(W.ArylWorkload(scale=0.015625, elastic_frac=0.6, elastic_share=1.0), shared_data))):
+                            W.build(W.ArylWorkload(scale=0.015625, elastic_frac=0.6, elastic_share=1.0,
+                                                  elastic_shape="gpu-time"), shared_data))):
         old = read_jobs(W.write(df, st, tmp_path / "w.parquet"))
         new = W.from_spec(spec, 0, shared_data)
         cols = [c for c in old.columns if c != "source"]

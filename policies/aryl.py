@@ -11,6 +11,12 @@ come back (`--load-series`, `simcore.capacity`); this policy decides *which* ret
   elastic job scales in, no preemption).
 - Phase 2, the GPUs left go to elastic jobs' flexible workers by the MCKP (DP), value
   T^max·w/(w + w_min), T^max the *remaining* running time at w_min; re-decided every round.
+  Capacity and weights count an inference GPU as a fraction of a training GPU ("normalized
+  relative to training GPUs", §5.2): `worker_value=engine` (default) takes that fraction and
+  T^max from the speeds the run's perf backend gives the job's model, and values a
+  heterogeneous-capable job's training base plus inference workers at the backend's mixed-gang
+  efficiency; `worker_value=paper` counts every inference GPU as `t4_ratio` (App. A's 1/4) and
+  every worker at the same value.
 - BFD placement: inelastic jobs to training servers, elastic jobs' base workers to on-loan
   servers without flexible workers, flexible workers to on-loan servers without base workers
   (the flexible group, returned first without preemption), then the rest; best fit on one
@@ -51,6 +57,7 @@ _NO_GPUS.flags.writeable = False
 SCALINGS = ("mckp", "gandiva", "none")
 ORDERS = ("sjf", "fifo", "fifo-strict")
 HETERO_JOBS = ("agnostic", "vc")
+WORKER_VALUES = ("engine", "paper")
 HETERO_VC = "hetero"  # the virtual cluster of heterogeneous-capable jobs (hetero_jobs = vc)
 
 
@@ -92,7 +99,16 @@ class ArylConfig(PolicyConfig):
                                          "(false: the incremental w·D_j of the notes, capacity = remaining GPUs)",
                                   source="aryl.md §2.4 ambiguity 1")
     t4_ratio: float = param(0.25, "compute of an inference GPU relative to a training GPU when counting the "
-                                  "knapsack capacity (1/3 is the testbed remark)", source="Aryl App. A")
+                                  "knapsack capacity under worker_value=paper (1/3 is the testbed remark)",
+                            source="Aryl App. A")
+    worker_value: str = param("engine", "the MCKP's weight and value of a flexible worker: engine = at the speeds the "
+                                        "run's perf backend gives (an inference GPU weighs its one-GPU speed relative "
+                                        "to the training GPU for the job's model, a job's T^max is at its base's GPU "
+                                        "type, and a heterogeneous-capable job's V100 base plus T4 workers is valued at "
+                                        "the backend's mixed-gang efficiency); paper = every worker the same value, an "
+                                        "inference GPU weighing t4_ratio (App. A's 1/4)", choices=WORKER_VALUES,
+                              source="Aryl §5.2 'on-loan inference GPUs are normalized relative to training GPUs' "
+                                     "(App. A: T4 = 1/4 V100); the engine's own speed ratio is [I]")
     estimate_error_frac: float = param(0.0, "fraction of jobs whose running-time estimate is wrong (Table 9: 0-0.6)")
     estimate_error_margin: float = param(0.25, "a wrong estimate is off by a factor U[1-m, 1+m] (Table 9 caption)")
     mix_types: bool = param(False, "type-agnostic jobs may span training and inference GPUs in one gang "
@@ -147,6 +163,7 @@ class Aryl(BasePolicy):
         self._prev_running = np.zeros(0, np.int64)  # running jobs at the last sync
         self._started: list[int] = []  # jobs given a base since the last sync
         self._mix = np.zeros(0, bool)  # jobs that may span GPU types (mix_types, hetero_jobs)
+        self._speed: dict[tuple[str, int], float] = {}  # (model, GPUs) -> inference/training speed
         self._err: np.ndarray | None = None
         self._type_masks: dict[int, tuple] = {}  # GPU type -> (gpu_type array, its mask)
         self.reclaim_stats: list[dict] = []
@@ -480,27 +497,48 @@ class Aryl(BasePolicy):
                 left -= out[-1]
             return out
         on_inf = inf[c.gpu_node]
-        units = 4  # capacity in quarter training-GPUs: an inference GPU counts t4_ratio
-        cap = int(units * (int((avail & ~on_inf).sum()) + cfg.t4_ratio * int((avail & on_inf).sum())))
-        if cap <= 0:
-            return [0] * len(elastic)
         loss = self._scaling_loss(view)
         wmins = jobs.min_gpus[el].astype(np.int64)
         t_maxs = self._estimates(view, el, wmins)
-        inf_scale = max(1, int(round(units * cfg.t4_ratio)))
         first = np.fromiter((next(iter(self.base[j])) for j in elastic), np.int64, len(elastic))
-        scales = np.where(on_inf[first], inf_scale, units).astype(np.int64)  # a base's first GPU's kind
-        if loss is None:  # every group's items at once: core.mckp_items, flattened
+        n_tr, n_inf = int((avail & ~on_inf).sum()), int((avail & on_inf).sum())
+        if cfg.worker_value == "engine":
+            units, r, mixed, eff = 20, *self._engine_speeds(view, el, wmins, first, on_inf)
+            cap = int(units * (n_tr + float(np.median(r)) * n_inf))
+            t_maxs = t_maxs / np.where(on_inf[first], r, 1.0)  # T^max at the base's GPU type
+            scales = np.maximum(1, np.rint(units * np.where(on_inf[first] | mixed, r, 1.0))).astype(np.int64)
+        else:
+            units, r, mixed, eff = 4, None, np.zeros(len(elastic), bool), 1.0  # capacity in quarter training-GPUs
+            cap = int(units * (n_tr + cfg.t4_ratio * n_inf))
+            inf_scale = max(1, int(round(units * cfg.t4_ratio)))
+            scales = np.where(on_inf[first], inf_scale, units).astype(np.int64)  # a base's first GPU's kind
+        if cap <= 0:
+            return [0] * len(elastic)
+        if loss is None and not mixed.any():  # every group's items at once: core.mckp_items, flattened
             w, v, offs = core.mckp_items_flat(t_maxs, wmins, spans, cfg.literal_weights)
             return core.allocate_flexible_flat(offs, w * np.repeat(scales, spans), v, cap)
         groups = []
-        for j, s, wmin, t_max, scale in zip(elastic, span, wmins.tolist(), t_maxs.tolist(), scales.tolist()):
+        for k, (s, wmin, t_max, scale) in enumerate(zip(span, wmins.tolist(), t_maxs.tolist(), scales.tolist())):
             # the notes' generalised value T(w_min) − T(w_min + w) on the run's scaling curve
             wmax = wmin + s
-            t_at = [t_max * wmin / (k * max(loss(k, wmin, wmax), 1e-9)) for k in range(wmin, wmax + 1)]
+            f = (lambda n: loss(n, wmin, wmax)) if loss is not None else (lambda n: 1.0)
+            t_at = core.running_times(t_max, wmin, wmax, f, *((r[k], eff) if mixed[k] else (1.0, 1.0)))
             w, v = core.generalised_items(t_at, wmin, 1, cfg.literal_weights)
-            groups.append(([x * scale for x in w], v))
+            groups.append(([x * scale for x in w], [max(0.0, x) for x in v]))
         return core.allocate_flexible(groups, cap)
+
+    def _engine_speeds(self, view: ClusterView, el: np.ndarray, wmins: np.ndarray, first: np.ndarray,
+                       on_inf: np.ndarray) -> tuple[np.ndarray, np.ndarray, float]:
+        """(`core.inference_speeds` per job, jobs whose flexible workers join a training base on
+        inference GPUs (heterogeneous-capable with a training base), the backend's mixed-gang
+        efficiency) from the run's perf backend."""
+        c, w = view.cluster, view.whatif
+        inf = self._inference_nodes(view)
+        names = [c.gpu_type_names[int(c.gpu_type[c.node_first_gpu[np.flatnonzero(m)[0]]])] if m.any() else None
+                 for m in (~inf, inf)]
+        r = core.inference_speeds(w, view.jobs.model, el, wmins, names[0], names[1], self._speed)
+        mixed = self._mix[el] & ~on_inf[first] if self.config.mix_types else np.zeros(el.shape[0], bool)
+        return r, mixed, float(getattr(getattr(w, "perf", None), "hetero_efficiency", 1.0))
 
     # ---- reclaims ---------------------------------------------------------------------------
     def hosting(self, view: ClusterView, candidates: np.ndarray) -> tuple[dict[int, dict[int, int]], list[int]]:

@@ -235,3 +235,33 @@ def two_job_jct(work: Sequence[float], alloc: Sequence[int], w_max: Sequence[int
     if ta <= tb:
         return ta, ta + (lb - ta * gb) / w_max[1]
     return tb + (la - tb * ga) / w_max[0], tb
+
+
+def inference_speeds(whatif, models: Sequence[str], jobs: np.ndarray, gpus: np.ndarray, train_type: str | None,
+                     inf_type: str | None, cache: dict) -> np.ndarray:
+    """Per job: the speed of `gpus[k]` inference GPUs relative to as many training GPUs for its
+    model, from the run's what-if API (1 without one or without two GPU types); `cache` keeps
+    (model, GPUs) → ratio across rounds."""
+    r = np.ones(jobs.shape[0])
+    if whatif is None or train_type is None or inf_type is None or train_type == inf_type:
+        return r
+    for k, (j, n) in enumerate(zip(jobs.tolist(), gpus.tolist())):
+        key = (models[j], int(n))
+        hit = cache.get(key)
+        if hit is None:
+            a = whatif.iteration_time(j, int(n), gpu_type=train_type)
+            b = whatif.iteration_time(j, int(n), gpu_type=inf_type)
+            hit = cache[key] = a / b if np.isfinite(a) and np.isfinite(b) and b > 0 else 1.0
+        r[k] = hit
+    return r
+
+
+def running_times(t_max: float, w_min: int, w_max: int, factor=lambda n: 1.0, speed: float = 1.0,
+                  eff: float = 1.0) -> list[float]:
+    """T(n) for n = w_min … w_max from T(w_min) = `t_max`: linear in n times the scaling
+    `factor(n)`; with `speed` < 1 or `eff` < 1 the n − w_min added workers run at `speed` of a
+    base worker in a mixed gang at `eff` of the summed speed (the linear backend's rule)."""
+    out = [t_max * w_min / (w_min * max(factor(w_min), 1e-9))]  # the base alone: one GPU type
+    for n in range(w_min + 1, w_max + 1):
+        out.append(t_max * w_min / (eff * (w_min + speed * (n - w_min)) * max(factor(n), 1e-9)))
+    return out

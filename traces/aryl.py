@@ -15,9 +15,28 @@ Every choice is a field of `ArylWorkload`, recorded with the trace (`params` bes
   (≈4.5 at 0.8) gives ≈50k jobs, the size of Aryl's trace (50,390).
 - *Scale*: `train_servers` (443) and the cluster built by `cluster_toml` can be shrunk
   proportionally (`scale`) so a run fits a small machine: same load, fewer servers and jobs.
-- *Elastic cut*: among all jobs ranked by GPU-time, the contiguous rank window of
-  `elastic_frac` × jobs whose GPU-time share is closest to `elastic_share`; elastic jobs scale in
-  [max(1, g/2), g], an elastic 1-GPU job in [1, `single_gpu_elastic_max`].
+- *Elastic jobs* (`elastic_shape = "large"`, the default), on the window before rescaling so that
+  a job's copies share its shape. Aryl §2.2: "these large jobs [ResNet-50, VGG16, BERT, GNMT-16]
+  account for 36 % of training cluster resources with an average running time of 14.2 hours";
+  §1/§7.1: "~5 % of all jobs". The `elastic_frac` × jobs are the contiguous window of jobs ranked
+  by duration whose mean duration is closest to `elastic_mean_h` (14.2 h). Philly's multi-GPU
+  jobs among them keep their GPUs; each one-GPU job among them becomes a multi-worker job of a
+  power-of-two size in [2, 16] (Fig. 3: "each worker container uses 2 GPUs", 1 to 8 workers),
+  drawn (seeded, duration-weighted mean) so that the elastic jobs hold `elastic_share` (36 %) of
+  the GPU-time. The trace duration is the running time at w_max (Table 2: "jobs complete in min.
+  running time when allocated with w^max workers"); the range is [max(1, g/2), g] ([I], the
+  paper gives none). Sizes of 16 are two-server jobs, so reclaims meet multi-server jobs.
+  `elastic_shape = "gpu-time"` is the plain cut the elastic-fraction sweep uses: among all jobs
+  ranked by GPU-time, the contiguous rank window of `elastic_frac` × jobs whose GPU-time share is
+  closest to `elastic_share`; an elastic 1-GPU job scales in [1, `single_gpu_elastic_max`].
+- *Type-agnostic jobs*: the elastic jobs (the design places them on loaned servers) plus a
+  seeded draw of the others up to `agnostic_frac` (§2.1: "up to 21 % of jobs ... can work with
+  any GPU types").
+- *Heterogeneous-capable jobs* (Advanced): §7.1 "On top of Basic, 10 % jobs can run on
+  heterogeneous GPU"; App. A trains such jobs on 16-32 GPUs, and a one-GPU gang cannot mix types,
+  so the `hetero_frac` × jobs are drawn (seeded) from the multi-GPU jobs, elastic ones included,
+  first, and only when those run out from the rest. They are type-agnostic too, on top of Basic's
+  set (Advanced = the same jobs as Basic with these marks added).
 """
 
 from __future__ import annotations
@@ -35,6 +54,8 @@ from cosim.errors import InputError
 PHILLY = "traces/philly/philly_jobs.csv"  # under ../shared/data
 TRAIN_TYPE = "V100-32GB"
 SCENARIOS = ("basic", "advanced", "ideal")
+ELASTIC_SHAPES = ("large", "gpu-time")
+MAX_ELASTIC_GPUS = 16  # Fig. 3: up to 8 workers of 2 GPUs
 
 
 @dataclass(frozen=True)
@@ -51,6 +72,8 @@ class ArylWorkload:
     max_duration_s: float = 4 * 86400.0  # [I] cap: Philly has 53-day jobs; the paper "minutes to days"
     elastic_frac: float = 0.05  # [S] ~5 % of jobs elastic
     elastic_share: float = 0.36  # [S] holding 36 % of resources
+    elastic_shape: str = "large"  # [S] large multi-worker jobs averaging 14.2 h (see the module doc)
+    elastic_mean_h: float = 14.2  # [S] §2.2 "an average running time of 14.2 hours"
     agnostic_frac: float = 0.21  # [S] up to 21 % GPU-type-agnostic
     hetero_frac: float = 0.10  # [S] Advanced: 10 % more jobs heterogeneous-capable
     single_gpu_elastic_max: int = 2  # [I] an elastic 1-GPU job scales in [1, this] (Philly: 96 % of jobs are 1-GPU)
@@ -60,6 +83,9 @@ class ArylWorkload:
     def validate(self) -> None:
         if self.scenario not in SCENARIOS:
             raise InputError.at(field="scenario", expected=f"one of {', '.join(SCENARIOS)}", got=self.scenario)
+        if self.elastic_shape not in ELASTIC_SHAPES:
+            raise InputError.at(field="elastic_shape", expected=f"one of {', '.join(ELASTIC_SHAPES)}",
+                                got=self.elastic_shape)
         for name in ("elastic_frac", "elastic_share", "agnostic_frac", "hetero_frac"):
             v = getattr(self, name)
             if not 0.0 <= v <= 1.0:
@@ -100,6 +126,32 @@ def elastic_cut(gpu_time: np.ndarray, gpus: np.ndarray, frac: float, share: floa
     return mask
 
 
+def large_elastic(duration: np.ndarray, gpus: np.ndarray, w: ArylWorkload,
+                  rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """(mask of the elastic jobs, every job's GPUs after reshaping) under `elastic_shape = "large"`
+    (see the module doc): the `elastic_frac` window of jobs by duration whose mean is closest to
+    `elastic_mean_h`, its one-GPU jobs made power-of-two multi-worker jobs so that the elastic
+    jobs hold `elastic_share` of the GPU-time."""
+    n = duration.shape[0]
+    k = min(n, int(round(w.elastic_frac * n)))
+    mask, g = np.zeros(n, bool), gpus.astype(np.int64).copy()
+    if k == 0:
+        return mask, g
+    order = np.argsort(-duration, kind="stable")
+    cs = np.concatenate([[0.0], np.cumsum(duration[order])])
+    a = int(np.argmin(np.abs((cs[k:] - cs[:-k]) / k - w.elastic_mean_h * 3600.0)))
+    mask[order[a:a + k]] = True
+    one = np.flatnonzero(mask & (g == 1))
+    if one.size and w.elastic_share < 1.0:
+        rest = float((duration * g)[~mask].sum())
+        need = w.elastic_share / (1.0 - w.elastic_share) * rest - float((duration * g)[mask & (g > 1)].sum())
+        m = float(np.clip(need / max(float(duration[one].sum()), 1e-9), 2.0, MAX_ELASTIC_GPUS))
+        p = 2 ** int(np.floor(np.log2(m)))  # sizes p or 2p with P(2p) = m/p - 1: duration-weighted mean m
+        up = np.where(rng.random(one.size) < m / p - 1.0, 2 * p, p)
+        g[one] = np.minimum(up, MAX_ELASTIC_GPUS)
+    return mask, g
+
+
 def build(w: ArylWorkload, shared: Path) -> tuple[pd.DataFrame, dict]:
     """The canonical job table of workload `w` and its recorded statistics."""
     w.validate()
@@ -110,36 +162,47 @@ def build(w: ArylWorkload, shared: Path) -> tuple[pd.DataFrame, dict]:
     win["submit"] -= t0
     win["duration"] = win["duration"].clip(1.0, w.max_duration_s)
     cap_gpus = int(round(w.train_servers * w.scale)) * 8
-    win = win[win["gpus"] <= cap_gpus]
+    win = win[win["gpus"] <= cap_gpus].reset_index(drop=True)
+    rng = np.random.default_rng(w.seed)
+    win["elastic"] = False
+    if w.scenario != "ideal" and w.elastic_shape == "large":
+        el, g = large_elastic(win["duration"].to_numpy(float), win["gpus"].to_numpy(int), w, rng)
+        win["elastic"], win["gpus"] = el, np.minimum(g, cap_gpus)
     offered = float((win["duration"] * win["gpus"]).sum())
     factor = w.target_load * cap_gpus * horizon / max(offered, 1.0)
-    rng = np.random.default_rng(w.seed)
     reps = np.floor(factor).astype(int) + (rng.random(len(win)) < factor - np.floor(factor))
     rows = win.loc[win.index.repeat(reps)].reset_index(drop=True)
     rows["submit"] = np.clip(rows["submit"] + rng.uniform(0, 300.0, len(rows)), 0, horizon)
     rows = rows.sort_values("submit", kind="stable").reset_index(drop=True)
-    return _finish(rows, w, rng, dict(load_scale=factor, window_jobs=len(win)))
+    marked = rows["elastic"].to_numpy(bool) if w.scenario != "ideal" and w.elastic_shape == "large" else None
+    return _finish(rows, w, rng, dict(load_scale=factor, window_jobs=len(win)), elastic=marked)
 
 
-def _finish(rows: pd.DataFrame, w: ArylWorkload, rng: np.random.Generator, extra: dict) -> tuple[pd.DataFrame, dict]:
+def _finish(rows: pd.DataFrame, w: ArylWorkload, rng: np.random.Generator, extra: dict,
+            elastic: np.ndarray | None = None) -> tuple[pd.DataFrame, dict]:
+    """The job table from rows (submit, duration, gpus): elastic jobs (`elastic`, else the ideal
+    scenario's all or the GPU-time cut), type-agnostic and heterogeneous-capable marks."""
     n = len(rows)
     gpus = rows["gpus"].to_numpy(int)
     gt = rows["duration"].to_numpy(float) * gpus
     if w.scenario == "ideal":
         elastic = np.ones(n, bool)
-    else:
+    elif elastic is None:
         elastic = elastic_cut(gt, gpus, w.elastic_frac, w.elastic_share)
     agn = elastic.copy()
     hetero = np.zeros(n, bool)
-    want = int(round((w.agnostic_frac + (w.hetero_frac if w.scenario == "advanced" else 0.0)) * n))
+    want = int(round(w.agnostic_frac * n))
     if w.scenario == "ideal":
         agn[:] = True
         hetero[:] = True
-    elif want > agn.sum():
-        pick = rng.permutation(np.flatnonzero(~agn))[:want - int(agn.sum())]
-        agn[pick] = True
-        if w.scenario == "advanced":  # the picks past Basic's agnostic share: the 10 % heterogeneous-capable
-            hetero[pick[max(0, int(round(w.agnostic_frac * n)) - int(elastic.sum())):]] = True
+    else:
+        if want > agn.sum():
+            agn[rng.permutation(np.flatnonzero(~agn))[:want - int(agn.sum())]] = True
+        if w.scenario == "advanced":  # multi-GPU jobs first (elastic ones included), then the rest
+            multi = rng.permutation(np.flatnonzero(gpus > 1))
+            pool = np.concatenate([multi, rng.permutation(np.flatnonzero(gpus <= 1))])
+            hetero[pool[:int(round(w.hetero_frac * n))]] = True
+            agn |= hetero
     min_g = np.where(elastic, np.maximum(1, gpus // 2), gpus)
     max_g = np.where(elastic & (gpus == 1), max(1, w.single_gpu_elastic_max), gpus)
     df = pd.DataFrame({
@@ -159,8 +222,11 @@ def _finish(rows: pd.DataFrame, w: ArylWorkload, rng: np.random.Generator, extra
                  elastic_job_frac=float(elastic.mean()) if n else 0.0,
                  elastic_gpu_time_share=float(gt[elastic].sum() / max(gt.sum(), 1e-9)),
                  elastic_mean_duration_h=float(rows["duration"][elastic].mean() / 3600) if elastic.any() else 0.0,
+                 elastic_multi_gpu_frac=float((max_g[elastic] > 1).mean()) if elastic.any() else 0.0,
+                 multi_server_job_frac=float((gpus > 8).mean()) if n else 0.0,
                  agnostic_frac=float(agn.mean()) if n else 0.0,
-                 hetero_frac=float(hetero.mean()) if n else 0.0, **extra)
+                 hetero_frac=float(hetero.mean()) if n else 0.0,
+                 hetero_multi_gpu_frac=float((gpus[hetero] > 1).mean()) if hetero.any() else 0.0, **extra)
     return df, stats
 
 
@@ -181,7 +247,7 @@ def testbed(shared: Path, seed: int = 0, jobs: int = 180, elastic: int = 10, hou
     rows["submit"] = (s - s.min()) / max(np.ptp(s), 1.0) * hours * 3600.0
     frac = elastic / len(rows)
     share = 0.36
-    w = ArylWorkload(scenario=scenario, elastic_frac=frac, elastic_share=share, seed=seed,
+    w = ArylWorkload(scenario=scenario, elastic_frac=frac, elastic_share=share, elastic_shape="gpu-time", seed=seed,
                      train_servers=4, inference_servers=4, window_days=hours / 24)
     return _finish(rows, w, rng, dict(testbed=True, gpu_weight_exponent=gpu_weight_exponent,
                                       offered_load=float((rows["gpus"] * rows["duration"]).sum() / (32 * hours * 3600))))
@@ -217,7 +283,8 @@ def parse_spec(spec: str, seed: int = 0) -> ArylWorkload | tuple[str, int]:
         raise bad
     try:
         scale = float(parts[2])
-        extra = dict(elastic_frac=float(parts[3][2:]), elastic_share=1.0) if len(parts) == 4 else {}
+        extra = (dict(elastic_frac=float(parts[3][2:]), elastic_share=1.0, elastic_shape="gpu-time")
+                 if len(parts) == 4 else {})
     except ValueError:
         raise bad from None
     w = ArylWorkload(scenario=parts[1], scale=scale, seed=int(seed), **extra)

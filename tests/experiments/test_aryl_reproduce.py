@@ -10,31 +10,47 @@ import pytest
 from traces import aryl as W
 
 
-def test_basic_workload_matches_the_papers_elastic_cut(shared_data):
+def test_basic_workload_has_the_papers_elastic_jobs(shared_data):
+    """Aryl §2.2/§7.1: ~5 % of the jobs are elastic, large multi-worker jobs holding 36 % of the
+    GPU-time with an average running time of 14.2 h; up to 21 % of jobs are GPU-type-agnostic."""
     df, st = W.build(W.ArylWorkload(scale=1 / 16), shared_data)
-    assert st["elastic_job_frac"] == pytest.approx(0.05, abs=0.002)
-    assert st["elastic_gpu_time_share"] == pytest.approx(0.36, abs=0.01)
-    assert st["agnostic_frac"] == pytest.approx(0.21, abs=0.005)
-    assert df["submit_time"].max() <= 15 * 86400
-    elastic = df["min_gpus"] < df["max_gpus"]
+    elastic = (df["min_gpus"] < df["max_gpus"]).to_numpy()
+    gt = df["duration"] * df["num_gpus"]
+    assert elastic.mean() == pytest.approx(0.05, abs=0.003) and elastic.mean() == st["elastic_job_frac"]
+    assert gt[elastic].sum() / gt.sum() == pytest.approx(0.36, abs=0.02)
+    assert df.loc[elastic, "duration"].mean() / 3600 == pytest.approx(14.2, abs=0.5)
+    assert (df.loc[elastic, "max_gpus"] >= 2).all() and st["elastic_multi_gpu_frac"] == 1.0  # multi-worker
+    assert (df.loc[elastic, "min_gpus"] == df.loc[elastic, "max_gpus"] // 2).all()
+    assert df["gpu_type"].isna().mean() == pytest.approx(0.21, abs=0.005)
     assert df.loc[elastic, "gpu_type"].isna().all()  # elastic jobs may run on loaned T4 servers
+    assert df["submit_time"].max() <= 15 * 86400
     _, ideal = W.build(W.ArylWorkload(scenario="ideal", scale=1 / 16), shared_data)
     assert ideal["elastic_job_frac"] == 1.0 and ideal["agnostic_frac"] == 1.0
 
 
-def test_advanced_marks_only_the_extra_ten_percent_heterogeneous(shared_data):
-    """Advanced = Basic + 10 % heterogeneous-capable jobs (Aryl §7.1): the stand-in keeps Basic's
-    type-agnostic share and marks only the added 10 % (virtual cluster "hetero", read by the policy's
-    hetero_jobs=vc); elastic jobs stay single-type as in Basic; Ideal marks every job; Basic none."""
+def test_gpu_time_cut_still_serves_the_elastic_fraction_sweep(shared_data):
+    w = W.parse_spec("aryl:basic:0.03125:ef0.2")
+    assert w.elastic_shape == "gpu-time"
+    df, st = W.build(w, shared_data)
+    assert (df["min_gpus"] < df["max_gpus"]).mean() == pytest.approx(0.2, abs=0.003)
+
+
+def test_advanced_draws_heterogeneous_jobs_from_multi_gpu_jobs(shared_data):
+    """Advanced = Basic + 10 % heterogeneous-capable jobs (Aryl §7.1), drawn from the multi-GPU
+    jobs (elastic ones included: App. A trains them on 16-32 GPUs) before any one-GPU job; they are
+    the virtual cluster "hetero" (read by the policy's hetero_jobs=vc) and type-agnostic on top of
+    Basic's type-agnostic set; Ideal marks every job; Basic none."""
     basic, _ = W.build(W.ArylWorkload(scale=1 / 32), shared_data)
     adv, st = W.build(W.ArylWorkload(scenario="advanced", scale=1 / 32), shared_data)
     het = (adv["vc"] == "hetero").to_numpy()
-    assert st["hetero_frac"] == pytest.approx(0.10, abs=0.002) and het.mean() == st["hetero_frac"]
-    assert st["agnostic_frac"] == pytest.approx(0.31, abs=0.005)
-    assert adv.loc[het, "gpu_type"].isna().all() and not (adv["min_gpus"] < adv["max_gpus"])[het].any()
-    # the hetero jobs are exactly the ones Advanced makes type-agnostic beyond Basic (same jobs, same order)
-    assert (adv["job_id"] == basic["job_id"]).all()
-    assert (het == (adv["gpu_type"].isna() & basic["gpu_type"].notna()).to_numpy()).all()
+    multi = (adv["num_gpus"] > 1).to_numpy()
+    elastic = (adv["min_gpus"] < adv["max_gpus"]).to_numpy()
+    assert het.mean() == pytest.approx(0.10, abs=0.002) and het.mean() == st["hetero_frac"]
+    assert multi.mean() < 0.10 and het[multi].all()  # every multi-GPU job, then one-GPU ones
+    assert (het & elastic).sum() == elastic.sum()
+    assert (adv["job_id"] == basic["job_id"]).all() and (adv["max_gpus"] == basic["max_gpus"]).all()
+    agn_basic, agn_adv = basic["gpu_type"].isna().to_numpy(), adv["gpu_type"].isna().to_numpy()
+    assert (agn_adv == (agn_basic | het)).all()
     assert "vc" not in basic.columns or basic["vc"].isna().all()
     ideal, _ = W.build(W.ArylWorkload(scenario="ideal", scale=1 / 32), shared_data)
     assert (ideal["vc"] == "hetero").all()
@@ -45,6 +61,9 @@ def test_testbed_workload(shared_data):
     assert len(df) == 180 and st["elastic_jobs"] == 10
     assert df["duration"].between(120, 7200).all() and df["num_gpus"].max() <= 16
     assert df["submit_time"].max() == pytest.approx(8 * 3600)
+    adv, st = W.testbed(shared_data, scenario="advanced")
+    het = (adv["vc"] == "hetero").to_numpy()
+    assert het.sum() == 18 and (adv["num_gpus"][het] > 1).all() and st["hetero_multi_gpu_frac"] == 1.0
 
 
 @pytest.fixture(scope="module")
@@ -110,7 +129,8 @@ def test_spec_table_is_the_one_the_earlier_parquet_path_read(shared_data, tmp_pa
 
     for spec, (df, st) in (("aryl:testbed:advanced", W.testbed(shared_data, scenario="advanced")),
                            ("aryl:basic:0.015625:ef0.6",
-                            W.build(W.ArylWorkload(scale=0.015625, elastic_frac=0.6, elastic_share=1.0), shared_data))):
+                            W.build(W.ArylWorkload(scale=0.015625, elastic_frac=0.6, elastic_share=1.0,
+                                                  elastic_shape="gpu-time"), shared_data))):
         old = read_jobs(W.write(df, st, tmp_path / "w.parquet"))
         new = W.from_spec(spec, 0, shared_data)
         cols = [c for c in old.columns if c != "source"]

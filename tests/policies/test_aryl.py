@@ -405,3 +405,48 @@ def test_incremental_state_matches_a_recount(tmp_path, monkeypatch, params):
     r = run(cfg, None)
     assert r.jobs["aryl"]["finished"].all()
     assert len(checked) > 10 and max(checked) > 0
+
+
+class _SpeedWhatIf:
+    """The what-if members the engine-speed knapsack reads: a T4 runs at `r` of a V100, a mixed
+    gang at `eff` of its summed speed (the linear backend's hetero_efficiency)."""
+
+    per_job_scaling = False
+
+    def __init__(self, r: float, eff: float) -> None:
+        self.r = r
+        self.perf = type("P", (), {"hetero_efficiency": eff})()
+
+    def iteration_time(self, j, n, gpu_type=None):
+        return 1.0 / n if gpu_type == "V100" else 1.0 / (self.r * n)
+
+
+def _loan_view(jobs, whatif):
+    import dataclasses
+
+    view = _mixed_view(jobs)
+    cl = dataclasses.replace(view.cluster, node_group=np.array([0, 1], np.int8),
+                             node_group_names=("training", "inference"), gpu_type_names=("V100", "T4"))
+    return dataclasses.replace(view, cluster=cl, whatif=whatif)
+
+
+@pytest.mark.parametrize("worker_value", ["engine", "paper"])
+def test_engine_worker_value_adds_no_t4_worker_that_slows_a_mixed_gang(worker_value):
+    """A heterogeneous-capable elastic job with its base of 2 on V100s: 2 more T4 workers at 1/4
+    of a V100 in a mixed gang at 0.7 of the summed speed run at 0.7 × 2.5 = 1.75 V100s, slower
+    than the base alone. worker_value=engine values that (T(2) − T(2 + w) < 0: no flexible
+    worker); the paper's reading values every worker alike and weighs it at its base's V100, so
+    the 4 free T4s (1 V100 at t4_ratio 1/4) buy one."""
+    from policies import make
+    from tests.policies.conftest import Job
+
+    job = Job(gpus=4, min_gpus=2, max_gpus=4, type_req=-1, remaining=100.0, duration=100.0)
+    blocker = Job(gpus=2, type_req=0, remaining=50.0, duration=50.0, alloc=(0, 1))
+    view = _loan_view([job, blocker], _SpeedWhatIf(0.25, 0.7))
+    pol = make("aryl", mix_types=True, worker_value=worker_value)
+    got = pol.decide(view, 0.0).allocations[0].gpus
+    assert set(pol.base[0]) == {2, 3}
+    assert len(got) == (2 if worker_value == "engine" else 3)
+    # at the engine's own T4 speed for the zoo's resnet50 (0.57) the mixed gang is faster: 0.7 × 3.14 > 2
+    pol = make("aryl", mix_types=True, worker_value="engine")
+    assert len(pol.decide(_loan_view([job, blocker], _SpeedWhatIf(0.57, 0.7)), 0.0).allocations[0].gpus) == 4

@@ -31,7 +31,7 @@ With `mix_types` (Advanced/Ideal) heterogeneous-capable jobs come last in each r
 the backend's imperfect scaling (`--perf linear:imperfect_loss=0.1`, Fig. 10) the MCKP values
 follow that curve (the notes' generalised T(w_min) − T(w_min + w)).
 
-Round cost (the paper-size run, docs/reproductions/aryl/FULL.md): the MCKP is one numba
+Round cost (`python -m benchmarks.bench_aryl` times a paper-size cell): the MCKP is one numba
 kernel, phase 1 skips by free GPUs per type without placing, flexible/base GPU arrays are
 cached per job, and only jobs whose GPUs changed are rebuilt into the decision; with
 `event_driven=false` rounds run only at the tick and at capacity changes.
@@ -127,7 +127,7 @@ class ArylConfig(PolicyConfig):
                                              "to training servers first, its flexible ones to inference servers "
                                              "(false: base to on-loan servers like other elastic jobs). Under the "
                                              "0.7 rule a T4 flexible worker added to a V100 base slows the gang "
-                                             "(docs/reproductions/aryl/FULL.md)",
+                                             "(docs/reproductions/aryl/REPORT.md)",
                                        source="Aryl §6; aryl.md §2.5 item 5")
     batch_tuning: str = param("none", "elastic jobs' global batch: none = the trace's; pollux = Pollux's agent "
                                       "picks it for the job's allocation each time it changes "

@@ -371,7 +371,7 @@ def test_hetero_jobs_vc_keeps_other_agnostic_jobs_single_type(hetero_jobs):
         assert got == {1: (4, 5, 6, 7)}
 
 
-# ---- incremental bookkeeping (the paper-size speed work, docs/reproductions/aryl/FULL.md) --------
+# ---- incremental bookkeeping (what keeps a paper-size round cheap, benchmarks/bench_aryl.py) --------
 
 @pytest.mark.parametrize("params", [{}, {"mix_types": True}, {"event_driven": False}])
 def test_incremental_state_matches_a_recount(tmp_path, monkeypatch, params):

@@ -15,6 +15,7 @@ from __future__ import annotations
 import dataclasses
 import enum
 from dataclasses import dataclass, field, fields
+from functools import cached_property
 from typing import Any, Callable, ClassVar, Mapping, Protocol, runtime_checkable
 
 import numpy as np
@@ -71,6 +72,12 @@ class ClusterArrays:
     @property
     def num_gpus(self) -> int:
         return int(self.gpu_node.shape[0])
+
+    @cached_property
+    def num_pods(self) -> int:
+        """Pods of the topology (`leaf_pod` holds 0..P-1), computed on first use: placements
+        ask it at every call."""
+        return int(self.leaf_pod.max()) + 1 if self.leaf_pod.size else 1
 
     def free_gpus(self) -> np.ndarray:
         """Ids of GPUs that are online and unallocated, ascending."""

@@ -34,18 +34,17 @@ def run_case(case: str, jobs: int, nodes: int, policy: str) -> None:
     if case == "scale":
         from experiments.runner import RunConfig, run
 
-        cfg = RunConfig(trace=f"synth:philly:{jobs}", cluster="dgx-a100", cluster_nodes=nodes, policies=(policy,),
-                        contention=True, seed=0)
+        cfg = RunConfig(trace=f"synth:philly:{jobs}", cluster="dgx-a100", cluster_nodes=nodes,
+                        policies=(policy,), contention=True, seed=0)
         res = run(cfg, None, progress=False)
+        row = res.summary.iloc[0]
+        events, calls, engine_s = int(row["events"]), int(row["policy_calls"]), res.wall_s[policy]
     else:
         from benchmarks.bench_engine import _child_philly
 
         r = _child_philly(policy, jobs or None)
-        print(f"events {r['events']}, policy calls {r['policy_calls']}, engine {r['engine_s']:.1f} s", file=sys.stderr)
-        return
-    row = res.summary.iloc[0]
-    print(f"events {int(row['events'])}, policy calls {int(row['policy_calls'])}, engine {res.wall_s[policy]:.1f} s",
-          file=sys.stderr)
+        events, calls, engine_s = r["events"], r["policy_calls"], r["engine_s"]
+    print(f"events {events}, policy calls {calls}, engine {engine_s:.1f} s", file=sys.stderr)
 
 
 def _name(frame: str) -> str:
@@ -74,9 +73,9 @@ def summarise(stacks: dict[tuple[str, ...], int], top: int) -> str:
 def _py_spy(args) -> dict[tuple[str, ...], int]:
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "stacks.txt"
-        cmd = ["py-spy", "record", "-r", str(args.rate), "-f", "raw", "-o", str(out), "--", sys.executable, "-m",
-               "benchmarks.profile_engine", args.case, "--jobs", str(args.jobs), "--nodes", str(args.nodes),
-               "--policy", args.policy, "--sampler", "none"]
+        cmd = ["py-spy", "record", "-r", str(args.rate), "-f", "raw", "-o", str(out), "--",
+               sys.executable, "-m", "benchmarks.profile_engine", args.case, "--jobs", str(args.jobs),
+               "--nodes", str(args.nodes), "--policy", args.policy, "--sampler", "none"]
         subprocess.run(cmd, cwd=REPO, check=True, stdout=subprocess.DEVNULL)
         stacks: dict[tuple[str, ...], int] = collections.Counter()
         for line in out.read_text().splitlines():
@@ -101,8 +100,10 @@ def _cprofile(args) -> str:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("case", choices=("scale", "philly"))
-    ap.add_argument("--jobs", type=int, default=100_000, help="scale: synthetic jobs; philly: first N jobs (0: all)")
-    ap.add_argument("--nodes", type=int, default=2_500, help="scale: 8-GPU nodes (2,500 = the 20,000-GPU target)")
+    ap.add_argument("--jobs", type=int, default=100_000,
+                    help="scale: synthetic jobs; philly: the first N jobs of the trace (0: all)")
+    ap.add_argument("--nodes", type=int, default=2_500,
+                    help="scale: 8-GPU nodes (2,500 = the 20,000-GPU target)")
     ap.add_argument("--policy", default=None, help="default: fifo (scale), tiresias (philly)")
     ap.add_argument("--sampler", choices=("py-spy", "cprofile", "none"),
                     default="py-spy" if shutil.which("py-spy") else "cprofile")

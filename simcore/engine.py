@@ -206,7 +206,8 @@ class Engine(Stepping, EventHandling, NodeChanges, PolicyView, Applying, Recordi
                               f"needs {NEED_PROGRESS_ORACLE!r}: milestones reveal progress, an oracle fact")
         self._needs_oracle = NEED_DURATION_ORACLE in needs
         # completions that call the policy only when a job is queued after them (`_run`)
-        self._quiet_completions = policy.event_driven and flags.completions_need_queue and not self._needs_oracle
+        self._quiet_completions = (policy.event_driven and flags.completions_need_queue
+                                   and not self._needs_oracle)
         self._completed_quietly = False  # this instant had such completions
         self.charger = CostCharger(costs, getattr(perf, "topo", None), getattr(perf, "zoo", None))
         self._init_recording(self.opt.record_decisions)  # timeline and decision rows (`engine_record`)

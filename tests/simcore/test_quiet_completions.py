@@ -24,7 +24,7 @@ WORKLOADS = {
 }
 
 
-def _run(monkeypatch, workload: str, declared: bool) -> tuple[pd.DataFrame, pd.DataFrame, list[tuple[float, int]]]:
+def _run(monkeypatch, workload: str, declared: bool) -> tuple[pd.DataFrame, pd.DataFrame, list]:
     from experiments.runner import RunConfig, run
 
     made = []  # (time, queued jobs) of each call the policy saw

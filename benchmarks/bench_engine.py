@@ -30,6 +30,7 @@ trace takes 29–33 s CPU (policy 6.7–7.6 s), 305,232 events, 0.68 GB peak.
 from __future__ import annotations
 
 import multiprocessing
+import os
 import queue
 import resource
 import sys
@@ -37,7 +38,8 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-PHILLY_CSV = REPO.parent / "shared" / "data" / "traces" / "philly" / "philly_jobs.csv"
+SHARED = Path(os.environ.get("COSIM_SHARED_DATA", REPO.parent / "shared" / "data"))
+PHILLY_CSV = SHARED / "traces" / "philly" / "philly_jobs.csv"
 FIVE = ("fifo", "sjf", "srtf", "tiresias", "gandiva")
 
 
@@ -169,7 +171,7 @@ def bench_engine_small_five_policies() -> dict:
 def _philly_row(policy: str, name: str, target: str) -> dict:
     """One full-Philly run of `policy` in a fresh process, as a benchmark row."""
     if not PHILLY_CSV.is_file():
-        raise FileNotFoundError(f"{PHILLY_CSV} (needs ../shared/data)")
+        raise FileNotFoundError(f"{PHILLY_CSV} (needs ../shared/data or $COSIM_SHARED_DATA)")
     r = _in_child(_child_philly, policy, None)
     return dict(name=name, value=round(r["wall_s"], 2), unit="s", target=target,
                 detail=f"cpu {r['cpu_s']:.1f} s, of which in the policy {r['policy_s']:.1f} s; "

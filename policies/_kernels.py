@@ -27,6 +27,34 @@ def node_free_counts(avail, gpu_node, gpu_type, want_type, num_nodes):
 
 
 @njit(cache=True, no_cfunc_wrapper=True)
+def _eight_per_node(n_gpus, node_first_gpu, node_num_gpus):
+    """Whether node n holds exactly GPUs 8n .. 8n+7 for every n (DGX-style fabrics)."""
+    if n_gpus != 8 * node_first_gpu.shape[0]:
+        return False
+    for n in range(node_first_gpu.shape[0]):
+        if node_first_gpu[n] != 8 * n or node_num_gpus[n] != 8:
+            return False
+    return True
+
+
+@njit(cache=True, no_cfunc_wrapper=True)
+def node_free_counts_any(avail, gpu_node, gpu_type, node_first_gpu, node_num_gpus):
+    """`node_free_counts` for any GPU type. On a fabric of 8-GPU nodes each node's flags are one
+    8-byte word whose bytes (0 or 1) one multiplication sums into its top byte: a word per
+    node instead of a scattered increment per GPU (the same counts, several times faster)."""
+    n_nodes = node_first_gpu.shape[0]
+    if not _eight_per_node(avail.shape[0], node_first_gpu, node_num_gpus):
+        return node_free_counts(avail, gpu_node, gpu_type, -1, n_nodes)
+    f = np.empty(n_nodes, np.int64)
+    words = avail.view(np.uint64)
+    ones = np.uint64(0x0101010101010101)
+    top = np.uint64(56)
+    for n in range(n_nodes):
+        f[n] = (words[n] * ones) >> top
+    return f
+
+
+@njit(cache=True, no_cfunc_wrapper=True)
 def type_counts(avail, gpu_type, num_types):
     c = np.zeros(num_types, np.int64)
     for g in range(avail.shape[0]):
@@ -279,7 +307,10 @@ def consolidate_gpus(avail, gpu_node, gpu_type, want_type, node_first_gpu, node_
                      num_leaves, num_pods, demand):
     """`consolidate_nodes` on the usable GPUs and `take_gpus` of the result, in one call
     (the common placement of every policy: one dispatch instead of three). Empty if none."""
-    f = node_free_counts(avail, gpu_node, gpu_type, want_type, node_num_gpus.shape[0])
+    if want_type < 0:
+        f = node_free_counts_any(avail, gpu_node, gpu_type, node_first_gpu, node_num_gpus)
+    else:
+        f = node_free_counts(avail, gpu_node, gpu_type, want_type, node_num_gpus.shape[0])
     nodes, counts = consolidate_nodes(f, demand, node_leaf, leaf_pod, num_leaves, num_pods)
     if nodes.shape[0] == 0:
         return np.empty(0, np.int32)

@@ -138,7 +138,7 @@ def usable_mask(online, claimed, held):
     """The GPUs a placement may take: online, unclaimed, not held by an unvisited job."""
     a = np.empty(online.shape[0], np.bool_)
     for g in range(online.shape[0]):
-        a[g] = online[g] and not claimed[g] and not held[g]
+        a[g] = online[g] & (not (claimed[g] | held[g]))  # no branch: the loop vectorises
     return a
 
 
@@ -147,7 +147,7 @@ def pool_mask(online, claimed, held, victim_rank, n):
     """The usable GPUs plus those of the first `n` victims (`victim_rank[g] < n`)."""
     a = np.empty(online.shape[0], np.bool_)
     for g in range(online.shape[0]):
-        a[g] = (online[g] and not claimed[g] and not held[g]) or victim_rank[g] < n
+        a[g] = (online[g] & (not (claimed[g] | held[g]))) | (victim_rank[g] < n)
     return a
 
 
@@ -214,8 +214,7 @@ def walk_run(order, start, undecided, slow, klass, num_classes, demand, type_req
     n = order.shape[0]
     free = 0  # usable GPUs now: online, not claimed this round, not held by an unvisited job
     for g in range(online.shape[0]):
-        if online[g] and not claimed[g] and not held[g]:
-            free += 1
+        free += online[g] & (not (claimed[g] | held[g]))  # no branch (as `usable_mask`)
     vic = np.zeros(num_classes + 1, np.int64)
     # GPUs per class of every undecided job (also one a caller passed over without deciding).
     # `counts[3]`: -1, list the victim candidates (running at the round's start, lowest
@@ -397,8 +396,7 @@ def preempt_plan(owner, online, claimed, held, gpu_type, want_type, undecided, a
     if nv == 0:
         return cand, vr, 0, empty
     for g in range(g_n):
-        if online[g] and not claimed[g] and not held[g]:
-            bound += 1
+        bound += online[g] & (not (claimed[g] | held[g]))
     if bound < demand:
         return cand, vr, 0, empty
     for i in range(nv - 1, -1, -1):  # a job listed twice ranks at its first place
@@ -431,7 +429,7 @@ def preempt_plan(owner, online, claimed, held, gpu_type, want_type, undecided, a
         return cand, vr, 0, empty
     pool = np.empty(g_n, np.bool_)
     for g in range(g_n):
-        pool[g] = (online[g] and not claimed[g] and not held[g]) or vr[g] < lo
+        pool[g] = (online[g] & (not (claimed[g] | held[g]))) | (vr[g] < lo)
     return cand, vr, lo, pool
 
 

@@ -21,13 +21,16 @@ class BasePolicy:
 
     The behaviour flags of `simcore.api.Policy` are declared here with their defaults, and a
     policy overrides the ones that hold for it (class attributes): `rounds_need_queue`,
-    `ignores_restart_ends`, `wants_epoch_events`, `milestones` (see `simcore.api.Policy`).
+    `completions_need_queue`, `ignores_restart_ends`, `wants_epoch_events`, `milestones`
+    (see `simcore.api.Policy`).
     """
 
     name: ClassVar[str]
     Config: ClassVar[type]
     #: a periodic round can change nothing while no job is queued
     rounds_need_queue: ClassVar[bool] = False
+    #: a job completing can change nothing while no job is queued
+    completions_need_queue: ClassVar[bool] = False
     #: a job finishing its restart changes none of the policy's decisions
     ignores_restart_ends: ClassVar[bool] = False
     #: call the policy at each epoch end of a job whose epochs are known

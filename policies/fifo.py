@@ -57,6 +57,7 @@ class Fifo(BasePolicy):
     single_type_placement = True  # the shared placer keeps a job on one type (`simcore.admission`)
     Config = FifoConfig
     rounds_need_queue = True  # non-preemptive: with nothing queued a round changes nothing
+    completions_need_queue = True  # ... and so does a completion (nothing grows into freed GPUs)
     ignores_restart_ends = True  # a restart end frees no GPU and changes no priority here
 
     def decide(self, view: ClusterView, now: float) -> Decision:
@@ -121,6 +122,7 @@ class FifoBackfill(BasePolicy):
     single_type_placement = True  # the shared placer keeps a job on one type (`simcore.admission`)
     Config = BackfillConfig
     rounds_need_queue = True  # non-preemptive: with nothing queued a round changes nothing
+    completions_need_queue = True  # ... and so does a completion (nothing grows into freed GPUs)
 
     def __init__(self, config: BackfillConfig) -> None:
         super().__init__(config)

@@ -52,7 +52,7 @@ def _num_leaves(c: ClusterArrays) -> int:
 
 
 def _num_pods(c: ClusterArrays) -> int:
-    return int(c.leaf_pod.max()) + 1 if c.leaf_pod.size else 1
+    return c.num_pods
 
 
 def free_mask(c: ClusterArrays) -> np.ndarray:

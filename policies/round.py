@@ -267,7 +267,15 @@ class Round:
         """`keep` every unvisited running job: in bulk where they can stay as they are."""
         if not self._n_und:
             return
-        ks = self.running_idx[self.undecided[self.running_idx]]
+        run = self.running_idx
+        if self._n_und == run.shape[0] and self._slow.shape[0] == 0:  # none visited, none slow: all kept
+            ks = run.copy()  # writable, as the kernels that read the kept jobs take them
+            self.undecided[ks] = False
+            self._kept.append(ks)
+            self._pending_arr.append(ks)
+            self._n_und = 0
+            return
+        ks = run[self.undecided[run]]
         if ks.size:
             fast = self._fast(ks)
             ks_fast = ks[fast]

@@ -59,6 +59,7 @@ class Sjf(BasePolicy):
     single_type_placement = True  # the shared placer keeps a job on one type (`simcore.admission`)
     Config = SjfConfig
     rounds_need_queue = True  # non-preemptive: with nothing queued a round changes nothing
+    completions_need_queue = True  # ... and so does a completion (nothing grows into freed GPUs)
     ignores_restart_ends = True  # a restart end frees no GPU and changes no priority here
 
     def __init__(self, config: SjfConfig) -> None:

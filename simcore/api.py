@@ -15,6 +15,7 @@ from __future__ import annotations
 import dataclasses
 import enum
 from dataclasses import dataclass, field, fields
+from functools import cached_property
 from typing import Any, Callable, ClassVar, Mapping, Protocol, runtime_checkable
 
 import numpy as np
@@ -71,6 +72,12 @@ class ClusterArrays:
     @property
     def num_gpus(self) -> int:
         return int(self.gpu_node.shape[0])
+
+    @cached_property
+    def num_pods(self) -> int:
+        """Pods of the topology (`leaf_pod` holds 0..P-1), computed on first use: placements
+        ask it at every call."""
+        return int(self.leaf_pod.max()) + 1 if self.leaf_pod.size else 1
 
     def free_gpus(self) -> np.ndarray:
         """Ids of GPUs that are online and unallocated, ascending."""
@@ -353,6 +360,7 @@ class PolicyFlags:
     that hold for it as class or instance attributes, set before the run)."""
 
     rounds_need_queue: bool = False
+    completions_need_queue: bool = False
     ignores_restart_ends: bool = False
     wants_epoch_events: bool = False
     milestones: tuple = ()
@@ -369,6 +377,7 @@ class PolicyFlags:
         the engine checks them)."""
         d = {f.name: getattr(policy, f.name, f.default) for f in fields(cls)}
         return cls(rounds_need_queue=bool(d["rounds_need_queue"]),
+                   completions_need_queue=bool(d["completions_need_queue"]),
                    ignores_restart_ends=bool(d["ignores_restart_ends"]),
                    wants_epoch_events=bool(d["wants_epoch_events"]), milestones=tuple(d["milestones"] or ()),
                    answers_reclaims=bool(d["answers_reclaims"]), needs=frozenset(d["needs"] or ()),
@@ -391,6 +400,12 @@ class Policy(Protocol):
       while no job is queued (it reacts to service thresholds through `Decision.wake_at`),
       so the engine skips rounds at instants with an empty queue. Events and wake-ups
       still call it.
+    - `completions_need_queue`: the policy declares that a job completing can change nothing
+      while no job is queued (non-preemptive, never grows a running job: FIFO, SJF), so an
+      instant whose only news is completions, with an empty queue after them, is answered by
+      the engine ("keep everything") without calling it, counted as a policy call like a
+      quiet round (the decision sequence is the same). Honoured only for policies without
+      oracle needs (their view refreshes remaining times at every call).
     - `ignores_restart_ends`: the policy declares that a job finishing its restart (RESTARTING
       → RUNNING; it held its GPUs throughout) can change none of its decisions, so that event
       alone does not call it. True for policies that treat restarting jobs as running and

@@ -205,6 +205,10 @@ class Engine(Stepping, EventHandling, NodeChanges, PolicyView, Applying, Recordi
             raise PolicyError(f"policy '{self.name}' declares milestones (fractions of a job's work) without "
                               f"needs {NEED_PROGRESS_ORACLE!r}: milestones reveal progress, an oracle fact")
         self._needs_oracle = NEED_DURATION_ORACLE in needs
+        # completions that call the policy only when a job is queued after them (`_run`)
+        self._quiet_completions = (policy.event_driven and flags.completions_need_queue
+                                   and not self._needs_oracle)
+        self._completed_quietly = False  # this instant had such completions
         self.charger = CostCharger(costs, getattr(perf, "topo", None), getattr(perf, "zoo", None))
         self._init_recording(self.opt.record_decisions)  # timeline and decision rows (`engine_record`)
         self.marks = ProgressMarks(jobs, flags, self.name, goodput, self.eff)  # epoch ends, milestones
@@ -255,17 +259,25 @@ class Engine(Stepping, EventHandling, NodeChanges, PolicyView, Applying, Recordi
             call = self._accept(t, done)  # completions, restart ends, arrivals, capacity, wakes, rounds
             if hit.shape[0]:
                 call = self.marks.reached(hit) or call  # epoch ends (goodput refreshes), milestones
+            answered = False  # the instant is answered here ("keep everything"), as the policy declared
+            if self._completed_quietly:
+                self._completed_quietly = False
+                if not call:  # completions alone, under `completions_need_queue`: a call only for a queue
+                    call = self._any_queued()
+                    answered = not call
             if self._round_due:
                 self._round_due = False
                 if not call:
                     if t < self._quiet_until and self._alloc and not self._needs_oracle:
-                        # the policy promised this round keeps everything: its decision, answered
-                        # here (what `_is_stuck` does after a call that changes nothing while jobs run)
-                        self.num_calls += 1
-                        self.quiet_rounds += 1
-                        self._idle_calls = 0
+                        self.quiet_rounds += 1  # the policy promised this round keeps everything
+                        answered = True
                     else:
                         call = True
+            if answered and not call:  # counted as a call that changes nothing
+                self.num_calls += 1
+                if self._is_stuck(False):
+                    stuck = True
+                    break
             if call:
                 decision = self._decide(t)  # the policy, with its name and the time on failure
                 checked = validate_decision(decision, self.jobs, self.cluster, self.perf, self._alloc_t,
@@ -278,7 +290,7 @@ class Engine(Stepping, EventHandling, NodeChanges, PolicyView, Applying, Recordi
                 if decision.wake_at is not None and decision.wake_at > t and decision.wake_at not in self._wakes:
                     self._wakes.add(decision.wake_at)
                     self.queue.push(Event(decision.wake_at, WAKE))
-                if self._is_stuck(did, decision):
+                if self._is_stuck(did):
                     stuck = True
                     break
             if self.rates.dirty:
@@ -306,7 +318,7 @@ class Engine(Stepping, EventHandling, NodeChanges, PolicyView, Applying, Recordi
             self.policy_wall_s += _time.perf_counter() - w0
         return decision
 
-    def _is_stuck(self, did: bool, decision: Decision) -> bool:
+    def _is_stuck(self, did: bool) -> bool:
         """Nothing runs, nothing outside the policy can change the state, and the policy keeps
         changing nothing: the queued jobs can never start."""
         if did or self._alloc or self._pending_outside:

@@ -54,7 +54,10 @@ class EventHandling:
         if done.shape[0]:
             for k in done.tolist():
                 self._complete(k, t)
-            call = bool(self.policy.event_driven)
+            if self._quiet_completions:
+                self._completed_quietly = True  # a call only if a job is queued (`Engine._run`)
+            else:
+                call = bool(self.policy.event_driven)
         while self.queue.peek_time() <= t:
             ev = self.queue.pop()
             self.num_events += 1

@@ -153,3 +153,23 @@ def test_large_cluster_is_fast(strategy):
         assert g is not None and len(g) == d and avail[g].all()
     per_call = (time.perf_counter() - t) / 140
     assert per_call < 2e-3, per_call
+
+
+@pytest.mark.parametrize("per, nodes", [(8, 300), (8, 1), (4, 50), (16, 20)])
+def test_free_counts_per_node_word_equal_the_per_gpu_count(per, nodes):
+    """The 8-GPU-node word count (`node_free_counts_any`) gives exactly the per-GPU counts, on
+    the fabrics it takes (8 GPUs at 8n) and, through its fallback, on the others."""
+    from policies import _kernels as K
+
+    rng = np.random.default_rng(per * nodes)
+    g = per * nodes
+    gpu_node = (np.arange(g) // per).astype(np.int32)
+    gpu_type = np.zeros(g, np.int16)
+    first = (np.arange(nodes) * per).astype(np.int32)
+    num = np.full(nodes, per, np.int32)
+    for p in (0.0, 0.2, 0.7, 1.0):
+        avail = rng.random(g) < p
+        want = np.bincount(gpu_node[avail], minlength=nodes)
+        got = K.node_free_counts_any(avail, gpu_node, gpu_type, first, num)
+        assert got.tolist() == want.tolist()
+        assert got.tolist() == K.node_free_counts(avail, gpu_node, gpu_type, -1, nodes).tolist()

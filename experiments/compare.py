@@ -32,7 +32,9 @@ Each claim then gets one of three verdicts, `VERDICTS`:
 A claim naming a policy (`pollux`) checks the row's one parameterised label of it
 (`pollux(generations=4,population=10)`, a size that runs it with other parameters) when there is
 exactly one. A claim with no cells for one of its sides is `not checked`, with the catalog's reason
-(`not_at = { small = "why" }` on the claim or its figure) or "no cells for X".
+(`not_at = { small = "why" }` on the claim or its figure) or "no cells for X". A claim the catalog
+marks `not_at` for the size is `not checked` with that reason even where the size has cells (a sample
+too small to show the effect): cosim's values are printed, no direction is judged.
 
 Seeds: the spread is over the `seed` coordinate, which seeds the synthetic workload and the
 policy's randomness together (a trace file keeps its jobs: only the policy's draws change). Per
@@ -182,8 +184,10 @@ def check_claim(row: str, values: dict[str, float], claim: Claim, lower: bool, f
     seed_r = tuple(_direction(sa[k], sb[k], lower, tol) for k in common)
     ratio = margin_ratio(factor, claim.factor)
     verdict, why = classify(claim, result, ratio, seed_r)
-    return Verdict(row, claim, f"{claim.better} {fmt(a)} {sign} {claim.worse} {fmt(b)} ({factor:.2f}×)", result,
-                   factor, ratio, seed_f, seed_r, verdict, why)
+    text = f"{claim.better} {fmt(a)} {sign} {claim.worse} {fmt(b)} ({factor:.2f}×)"
+    if size in claim.not_at:  # the catalog says this size cannot check it: the values are shown, not judged
+        return Verdict(row, claim, text, "n/a", factor, verdict=NOT_CHECKED, why=claim.not_at[size])
+    return Verdict(row, claim, text, result, factor, ratio, seed_f, seed_r, verdict, why)
 
 
 def _select(name: str, row: str) -> tuple[str, str]:

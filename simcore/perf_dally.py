@@ -58,20 +58,7 @@ class AstraRatioPerf(PerfModel):
     def _layers(self, model: str) -> Any:
         lm = self._lm.get(model)
         if lm is None:
-            from calibration.validate import DALLY_LAYER_FILES
-            from collectives.layers import read_layers
-            from cosim.paths import shared_data_dir
-
-            base = model.split("@")[0].split("#")[0]
-            stem = DALLY_LAYER_FILES.get(base)
-            if stem is None:
-                raise InputError.at(field="model", expected="one of Dally Table I's models ("
-                                    + ", ".join(DALLY_LAYER_FILES) + ") under --perf astra", got=model)
-            d = self._layers_dir or shared_data_dir("models/layers")
-            files = sorted(Path(d).glob(f"{stem}*.csv"))
-            if not files:
-                raise InputError.at(d, expected=f"the Dally per-layer workload file {stem}*.csv")
-            lm = self._lm[model] = read_layers(files[0])
+            lm = self._lm[model] = read_workload(model, self._layers_dir)
         return lm
 
     def missing(self, model: str, gpu_type: int) -> str | None:
@@ -111,6 +98,25 @@ class AstraRatioPerf(PerfModel):
         if self.reference == "compute":
             return 1.0 if len(gpus) else math.inf
         return super().solo_iter_s(model, gpus, batch)
+
+
+def read_workload(model: str, layers_dir: Path | str | None = None) -> Any:
+    """The authors' per-layer workload file of a Table I model (`collectives.layers.LayerModel`),
+    from `layers_dir` or the shared data's ``models/layers/``; a one-line error otherwise."""
+    from calibration.validate import DALLY_LAYER_FILES
+    from collectives.layers import read_layers
+    from cosim.paths import shared_data_dir
+
+    base = model.split("@")[0].split("#")[0]
+    stem = DALLY_LAYER_FILES.get(base)
+    if stem is None:
+        raise InputError.at(field="model", expected="one of Dally Table I's models ("
+                            + ", ".join(DALLY_LAYER_FILES) + ") under --perf astra", got=model)
+    d = layers_dir or shared_data_dir("models/layers")
+    files = sorted(Path(d).glob(f"{stem}*.csv"))
+    if not files:
+        raise InputError.at(d, expected=f"the Dally per-layer workload file {stem}*.csv")
+    return read_layers(files[0])
 
 
 def table_i(preset: str = "dally-3tier", layers_dir: Path | str | None = None) -> Any:

@@ -215,6 +215,11 @@ def test_verdict_levels_on_hand_made_cases():
     gone = check_claim("r", {"a": 1.0}, why, True, _fmt, size="small")
     assert (gone.verdict, gone.why, gone.result) == (NOT_CHECKED, "the CI trace has no contention", "n/a")
     assert check_claim("r", {"a": 1.0}, paper, True, _fmt, size="small").why == "no cells for b at this size"
+    # cells at a size the catalog says cannot check the claim: the values are shown, no direction is judged
+    shown = check_claim("r", {"a": 1.0, "b": 0.5}, why, True, _fmt, size="small")
+    assert (shown.verdict, shown.why, shown.result) == (NOT_CHECKED, "the CI trace has no contention", "n/a")
+    assert shown.cosim.startswith("a ") and "worse than b" in shown.cosim
+    assert check_claim("r", {"a": 1.0, "b": 2.0}, why, True, _fmt, size="full").verdict == REPRODUCES
 
 
 def test_claim_schema_defaults_and_bad_values():

@@ -38,7 +38,8 @@ def formatter(metric: str):
 
 
 def version_line() -> str:
-    """cosim version and the checkout's commit (with `+dirty` when it has uncommitted changes)."""
+    """cosim version and the checkout's commit (with `+dirty` when its code has uncommitted changes;
+    reports and figures under docs/, which reproductions rewrite, do not count)."""
     from cosim import __version__
 
     try:
@@ -46,7 +47,8 @@ def version_line() -> str:
                               text=True, timeout=10)
         commit = head.stdout.strip() if head.returncode == 0 else "unknown"
         if head.returncode == 0:
-            dirty = subprocess.run(["git", "-C", str(REPO), "status", "--porcelain", "--untracked-files=no"],
+            dirty = subprocess.run(["git", "-C", str(REPO), "status", "--porcelain", "--untracked-files=no", "--", ".",
+                                    ":(exclude)docs"],
                                    capture_output=True, text=True, timeout=10).stdout.strip()
             commit += "+dirty" if dirty else ""
     except (OSError, subprocess.SubprocessError):

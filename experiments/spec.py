@@ -227,7 +227,9 @@ class Experiment:
 
 
 def shared_data_dir() -> Path:
-    return Path(os.environ.get("COSIM_SHARED_DATA", DEFAULT_SHARED))
+    """`$COSIM_SHARED_DATA` when set and not empty (as `cosim.paths` reads it), else the checkout's sibling."""
+    env = os.environ.get("COSIM_SHARED_DATA", "").strip()
+    return Path(env).expanduser() if env else DEFAULT_SHARED
 
 
 def resolve_traces(experiment: Experiment, grid: str, size: str, shared: Path | None = None) -> list[TraceEntry]:

@@ -17,7 +17,7 @@ from experiments.spec import load_experiment, resolve_traces
 from tests.conftest import SHARED_DATA as _CHECKOUT_SHARED
 from tests.experiments.test_reproduce import _table
 
-SHARED_DATA = Path(os.environ.get("COSIM_SHARED_DATA", _CHECKOUT_SHARED))
+SHARED_DATA = Path(os.environ.get("COSIM_SHARED_DATA", "").strip() or _CHECKOUT_SHARED)
 WORKLOAD_1 = SHARED_DATA / "traces" / "philly" / "workloads" / "workload-1.csv"
 POLICIES = ("ares", "ares-artifact", "themis-ftf-lp", "tiresias-pollux", "srjf")
 

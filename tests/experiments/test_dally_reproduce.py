@@ -14,7 +14,7 @@ from experiments.spec import load_experiment
 from tests.conftest import SHARED_DATA as _CHECKOUT_SHARED
 from tests.experiments.test_reproduce import _table
 
-SHARED_DATA = Path(os.environ.get("COSIM_SHARED_DATA", _CHECKOUT_SHARED))
+SHARED_DATA = Path(os.environ.get("COSIM_SHARED_DATA", "").strip() or _CHECKOUT_SHARED)
 POLICIES = {"gandiva", "tiresias-dally", "dally-manual", "dally-nowait", "dally-fullyconsolidated", "dally"}
 
 

@@ -16,7 +16,7 @@ from cosim.errors import InputError
 from tests.conftest import SHARED_DATA as _CHECKOUT_SHARED
 from tests.experiments.test_reproduce import _table
 
-SHARED_DATA = Path(os.environ.get("COSIM_SHARED_DATA", _CHECKOUT_SHARED))
+SHARED_DATA = Path(os.environ.get("COSIM_SHARED_DATA", "").strip() or _CHECKOUT_SHARED)
 WORKLOAD_1 = SHARED_DATA / "traces" / "philly" / "workloads-pollux-osdi21" / "workload-1.csv"
 #: the Pollux simulator's average JCT on workload-1 as we ran it (docs/peers.md)
 PEER_S = {"tiresias-pollux": 2473.65, "optimus": 4087.06}

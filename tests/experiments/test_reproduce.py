@@ -19,7 +19,7 @@ from tests.conftest import SHARED_DATA as _CHECKOUT_SHARED
 
 PAPER = "tiresias-vs-fifo"
 #: the shared workloads: ../shared/data beside the checkout, or where COSIM_SHARED_DATA points
-SHARED_DATA = Path(os.environ.get("COSIM_SHARED_DATA", _CHECKOUT_SHARED))
+SHARED_DATA = Path(os.environ.get("COSIM_SHARED_DATA", "").strip() or _CHECKOUT_SHARED)
 
 
 def _table(report: str, section: str, header: str) -> list[list[str]]:

@@ -1,4 +1,4 @@
-"""Where PAL's decision time goes on the issue-14 views (2,048 GPUs, 1,000 active jobs).
+"""Where PAL's decision time goes on the policy benchmark's large views (2,048 GPUs, 1,000 active jobs).
 
 `benchmarks.bench_policies --table --only pal` gives the fresh/warm numbers the target reads
 (warm call < 50 ms); this splits a warm call into the L×V candidate kernel

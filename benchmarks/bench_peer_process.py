@@ -69,7 +69,7 @@ def timed(cmd: list[str], cwd: Path, env: dict | None = None) -> tuple[float, fl
 
 def simulate_args(trace: Path | str, policy: str, out: Path | str) -> list[str]:
     """The Pollux-workload command after `cosim` (16 x 4 T4, the peer's measured tables and goodput
-    progress): the one command every issue-14 benchmark times or compares."""
+    progress): the one command every peer benchmark times or compares."""
     return ["simulate", "--trace", str(trace), "--cluster", "t4-pcie", "--nodes", "16", "--policy", policy,
             "--perf", "measured-pollux-sim", "--progress", "goodput", "--costs", "pollux-sim", "--out", str(out),
             "--overwrite"]

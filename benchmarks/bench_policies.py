@@ -243,7 +243,7 @@ def bench_placement_consolidate() -> dict:
 def bench_philly_cut_per_call(policy: str = "tiresias", limit: int = 3000) -> dict:
     """Mean `decide` time per call through the real runner: first `limit` Philly jobs, 512-GPU fabric.
 
-    The issue-4 setting (benchmarks/bench_engine.py's philly-512 cluster, contention on) on
+    The engine benchmark's setting (benchmarks/bench_engine.py's philly-512 cluster, contention on) on
     a cut of the trace; the full trace makes ~241k policy calls, so the policy share of the
     30 s target is about this number × 241k.
     """

@@ -84,14 +84,14 @@ def _time(view, name: str, target: str, repeats: int, **params) -> dict:
 
 
 def bench_pollux_round_16x4() -> dict:
-    return _time(small_view(), "pollux_round_64gpu_40jobs", "< 1 s (issue 14: Pollux's GA)", repeats=3)
+    return _time(small_view(), "pollux_round_64gpu_40jobs", "< 1 s (Pollux's GA)", repeats=3)
 
 
 def bench_pollux_round_2048gpu_1000jobs() -> dict:
     from benchmarks.bench_policies import build_view
 
     view = build_view(engine_fields=True)
-    return _time(view, "pollux_round_2048gpu_1000jobs", "< 1 s (issue 14, at the population and generations stated)",
+    return _time(view, "pollux_round_2048gpu_1000jobs", "< 1 s (at the population and generations stated)",
                  repeats=2, population=POP_BIG, generations=GEN_BIG)
 
 

@@ -1,5 +1,5 @@
 #!/bin/bash
-# Hot-path check for start-up work (issue 15): Tiresias on the full Philly trace (philly-512,
+# Hot-path check for start-up work: Tiresias on the full Philly trace (philly-512,
 # contention on), alternating two checkouts, each run in a fresh process; prints cpu_s (process
 # CPU of the run, the comparable number on a shared host), wall_s and policy_s, and the 1-min load.
 #   bash benchmarks/bench_tiresias_pair.sh BASE_DIR THIS_DIR [ROUNDS]

@@ -233,7 +233,7 @@ def dally_table_layers(layers_dir, params=None, preset: str = "dally-3tier", loo
 
 
 def dally_checks(t: pd.DataFrame) -> dict[str, bool]:
-    """Issue-5 targets on a Dally table: machine within 3 points; rack and network within one
+    """The Dally Table I targets: machine within 3 points; rack and network within one
     order of magnitude (factor 10) of the paper; the paper's network-tier order."""
     order = ["mobilenet_v3", "resnet18", "bert_large", "alexnet", "resnet50", "vgg11"]
     net = t.set_index("model")["network %"]

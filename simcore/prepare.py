@@ -13,7 +13,7 @@ Work modes (see `simcore.work`), first match wins:
    `T = time_per_iteration × total_iterations` (or `duration` without iterations) is replayed:
    REPLAY (SAMPLES for elastic jobs) with `W = T / t_ref`. The trace's iterations are not
    replayed at the zoo's step time: the zoo's model of a job is not the job the trace timed
-   (the issue-11 measurement: median 27×, max 2,138× on `sensetime-1april.json`). With a perf
+   (measured on the SenseTime trace: median 27×, max 2,138× on `sensetime-1april.json`). With a perf
    backend whose consolidated iteration time is the trace's own (`trace`), `W` is exactly the
    trace's iteration count; with any backend, the job alone on the placement its trace implies
    (its requested GPUs, consolidated) takes `T`, and a worse placement costs more.

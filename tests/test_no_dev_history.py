@@ -35,7 +35,7 @@ PY_ROOTS = ("cosim", "simcore", "netmodel", "collectives", "calibration", "polic
 
 HISTORY = re.compile(
     r"\b(?:sessions?|helper|final tree|sandbox(?:es)?)\b"  # who did it, on which tree
-    r"|\bissues?\s*#?\d+"  # which ticket
+    r"|\bissues?[\s-]*#?\d+"  # which ticket
     r"|(?<![\w/.-])(?=[0-9a-f]*\d)(?=[0-9a-f]*[a-f])[0-9a-f]{7,40}(?![\w-])"  # commit-like hex, with a digit and a letter
     r"|/work/|/root/|/home/\w+/"  # paths of a development machine
     r"|\b202\d-\d\d-\d\d\b"  # dated log entries

@@ -17,16 +17,6 @@ _NONE = 4611686018427387904  # 2**62: 'impossible' (a plain int, so numba inline
 
 
 @njit(cache=True, no_cfunc_wrapper=True)
-def node_free_counts(avail, gpu_node, gpu_type, want_type, num_nodes):
-    """Usable GPUs per node: `avail[g]` and (any type or `gpu_type[g] == want_type`)."""
-    f = np.zeros(num_nodes, np.int64)
-    for g in range(avail.shape[0]):
-        if avail[g] and (want_type < 0 or gpu_type[g] == want_type):
-            f[gpu_node[g]] += 1
-    return f
-
-
-@njit(cache=True, no_cfunc_wrapper=True)
 def _eight_per_node(n_gpus, node_first_gpu, node_num_gpus):
     """Whether node n holds exactly GPUs 8n .. 8n+7 for every n (DGX-style fabrics)."""
     if n_gpus != 8 * node_first_gpu.shape[0]:
@@ -38,19 +28,24 @@ def _eight_per_node(n_gpus, node_first_gpu, node_num_gpus):
 
 
 @njit(cache=True, no_cfunc_wrapper=True)
-def node_free_counts_any(avail, gpu_node, gpu_type, node_first_gpu, node_num_gpus):
-    """`node_free_counts` for any GPU type. On a fabric of 8-GPU nodes each node's flags are one
-    8-byte word whose bytes (0 or 1) one multiplication sums into its top byte: a word per
-    node instead of a scattered increment per GPU (the same counts, several times faster)."""
+def node_free_counts(avail, gpu_node, gpu_type, want_type, node_first_gpu, node_num_gpus):
+    """Usable GPUs per node: `avail[g]` and (any type or `gpu_type[g] == want_type`).
+
+    For any type on a fabric of 8-GPU nodes each node's flags are one 8-byte word whose bytes
+    (0 or 1) one multiplication sums into its top byte: a word per node instead of a scattered
+    increment per GPU (the same counts, several times faster)."""
     n_nodes = node_first_gpu.shape[0]
-    if not _eight_per_node(avail.shape[0], node_first_gpu, node_num_gpus):
-        return node_free_counts(avail, gpu_node, gpu_type, -1, n_nodes)
-    f = np.empty(n_nodes, np.int64)
-    words = avail.view(np.uint64)
-    ones = np.uint64(0x0101010101010101)
-    top = np.uint64(56)
-    for n in range(n_nodes):
-        f[n] = (words[n] * ones) >> top
+    f = np.zeros(n_nodes, np.int64)
+    if want_type < 0 and _eight_per_node(avail.shape[0], node_first_gpu, node_num_gpus):
+        words = avail.view(np.uint64)
+        ones = np.uint64(0x0101010101010101)
+        top = np.uint64(56)
+        for n in range(n_nodes):
+            f[n] = (words[n] * ones) >> top
+        return f
+    for g in range(avail.shape[0]):
+        if avail[g] and (want_type < 0 or gpu_type[g] == want_type):
+            f[gpu_node[g]] += 1
     return f
 
 
@@ -307,10 +302,7 @@ def consolidate_gpus(avail, gpu_node, gpu_type, want_type, node_first_gpu, node_
                      num_leaves, num_pods, demand):
     """`consolidate_nodes` on the usable GPUs and `take_gpus` of the result, in one call
     (the common placement of every policy: one dispatch instead of three). Empty if none."""
-    if want_type < 0:
-        f = node_free_counts_any(avail, gpu_node, gpu_type, node_first_gpu, node_num_gpus)
-    else:
-        f = node_free_counts(avail, gpu_node, gpu_type, want_type, node_num_gpus.shape[0])
+    f = node_free_counts(avail, gpu_node, gpu_type, want_type, node_first_gpu, node_num_gpus)
     nodes, counts = consolidate_nodes(f, demand, node_leaf, leaf_pod, num_leaves, num_pods)
     if nodes.shape[0] == 0:
         return np.empty(0, np.int32)

@@ -78,7 +78,7 @@ def tier_of(c: ClusterArrays, gpus: np.ndarray) -> int:
 
 
 def _node_free(c: ClusterArrays, avail: np.ndarray, want_type: int) -> np.ndarray:
-    return K.node_free_counts(avail, c.gpu_node, c.gpu_type, int(want_type), int(c.node_num_gpus.shape[0]))
+    return K.node_free_counts(avail, c.gpu_node, c.gpu_type, int(want_type), c.node_first_gpu, c.node_num_gpus)
 
 
 def _take(c: ClusterArrays, avail, want_type, nodes, counts) -> np.ndarray | None:

@@ -157,8 +157,8 @@ def test_large_cluster_is_fast(strategy):
 
 @pytest.mark.parametrize("per, nodes", [(8, 300), (8, 1), (4, 50), (16, 20)])
 def test_free_counts_per_node_word_equal_the_per_gpu_count(per, nodes):
-    """The 8-GPU-node word count (`node_free_counts_any`) gives exactly the per-GPU counts, on
-    the fabrics it takes (8 GPUs at 8n) and, through its fallback, on the others."""
+    """`node_free_counts` gives exactly the per-GPU counts, through its 8-GPU-node word count on
+    the fabrics it takes (8 GPUs at 8n, any type) and its per-GPU loop on the others and per type."""
     from policies import _kernels as K
 
     rng = np.random.default_rng(per * nodes)
@@ -170,6 +170,7 @@ def test_free_counts_per_node_word_equal_the_per_gpu_count(per, nodes):
     for p in (0.0, 0.2, 0.7, 1.0):
         avail = rng.random(g) < p
         want = np.bincount(gpu_node[avail], minlength=nodes)
-        got = K.node_free_counts_any(avail, gpu_node, gpu_type, first, num)
+        got = K.node_free_counts(avail, gpu_node, gpu_type, -1, first, num)
         assert got.tolist() == want.tolist()
-        assert got.tolist() == K.node_free_counts(avail, gpu_node, gpu_type, -1, nodes).tolist()
+        assert K.node_free_counts(avail, gpu_node, gpu_type, 0, first, num).tolist() == want.tolist()
+        assert not K.node_free_counts(avail, gpu_node, gpu_type, 1, first, num).any()

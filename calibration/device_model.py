@@ -35,7 +35,9 @@ The form, per measured curve (points t(b) of one model on one GPU type under one
   architecture's efficiency), pulled towards 0. Huber-robust least squares over every
   measured (model, GPU type, host) of every source; a GPU type never measured (or left out)
   has `r = 0`: its datasheet alone; a model never measured gets `a` from its training FLOPs
-  per sample by the median offset of the measured models (the roofline).
+  per sample at the time per FLOP of its family's measured member nearest in FLOPs at the
+  same input size (the same layer types: ``vgg19`` ← ``vgg16``), else at the median over the measured models
+  (the roofline).
 
 Device curve of a measured pair: its points less its host part (never below d0 or a quarter
 of the point); of an unmeasured pair: the model's measured device curve nearest in speed (of
@@ -95,11 +97,13 @@ HOST_REGIMES = {
 
 
 def family(model: str) -> str:
-    """Architecture family of a zoo model name: depth, width and input-size suffixes dropped
-    (``vgg16_cifar`` → ``vgg``, ``densenet201`` → ``densenet``, ``resnet18`` → ``resnet``)."""
+    """Architecture family of a zoo model name: depth, width, size and input-size suffixes
+    dropped (``vgg16_cifar`` → ``vgg``, ``densenet201`` → ``densenet``, ``resnet18`` →
+    ``resnet``, ``gpt2_large`` → ``gpt2``, ``opt_6.7b`` → ``opt``)."""
     import re
 
-    return re.sub(r"(_?cifar|_?v\d+|[_\d.]+[a-z]?\d*)+$", "", model.partition("@")[0]) or model
+    return re.sub(r"(_?cifar|_?v\d+|_(?:tiny|small|base|medium|large|xl)|[_\d.]+[a-z]?\d*)+$", "",
+                  model.partition("@")[0]) or model
 
 
 def host_regime(source: str, platform: str | None = None) -> str:
@@ -315,10 +319,22 @@ class DeviceModel:
         return math.exp(self.class_speed_u(gpu, cls) - self.class_speed_u(ref, cls))
 
     def per_sample_s(self, model: str, gpu: str) -> tuple[float, str]:
-        """Fitted fp32 device time per sample and its basis (``factor`` or ``roofline``)."""
+        """Fitted fp32 device time per sample and its basis: ``factor`` (the model's fitted
+        work); for a model never measured, ``family (<member>)`` (its training FLOPs at the time
+        per FLOP of the measured member of its family nearest in FLOPs — the same layer types at
+        another depth or width, at the same input size: ``vgg19`` ← ``vgg16``, ``densenet201`` ←
+        ``densenet121``, not ``vgg16_cifar`` ← ``vgg16``, whose 32×32 inputs run far below the
+        efficiency of 224×224 ones) or ``roofline`` (its FLOPs at the median time per FLOP of every
+        measured model)."""
         if model in self.a:
             return math.exp(self.a[model] - self.speed_u(gpu, model)), "factor"
-        return math.exp(math.log(max(self._flops(model), 1.0)) + self.a_offset - self.speed_u(gpu, model)), "roofline"
+        flops = math.log(max(self._flops(model), 1.0))
+        kin = [m for m in self.a if family(m) == family(model) and "@" not in m and self._flops(m) > 0
+               and ("cifar" in m) == ("cifar" in model)]  # the same input size
+        if kin:  # the member nearest in FLOPs: the most similar mix of layers
+            near = min(kin, key=lambda m: (abs(math.log(self._flops(m)) - flops), m))
+            return math.exp(flops + self.a[near] - math.log(self._flops(near)) - self.speed_u(gpu, model)), f"family ({near})"
+        return math.exp(flops + self.a_offset - self.speed_u(gpu, model)), "roofline"
 
     def nearest_measured(self, model: str, gpu: str, host: str = SYNTHETIC) -> Curve | None:
         """The measured curve of `model` to move to `gpu` for a run under `host`: among the

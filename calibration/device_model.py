@@ -318,23 +318,24 @@ class DeviceModel:
         """Speed of `gpu` for class `cls` relative to `ref`, GPU-bound PyTorch defaults."""
         return math.exp(self.class_speed_u(gpu, cls) - self.class_speed_u(ref, cls))
 
-    def per_sample_s(self, model: str, gpu: str) -> tuple[float, str]:
+    def per_sample_s(self, model: str, gpu: str, host: str = SYNTHETIC) -> tuple[float, str]:
         """Fitted fp32 device time per sample and its basis: ``factor`` (the model's fitted
         work); for a model never measured, ``family (<member>)`` (its training FLOPs at the time
         per FLOP of the measured member of its family nearest in FLOPs — the same layer types at
         another depth or width, at the same input size: ``vgg19`` ← ``vgg16``, ``densenet201`` ←
         ``densenet121``, not ``vgg16_cifar`` ← ``vgg16``, whose 32×32 inputs run far below the
         efficiency of 224×224 ones) or ``roofline`` (its FLOPs at the median time per FLOP of every
-        measured model)."""
+        measured model), on `gpu` under `host`'s math mode."""
+        u = self.speed_u(gpu, model, host)
         if model in self.a:
-            return math.exp(self.a[model] - self.speed_u(gpu, model)), "factor"
+            return math.exp(self.a[model] - u), "factor"
         flops = math.log(max(self._flops(model), 1.0))
         kin = [m for m in self.a if family(m) == family(model) and "@" not in m and self._flops(m) > 0
                and ("cifar" in m) == ("cifar" in model)]  # the same input size
         if kin:  # the member nearest in FLOPs: the most similar mix of layers
             near = min(kin, key=lambda m: (abs(math.log(self._flops(m)) - flops), m))
-            return math.exp(flops + self.a[near] - math.log(self._flops(near)) - self.speed_u(gpu, model)), f"family ({near})"
-        return math.exp(flops + self.a_offset - self.speed_u(gpu, model)), "roofline"
+            return math.exp(flops + self.a[near] - math.log(self._flops(near)) - u), f"family ({near})"
+        return math.exp(flops + self.a_offset - u), "roofline"
 
     def nearest_measured(self, model: str, gpu: str, host: str = SYNTHETIC) -> Curve | None:
         """The measured curve of `model` to move to `gpu` for a run under `host`: among the

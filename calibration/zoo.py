@@ -473,17 +473,19 @@ def split_host(gpu_type: str) -> tuple[str, str]:
     return resolve_gpu(g), h
 
 
-def _measured_device_curve(dm: _dm.DeviceModel, c: _dm.Curve, name: str, gpu: str) -> ComputeCurve:
+def _measured_device_curve(dm: _dm.DeviceModel, c: _dm.Curve, name: str, gpu: str,
+                           host: str = _dm.SYNTHETIC) -> ComputeCurve:
     """The device part of measured curve `c` (its points less its host part) as `name` runs on
-    `gpu` under GPU-bound PyTorch defaults: the batch-dependent part above the floor moved by the
-    fitted speeds (`DeviceModel.speed_u`: GPU type, class and the harness's math mode)."""
+    `gpu` under `host`'s math mode (PyTorch's defaults for ``synthetic``; TF32 matmuls on Ampere
+    and later under a harness whose PyTorch defaulted to them): the batch-dependent part above
+    the floor moved by the fitted speeds (`DeviceModel.speed_u`: GPU type, class, math mode)."""
     b, d = dm.device_points(c)
     cur = ComputeCurve(dm.floor(name), c.per_sample_s, f"measured:{c.host}", int(b.min()), int(b.max()),
                        tuple(float(x) for x in b), tuple(float(x) for x in d), floor_s=dm.floor(name))
-    scale = math.exp(dm.speed_u(c.gpu, name, c.host) - dm.speed_u(gpu, name))
+    scale = math.exp(dm.speed_u(c.gpu, name, c.host) - dm.speed_u(gpu, name, host))
     if c.gpu == gpu and abs(scale - 1.0) < 1e-12:
         return cur
-    src = f"factor:{c.gpu}" if c.gpu != gpu else f"measured:{c.host} (fp32 matmuls)"
+    src = f"factor:{c.gpu}" if c.gpu != gpu else f"measured:{c.host} (math mode of {host})"
     return replace(cur, scale=scale, target_t0_s=cur.t0_s, source=src)
 
 
@@ -493,7 +495,7 @@ def _device_curve(dm: _dm.DeviceModel, name: str, gpu: str, host: str = _dm.SYNT
     the fp32 curve at a precision gain, or the roofline."""
     meas = dm.measured(name, gpu)
     if meas:
-        return _measured_device_curve(dm, next((x for x in meas if x.host == _dm.SYNTHETIC), meas[0]), name, gpu)
+        return _measured_device_curve(dm, next((x for x in meas if x.host == _dm.SYNTHETIC), meas[0]), name, gpu, host)
     base, _, tag = name.partition("@")
     if tag:
         gain, basis = dm.precision_gain(base, gpu, tag, get_gpu(gpu).amp_speedup, get(base).task)
@@ -503,8 +505,8 @@ def _device_curve(dm: _dm.DeviceModel, name: str, gpu: str, host: str = _dm.SYNT
         return replace(fp, scale=fp.scale / gain, target_t0_s=fp.t0_s, source=f"{fp.source}+{tag} ({basis})")
     ref = dm.nearest_measured(name, gpu, host)
     if ref is not None:  # the model's measured device curve nearest in speed, moved by the fitted speeds
-        return _measured_device_curve(dm, ref, name, gpu)
-    k, basis = dm.per_sample_s(name, gpu)
+        return _measured_device_curve(dm, ref, name, gpu, host)
+    k, basis = dm.per_sample_s(name, gpu, host)
     return ComputeCurve(dm.floor(name), k, basis, floor_s=dm.floor(name))
 
 

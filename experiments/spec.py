@@ -227,9 +227,18 @@ class Experiment:
 
 
 def shared_data_dir() -> Path:
-    """`$COSIM_SHARED_DATA` when set and not empty (as `cosim.paths` reads it), else the checkout's sibling."""
-    env = os.environ.get("COSIM_SHARED_DATA", "").strip()
-    return Path(env).expanduser() if env else DEFAULT_SHARED
+    """The shared data folder as every other reader finds it (`cosim.paths.shared_data_dir`); where
+    there is none and `$COSIM_SHARED_DATA` is not set, the checkout's sibling, whose absence makes
+    the shared traces fall back to their synth specs (labelled). A `$COSIM_SHARED_DATA` that
+    names no folder is an error, not a fallback."""
+    from cosim import paths
+
+    try:
+        return paths.shared_data_dir()
+    except InputError:
+        if os.environ.get(paths.ENV, "").strip():
+            raise
+        return DEFAULT_SHARED
 
 
 def resolve_traces(experiment: Experiment, grid: str, size: str, shared: Path | None = None) -> list[TraceEntry]:

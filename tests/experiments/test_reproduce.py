@@ -120,15 +120,25 @@ def test_report_opens_with_what_ran_and_the_claims_summary(small):
 
 def test_a_grid_whose_cells_all_fail_stops_with_the_reason_and_no_report(tmp_path, monkeypatch):
     """Without the measured tables every Pollux cell fails: one line on stderr naming what is
-    missing, exit 2, and no REPORT.md claiming anything."""
-    monkeypatch.setenv("COSIM_SHARED_DATA", str(tmp_path / "nowhere"))
+    missing, exit 2, and no REPORT.md claiming anything. A COSIM_SHARED_DATA that names no folder
+    is the same kind of error, before any cell runs."""
+    empty = tmp_path / "empty-data"
+    empty.mkdir()
+    monkeypatch.setenv("COSIM_SHARED_DATA", str(empty))
     res = CliRunner().invoke(app, ["reproduce", "pollux", "--size", "small", "--out", str(tmp_path / "o"),
                                    "--workers", "1"])
     assert res.exit_code == 2, res.output
     lines = [line for line in res.output.splitlines() if line.strip()]
     assert len(lines) == 1 and lines[0].startswith("error: pollux (small): all 2 cells of grid 'workloads' failed")
-    assert "COSIM_SHARED_DATA" in lines[0] and "nowhere" in lines[0]
+    assert "COSIM_SHARED_DATA" in lines[0] and "empty-data" in lines[0]
     assert not (tmp_path / "o" / "REPORT.md").exists()
+    monkeypatch.setenv("COSIM_SHARED_DATA", str(tmp_path / "nowhere"))
+    res = CliRunner().invoke(app, ["reproduce", "pollux", "--size", "small", "--out", str(tmp_path / "o2"),
+                                   "--workers", "1"])
+    lines = [line for line in res.output.splitlines() if line.strip()]
+    assert res.exit_code == 2 and len(lines) == 1, res.output
+    assert lines[0].startswith("error:") and "COSIM_SHARED_DATA" in lines[0] and "nowhere" in lines[0]
+    assert not (tmp_path / "o2").exists() or not any((tmp_path / "o2").iterdir())
 
 
 def _has_matplotlib() -> bool:

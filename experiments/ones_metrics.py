@@ -7,6 +7,10 @@ fraction of jobs with JCT ≤ 200 s, the % reduction of ONES against each baseli
 two-sided, `alternative='greater'` (what the paper's "one-sided negative test" p ≈ 1 is: p_one =
 1 − p_two/2 when ONES is smaller) and the conventional `alternative='less'` (p ≈ p_two/2).
 
+Per class (the requested GPUs tell Table 2's classes apart: 16 ImageNet, 8 BERT SST-2, 4 CIFAR-10,
+2 BERT CoLA/MRPC): jobs, average JCT, execution, queueing and GPUs held while executing
+(GPU-seconds / execution seconds), what tells a policy's queueing from its execution.
+
 `python -m experiments.ones_metrics RUN_DIR [RUN_DIR …]` prints the tables for run folders
 (`<dir>/<policy>/jobs.parquet`, as `cosim simulate --out` and each sweep cell write them);
 several folders (seeds) are pooled job by job for the tests.
@@ -35,7 +39,8 @@ PAPER = {
 
 
 def per_job(jobs: pd.DataFrame) -> pd.DataFrame:
-    """job_id, jct_s, exec_s, queue_s of the finished jobs of one policy's jobs.parquet."""
+    """job_id, jct_s, exec_s, queue_s of the finished jobs of one policy's jobs.parquet, with
+    requested_gpus and held_gpus (GPU-seconds / execution seconds) where it has them."""
     need = ("job_id", "jct_s", "executed_s")
     for c in need:
         if c not in jobs.columns:
@@ -44,7 +49,25 @@ def per_job(jobs: pd.DataFrame) -> pd.DataFrame:
     out = pd.DataFrame({"job_id": done["job_id"].astype(str).to_numpy(), "jct_s": done["jct_s"].to_numpy(float),
                         "exec_s": done["executed_s"].to_numpy(float)})
     out["queue_s"] = out["jct_s"] - out["exec_s"]
+    if "num_gpus" in done.columns:
+        out["requested_gpus"] = done["num_gpus"].to_numpy(np.int64)
+    if "gpu_s" in done.columns:
+        out["held_gpus"] = np.divide(done["gpu_s"].to_numpy(float), out["exec_s"].to_numpy(),
+                                     out=np.full(len(out), np.nan), where=out["exec_s"].to_numpy() > 0)
     return out
+
+
+def by_class(per: dict[str, pd.DataFrame]) -> pd.DataFrame:
+    """One row per (policy, requested GPUs): jobs, average JCT, execution, queueing and GPUs held."""
+    rows = []
+    for p, d in per.items():
+        if "requested_gpus" not in d.columns:
+            continue
+        for g, c in d.groupby("requested_gpus"):
+            rows.append({"policy": p, "requested_gpus": int(g), "jobs": len(c), "avg_jct_s": c.jct_s.mean(),
+                         "avg_exec_s": c.exec_s.mean(), "avg_queue_s": c.queue_s.mean(),
+                         "held_gpus": c["held_gpus"].mean() if "held_gpus" in c.columns else float("nan")})
+    return pd.DataFrame(rows)
 
 
 def summary(per: dict[str, pd.DataFrame]) -> pd.DataFrame:
@@ -137,6 +160,9 @@ def main(argv: list[str]) -> None:
     per = load_runs([Path(a) for a in argv])
     pd.set_option("display.width", 200)
     print(summary(per).round(3).to_string(index=False))
+    cls = by_class(per)
+    if len(cls):
+        print(cls.round(2).to_string(index=False))
     if "ones" in per:
         print(compare(per).to_string(index=False, float_format=lambda x: f"{x:.3g}"))
 

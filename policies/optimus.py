@@ -153,16 +153,19 @@ def apply_counts(policy: BasePolicy, view: ClusterView, jobs: np.ndarray, counts
     return r.decision()
 
 
-def first_fit_base(need: np.ndarray, cap: np.ndarray, total: int) -> np.ndarray:
+def first_fit_base(need: np.ndarray, cap: np.ndarray, total: int, fallback: np.ndarray | None = None) -> np.ndarray:
     """Each job's starting share `need[i]` in priority order while GPUs last; a job whose share
-    no longer fits (or exceeds its cap) starts with none and later ones may still fit (the
-    Pollux simulator's Optimus: `min_replicas` each, skipping those that do not fit)."""
+    no longer fits (or exceeds its cap) starts with `fallback[i]` if that fits, else none, and
+    later ones may still fit (the Pollux simulator's Optimus: `min_replicas` each, skipping
+    those that do not fit; no fallback)."""
     base = np.zeros(need.size, np.int64)
     left = total
     for i in range(need.size):
-        if need[i] <= left and need[i] <= cap[i]:
-            base[i] = need[i]
-            left -= int(need[i])
+        for want in (need[i],) if fallback is None else (need[i], fallback[i]):
+            if want <= left and want <= cap[i]:
+                base[i] = want
+                left -= int(want)
+                break
     return base
 
 
@@ -211,6 +214,14 @@ class OptimusConfig(PlacedConfig):
     )
     single_gpu_models: tuple[str, ...] = param(
         ("neumf",), "models pinned to one GPU", source="Pollux simulator pins ncf to one replica (simulator.py:350)")
+    base_share: str = param(
+        "one",
+        "each job's share before the marginal-gain GPUs: 'one' = one GPU each in arrival order while GPUs "
+        "last (Optimus' 'at least one worker for fairness'); 'requested' = the job's requested GPUs in arrival "
+        "order while they fit, one GPU for a job whose request no longer fits",
+        choices=("one", "requested"),
+        source="'one': Pollux simulator (simulator/optimus.py, min_replicas = 1). 'requested': ONES notes §9.1, "
+               "the requested GPUs are 'the DRL/Optimus initial size'")
     interval_s: float | None = param(
         60.0, "time between allocation rounds, the only decision points",
         source="60 s in the Pollux OSDI'21 and Ares experiments; 600 s (the Optimus paper's 10 min) in ONES'")
@@ -237,7 +248,8 @@ class Optimus(BasePolicy):
     Every `interval_s` (rounds only, like the Pollux simulator; arrivals wait for the next
     round):
 
-    - active jobs in arrival order each get one GPU while GPUs last (later ones get none);
+    - active jobs in arrival order each get one GPU while GPUs last (later ones get none), or
+      with `base_share = 'requested'` their requested GPUs while they fit (else one);
     - each spare GPU goes to the job with the largest `(step(g) − step(g+1)) × remaining
       iterations`; `step(g)` is the what-if iteration time on g GPUs packed onto whole nodes at
       the job's reference batch (`StepTimes`), so local batch = batch / g (with gradient
@@ -279,7 +291,11 @@ class Optimus(BasePolicy):
         """GPU counts of `jobs` (in priority = arrival order) for this round."""
         total = int(np.count_nonzero(view.cluster.gpu_online))
         cap = caps_of(view, jobs, self.config.batch_cap, self.config.single_gpu_models)
-        base = first_fit_base(np.maximum(1, view.jobs.min_gpus[jobs]).astype(np.int64), cap, total)
+        one = np.maximum(1, view.jobs.min_gpus[jobs]).astype(np.int64)
+        if self.config.base_share == "requested":
+            base = first_fit_base(np.maximum(one, view.jobs.num_gpus[jobs]), cap, total, fallback=one)
+        else:
+            base = first_fit_base(one, cap, total)
         jl = jobs.tolist()
         rem_iters = [float(self.remaining(view, j)) for j in jl]
         step = self.step

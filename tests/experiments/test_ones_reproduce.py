@@ -73,6 +73,14 @@ def test_per_job_queue_is_jct_minus_execution():
     assert s.loc[0, "frac_jct_le_200s"] == 1.0 and s.loc[0, "avg_queue_s"] == 20.0
 
 
+def test_by_class_splits_queueing_execution_and_gpus_held_by_request():
+    jobs = pd.DataFrame({"job_id": ["a", "b", "c"], "jct_s": [100.0, 50.0, 30.0], "executed_s": [60.0, 50.0, 10.0],
+                         "gpu_s": [240.0, 100.0, 20.0], "num_gpus": [16, 16, 4], "finished": [True, True, True]})
+    c = M.by_class({"ones": M.per_job(jobs)}).set_index("requested_gpus")
+    assert c.loc[16, "jobs"] == 2 and c.loc[16, "avg_exec_s"] == 55.0 and c.loc[16, "avg_queue_s"] == 20.0
+    assert c.loc[16, "held_gpus"] == 3.0 and c.loc[4, "held_gpus"] == 2.0 and c.loc[4, "avg_queue_s"] == 20.0
+
+
 def test_fitted_predictor_beats_the_prior_on_held_out_jobs():
     from benchmarks.bench_ones import predictor_accuracy
 

@@ -86,6 +86,16 @@ def test_more_jobs_than_gpus_later_arrivals_get_none():
     assert make("optimus").allocate(view, np.arange(5)).tolist() == [1, 1, 1, 1, 0]
 
 
+def test_requested_base_share_first_fit_then_one_gpu():
+    """`base_share = 'requested'`: requests 4, 3, 4 on 8 GPUs in arrival order give 4 and 3, the third
+    no longer fits and runs on the one GPU left; the greedy hands out nothing more."""
+    jobs = [Job(gpus=g, submit=float(i), model=f"m{i}", min_gpus=1, max_gpus=8, remaining=REM_ITERS[i] * STEP[i][1])
+            for i, g in enumerate((4, 3, 4))]
+    view = build_view(jobs, nodes=2, gpus_per_node=4, leaves=1, iteration_time=lambda j, gpus, batch: STEP[j][len(gpus)])
+    assert make("optimus", base_share="requested").allocate(view, np.arange(3)).tolist() == [4, 3, 1]
+    assert make("optimus").allocate(view, np.arange(3)).tolist() == [2, 2, 4]  # 'one': the HANDOUT order
+
+
 def test_rounds_only_and_declares_the_oracle():
     pol = make("optimus")
     assert pol.interval_s == 60 and pol.event_driven is False and "duration_oracle" in pol.needs

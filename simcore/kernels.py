@@ -212,20 +212,14 @@ def merge_sorted(a, add, drop):  # pragma: no cover - compiled
 @njit(cache=True, no_cfunc_wrapper=True)
 def held_update(prev, started, alloc_count):  # pragma: no cover - compiled
     """A new ascending array of the jobs holding GPUs: ascending `prev` (the set at the last
-    update) and `started` (jobs that took GPUs since, in any order, repeats allowed) merged,
-    keeping each job that holds GPUs now (`alloc_count > 0`) once — one pass over the set
-    and a sort of the starts only, instead of a sort of the whole set."""
-    add = sorted_copy(started)
-    out = np.empty(prev.shape[0] + add.shape[0], np.int64)
-    i = k = n = 0
+    update) and `started` (jobs that took GPUs since, in any order, repeats allowed) merged
+    (`merge_sorted`), keeping each job that holds GPUs now (`alloc_count > 0`) once — a sort
+    of the starts only, instead of a sort of the whole set."""
+    out = merge_sorted(prev, sorted_copy(started), prev[:0])
+    n = 0
     last = -1
-    while i < prev.shape[0] or k < add.shape[0]:
-        if k >= add.shape[0] or (i < prev.shape[0] and prev[i] < add[k]):
-            v = prev[i]
-            i += 1
-        else:
-            v = add[k]
-            k += 1
+    for i in range(out.shape[0]):
+        v = out[i]
         if v != last and alloc_count[v] > 0:  # a job stopped since, or met twice (stopped, started again)
             out[n] = v
             n += 1

@@ -321,11 +321,15 @@ def _solve_groups(C, s, M, w, ptr, lids, dem, cap, opt: ContentionOptions, cache
             it, (gjp, jobs, eptr, elink, edem, glp, lglob), info = _solve_large(C, s, M, w, ptr, lids, dem, cap,
                                                                                 opt, memo)
     tags = opt.tags()
-    for g in range(gjp.shape[0] - 1):
+    if info is None or stats is not None:
+        todo = range(gjp.shape[0] - 1)
+    else:  # a group the kernel solved needs Python only to widen the memo or log a non-convergence
+        todo = np.flatnonzero((info[:, 0] < 0) | (info[:, 1] == 0) | (info[:, 3] != 0)).tolist()
+    for g in todo:
         a, b = gjp[g], gjp[g + 1]
         exact = (b - a) <= opt.exact_max_jobs
         if info is not None and info[g, 0] >= 0:  # solved by the kernel
-            _note_dutycycle(int(b - a), *(int(x) for x in info[g]), memo, stats)
+            _note_dutycycle(int(b - a), *info[g].tolist(), memo, stats)
         else:
             gj = jobs[a:b]
             group = (C[gj], s[gj], M[gj], w[gj], eptr[a:b + 1] - eptr[a], elink[eptr[a]:eptr[b]],

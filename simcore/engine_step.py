@@ -5,7 +5,8 @@ instant (first completion, progress mark or queued event) is computed, never ste
 numba call (`kernels.step`, or `kernels.step_through` when goodput epoch ends or quiet
 rounds can pass inside it) finds it and advances every held job to it. The held jobs sit in
 an unordered array, `_held[:_held_n]`, updated in O(1) per start and stop: it is all the
-kernels walk. A mixin of `simcore.engine.Engine` (it shares the engine's state).
+kernels walk. The policy view's ascending copy of that set is updated from the starts since
+the last view (`kernels.held_update`), not sorted anew. A mixin of `simcore.engine.Engine` (it shares the engine's state).
 """
 
 from __future__ import annotations
@@ -19,6 +20,12 @@ from simcore.engine_constants import NO_JOBS, ROUND
 from simcore.events import Event
 
 
+def _read_only(a: np.ndarray) -> np.ndarray:
+    v = a.view()
+    v.flags.writeable = False
+    return v
+
+
 class Stepping:
     """Held-set bookkeeping and `_step` (see module doc)."""
 
@@ -30,7 +37,14 @@ class Stepping:
         self._hit_buf = np.empty_like(self._held)
         self._held_n = 0
         self._held_pos: dict[int, int] = {}
-        self._running_arr: np.ndarray | None = None  # `_held[:_held_n]` sorted, read-only; None: stale
+        # the same set ascending for the policy view: `_running_base` as it was at the last view
+        # (writable; the view gets a read-only view of it, `_running_arr`), and the jobs that took
+        # GPUs since, `_started[:_started_n]`; stale while `_running_stale` (`PolicyView._view_sets`)
+        self._running_base = np.zeros(0, np.int64)
+        self._running_arr = _read_only(self._running_base)
+        self._started = np.zeros(max(num_gpus, 1), np.int64)
+        self._started_n = 0
+        self._running_stale = False
 
     def _held_add(self, j: int) -> None:
         n = self._held_n
@@ -41,7 +55,12 @@ class Stepping:
         self._held[n] = j
         self._held_pos[j] = n
         self._held_n = n + 1
-        self._running_arr = None
+        k = self._started_n
+        if k == self._started.shape[0]:
+            self._started = np.concatenate([self._started, np.zeros(k, np.int64)])
+        self._started[k] = j
+        self._started_n = k + 1
+        self._running_stale = True
 
     def _held_remove(self, j: int) -> None:
         i = self._held_pos.pop(j)
@@ -51,7 +70,7 @@ class Stepping:
             self._held[i] = last
             self._held_pos[last] = i
         self._held_n = n
-        self._running_arr = None
+        self._running_stale = True
 
     def _step(self) -> tuple[float, np.ndarray, np.ndarray]:
         """The next instant (first completion, progress mark or queued event), with every job

@@ -69,23 +69,26 @@ class PolicyView:
     def _view_sets(self) -> tuple[np.ndarray, np.ndarray]:
         """(active jobs, jobs holding GPUs), each ascending and read-only, for the policy view.
         Arrivals and completions since the last call are merged into the active set, and the
-        held set is sorted after a start or stop, in one kernel call (`kernels.view_sets`);
-        the arrays are replaced, never mutated (a policy may keep them)."""
+        starts since the last call into the held set (stops dropped), in one kernel call
+        (`kernels.view_sets`); the arrays are replaced, never mutated (a policy may keep them)."""
         want_a = self._add_n > 0 or self._drop_n > 0
-        want_r = self._running_arr is None
+        want_r = self._running_stale
         if want_a or want_r:
-            # the kernel gets the writable base (numba types read-only arrays on a slow path)
+            # the kernel gets the writable bases (numba types read-only arrays on a slow path)
             base = self._active_arr.base if self._active_arr.base is not None else self._active_arr
-            a, r = kernels.view_sets(base, self._add_buf, self._add_n, self._drop_buf, self._drop_n, self._held,
-                                     self._held_n, want_a, want_r)
+            a, r = kernels.view_sets(base, self._add_buf, self._add_n, self._drop_buf, self._drop_n,
+                                     self._running_base, self._started, self._started_n, self.jobs.alloc_count,
+                                     want_a, want_r)
             if want_a:
                 a = a.view()
                 a.flags.writeable = False
                 self._active_arr = a
                 self._add_n = self._drop_n = 0
             if want_r:
-                r.flags.writeable = False
-                self._running_arr = r
+                self._running_base = r
+                self._running_arr = _ro(r)
+                self._started_n = 0
+                self._running_stale = False
         return self._active_arr, self._running_arr
 
     def _init_counters(self, jobs: JobTable, goodput: Any) -> None:

@@ -210,15 +210,35 @@ def merge_sorted(a, add, drop):  # pragma: no cover - compiled
 
 
 @njit(cache=True, no_cfunc_wrapper=True)
-def view_sets(active, add, n_add, drop, n_drop, held, n_held, want_active, want_running):  # pragma: no cover
+def held_update(prev, started, alloc_count):  # pragma: no cover - compiled
+    """A new ascending array of the jobs holding GPUs: ascending `prev` (the set at the last
+    update) and `started` (jobs that took GPUs since, in any order, repeats allowed) merged
+    (`merge_sorted`), keeping each job that holds GPUs now (`alloc_count > 0`) once — a sort
+    of the starts only, instead of a sort of the whole set."""
+    out = merge_sorted(prev, sorted_copy(started), prev[:0])
+    n = 0
+    last = -1
+    for i in range(out.shape[0]):
+        v = out[i]
+        if v != last and alloc_count[v] > 0:  # a job stopped since, or met twice (stopped, started again)
+            out[n] = v
+            n += 1
+            last = v
+    return out[:n]
+
+
+@njit(cache=True, no_cfunc_wrapper=True)
+def view_sets(active, add, n_add, drop, n_drop, running, started, n_started, alloc_count, want_active,
+              want_running):  # pragma: no cover - compiled
     """The policy view's two index sets in one call: (`active` with the first `n_add` of
-    `add` merged in and the first `n_drop` of `drop` taken out, `held[:n_held]` sorted),
-    each only when wanted (an empty array otherwise). `add`/`drop` need not be sorted."""
+    `add` merged in and the first `n_drop` of `drop` taken out, `running` updated with the
+    first `n_started` of `started` by `held_update`), each only when wanted (an empty array
+    otherwise). `add`/`drop`/`started` need not be sorted."""
     if want_active:
         a = merge_sorted(active, sorted_copy(add[:n_add]), sorted_copy(drop[:n_drop]))
     else:
         a = active[:0]
-    r = sorted_copy(held[:n_held]) if want_running else held[:0]
+    r = held_update(running, started[:n_started], alloc_count) if want_running else running[:0]
     return a, r
 
 

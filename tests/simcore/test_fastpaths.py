@@ -2,6 +2,8 @@
 
 - `kernels.merge_sorted` (the active set, merged once per policy call) equals the sorted
   set `(a ∪ add) − drop`;
+- `kernels.held_update` (the held set, updated once per policy call from the starts since)
+  equals the sorted set of the jobs holding GPUs, whatever starts and stops came between;
 - `validate._suspects` (unchanged allocations skipped at C speed) returns exactly the jobs
   whose allocation is not the engine's own object nor an equal fresh one with batch None,
   whatever the dict order of the decision.
@@ -14,7 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from simcore.api import Allocation
-from simcore.kernels import merge_sorted
+from simcore.kernels import held_update, merge_sorted
 from simcore.validate import _suspects
 
 ints = st.lists(st.integers(0, 200), unique=True)
@@ -35,6 +37,27 @@ def test_merge_sorted_is_sorted_union_minus_drop(base, extra, data):
 def test_merge_sorted_hand_example():
     out = merge_sorted(np.array([1, 3, 5, 7], np.int64), np.array([2, 8], np.int64), np.array([3, 8], np.int64))
     assert out.tolist() == [1, 2, 5, 7]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.integers(0, 40), unique=True), st.lists(st.tuples(st.booleans(), st.integers(0, 40)), max_size=60))
+def test_held_update_is_the_sorted_held_set(before, steps):
+    """Starts and stops in any order (a job stopped and started again, started and stopped)
+    between two updates: the update is exactly the jobs that hold GPUs after them."""
+    count = np.zeros(41, np.int32)
+    count[before] = 1
+    held = set(before)
+    started = []
+    for start, j in steps:
+        if start and j not in held:
+            held.add(j)
+            count[j] = 2
+            started.append(j)
+        elif not start and j in held:
+            held.discard(j)
+            count[j] = 0
+    got = held_update(np.array(sorted(before), np.int64), np.array(started, np.int64), count)
+    assert got.tolist() == sorted(held)
 
 
 def _naive(allocs, objs, current):

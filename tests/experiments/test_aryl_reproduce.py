@@ -135,3 +135,46 @@ def test_spec_table_is_the_one_the_earlier_parquet_path_read(shared_data, tmp_pa
         new = W.from_spec(spec, 0, shared_data)
         cols = [c for c in old.columns if c != "source"]
         pd.testing.assert_frame_equal(old[cols].reset_index(drop=True), new[cols].reset_index(drop=True))
+
+
+@pytest.mark.parametrize("preset", ["aryl-testbed-normalized", "aryl-normalized"])
+def test_normalized_clusters_loan_capacity_that_keeps_running_time(preset):
+    """The paper's simulator counts on-loan T4s normalized to training GPUs (§5.2, App. A: a T4
+    is 1/4 of a V100) and "loaning itself does not affect job running time" (§7.3): an inference
+    server is 2 GPUs (8 T4 x 1/4) of a type other than the training one (a job that requires the
+    training GPU stays off it), each as fast as a training GPU under `--perf linear`, and a gang
+    over both kinds runs at Advanced's 70 % of the summed speed; the physical preset's T4 is slower."""
+    import numpy as np
+
+    import netmodel
+    from experiments.runner import RunConfig, build_perf, perf_backends
+
+    def perf_of(name):
+        cfg = RunConfig(cluster=name, perf="linear", contention=False)
+        topo = netmodel.build_topology(netmodel.load_cluster(name))
+        return topo, build_perf(topo, perf_backends(cfg), cfg)
+
+    topo, perf = perf_of(preset)
+    spec = netmodel.load_cluster(preset)
+    train, inf = (next(g for g in spec.groups if g.name == n) for n in ("training", "inference"))
+    assert (train.gpus_per_node, inf.gpus_per_node) == (8, 2) and inf.nodes == (4 if "testbed" in preset else 520)
+    names = list(topo.gpu_type_names)
+    t_train = np.flatnonzero(np.asarray(topo.gpu_type) == names.index("V100-32GB"))
+    t_inf = np.flatnonzero(np.asarray(topo.gpu_type) != names.index("V100-32GB"))
+    assert t_inf.size == 2 * inf.nodes
+    one_train = perf.phases("resnet50", t_train[:1], 64).solo_s
+    assert perf.phases("resnet50", t_inf[:1], 64).solo_s == pytest.approx(one_train, rel=1e-12)
+    mixed = perf.phases("resnet50", np.r_[t_train[:2], t_inf[:2]], 256).solo_s
+    assert mixed == pytest.approx(one_train / 0.7, rel=1e-9)  # 4 GPUs at 0.7 of 4 GPUs' speed, local batch 64
+    ptopo, pperf = perf_of("aryl-testbed")
+    p_inf = np.flatnonzero(np.asarray(ptopo.gpu_type) == list(ptopo.gpu_type_names).index("T4"))
+    assert pperf.phases("resnet50", p_inf[:1], 64).solo_s > 2 * one_train
+
+
+def test_medium_cluster_file_is_the_generated_one():
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[2] / "experiments/catalog/aryl/aryl-14+16-normalized.toml").read_text()
+    gen = W.cluster_toml(14, 16, normalized=True)
+    body = lambda t: [ln for ln in t.splitlines() if not ln.startswith(("#", "description"))]  # noqa: E731
+    assert body(text) == body(gen) and 'name = "aryl-normalized-14+16"' in text

@@ -109,7 +109,7 @@ def bench_run(scale: float, variant: str = "basic", params: dict | None = None) 
     out = Path(f"/tmp/cosim-bench-aryl-{scale}-{time.time_ns()}")
     out.mkdir(parents=True)
     cluster = out / f"cluster-{tr}+{inf}.toml"
-    cluster.write_text(W.cluster_toml(tr, inf))
+    cluster.write_text(W.cluster_toml(tr, inf, normalized="normalized" in grid["clusters"][0]))  # the grid's kind
     cfg = RunConfig(trace=trace, cluster=str(cluster), policies=(policy,), policy_params={policy: params},
                     contention=False, seed=0, costs=grid["costs"][0], perf=perf, load_series=grid["load_series"],
                     write_decisions=True)

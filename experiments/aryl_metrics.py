@@ -12,7 +12,9 @@ Definitions (the paper leaves several open; each choice is named here):
   in numerator and denominator: the paper's "changing denominator" reading).
 - overall usage = (training GPU-s busy on any server + inference GPU-s busy) / (GPU-s of both
   clusters) over the window, inference busy = the load series' utilisation × inference GPUs
-  (`simcore.capacity.diurnal_series`: u ≈ nodes_needed / N − headroom), raw GPU counts.
+  (`simcore.capacity.diurnal_series`: u ≈ nodes_needed / N − headroom), GPU counts of the run's
+  cluster (on the `*-normalized` clusters an inference server counts as its 2 training-GPU
+  equivalents, the unit the paper normalizes on-loan GPUs to).
 - preemption ratio = jobs evicted by reclaims / jobs submitted (footnote 2's denominator).
 - scaling operations = `resize` rows of decisions.parquet (flexible workers added or removed).
 - Table 7's "jobs that ran on on-loan servers": jobs with a start/resume/resize onto a GPU of an
@@ -21,13 +23,15 @@ Definitions (the paper leaves several open; each choice is named here):
   Philly stand-in, 8 h for the testbed), and the inference load is the seeded diurnal series
   with the experiment's headroom, for runs without loaning too (inference keeps its servers,
   busy as the same load says).
-- evicted GPUs per returned GPU: Σ GPUs of evicted jobs / GPUs returned, per reclaim event
+- evicted GPUs per returned GPU: Σ GPUs of evicted jobs / GPUs returned (the cluster's GPUs per
+  inference server × servers), per reclaim event
   with a demand, averaged (a proxy of collateral damage: it counts the evicted jobs' GPUs on
   the returned servers too, since the logs do not split them).
 """
 
 from __future__ import annotations
 
+import functools
 import math
 from pathlib import Path
 
@@ -75,6 +79,7 @@ def policy_metrics(run_dir: Path, window_s: float, inference_gpus: int = 0, head
         dec = pd.read_parquet(dec_p, columns=["action"])
         out["scaling_ops"] = int((dec["action"] == "resize").sum())
     rec_p = run_dir / "reclaims.parquet"
+    per_server = inference_gpus / inference_nodes if inference_gpus and inference_nodes else 8.0
     evicted = 0
     cd: list[float] = []
     if rec_p.is_file():
@@ -84,7 +89,7 @@ def policy_metrics(run_dir: Path, window_s: float, inference_gpus: int = 0, head
             ev = [x for x in str(r["jobs_evicted"]).split(",") if x]
             evicted += len(ev)
             if int(r["demanded"]) > 0:
-                cd.append(sum(size.get(x, 0) for x in ev) / (8.0 * int(r["demanded"])))
+                cd.append(sum(size.get(x, 0) for x in ev) / (per_server * int(r["demanded"])))
         out["reclaim_events"] = int(len(rec))
         out["servers_reclaimed"] = int(rec["demanded"].sum())
     out["preemptions"] = evicted
@@ -99,6 +104,18 @@ def policy_metrics(run_dir: Path, window_s: float, inference_gpus: int = 0, head
         out["inference_busy_gpus"] = inf_busy
         out["training_busy_gpus"] = _time_avg(t, busy, window_s)
     return out
+
+
+@functools.lru_cache(maxsize=None)
+def inference_gpus_per_server(cluster: str) -> int:
+    """GPUs of one inference server in a run's cluster (a preset name, or a TOML path, which the
+    catalog gives relative to experiments/catalog/): 8 T4 on the physical presets, 2 training-GPU
+    equivalents on the normalized ones."""
+    import netmodel
+
+    path = Path(__file__).resolve().parent / "catalog" / cluster
+    spec = netmodel.load_cluster(str(path) if path.is_file() else cluster)
+    return next((g.gpus_per_node for g in spec.groups if g.name == "inference"), 8)
 
 
 def overall_usage(m: dict, training_gpus: int, inference_gpus: int) -> float:
@@ -157,9 +174,10 @@ def cell_metrics(cells: pd.DataFrame, out: Path, exp, size: str, traces: dict) -
             rows.append({})
             continue
         tr, inf, window = W.servers(spec[(c["grid"], c["trace"])])
-        m = policy_metrics(cell_folder(out, c["grid"], c["cell_id"]), window, inference_gpus=8 * inf,
+        ig = inference_gpus_per_server(str(c["cluster"])) * inf
+        m = policy_metrics(cell_folder(out, c["grid"], c["cell_id"]), window, inference_gpus=ig,
                            headroom=headroom, seed=int(c["seed"]), inference_nodes=inf)
-        m.update(overall_usage=overall_usage(m, 8 * tr, 8 * inf), train_servers=tr, inference_servers=inf)
+        m.update(overall_usage=overall_usage(m, 8 * tr, ig), train_servers=tr, inference_servers=inf)
         rows.append({k: m.get(k, math.nan) for k in CELL_COLUMNS})
     extra = pd.DataFrame(rows, index=cells.index, columns=list(CELL_COLUMNS))
     return pd.concat([cells.drop(columns=[k for k in CELL_COLUMNS if k in cells.columns]), extra], axis=1)

@@ -315,10 +315,14 @@ def servers(spec: str) -> tuple[int, int, float]:
             w.window_days * 86400.0)
 
 
-def cluster_toml(train_servers: int, inference_servers: int, repo: Path | None = None) -> str:
-    """The `aryl` preset with its two groups resized (proportional scale-downs)."""
+def cluster_toml(train_servers: int, inference_servers: int, repo: Path | None = None,
+                 normalized: bool = False) -> str:
+    """The `aryl` preset with its two groups resized (proportional scale-downs); `normalized`:
+    the `aryl-normalized` preset, whose inference servers hold the paper's normalized capacity
+    (8 T4 counted as 2 training GPUs at the training GPU's speed; see that preset)."""
     repo = Path(__file__).resolve().parents[1] if repo is None else repo
-    text = (repo / "netmodel" / "presets" / "aryl.toml").read_text()
-    text = text.replace('name = "aryl"', f'name = "aryl-{train_servers}+{inference_servers}"', 1)
+    name = "aryl-normalized" if normalized else "aryl"
+    text = (repo / "netmodel" / "presets" / f"{name}.toml").read_text()
+    text = text.replace(f'name = "{name}"', f'name = "{name}-{train_servers}+{inference_servers}"', 1)
     text = text.replace("nodes = 443", f"nodes = {int(train_servers)}", 1)
     return text.replace("nodes = 520", f"nodes = {int(inference_servers)}", 1)

@@ -83,8 +83,9 @@ def test_reproduce_aryl_small(small):
     assert "fig13" not in text  # the elastic-fraction sweep is medium/full only
     verdict = {(v.claim.better, v.claim.worse): v.result for v in small.verdicts["table5-qt-mean"]}
     assert verdict[("basic", "baseline")] == "yes"  # the headline direction
-    cells = small.cells.set_index("policy_label")
-    assert cells.loc["baseline", "preemption_ratio"] == 0.0 and cells.loc["cl-aryl", "preemptions"] > 0
+    assert sorted(small.cells["seed"].unique()) == [0, 1]  # two testbed workloads
+    cells = small.cells[small.cells["seed"] == 0].set_index("policy_label")
+    assert cells.loc["baseline", "preemption_ratio"] == 0.0 and cells.loc["basic", "preemptions"] > 0
     assert (small.cells["finished"] == 180).all() and (small.cells["status"] == "ok").all()
     assert cells.loc["basic", "train_servers"] == cells.loc["basic", "inference_servers"] == 4
     # Table 7's jobs ran on inference GPUs (ids >= 32) under cl-aryl
@@ -97,14 +98,15 @@ def test_cell_columns_are_the_metrics_of_the_cell_folder(small):
     summary's own JCT and queueing means agree with them (one run, two readers)."""
     from experiments.aryl_metrics import cell_folder, overall_usage, policy_metrics
 
-    c = small.cells.set_index("policy_label").loc["basic"]
-    m = policy_metrics(cell_folder(small.out_dir, c["grid"], c["cell_id"]), 8 * 3600.0, inference_gpus=32,
-                       headroom=0.05, seed=0, inference_nodes=4)
+    seed0 = small.cells[small.cells["seed"] == 0].set_index("policy_label")
+    c = seed0.loc["basic"]
+    m = policy_metrics(cell_folder(small.out_dir, c["grid"], c["cell_id"]), 8 * 3600.0, inference_gpus=8,
+                       headroom=0.05, seed=0, inference_nodes=4)  # 4 normalized servers of 2
     assert c["preemptions"] == m["preemptions"] > 0 and c["qt_p95_s"] == m["qt_p95_s"]
-    assert c["overall_usage"] == pytest.approx(overall_usage(m, 32, 32))
+    assert c["overall_usage"] == pytest.approx(overall_usage(m, 32, 8))
     assert c["jct_mean_s"] == pytest.approx(c["avg_jct_s"], rel=1e-12)
     assert c["qt_mean_s"] == pytest.approx(c["avg_queueing_s"], rel=1e-12)
-    assert 0 < c["training_usage"] <= 1 and c["overall_usage"] > small.cells.set_index("policy_label").loc[
+    assert 0 < c["training_usage"] <= 1 and c["overall_usage"] > seed0.loc[
         "baseline", "overall_usage"]
 
 
@@ -135,3 +137,46 @@ def test_spec_table_is_the_one_the_earlier_parquet_path_read(shared_data, tmp_pa
         new = W.from_spec(spec, 0, shared_data)
         cols = [c for c in old.columns if c != "source"]
         pd.testing.assert_frame_equal(old[cols].reset_index(drop=True), new[cols].reset_index(drop=True))
+
+
+@pytest.mark.parametrize("preset", ["aryl-testbed-normalized", "aryl-normalized"])
+def test_normalized_clusters_loan_capacity_that_keeps_running_time(preset):
+    """The paper's simulator counts on-loan T4s normalized to training GPUs (§5.2, App. A: a T4
+    is 1/4 of a V100) and "loaning itself does not affect job running time" (§7.2): an inference
+    server is 2 GPUs (8 T4 x 1/4) of a type other than the training one (a job that requires the
+    training GPU stays off it), each as fast as a training GPU under `--perf linear`, and a gang
+    over both kinds runs at Advanced's 70 % of the summed speed; the physical preset's T4 is slower."""
+    import numpy as np
+
+    import netmodel
+    from experiments.runner import RunConfig, build_perf, perf_backends
+
+    def perf_of(name):
+        cfg = RunConfig(cluster=name, perf="linear", contention=False)
+        topo = netmodel.build_topology(netmodel.load_cluster(name))
+        return topo, build_perf(topo, perf_backends(cfg), cfg)
+
+    topo, perf = perf_of(preset)
+    spec = netmodel.load_cluster(preset)
+    train, inf = (next(g for g in spec.groups if g.name == n) for n in ("training", "inference"))
+    assert (train.gpus_per_node, inf.gpus_per_node) == (8, 2) and inf.nodes == (4 if "testbed" in preset else 520)
+    names = list(topo.gpu_type_names)
+    t_train = np.flatnonzero(np.asarray(topo.gpu_type) == names.index("V100-32GB"))
+    t_inf = np.flatnonzero(np.asarray(topo.gpu_type) != names.index("V100-32GB"))
+    assert t_inf.size == 2 * inf.nodes
+    one_train = perf.phases("resnet50", t_train[:1], 64).solo_s
+    assert perf.phases("resnet50", t_inf[:1], 64).solo_s == pytest.approx(one_train, rel=1e-12)
+    mixed = perf.phases("resnet50", np.r_[t_train[:2], t_inf[:2]], 256).solo_s
+    assert mixed == pytest.approx(one_train / 0.7, rel=1e-9)  # 4 GPUs at 0.7 of 4 GPUs' speed, local batch 64
+    ptopo, pperf = perf_of("aryl-testbed")
+    p_inf = np.flatnonzero(np.asarray(ptopo.gpu_type) == list(ptopo.gpu_type_names).index("T4"))
+    assert pperf.phases("resnet50", p_inf[:1], 64).solo_s > 2 * one_train
+
+
+def test_medium_cluster_file_is_the_generated_one():
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[2] / "experiments/catalog/aryl/aryl-14+16-normalized.toml").read_text()
+    gen = W.cluster_toml(14, 16, normalized=True)
+    body = lambda t: [ln for ln in t.splitlines() if not ln.startswith(("#", "description"))]  # noqa: E731
+    assert body(text) == body(gen) and 'name = "aryl-normalized-14+16"' in text

@@ -125,9 +125,9 @@ class ArylConfig(PolicyConfig):
                               source="Aryl §5.3/§6; aryl.md §2.5 item 5")
     hetero_base_training: bool = param(True, "with mix_types: a heterogeneous-capable elastic job's base workers go "
                                              "to training servers first, its flexible ones to inference servers "
-                                             "(false: base to on-loan servers like other elastic jobs). Under the "
-                                             "0.7 rule a T4 flexible worker added to a V100 base slows the gang "
-                                             "(docs/reproductions/aryl/REPORT.md)",
+                                             "(false: base to on-loan servers like other elastic jobs). A gang "
+                                             "over both kinds runs at 0.7 of its summed speed (the mixed-gang "
+                                             "rule), on the physical and the normalized clusters alike",
                                        source="Aryl §6; aryl.md §2.5 item 5")
     batch_tuning: str = param("none", "elastic jobs' global batch: none = the trace's; pollux = Pollux's agent "
                                       "picks it for the job's allocation each time it changes "

@@ -10,6 +10,7 @@ order they finished.
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
 import time
 from dataclasses import dataclass
@@ -134,6 +135,28 @@ def run_sweep(config: SweepConfig, out_dir: str | Path, *, workers: int = 1, bac
         return _run_locked(config, root, cells, workers, backend, address, runner, on_cell, samples)
 
 
+def _cell_code(root: Path, reused: Mapping[str, Any], todo: list[Cell]) -> dict[str, str]:
+    """Which code computed each finished cell (`version_line`: version and commit): the reused
+    cells keep what the folder's sweep.json recorded (``unknown`` where it recorded nothing), the
+    cells about to run get the running code. Reused cells from other code are named in a warning,
+    so a resumed sweep never mixes code versions silently (`--overwrite` recomputes them)."""
+    from experiments.reproduction_report import version_line
+
+    now = version_line()
+    try:
+        before = json.loads((root / store.SWEEP_FILE).read_text()).get("cell_code") or {}
+    except (OSError, ValueError):
+        before = {}
+    code = {cid: str(before.get(cid, "unknown")) for cid in sorted(reused)}
+    other = sorted({v for v in code.values() if v != now})
+    if other:
+        n = sum(v != now for v in code.values())
+        log.warning("%s: %d of %d finished cells were computed by other code (%s), not by %s; they are reused "
+                    "as they are: --overwrite recomputes them", root, n, len(code), "; ".join(other), now)
+    code.update({c.cell_id: now for c in todo})
+    return dict(sorted(code.items()))
+
+
 def _run_locked(config: SweepConfig, root: Path, cells: list[Cell], workers: int, backend: str,
                 address: str | None, runner: Runner, on_cell: Callable[[int, int, dict], None] | None,
                 samples: Mapping[str, Any]) -> SweepResult:
@@ -142,15 +165,16 @@ def _run_locked(config: SweepConfig, root: Path, cells: list[Cell], workers: int
     if removed:
         log.info("removed %d half-written cells left by an interrupted run", removed)
     meta = store.summary_metadata(config.raw, config.name)
-    store.write_sweep_json(root, {
-        "name": config.name, "version": __version__, "source": str(config.source) if config.source else None,
-        "config": config.raw, "swept_axes": config.swept_axes(),
-        "cells": {c.cell_id: c.coordinates() for c in cells},
-    })
     grid_ids = {c.cell_id for c in cells}
     rows = {cid: r for cid, r in existing.items() if cid in grid_ids and r.get("status") == "ok"}
     todo = [c for c in cells if c.cell_id not in rows]
     skipped = len(rows)
+    cell_code = _cell_code(root, rows, todo)
+    store.write_sweep_json(root, {
+        "name": config.name, "version": __version__, "source": str(config.source) if config.source else None,
+        "config": config.raw, "swept_axes": config.swept_axes(),
+        "cells": {c.cell_id: c.coordinates() for c in cells}, "cell_code": cell_code,
+    })
     specs = {t.label: materialise_trace(t, root, samples) for t in config.traces}
     work = [(c, specs[c.trace.label]) for c in todo]
     log.info("sweep %s: %d cells, %d finished, %d to run on %s", config.name, len(cells), skipped, len(todo), backend)

@@ -265,3 +265,29 @@ def test_ray_missing_is_one_clear_error(tmp_path, monkeypatch):
     data = runners.small_grid(runners.policies(1), seeds=(0,), traces=runners.TRACES[:1])
     with pytest.raises(CosimError, match=r"pip install 'cosim\[ray\]'"):
         run_sweep(parse_sweep(data), tmp_path / "o", backend="ray", runner=runners.runner())
+
+
+def test_resume_names_cells_computed_by_other_code(grid, tmp_path, monkeypatch, caplog):
+    """sweep.json records which code computed each cell; resuming over cells from other code
+    says so in one warning (count and versions) instead of mixing them silently."""
+    import json
+    import logging
+
+    from experiments import reproduction_report
+
+    out = tmp_path / "s"
+    monkeypatch.setattr(reproduction_report, "version_line", lambda: "cosim 0, commit aaaa")
+    first = run_sweep(grid, out, runner=runners.runner())
+    codes = json.loads((out / "sweep.json").read_text())["cell_code"]
+    assert set(codes) == set(first.summary["cell_id"]) and set(codes.values()) == {"cosim 0, commit aaaa"}
+    with caplog.at_level(logging.WARNING):
+        again = run_sweep(grid, out, resume=True, runner=runners.runner())
+    assert again.ran == 0 and not [r for r in caplog.records if "other code" in r.getMessage()]
+    monkeypatch.setattr(reproduction_report, "version_line", lambda: "cosim 0, commit bbbb")
+    with caplog.at_level(logging.WARNING):
+        run_sweep(grid, out, resume=True, runner=runners.runner())
+    msg = [r.getMessage() for r in caplog.records if "other code" in r.getMessage()]
+    assert len(msg) == 1 and f"{len(codes)} of {len(codes)} finished cells" in msg[0]
+    assert "commit aaaa" in msg[0] and "commit bbbb" in msg[0]
+    # the reused cells keep the code that computed them
+    assert set(json.loads((out / "sweep.json").read_text())["cell_code"].values()) == {"cosim 0, commit aaaa"}

@@ -13,6 +13,10 @@ the multi-GPU jobs of every Table I model) and the authors' profiled one (512 pe
 VGG11 and BERT-large: the batch of their per-layer workload files).
 
     python -m experiments.dally_report          # prints the tables
+
+It also breaks the average JCT of the 8-rack congested runs down by job size and into waiting
+and execution (`jct_breakdown`), for Tiresias, Dally and Dally with Tiresias' offer order
+(`dally-las`), from the runs' per-job tables: where the JCT gap between them comes from.
 """
 
 from __future__ import annotations
@@ -86,16 +90,77 @@ def _section(preset: str, nodes: int) -> list[str]:
     return lines + [""]
 
 
+#: the breakdown's policies (labels as the tables name them) and job-size classes (GPUs, inclusive)
+BREAKDOWN_POLICIES = ("tiresias-dally", "dally", "dally-las")
+SIZE_CLASSES = (("1 GPU", 1, 1), ("2-8 GPUs (one machine)", 2, 8), ("9-64 GPUs (one rack)", 9, 64),
+                ("> 64 GPUs", 65, 1 << 30))
+
+
+def jct_breakdown(cells: pd.DataFrame, out: Any, group: str, nodes: int) -> pd.DataFrame:
+    """Per (size class, policy) over the finished cells of `group` (batch | poisson) at `nodes`,
+    every seed's jobs pooled: jobs per sample, average JCT, its waiting (queued, also after
+    preemptions) and execution (JCT − waiting: run, exposed communication included, and
+    restarts) parts, exposed communication, and the class's share of the average JCT over all
+    jobs (class jobs × class JCT / all jobs). Hours."""
+    from pathlib import Path
+
+    from experiments.sweep.store import cell_dir
+
+    sel = cells[(cells["status"] == "ok") & (cells["cluster_nodes"] == nodes)
+                & cells["trace"].astype(str).str.startswith(group)
+                & cells["policy_label"].isin(BREAKDOWN_POLICIES) & (cells["perf"] == "astra")]
+    rows = []
+    for pol in BREAKDOWN_POLICIES:
+        cs = sel[sel["policy_label"] == pol]
+        if cs.empty:
+            continue
+        jobs = pd.concat([pd.read_parquet(cell_dir(Path(out) / "runs" / str(c.grid), str(c.cell_id)) / "jobs.parquet",
+                                          columns=["num_gpus", "jct_s", "waiting_s", "exposed_comm_s"])
+                          for c in cs.itertuples()], ignore_index=True)
+        total = len(jobs)
+        for label, lo, hi in SIZE_CLASSES + (("all jobs", 1, 1 << 30),):
+            j = jobs[(jobs["num_gpus"] >= lo) & (jobs["num_gpus"] <= hi)]
+            if j.empty:
+                continue
+            jct, wait = j["jct_s"].mean() / 3600, j["waiting_s"].mean() / 3600
+            rows.append({"class": label, "policy": pol, "samples": len(cs), "jobs": len(j) / len(cs),
+                         "avg JCT h": jct, "waiting h": wait, "execution h": jct - wait,
+                         "comm h": j["exposed_comm_s"].mean() / 3600, "share of avg JCT h": jct * len(j) / total})
+    return pd.DataFrame(rows)
+
+
+def _breakdown_section(cells: pd.DataFrame, out: Any, nodes: int) -> list[str]:
+    lines = [f"## jct-breakdown: average JCT by job size, waiting vs execution ({nodes} nodes, congested basis)", "",
+             "Every job of every sample of the cell pooled (`samples` cells per policy); `dally-las` is Dally with "
+             "Tiresias' least-attained-service offer order (`offer_order = \"las\"`). Waiting = time queued, also "
+             "after preemptions; execution = JCT − waiting (running, exposed communication included, and restarts); "
+             "share = the class's part of the average JCT over all jobs (the shares add up to it). Hours.", ""]
+    for group in ("batch", "poisson"):
+        df = jct_breakdown(cells, out, group, nodes)
+        if df.empty:
+            continue
+        lines += [f"### {group}", "", "| jobs of | policy | samples | jobs per sample | avg JCT | waiting | execution "
+                  "| exposed comm | share of avg JCT |", "|---|---|---|---|---|---|---|---|---|"]
+        for r in df.to_dict("records"):
+            lines.append(f"| {r['class']} | {r['policy']} | {r['samples']} | {r['jobs']:.0f} | {r['avg JCT h']:,.1f} | "
+                         f"{r['waiting h']:,.1f} | {r['execution h']:,.1f} | {r['comm h']:,.1f} | "
+                         f"{r['share of avg JCT h']:,.1f} |")
+        lines.append("")
+    return lines
+
+
 def extra_sections(exp: Any, size: str, cells: pd.DataFrame, out: Any) -> list[list[str]]:  # noqa: ARG001
+    nodes = 16 if size == "small" else 64
     lines = ["## engine-table-i: Table I through the engine's default path (`--perf network`)", "",
              "Exposed communication as % of compute for 8 GPUs: machine = one node, rack = 4 + 4 on two nodes "
              "of one rack, network = 4 + 4 on two racks (scalable units on `dgx-h100`); the engine's compute of "
              f"the model on the preset's GPU at {TRACE_LOCAL_BATCH} per GPU (b32: the SenseTime jobs' median) and at "
              f"the authors' profiled batch ({PROFILED_DEFAULT} per GPU; 256 for VGG11 and BERT-large). Computed "
              "when the report is written (`python -m experiments.dally_report`), not from the runs.", ""]
-    for preset, nodes in ENGINE_CLUSTERS:
-        lines += _section(preset, nodes)
-    return [lines]
+    for preset, n in ENGINE_CLUSTERS:
+        lines += _section(preset, n)
+    breakdown = _breakdown_section(cells, out, nodes)
+    return [lines] + ([breakdown] if len(breakdown) > 4 else [])
 
 
 if __name__ == "__main__":

@@ -23,6 +23,7 @@ from policies.registry import POLICIES
 from simcore.api import ClusterView, Decision
 
 TIMERS = ("auto", "manual")
+OFFER_ORDERS = ("nw_sens", "las")
 _H = 3600.0
 _EPS = 1e-6
 
@@ -66,6 +67,11 @@ class DallyConfig(PolicyConfig):
         False, "record the zero wait of a job re-accepting a placement at its own lease expiry (false: only "
         "jobs that were waiting feed the auto-tuner)", source="not in the paper (artifact: such waits are < 1 "
         "lease and dropped)")
+    offer_order: str = param(
+        "nw_sens", "order of the resource offers: nw_sens = increasing Nw_sens, the paper's (jobs that paid no "
+        "communication, such as one-GPU jobs, come last); las = least attained service (GPU-seconds), "
+        "Tiresias' order, with Dally's timers and leases unchanged", choices=OFFER_ORDERS,
+        source="the paper: nw_sens; las isolates what the offer order does to JCT (Tiresias' order, notes §6.2)")
     fit: str = param(
         "best-fit", "machine/rack choice when several qualify: best-fit = the one left with the fewest free GPUs "
         "(ties: lowest index); network placements span the fewest racks, then machines",
@@ -86,6 +92,8 @@ class Dally(BasePolicy):
       compute time / run time = 1 − exposed_comm_s / executed_s, from the job's own counters
       (the expected iteration count cancels). Jobs that never ran have none: they come first
       (the artifact's bid 0). Ties: earlier last resource assignment, then lower index.
+      `offer_order=las` replaces Nw_sens by the attained GPU-seconds (Tiresias' order), all
+      else unchanged, to separate what the order does from what the timers do.
     - Algorithm 1 on the pool: fits one machine → accept there; else reject while the
       starvation time (now − last resource assignment) < T_Mc; fits one rack → accept there;
       else reject while < T_Rk; else accept anywhere. A job larger than a machine has
@@ -142,7 +150,10 @@ class Dally(BasePolicy):
         return t
 
     def priority_key(self, view: ClusterView, cand: np.ndarray) -> np.ndarray:
-        """Offer order key, ascending (NaN: never ran, offered first): Nw_sens."""
+        """Offer order key, ascending (NaN: never ran, offered first): Nw_sens, or the attained
+        service with `offer_order=las`."""
+        if self.config.offer_order == "las":
+            return attained_service(view, cand)
         return self.nw_sens(view)[cand]
 
     def nw_sens(self, view: ClusterView) -> np.ndarray:
@@ -231,6 +242,13 @@ class Dally(BasePolicy):
             if th < math.inf:
                 t = min(t, self.last_assign[j] + th)
         return t if math.isfinite(t) and t > now else None
+
+
+def attained_service(view: ClusterView, cand: np.ndarray) -> np.ndarray:
+    """Least-attained-service key of the candidates: GPU-seconds run (NaN for jobs that never ran)."""
+    jobs = view.jobs
+    svc = np.asarray(jobs.attained_gpu_s, np.float64)[cand]
+    return np.where(np.asarray(jobs.executed_s)[cand] > 0, svc, np.nan)
 
 
 def _tier(c, gpus: np.ndarray) -> int:

@@ -24,7 +24,7 @@ import numpy as np
 
 from policies.base import BasePolicy
 from policies.config import PolicyConfig, param
-from policies.dally.policy import TIMERS, Dally, DallyConfig
+from policies.dally.policy import TIMERS, Dally, DallyConfig, attained_service
 from policies.dally.tuner import DelayTuner
 from policies.registry import POLICIES
 from policies.tiresias import Tiresias, TiresiasConfig
@@ -167,6 +167,4 @@ class TiresiasDally(Dally):
         return (0.0 if demand > self._node_cap else math.inf), math.inf
 
     def priority_key(self, view, cand: np.ndarray) -> np.ndarray:
-        jobs = view.jobs
-        svc = np.asarray(jobs.attained_gpu_s, np.float64)[cand]
-        return np.where(np.asarray(jobs.executed_s)[cand] > 0, svc, np.nan)
+        return attained_service(view, cand)

@@ -35,6 +35,40 @@ def test_catalog_has_the_papers_tables():
     params = [p for _, p in e.variants("lease", "full").values()]
     assert {p["lease_s"] for p in params} == {3600.0, 7200.0}
     assert {p["history_s"] for p in params} == {21600.0, 86400.0, 259200.0}
+    # the offer-order experiment: Dally with only its offer order replaced, on the headline samples
+    for g, fig in (("offer_batch", "offer-order-jct-batch"), ("offer_poisson", "offer-order-jct-poisson")):
+        assert e.variants(g, "full") == {"dally-las": ("dally", {"offer_order": "las"})}
+        assert e.grid(g, "full")["seeds"] == [0, 1, 2]
+        assert e.figure(fig).policies == ("tiresias-dally", "dally", "dally-las")
+    # beyond the paper runs the congested basis too
+    assert e.grid("beyond", "full")["traces"][0]["synth"] == "dally:batch+duration"
+
+
+def test_jct_breakdown_splits_the_average_by_size_and_into_waiting_and_execution(tmp_path):
+    """The breakdown pools every sample's jobs; the classes' shares add up to the average JCT and
+    waiting + execution is the JCT."""
+    from experiments.dally_report import jct_breakdown
+    from experiments.sweep.store import cell_dir
+
+    rows = []
+    jobs = {"a": ([1, 1, 8, 16], [10.0, 30.0, 50.0, 110.0], [5.0, 20.0, 10.0, 100.0]),
+            "b": ([1, 4, 4, 64], [20.0, 40.0, 60.0, 400.0], [0.0, 0.0, 30.0, 300.0])}
+    for cid, (g, jct, wait) in jobs.items():
+        d = cell_dir(tmp_path / "runs" / "batch", cid)
+        d.mkdir(parents=True)
+        pd.DataFrame({"num_gpus": g, "jct_s": [3600 * x for x in jct], "waiting_s": [3600 * x for x in wait],
+                      "exposed_comm_s": [0.0] * 4}).to_parquet(d / "jobs.parquet")
+        rows.append({"grid": "batch", "cell_id": cid, "status": "ok", "cluster_nodes": 64, "perf": "astra",
+                     "trace": "batch-4+duration", "policy_label": "dally"})
+    rows.append(dict(rows[0], cell_id="c", cluster_nodes=16))  # another row: not read
+    df = jct_breakdown(pd.DataFrame(rows), tmp_path, "batch", 64).set_index("class")
+    assert df.loc["1 GPU", "jobs"] == 1.5 and df.loc["1 GPU", "avg JCT h"] == pytest.approx(20.0)
+    assert df.loc["2-8 GPUs (one machine)", "waiting h"] == pytest.approx(40.0 / 3)
+    assert df.loc["9-64 GPUs (one rack)", "execution h"] == pytest.approx((10 + 100) / 2)
+    assert df.loc["all jobs", "avg JCT h"] == pytest.approx(sum(sum(j[1]) for j in jobs.values()) / 8)
+    parts = df.drop(index="all jobs")["share of avg JCT h"].sum()
+    assert parts == pytest.approx(df.loc["all jobs", "avg JCT h"])
+    assert list(df["avg JCT h"]) == pytest.approx(list(df["waiting h"] + df["execution h"]))
 
 
 @pytest.fixture(scope="module")
@@ -122,4 +156,4 @@ def test_committed_ci_report_marks_the_claims_it_cannot_check():
                 assert (got["direction"] == "n/a").all()
             elif c.row is None:
                 assert (got["verdict"] != "not checked").all(), (fig.name, c)
-    assert marked == 12
+    assert marked == 13  # five vs Gandiva, comm vs Tiresias, three uncongested, beyond makespan (2) and comm (2)

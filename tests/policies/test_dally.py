@@ -185,6 +185,25 @@ def test_never_run_jobs_first_then_increasing_nw_sens():
     assert gpus_of(d, len(busy) + 2) == (15,)
 
 
+def test_offer_order_las_ranks_by_attained_service_not_nw_sens():
+    # job 0 paid communication (Nw_sens 0.5) but attained much service; job 1 paid none (Nw_sens 1,
+    # last under the published order) with little service: least attained service offers job 1 first
+    jobs = [Job(gpus=1, submit=0.0, executed=100.0, attained=800.0), Job(gpus=1, submit=1.0, executed=100.0,
+            attained=100.0), Job(gpus=1, submit=9.0)]
+    v = view(jobs, 10.0, exposed=[50.0, 0.0, 0.0])
+    published, las = manual(), policies.make("dally-manual", offer_order="las")
+    published.decide(v, 10.0)
+    las.decide(v, 10.0)
+    assert published.order(v, np.arange(3)).tolist() == [2, 0, 1]
+    assert las.order(v, np.arange(3)).tolist() == [2, 1, 0]
+    # the order is the only change: the same never-run job, one free GPU, wins under both
+    busy = fillers([4, 4, 4, 3])
+    v2 = view(busy + jobs[:2], 10.0, last_start=[0.0] * len(busy) + [np.nan] * 2,
+              exposed=[0.0] * len(busy) + [50.0, 0.0])
+    assert gpus_of(policies.make("dally", offer_order="las").decide(v2, 10.0), len(busy) + 1) == (15,)
+    assert gpus_of(policies.make("dally").decide(v2, 10.0), len(busy)) == (15,)
+
+
 def test_config_rejects_bad_values():
     from cosim.errors import InputError
 
@@ -192,6 +211,8 @@ def test_config_rejects_bad_values():
         policies.make("dally", lease_s=0)
     with pytest.raises(InputError):
         policies.make("dally", mode="literal")
+    with pytest.raises(InputError):
+        policies.make("dally", offer_order="fifo")
 
 
 def test_tiresias_as_dally_runs_it_least_service_first_and_skew_timers():

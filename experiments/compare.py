@@ -6,7 +6,8 @@ and the traces of a group), with its standard deviation and count.
 
 The rule, stated once and printed in every REPORT.md: a claim "A is better than B" holds in
 cosim when A's value beats B's by more than `TIE_TOL` relative to the larger magnitude of the
-two (`yes`); within that tolerance it is a tie (`tie`), and the other way round it is `no`.
+two (`yes`); within that tolerance it is a tie (`tie`), and the other way round it is `no`. Two
+values within `ZERO_ABS` of zero are a tie (floating-point residue, not a difference).
 A row's verdict is `yes` when every claim on it holds, `no` when any is reversed, else `tie`.
 The cosim rank order of all policies on the row is printed beside it, with `≈` joining
 neighbours within the tolerance.
@@ -58,6 +59,9 @@ VERDICTS = (REPRODUCES, DIRECTION_ONLY, NOT_REPRODUCED)
 
 #: relative difference below which two policies count as tied
 TIE_TOL = 0.02
+#: values both within this of zero are equal: the residue of sums that are zero (a metric no policy
+#: on the row has, in any unit cosim reports) must not decide a direction
+ZERO_ABS = 1e-12
 
 
 def figure_table(cells: pd.DataFrame, figure: Figure) -> pd.DataFrame:
@@ -83,7 +87,7 @@ def figure_table(cells: pd.DataFrame, figure: Figure) -> pd.DataFrame:
 def _rel(better_val: float, worse_val: float, lower: bool) -> float:
     """How much `better_val` beats `worse_val`, relative to the larger magnitude (negative: it loses)."""
     scale = max(abs(better_val), abs(worse_val))
-    if scale == 0:
+    if scale <= ZERO_ABS:  # both zero up to floating-point residue (e.g. 7e-18 h of exposed communication)
         return 0.0
     return (worse_val - better_val) / scale if lower else (better_val - worse_val) / scale
 

@@ -76,6 +76,9 @@ def test_claim_rule_yes_tie_no_at_the_tolerance():
     assert check_claim("r", {"tiresias": 1.0, "fifo": 1.0 + TIE_TOL / 2}, c, True, _fmt).result == "tie"
     assert check_claim("r", {"tiresias": 1.0, "fifo": 0.9}, c, True, _fmt).result == "no"
     assert check_claim("r", {"tiresias": 1.0, "fifo": 0.9}, c, False, _fmt).result == "yes"  # higher is better
+    # zero up to rounding residue on both sides is a tie, not a 30 % difference
+    assert check_claim("r", {"tiresias": 6.83e-18, "fifo": 4.97e-18}, c, True, _fmt).result == "tie"
+    assert check_claim("r", {"tiresias": 4.97e-18, "fifo": 0.0559}, c, True, _fmt).result == "yes"
     assert check_claim("r", {"fifo": 1.0}, c, True, _fmt).result == "n/a"
     v = check_claim("r", {"tiresias": 2.0, "fifo": 5.0}, c, True, _fmt)
     assert v.cosim == "tiresias 2 better than fifo 5 (2.50×)"

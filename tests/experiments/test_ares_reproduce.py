@@ -19,7 +19,8 @@ from tests.experiments.test_reproduce import _table
 
 SHARED_DATA = Path(os.environ.get("COSIM_SHARED_DATA", "").strip() or _CHECKOUT_SHARED)
 WORKLOAD_1 = SHARED_DATA / "traces" / "philly" / "workloads" / "workload-1.csv"
-POLICIES = ("ares", "ares-artifact", "themis-ftf-lp", "tiresias-pollux", "srjf")
+POLICIES = ("ares", "ares-artifact", "gavel", "themis-ftf-lp", "themis", "tiresias-pollux", "optimus", "allox",
+            "srjf")
 
 
 def test_catalog_grids_resolve_with_every_shared_workload():

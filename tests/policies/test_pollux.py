@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import math
 from types import SimpleNamespace
 
@@ -353,3 +354,52 @@ def test_batch_fixed_never_changes_a_jobs_batch(tmp_path):
     # the same run with Pollux's own batch choice does change batches (the check can fail)
     _, dec_a = batches("adaptive")
     assert (dec_a["batch_size"] != dec_a["global_batch"]).any()
+
+
+# ---- the GA's exact output: a faster kernel must make the same decisions --------------------
+
+
+def _busy_problem(rng, J=120, N=16, per_node=4):
+    """A queue-heavy round as on the Ares cluster: J jobs (a quarter running) on N nodes."""
+    R = 32
+    n = np.arange(N + 1)[:, None]
+    r = np.arange(R + 1)[None, :]
+    k = rng.uniform(0.3, 1.0, size=(J, 1, 1))
+    S = np.where((r >= n) & (r > 0), (r ** k) / (1 + 0.1 * (n - 1)) / 2.0, 0.0)
+    base = np.zeros((J, N), np.int64)
+    free = np.full(N, per_node)
+    for j in rng.permutation(J)[: J // 4]:
+        nd = int(rng.integers(0, N))
+        g = int(rng.integers(1, free[nd] + 1)) if free[nd] else 0
+        base[j, nd] = g
+        free[nd] -= g
+    node_cap = np.full(N, per_node, np.int64)
+    job_node_cap = np.broadcast_to(node_cap, (J, N)).copy()
+    job_node_cap[rng.random(J) < 0.1, : N // 2] = 0
+    max_gpus = rng.integers(1, R + 1, size=J)
+    min_gpus = np.minimum(rng.integers(1, 3, size=J), max_gpus)
+    penalty = rng.uniform(0.2, 1.0, size=J)
+    return Problem(S, base, node_cap, job_node_cap, max_gpus, min_gpus, penalty, scale=N / (N * per_node))
+
+
+def _ga_digest():
+    rng = np.random.default_rng(2024)
+    prob = _busy_problem(rng)
+    h = hashlib.sha256()
+    init = prob.base[None]
+    for _ in range(3):  # three rounds, each from the previous population, as the policy runs them
+        best, pop = evolve(prob, init, rng, pop_size=40, generations=25)
+        h.update(best.astype(np.int64).tobytes())
+        h.update(np.ascontiguousarray(pop, np.int16).tobytes())
+        init = pop
+    return h.hexdigest()
+
+
+def test_ga_output_is_pinned():
+    # Three rounds of a 120-job, 16-node problem from a fixed seed: the populations and the
+    # chosen allocations, byte for byte. Any change to the GA's random stream, operators,
+    # objectives or selection changes this digest; a pure speed-up must not.
+    prob = _busy_problem(np.random.default_rng(2024))
+    best, _ = evolve(prob, prob.base[None], np.random.default_rng(1), pop_size=40, generations=25)
+    assert not np.array_equal(best, prob.base)  # the search moves jobs (the digest covers real work)
+    assert _ga_digest() == "05750fb01d4d5bde1043f9152090eef0e94302e072dc0e890b1f361132735f2e"

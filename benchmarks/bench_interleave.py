@@ -1,11 +1,11 @@
 """Before/after timings of `benchmarks.bench_policies --table`, interleaved on a shared machine.
 
-Runs the decision-time table alternately in two checkouts (e.g. a `git worktree add /tmp/base
+Runs the decision-time table alternately in two checkouts (e.g. a `git worktree add ../base
 main` copy and the working tree), `--rounds` times each, so that both see the same load over
 time instead of one run each at different loads; prints every run's rows (wall ms, CPU ms in
 the detail, the load average) labelled with its checkout and round.
 
-    nice -n 10 python -m benchmarks.bench_interleave /tmp/base . --only gavel,pal --rounds 3
+    nice -n 10 python -m benchmarks.bench_interleave ../base . --only gavel,pal --rounds 3
 """
 
 from __future__ import annotations

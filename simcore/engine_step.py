@@ -18,12 +18,7 @@ import numpy as np
 from simcore import kernels
 from simcore.engine_constants import NO_JOBS, ROUND
 from simcore.events import Event
-
-
-def _read_only(a: np.ndarray) -> np.ndarray:
-    v = a.view()
-    v.flags.writeable = False
-    return v
+from simcore.state import read_only
 
 
 class Stepping:
@@ -41,7 +36,7 @@ class Stepping:
         # (writable; the view gets a read-only view of it, `_running_arr`), and the jobs that took
         # GPUs since, `_started[:_started_n]`; stale while `_running_stale` (`PolicyView._view_sets`)
         self._running_base = np.zeros(0, np.int64)
-        self._running_arr = _read_only(self._running_base)
+        self._running_arr = read_only(self._running_base)
         self._started = np.zeros(max(num_gpus, 1), np.int64)
         self._started_n = 0
         self._running_stale = False

@@ -20,17 +20,11 @@ from simcore import kernels
 from simcore.api import ClusterView
 from simcore.convergence import ConvergenceLog
 from simcore.engine_constants import NO_GPUS, RESTARTING, RUNNING
-from simcore.state import JobTable
+from simcore.state import JobTable, read_only
 from simcore.work import WorkMode
 
 _new = object.__new__
 _VIEW_FIELDS = {f.name: None for f in fields(ClusterView)}.keys()  # `Engine._view` fills every one
-
-
-def _ro(a: np.ndarray) -> np.ndarray:
-    v = a.view()
-    v.flags.writeable = False
-    return v
 
 
 class PolicyView:
@@ -80,13 +74,11 @@ class PolicyView:
                                      self._running_base, self._started, self._started_n, self.jobs.alloc_count,
                                      want_a, want_r)
             if want_a:
-                a = a.view()
-                a.flags.writeable = False
-                self._active_arr = a
+                self._active_arr = read_only(a)
                 self._add_n = self._drop_n = 0
             if want_r:
                 self._running_base = r
-                self._running_arr = _ro(r)
+                self._running_arr = read_only(r)
                 self._started_n = 0
                 self._running_stale = False
         return self._active_arr, self._running_arr
@@ -129,7 +121,7 @@ class PolicyView:
         self._acc = np.zeros(2)  # (online, busy) GPU-seconds while `kernels.step_through` adds them
 
     def _counter_views(self) -> dict:
-        ro = _ro
+        ro = read_only
         return dict(_samples_done=ro(self._v_samples), _iters_per_s=ro(self._v_ips), _waiting_s=ro(self._v_wait),
                     _epochs_done=ro(self._v_epochs), last_gpu_type=ro(self._last_type),
                     exposed_comm_s=ro(self.jobs.exposed_comm_s), _sync=self._sync_counters,

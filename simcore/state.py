@@ -17,7 +17,8 @@ from simcore.api import ClusterArrays, JobState, JobsView
 from simcore.work import WorkMode
 
 
-def _ro(a: np.ndarray) -> np.ndarray:
+def read_only(a: np.ndarray) -> np.ndarray:
+    """A read-only view of `a` (what policies are handed: they may keep it, never write it)."""
     v = a.view()
     v.flags.writeable = False
     return v
@@ -110,11 +111,11 @@ class JobTable:
         nan.flags.writeable = False
         hidden = ("duration", "remaining_s", "progress", "attrs")
         names = {f.name for f in fields(JobsView)} & set(vars(self))
-        kw = {k: _ro(getattr(self, k)) for k in names if k not in hidden}
-        kw["attrs"] = {k: _ro(v) for k, v in self.attrs.items()}
-        kw["duration"] = _ro(self.duration) if oracle else nan
-        kw["remaining_s"] = _ro(self.remaining_s) if oracle else nan
-        kw["progress"] = _ro(self.progress) if progress_oracle else nan
+        kw = {k: read_only(getattr(self, k)) for k in names if k not in hidden}
+        kw["attrs"] = {k: read_only(v) for k, v in self.attrs.items()}
+        kw["duration"] = read_only(self.duration) if oracle else nan
+        kw["remaining_s"] = read_only(self.remaining_s) if oracle else nan
+        kw["progress"] = read_only(self.progress) if progress_oracle else nan
         kw.update(extra)
         return JobsView(**kw)
 
@@ -144,16 +145,16 @@ class ClusterState:
     def arrays(self) -> ClusterArrays:
         t = self.topology
         return ClusterArrays(
-            gpu_node=_ro(np.asarray(t.gpu_node, np.int32)),
-            gpu_type=_ro(np.asarray(t.gpu_type, np.int16)),
-            node_leaf=_ro(np.asarray(t.node_leaf, np.int32)),
-            leaf_pod=_ro(np.asarray(t.leaf_pod, np.int32)),
-            node_first_gpu=_ro(np.asarray(t.node_first_gpu, np.int32)),
-            node_num_gpus=_ro(np.asarray(t.node_num_gpus, np.int32)),
+            gpu_node=read_only(np.asarray(t.gpu_node, np.int32)),
+            gpu_type=read_only(np.asarray(t.gpu_type, np.int16)),
+            node_leaf=read_only(np.asarray(t.node_leaf, np.int32)),
+            leaf_pod=read_only(np.asarray(t.leaf_pod, np.int32)),
+            node_first_gpu=read_only(np.asarray(t.node_first_gpu, np.int32)),
+            node_num_gpus=read_only(np.asarray(t.node_num_gpus, np.int32)),
             gpu_type_names=tuple(t.gpu_type_names),
-            gpu_type_mem_gb=_ro(np.asarray(t.gpu_type_mem_gb, np.float64)),
-            gpu_online=_ro(self.gpu_online),
-            gpu_owner=_ro(self.gpu_owner),
+            gpu_type_mem_gb=read_only(np.asarray(t.gpu_type_mem_gb, np.float64)),
+            gpu_online=read_only(self.gpu_online),
+            gpu_owner=read_only(self.gpu_owner),
             **_node_groups(t),
         )
 
@@ -166,7 +167,7 @@ def _node_groups(t: Any) -> dict:
     groups = getattr(getattr(t, "spec", None), "groups", None)
     names = tuple(str(getattr(x, "name", i)) for i, x in enumerate(groups)) if groups else ("all",)
     arr = np.zeros(n, np.int16) if g is None else np.asarray(g, np.int16)
-    return dict(node_group=_ro(arr), node_group_names=names)
+    return dict(node_group=read_only(arr), node_group_names=names)
 
 
 def static_columns(df: Mapping[str, np.ndarray], type_names: tuple[str, ...]) -> dict[str, np.ndarray]:

@@ -209,14 +209,15 @@ def largest_over_rows(claim: Claim, found: list[Verdict]) -> tuple[list[Verdict]
     if sum(v.verdict != NOT_CHECKED for v in found) < 2:
         return found, None
     by_direction = replace(claim, check="direction")
+    top = max((v for v in found if v.verdict != NOT_CHECKED),
+              key=lambda v: -math.inf if math.isnan(v.factor) else v.factor)
     rows = []
     for v in found:
         if v.verdict != NOT_CHECKED:
             verdict, why = classify(by_direction, v.result, v.ratio, v.seed_results)
+            why = why or f"by direction; the margin is compared on the largest row ({top.row})"
             v = replace(v, claim=by_direction, verdict=verdict, why=why)
         rows.append(v)
-    top = max((v for v in found if v.verdict != NOT_CHECKED),
-              key=lambda v: -math.inf if math.isnan(v.factor) else v.factor)
     ratio = "n/a" if math.isnan(top.ratio) else f"{top.ratio:.2f}"
     return rows, replace(top, row=f"{LARGEST} ({top.row})",
                          cosim=f"{LARGEST}: {top.factor:.2f}× on row {top.row}, ratio {ratio}")

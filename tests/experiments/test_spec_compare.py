@@ -325,6 +325,7 @@ def test_up_to_checks_the_direction_per_row_and_the_margin_once_on_the_largest_r
         ("t1", "yes", REPRODUCES), ("t2", "yes", REPRODUCES), ("t3", "yes", REPRODUCES),
         ("largest over rows (t2)", "yes", REPRODUCES)]
     assert found[0].claim.checked_by == "direction" and found[-1].claim.checked_by == "margin"
+    assert found[0].why == "by direction; the margin is compared on the largest row (t2)" and found[-1].why == ""
     assert found[-1].cosim == "largest over rows: 2.20× on row t2, ratio 1.20"
     assert found[-1].ratio == pytest.approx(1.2) and found[-1].factor == pytest.approx(2.2)
     # the largest row far beyond the paper's largest: direction only on the claim line, the rows still hold

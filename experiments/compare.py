@@ -43,6 +43,9 @@ The qualifier (`spec.QUALIFIERS`) says what the paper's number is, and the band 
   the checked row with cosim's largest factor for the claim, as one more line of the claim
   (row `largest over rows (R)`: "largest over rows: F× on row R, ratio …", with row R's seeds).
   Checked on one row only, that row is the largest and its own line compares the margin.
+  The largest-row line is the claim's verdict, and it counts once in a report's totals (`counted`):
+  it reproduces when the margin is in the band there and every row holds the direction; a row
+  that ties or reverses makes it `direction only`. Its row lines show the direction, uncounted.
 
 A claim naming a policy (`pollux`) checks the row's one parameterised label of it
 (`pollux(generations=4,population=10)`, a size that runs it with other parameters) when there is
@@ -219,8 +222,26 @@ def largest_over_rows(claim: Claim, found: list[Verdict]) -> tuple[list[Verdict]
             v = replace(v, claim=by_direction, verdict=verdict, why=why)
         rows.append(v)
     ratio = "n/a" if math.isnan(top.ratio) else f"{top.ratio:.2f}"
-    return rows, replace(top, row=f"{LARGEST} ({top.row})",
+    verdict, why = top.verdict, top.why
+    missed = [v for v in rows if v.verdict not in (REPRODUCES, NOT_CHECKED)]
+    if missed and verdict == REPRODUCES:  # the peak matches, but not every row goes the paper's way
+        checked = sum(v.verdict != NOT_CHECKED for v in rows)
+        verdict, why = DIRECTION_ONLY, f"direction missed on {len(missed)} of {checked} rows"
+    return rows, replace(top, row=f"{LARGEST} ({top.row})", verdict=verdict, why=why,
                          cosim=f"{LARGEST}: {top.factor:.2f}× on row {top.row}, ratio {ratio}")
+
+
+def counted(lines: pd.DataFrame) -> pd.Series:
+    """Which lines of a claims table count as claims: all but the row lines of an "up to" claim that
+    has a `largest over rows` line (that line is the claim's verdict; its rows show the direction).
+    `lines` has the claims.csv columns `figure, row, better, worse, qualifier`; a `report` column,
+    when present, keeps reports apart."""
+    if not len(lines):
+        return pd.Series([], dtype=bool, index=lines.index)
+    keys = [c for c in ("report", "figure", "better", "worse", "qualifier") if c in lines.columns]
+    largest = lines["row"].astype(str).str.startswith(LARGEST)
+    has_largest = largest.groupby([lines[k].astype(str) for k in keys]).transform("any")
+    return largest | ~has_largest
 
 
 def check_claim(row: str, values: dict[str, float], claim: Claim, lower: bool, fmt, tol: float = TIE_TOL,

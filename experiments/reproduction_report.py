@@ -220,9 +220,12 @@ def claims_summary(found: dict[str, list[Verdict]]) -> str:
     """One line: how many claims the run checked and how many of them held, held in direction only,
     failed, or could not be checked, with the reasons (the catalog's `not_at`, or the missing cells)
     most frequent first."""
-    from experiments.compare import NOT_CHECKED, VERDICTS
+    from experiments.compare import NOT_CHECKED, VERDICTS, counted
 
-    every = [v for vs in found.values() for v in vs]
+    lines = [v for vs in found.values() for v in vs]
+    keep = counted(pd.DataFrame([{"figure": f, "row": v.row, "better": v.claim.better, "worse": v.claim.worse,
+                                  "qualifier": v.claim.qualifier} for f, vs in found.items() for v in vs]))
+    every = [v for v, k in zip(lines, keep) if k]
     counts = {k: sum(v.verdict == k for v in every) for k in VERDICTS + (NOT_CHECKED,)}
     checked = len(every) - counts[NOT_CHECKED]
     parts = ", ".join(f"{counts[k]} {k}" for k in VERDICTS)

@@ -332,10 +332,12 @@ def test_up_to_checks_the_direction_per_row_and_the_margin_once_on_the_largest_r
     far = _up_to({"t1": (1.0, 1.2), "t2": (1.0, 9.0)})
     assert [v.verdict for v in far] == [REPRODUCES, REPRODUCES, DIRECTION_ONLY]
     assert far[-1].why == "margin ratio 8.00, outside 0.5-2"
-    # a row that ties does not reproduce on that row; the claim line still judges the largest row
+    # a row that ties does not reproduce on that row, and the claim line, whose margin is in the band on
+    # the largest row, says the claim holds in direction only
     tie = _up_to({"t1": (1.0, 1.01), "t2": (1.0, 1.9)})
     assert [(v.result, v.verdict) for v in tie] == [("tie", NOT_REPRODUCED), ("yes", REPRODUCES),
-                                                    ("yes", REPRODUCES)]
+                                                    ("yes", DIRECTION_ONLY)]
+    assert tie[-1].why == "direction missed on 1 of 2 rows"
     # the largest row's seeds decide its line: one reversed seed there makes the claim direction only
     seeds = {("t1", "sjf"): {0: 1.0, 1: 1.0}, ("t1", "fifo"): {0: 1.9, 1: 0.8},
              ("t2", "sjf"): {0: 1.0, 1: 1.0}, ("t2", "fifo"): {0: 1.2, 1: 1.3}}
@@ -348,3 +350,19 @@ def test_up_to_checks_the_direction_per_row_and_the_margin_once_on_the_largest_r
     gone = _up_to({"t1": (1.0, 1.5), "t2": (1.0, 2.0)}, not_at={"small": "too few jobs"})
     assert [v.verdict for v in gone] == ["not checked", "not checked"]
     assert len(_up_to({"t1": (1.0, 1.5), "t2": (1.0, 2.0)}, not_at={"small": "x"}, size="full")) == 3
+
+
+def test_an_up_to_claim_counts_once_by_its_largest_row_line():
+    from experiments.compare import counted
+    from experiments.reproduction_report import claims_summary
+
+    found = _up_to({"t1": (1.0, 1.01), "t2": (1.0, 1.9), "t3": (1.0, 1.5)})
+    lines = pd.DataFrame([{"figure": "f", "row": v.row, "better": v.claim.better, "worse": v.claim.worse,
+                           "qualifier": v.claim.qualifier} for v in found])
+    assert counted(lines).tolist() == [False, False, False, True]
+    # the same claim in another report, or a plain claim beside it, counts on its own
+    other = pd.concat([lines.assign(report="a"), lines.assign(report="b"),
+                       pd.DataFrame([{"report": "a", "figure": "f", "row": "t1", "better": "x", "worse": "y",
+                                      "qualifier": "about"}])], ignore_index=True)
+    assert counted(other).tolist() == [False] * 3 + [True] + [False] * 3 + [True, True]
+    assert claims_summary({"f": found}).startswith("1 of 1 claims checked: 0 reproduces, 1 direction only, ")

@@ -256,8 +256,9 @@ RULES = (
     "the paper's margin); \"at least X\" with the ratio ≥ 1/m, no upper bound; \"at most X\" (a bound on a loss) "
     "with the ratio ≤ m, and a tie is within the bound (a loss of zero), while a reversal does not reproduce; "
     "\"up to X\" (the paper's largest margin over the rows) needs the direction on each row, and its margin is "
-    "compared once, \"about\"-wise, on the row with cosim's largest factor (the line `largest over rows (R)`; with "
-    "one row checked, that row's line compares it).",
+    "compared once, \"about\"-wise, on the row with cosim's largest factor. That line, `largest over rows (R)`, "
+    "is the claim's verdict and counts once in the totals: `direction only` when any row ties or reverses; the "
+    "row lines show the direction and are not counted (with one row checked, that row's line is the claim).",
 )
 
 

@@ -240,8 +240,8 @@ def counted(lines: pd.DataFrame) -> pd.Series:
         return pd.Series([], dtype=bool, index=lines.index)
     keys = [c for c in ("report", "figure", "better", "worse", "qualifier") if c in lines.columns]
     largest = lines["row"].astype(str).str.startswith(LARGEST)
-    has_largest = largest.groupby([lines[k].astype(str) for k in keys]).transform("any")
-    return largest | ~has_largest
+    has_largest = largest.astype(int).groupby([lines[k].astype(str) for k in keys]).transform("max") > 0
+    return (largest | ~has_largest).astype(bool)
 
 
 def check_claim(row: str, values: dict[str, float], claim: Claim, lower: bool, fmt, tol: float = TIE_TOL,

@@ -9,8 +9,9 @@ cosim when A's value beats B's by more than `TIE_TOL` relative to the larger mag
 two (`yes`); within that tolerance it is a tie (`tie`), and the other way round it is `no`. Two
 values within `ZERO_ABS` of zero are a tie (floating-point residue, not a difference).
 A row's verdict is `yes` when every claim on it holds, `no` when any is reversed, else `tie`.
-The cosim rank order of all policies on the row is printed beside it, with `≈` joining
-neighbours within the tolerance.
+The cosim rank order of all policies on the row is printed beside it, best first: joined by `<`
+for a lower-is-better metric and by `>` for a higher-is-better one, with `≈` joining neighbours
+within the tolerance.
 
 A figure may pool several grids (its table is built from the cells of all of them, e.g. Aryl's
 runs with and without an inference load series), and a claim may select rows: `x@row` is
@@ -23,12 +24,28 @@ cosim's margin over the paper's (0.42: cosim shows 42 % of the paper's gain; 15.
 Each claim then gets one of three verdicts, `VERDICTS`:
 
 - `reproduces`: the direction holds on the mean and on every seed, and, for a claim checked by
-  margin (the catalog's `check`, default `margin` where the paper gives a factor), the ratio lies
-  within [1/m, m] for the claim's `margin` m (default `spec.DEFAULT_MARGIN` = 2); a claim the paper
+  margin (the catalog's `check`, default `margin` where the paper gives a factor), the ratio meets
+  the claim's qualifier for its `margin` m (default `spec.DEFAULT_MARGIN` = 2); a claim the paper
   states without a number (or declared `check = "direction"`) needs the direction only;
-- `direction only`: the direction holds on the mean, but the margin is outside that band or some
+- `direction only`: the direction holds on the mean, but the margin misses its band or some
   seed ties or reverses it;
 - `does not reproduce`: the mean ties or reverses it.
+
+The qualifier (`spec.QUALIFIERS`) says what the paper's number is, and the band follows its words:
+
+- "about X" (and a bare X, e.g. the pairs of the paper's printed values): the ratio within [1/m, m];
+- "at least X": cosim's margin at least X's within the band: ratio ≥ 1/m, no upper bound;
+- "at most X": the paper bounds a loss: the ratio ≤ m. A tie on the mean (and ties on seeds) is
+  within the bound, so it reproduces (a loss of zero is at most X); a reversal beyond the tie
+  tolerance does not: the paper states which way the loss goes, and cosim shows the other;
+- "up to X": X is the paper's largest margin over the rows of the figure. Each row is checked for
+  the direction only (on the mean and every seed); the margin is compared once, "about"-wise, on
+  the checked row with cosim's largest factor for the claim, as one more line of the claim
+  (row `largest over rows (R)`: "largest over rows: F× on row R, ratio …", with row R's seeds).
+  Checked on one row only, that row is the largest and its own line compares the margin.
+  The largest-row line is the claim's verdict, and it counts once in a report's totals (`counted`):
+  it reproduces when the margin is in the band there and every row holds the direction; a row
+  that ties or reverses makes it `direction only`. Its row lines show the direction, uncounted.
 
 A claim naming a policy (`pollux`) checks the row's one parameterised label of it
 (`pollux(generations=4,population=10)`, a size that runs it with other parameters) when there is
@@ -46,17 +63,19 @@ printed as their range.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import pandas as pd
 
-from experiments.spec import ROW_SEP, Claim, Figure
+from experiments.spec import ROW_SEP, UP_TO, Claim, Figure
 
 #: the three verdicts, best first, and the one of a claim without cells
 REPRODUCES, DIRECTION_ONLY, NOT_REPRODUCED, NOT_CHECKED = ("reproduces", "direction only",
                                                            "does not reproduce", "not checked")
 VERDICTS = (REPRODUCES, DIRECTION_ONLY, NOT_REPRODUCED)
 
+#: the row of an "up to" claim's margin line: `largest over rows (R)`
+LARGEST = "largest over rows"
 #: relative difference below which two policies count as tied
 TIE_TOL = 0.02
 #: values both within this of zero are equal: the residue of sums that are zero (a metric no policy
@@ -93,13 +112,14 @@ def _rel(better_val: float, worse_val: float, lower: bool) -> float:
 
 
 def rank_order(values: dict[str, float], lower: bool, tol: float = TIE_TOL) -> str:
-    """`a < b ≈ c` best first; `≈` joins neighbours within `tol` of each other."""
+    """Best first: `a < b ≈ c` for a lower-is-better metric, `a > b ≈ c` for higher; `≈` joins
+    neighbours within `tol` of each other."""
     items = sorted(((p, v) for p, v in values.items() if not math.isnan(v)), key=lambda kv: kv[1] if lower else -kv[1])
     if not items:
         return "n/a"
     text = items[0][0]
     for (_, va), (pb, vb) in zip(items, items[1:]):
-        text += (" ≈ " if abs(_rel(va, vb, lower)) <= tol else " < ") + pb
+        text += (" ≈ " if abs(_rel(va, vb, lower)) <= tol else " < " if lower else " > ") + pb
     return text
 
 
@@ -155,20 +175,73 @@ def margin_ratio(cosim_factor: float, paper_factor: float | None) -> float:
     return (cosim_factor - 1.0) / (paper_factor - 1.0)
 
 
+def _band(claim: Claim) -> tuple[float, float, str]:
+    """(lowest, highest ratio that reproduces, how a miss reads) for the claim's qualifier."""
+    m = claim.margin
+    if claim.qualifier == "at least":
+        return 1.0 / m, math.inf, f"below {1 / m:.2g}"
+    if claim.qualifier == "at most":
+        return -math.inf, m, f"above {m:g}"
+    return 1.0 / m, m, f"outside {1 / m:.2g}-{m:g}"
+
+
 def classify(claim: Claim, direction: str, ratio: float, seed_results: tuple[str, ...] = ()) -> tuple[str, str]:
-    """(verdict, why) of a checked claim (`direction` yes/tie/no on the means)."""
-    if direction != "yes":
+    """(verdict, why) of a checked claim (`direction` yes/tie/no on the means), by its qualifier."""
+    bound = claim.qualifier == "at most"  # a tie is a loss of zero: within the paper's bound
+    if direction == "no" or (direction == "tie" and not bound):
         return NOT_REPRODUCED, "tie on the mean" if direction == "tie" else "reversed on the mean"
-    bad = [r for r in seed_results if r != "yes"]
+    bad = [r for r in seed_results if r == "no" or (r == "tie" and not bound)]
     if bad:
-        return DIRECTION_ONLY, f"tied or reversed on {len(bad)} of {len(seed_results)} seeds"
+        return DIRECTION_ONLY, f"{'reversed' if bound else 'tied or reversed'} on {len(bad)} of {len(seed_results)} seeds"
     if claim.checked_by == "direction":
         return REPRODUCES, ""
+    if direction == "tie":
+        return REPRODUCES, f"tie on the mean: within the paper's at most {claim.factor:g}×"
     if math.isnan(ratio):
         return DIRECTION_ONLY, "the paper's factor gives no margin to compare"
-    if 1.0 / claim.margin <= ratio <= claim.margin:
+    lo, hi, miss = _band(claim)
+    if lo <= ratio <= hi:
         return REPRODUCES, ""
-    return DIRECTION_ONLY, f"margin ratio {ratio:.2f}, outside {1 / claim.margin:.2g}-{claim.margin:g}"
+    return DIRECTION_ONLY, f"margin ratio {ratio:.2f}, {miss}"
+
+
+def largest_over_rows(claim: Claim, found: list[Verdict]) -> tuple[list[Verdict], Verdict | None]:
+    """An "up to" claim checked on several rows: (its row lines, judged by direction only; the margin
+    line: the checked row with cosim's largest factor, judged "about"-wise). With fewer than two
+    checked rows the lines are returned as they are, and no margin line (the row judges its margin)."""
+    if sum(v.verdict != NOT_CHECKED for v in found) < 2:
+        return found, None
+    by_direction = replace(claim, check="direction")
+    top = max((v for v in found if v.verdict != NOT_CHECKED),
+              key=lambda v: -math.inf if math.isnan(v.factor) else v.factor)
+    rows = []
+    for v in found:
+        if v.verdict != NOT_CHECKED:
+            verdict, why = classify(by_direction, v.result, v.ratio, v.seed_results)
+            why = why or f"by direction; the margin is compared on the largest row ({top.row})"
+            v = replace(v, claim=by_direction, verdict=verdict, why=why)
+        rows.append(v)
+    ratio = "n/a" if math.isnan(top.ratio) else f"{top.ratio:.2f}"
+    verdict, why = top.verdict, top.why
+    missed = [v for v in rows if v.verdict not in (REPRODUCES, NOT_CHECKED)]
+    if missed and verdict == REPRODUCES:  # the peak matches, but not every row goes the paper's way
+        checked = sum(v.verdict != NOT_CHECKED for v in rows)
+        verdict, why = DIRECTION_ONLY, f"direction missed on {len(missed)} of {checked} rows"
+    return rows, replace(top, row=f"{LARGEST} ({top.row})", verdict=verdict, why=why,
+                         cosim=f"{LARGEST}: {top.factor:.2f}× on row {top.row}, ratio {ratio}")
+
+
+def counted(lines: pd.DataFrame) -> pd.Series:
+    """Which lines of a claims table count as claims: all but the row lines of an "up to" claim that
+    has a `largest over rows` line (that line is the claim's verdict; its rows show the direction).
+    `lines` has the claims.csv columns `figure, row, better, worse, qualifier`; a `report` column,
+    when present, keeps reports apart."""
+    if not len(lines):
+        return pd.Series([], dtype=bool, index=lines.index)
+    keys = [c for c in ("report", "figure", "better", "worse", "qualifier") if c in lines.columns]
+    largest = lines["row"].astype(str).str.startswith(LARGEST)
+    has_largest = largest.astype(int).groupby([lines[k].astype(str) for k in keys]).transform("max") > 0
+    return (largest | ~has_largest).astype(bool)
 
 
 def check_claim(row: str, values: dict[str, float], claim: Claim, lower: bool, fmt, tol: float = TIE_TOL,
@@ -222,13 +295,22 @@ def verdicts(table: pd.DataFrame, figure: Figure, fmt, tol: float = TIE_TOL,
     claims = figure.all_claims()
     rows = list(dict.fromkeys(table["row"]))
     seeds = seeds or {}
+    up_to: dict[int, list[int]] = {}  # an "up to" claim → the positions of its row lines in `out`
     for row in rows:
         vals = with_bare_names(dict(zip(table.loc[table["row"] == row, "policy"],
                                         table.loc[table["row"] == row, "value"])))
         per_seed = with_bare_names({p: s for (r, p), s in seeds.items() if r == row})
-        for c in claims:
+        for i, c in enumerate(claims):
             if not c.across_rows and (c.row is None or c.row == row):
+                if c.qualifier == UP_TO and c.checked_by == "margin":
+                    up_to.setdefault(i, []).append(len(out))
                 out.append(check_claim(row, vals, c, lower, fmt, tol, per_seed, size))
+    for i, at in up_to.items():  # each row by direction, the margin once on the largest row
+        lines, largest = largest_over_rows(claims[i], [out[k] for k in at])
+        for k, v in zip(at, lines):
+            out[k] = v
+        if largest is not None:
+            out.append(largest)
     for c in claims:  # a claim on a row this size does not run: listed, with why
         if not c.across_rows and c.row is not None and c.row not in rows:
             out.append(Verdict(c.row, c, "no such row at this size", "n/a",

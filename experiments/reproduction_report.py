@@ -218,16 +218,48 @@ def figure_section(figure: Figure, table: pd.DataFrame, found: list[Verdict], im
 
 def claims_summary(found: dict[str, list[Verdict]]) -> str:
     """One line: how many claims the run checked and how many of them held, held in direction only,
-    failed, or could not be checked."""
-    from experiments.compare import NOT_CHECKED, VERDICTS
+    failed, or could not be checked, with the reasons (the catalog's `not_at`, or the missing cells)
+    most frequent first."""
+    from experiments.compare import NOT_CHECKED, VERDICTS, counted
 
-    every = [v for vs in found.values() for v in vs]
+    lines = [v for vs in found.values() for v in vs]
+    keep = counted(pd.DataFrame([{"figure": f, "row": v.row, "better": v.claim.better, "worse": v.claim.worse,
+                                  "qualifier": v.claim.qualifier} for f, vs in found.items() for v in vs]))
+    every = [v for v, k in zip(lines, keep) if k]
     counts = {k: sum(v.verdict == k for v in every) for k in VERDICTS + (NOT_CHECKED,)}
     checked = len(every) - counts[NOT_CHECKED]
     parts = ", ".join(f"{counts[k]} {k}" for k in VERDICTS)
-    return (f"{checked} of {len(every)} claims checked: {parts}"
-            + (f"; {counts[NOT_CHECKED]} not checked (no cells for a side at this size)" if counts[NOT_CHECKED]
-               else ""))
+    text = f"{checked} of {len(every)} claims checked: {parts}"
+    if counts[NOT_CHECKED]:
+        why = pd.Series([v.why for v in every if v.verdict == NOT_CHECKED]).value_counts(sort=True)
+        text += f"; {counts[NOT_CHECKED]} not checked (" + "; ".join(
+            f"{n}: {w.rstrip('.')}" for w, n in why.items()) + ")"
+    return text
+
+
+#: the rule REPORT.md states above its tables (`experiments.compare` holds the mechanism)
+RULES = (
+    "Same ordering? rule: a claim \"A better than B\" is `yes` when cosim's A beats B by more than "
+    f"{TIE_TOL:.0%} of the larger of the two values, `tie` within {TIE_TOL:.0%}, `no` when B beats A by more; a row "
+    "is `yes` when all its claims are, `no` when any is reversed. Claims the paper states without a number are "
+    "checked by direction only; its factor is shown beside cosim's. `cosim order` lists the policies best first "
+    "(`<` where lower is better, `>` where higher is), `≈` within the tolerance.",
+    "How far: a claim's factor is how much A beats B (B/A for lower-is-better metrics), its margin the factor − 1; "
+    "`cosim/paper margin` is cosim's margin over the paper's. Verdict: `reproduces` when the direction holds on the "
+    "mean and on every seed and, for a claim with a number, the margin ratio meets the paper's qualifier with the "
+    f"claim's factor m (default {DEFAULT_MARGIN:g}; the catalog may declare another or `check = \"direction\"`); "
+    "`direction only` when the mean's direction holds but the margin or a seed does not; `does not reproduce` when "
+    "the mean ties or reverses; `not checked` when the size has no cells for a side or the catalog says why it "
+    "cannot check the claim. `seeds`: the factor's range over the run's seeds (each seeds the synthetic workload "
+    "and the policy) and on how many it holds. The same rows are in claims.csv beside this file.",
+    "Qualifiers: \"about X\" (or a bare X) reproduces with the margin ratio within [1/m, m] (default: half to twice "
+    "the paper's margin); \"at least X\" with the ratio ≥ 1/m, no upper bound; \"at most X\" (a bound on a loss) "
+    "with the ratio ≤ m, and a tie is within the bound (a loss of zero), while a reversal does not reproduce; "
+    "\"up to X\" (the paper's largest margin over the rows) needs the direction on each row, and its margin is "
+    "compared once, \"about\"-wise, on the row with cosim's largest factor. That line, `largest over rows (R)`, "
+    "is the claim's verdict and counts once in the totals: `direction only` when any row ties or reverses; the "
+    "row lines show the direction and are not counted (with one row checked, that row's line is the claim).",
+)
 
 
 def write_report(path: Path, exp: Experiment, size: str, sections: Sequence[list[str]],
@@ -252,18 +284,7 @@ def write_report(path: Path, exp: Experiment, size: str, sections: Sequence[list
         lines += [f"- {_md_escape(why)}" for why in failures] + [""]
     if exp.notes:
         lines += ["## About this experiment", "", exp.notes, ""]
-    lines += ["## How claims are checked", "", "Same ordering? rule: a claim \"A better than B\" is `yes` when cosim's A beats B by more than "
-              f"{TIE_TOL:.0%} of the larger of the two values, `tie` within {TIE_TOL:.0%}, `no` when B beats A by "
-              "more; a row is `yes` when all its claims are, `no` when any is reversed. Claims the paper states "
-              "without a number are checked by direction only; its factor is shown beside cosim's.", "",
-              "How far: a claim's factor is how much A beats B (B/A for lower-is-better metrics), its margin the "
-              "factor − 1; `cosim/paper margin` is cosim's margin over the paper's. Verdict: `reproduces` when the "
-              "direction holds on the mean and on every seed and, for a claim with a number, the margin ratio is "
-              f"within the claim's factor (default {DEFAULT_MARGIN:g}: half to twice the paper's margin; the "
-              "catalog may declare another or `check = \"direction\"`); `direction only` when the mean's direction "
-              "holds but the margin or a seed does not; `does not reproduce` when the mean ties or reverses. "
-              "`seeds`: the factor's range over the run's seeds (each seeds the synthetic workload and the "
-              "policy) and on how many it holds. The same rows are in claims.csv beside this file.", ""]
+    lines += ["## How claims are checked", ""] + [p for part in RULES for p in (part, "")]
     fallback = [t for ts in traces.values() for t in ts if t.fallback]
     if fallback:
         lines += [f"**Synthetic fallback:** ../shared/data was not found, so {len(fallback)} trace(s) ran on "

@@ -48,7 +48,10 @@ margin, factor − 1, within `margin`× of the paper's either way) or `direction
 without a factor: the direction on the mean and on every seed is the whole claim); `margin`
 defaults to `DEFAULT_MARGIN` (2: half to twice the paper's margin), per claim or per figure;
 `not_at = { SIZE = "why" }` says why a size cannot check the claim (its REPORT.md row and
-claims.csv say so instead of "no cells").
+claims.csv say so instead of "no cells"). `qualifier` (`QUALIFIERS`) is how the paper words its
+factor, and sets the band: "about" (or none) half to twice, "at least" no upper bound, "at most"
+no lower bound (a tie is within it), "up to" the paper's largest over the figure's rows (compared
+once, on cosim's largest row; each row needs the direction).
 """
 
 from __future__ import annotations
@@ -74,6 +77,12 @@ ROW_SEP = "@"
 CLAIM_KEYS = ("better", "worse", "factor", "qualifier", "note", "check", "margin", "not_at")
 #: how a claim is judged: `margin` (direction and the paper's factor within `margin`), `direction`
 CHECKS = ("margin", "direction")
+#: what the paper's factor is (`experiments.compare` reads each as the paper's words): "" and "about"
+#: (cosim's margin within [1/margin, margin] of the paper's), "at least" (ratio ≥ 1/margin), "at most"
+#: (a bound on a loss: ratio ≤ margin, a tie within it), "up to" (the paper's largest over the rows:
+#: each row checked for the direction, the margin once on cosim's largest row)
+UP_TO = "up to"
+QUALIFIERS = ("", "about", "at least", "at most", UP_TO)
 #: a claim's default tolerance on the margin: cosim's margin within [paper / 2, paper × 2] reproduces
 DEFAULT_MARGIN = 2.0
 TRACE_KEYS = ("shared", "synth", "path", "name", "group", "fallback")
@@ -91,7 +100,7 @@ class Claim:
     better: str
     worse: str
     factor: float | None = None  # the paper's ratio, worse/better for lower-is-better metrics
-    qualifier: str = ""  # "up to", "about", "" …
+    qualifier: str = ""  # one of QUALIFIERS: "about" (or ""), "at least", "at most", "up to"
     note: str = ""
     row: str | None = None  # None: the claim holds on every row
     check: str = ""  # "margin" or "direction"; empty: margin when the paper gives a factor, else direction
@@ -313,11 +322,15 @@ def _claim(c: Any, src: Path | None, where: str, fig_margin: float = DEFAULT_MAR
     check = _str(c, "check", src, f"{where}.", "")
     if check and check not in CHECKS:
         raise InputError.at(src, field=f"{where}.check", expected=" or ".join(CHECKS), got=check)
+    qualifier = _str(c, "qualifier", src, f"{where}.", "")
+    if qualifier not in QUALIFIERS:
+        raise InputError.at(src, field=f"{where}.qualifier", expected=" or ".join(repr(q) for q in QUALIFIERS),
+                            got=qualifier)
     if check == "margin" and factor is None:
         raise InputError.at(src, field=f"{where}.check", expected="a factor to check the margin against",
                             got=check)
     return Claim(_str(c, "better", src, f"{where}."), _str(c, "worse", src, f"{where}."),
-                 None if factor is None else float(factor), _str(c, "qualifier", src, f"{where}.", ""),
+                 None if factor is None else float(factor), qualifier,
                  _str(c, "note", src, f"{where}.", ""), check=check,
                  margin=_margin(c, src, f"{where}.", fig_margin), not_at={**fig_not_at, **_not_at(c, src, where)})
 

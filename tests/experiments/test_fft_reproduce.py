@@ -67,7 +67,12 @@ def test_small_checks_every_claim_and_reports_the_load_margins(small):
     testbed = claims[claims["figure"] == "avg-jct"]
     assert (testbed["seeds"] == 3).all()  # seeds 0-2 on the testbed grid
     load = claims[claims["figure"] == "load-avg-jct"]
-    assert sorted(set(load["row"])) == ["load 1.2", "load 2.0", "load 3.0"]
+    per_row = load[~load["row"].str.startswith("largest over rows (")]
+    assert sorted(set(per_row["row"])) == ["load 1.2", "load 2.0", "load 3.0"]
+    # "up to 3.15×" vs Tiresias-typed: each load by direction, the margin once on the largest load
+    (largest,) = load[load["row"].str.startswith("largest over rows (")].itertuples()
+    tir = per_row[per_row["worse"] == "tiresias-typed"]
+    assert largest.cosim_factor == tir["cosim_factor"].max() and (tir["check"] == "direction").all()
     report = (small.out_dir / "REPORT.md").read_text()
     rows = _table(report, "load-margins", "| offered load |")
     assert [r[0] for r in rows] == ["1.2", "2.0", "3.0"]

@@ -88,7 +88,9 @@ def test_claim_rule_yes_tie_no_at_the_tolerance():
 
 def test_rank_order_marks_ties():
     assert rank_order({"fifo": 3.0, "sjf": 1.0, "tiresias": 1.01}, lower=True) == "sjf ≈ tiresias < fifo"
-    assert rank_order({"fifo": 3.0, "sjf": 1.0}, lower=False) == "fifo < sjf"
+    # higher is better: the best first, joined by ">" (the larger value first reads the right way round)
+    assert rank_order({"fifo": 3.0, "sjf": 1.0, "tiresias": 1.01}, lower=False) == "fifo > tiresias ≈ sjf"
+    assert rank_order({"fifo": 3.0, "sjf": 1.0}, lower=False) == "fifo > sjf"
     assert rank_order({"fifo": math.nan}, lower=True) == "n/a"
 
 
@@ -266,3 +268,101 @@ def test_claims_on_rows_a_size_does_not_run_are_listed_not_dropped():
     assert [(v.row, v.result, v.verdict) for v in found] == [
         ("small-trace", "yes", "reproduces"), ("big-trace", "n/a", "not checked")]
     assert found[1].why == "row big-trace is not run at this size"
+
+
+def test_qualifiers_read_as_the_papers_words():
+    """"about X": the ratio within [1/m, m]; "at least X": ratio ≥ 1/m, no upper bound; "at most X": the
+    ratio ≤ m, and a tie (no loss) is within the bound; a reversal or a tie elsewhere does not reproduce."""
+    from experiments.compare import DIRECTION_ONLY, NOT_REPRODUCED, REPRODUCES
+
+    def v(a, b, q, factor=1.74, seeds=None, check=""):
+        return check_claim("r", {"a": a, "b": b}, Claim("a", "b", factor, q, check=check), True, _fmt, seeds=seeds)
+
+    # paper margin 0.74; cosim factors 1.31 (ratio 0.42), 1.60 (0.81), 4.0 (4.05)
+    assert [v(1.0, 1.31, q).verdict for q in ("", "about", "at least", "at most")] == [
+        DIRECTION_ONLY, DIRECTION_ONLY, DIRECTION_ONLY, REPRODUCES]
+    assert [v(1.0, 1.60, q).verdict for q in ("", "about", "at least", "at most")] == [REPRODUCES] * 4
+    assert [v(1.0, 4.0, q).verdict for q in ("", "about", "at least", "at most")] == [
+        DIRECTION_ONLY, DIRECTION_ONLY, REPRODUCES, DIRECTION_ONLY]
+    assert v(1.0, 4.0, "at most").why == "margin ratio 4.05, above 2"
+    assert v(1.0, 1.31, "at least").why == "margin ratio 0.42, below 0.5"
+    assert v(1.0, 4.0, "about").why == "margin ratio 4.05, outside 0.5-2"
+    # "at most": a tie on the mean (and on the seeds) is inside the bound; a reversal is not
+    tie = v(1.0, 1.01, "at most", 1.17, seeds={"a": {0: 1.0, 1: 1.0}, "b": {0: 1.0, 1: 1.02}})
+    assert (tie.result, tie.verdict) == ("tie", REPRODUCES) and "within the paper's at most" in tie.why
+    assert v(1.0, 0.9, "at most", 1.17).verdict == NOT_REPRODUCED
+    rev = v(1.0, 1.01, "at most", 1.17, seeds={"a": {0: 1.0, 1: 1.0}, "b": {0: 1.0, 1: 0.8}})
+    assert (rev.verdict, rev.why) == (DIRECTION_ONLY, "reversed on 1 of 2 seeds")
+    # elsewhere a tie is no direction: "at least" and "about" do not reproduce on a tie
+    assert v(1.0, 1.01, "at least").verdict == NOT_REPRODUCED and v(1.0, 1.01, "about").verdict == NOT_REPRODUCED
+    # a claim checked by direction ignores the qualifier's band
+    assert v(1.0, 9.0, "at most", check="direction").verdict == REPRODUCES
+
+
+def test_an_unknown_qualifier_names_the_field():
+    with pytest.raises(InputError, match=re.escape("field 'figures[0].claims[0].qualifier'")):
+        parse_experiment(_exp(claims=[{"better": "sjf", "worse": "fifo", "factor": 2.0, "qualifier": "roughly"}]),
+                         source="x.toml")
+
+
+def _up_to(values, seeds=None, not_at=None, size="small"):
+    """An "up to 2×" claim (paper margin 1.0) on the rows of `values` (row → (sjf, fifo) avg JCT)."""
+    claim = {"better": "sjf", "worse": "fifo", "factor": 2.0, "qualifier": "up to"} | (
+        {"not_at": not_at} if not_at else {})
+    fig = parse_experiment(_exp(rows="trace", claims=[claim])).figures[0]
+    rows = [(r, p, x) for r, (s, f) in values.items() for p, x in (("sjf", s), ("fifo", f))]
+    table = pd.DataFrame({"row": [r for r, _, _ in rows], "policy": [p for _, p, _ in rows],
+                          "value": [x for _, _, x in rows], "std": 0.0, "n": 1, "paper": math.nan})
+    return verdicts(table, fig, _fmt, seeds=seeds, size=size)
+
+
+def test_up_to_checks_the_direction_per_row_and_the_margin_once_on_the_largest_row():
+    from experiments.compare import DIRECTION_ONLY, NOT_REPRODUCED, REPRODUCES
+
+    # rows of 1.2×, 2.2× and 1.05×: each row needs the direction only; the margin (1.2 / 1.0) is the largest row's
+    found = _up_to({"t1": (1.0, 1.2), "t2": (1.0, 2.2), "t3": (1.0, 1.05)})
+    assert [(v.row, v.result, v.verdict) for v in found] == [
+        ("t1", "yes", REPRODUCES), ("t2", "yes", REPRODUCES), ("t3", "yes", REPRODUCES),
+        ("largest over rows (t2)", "yes", REPRODUCES)]
+    assert found[0].claim.checked_by == "direction" and found[-1].claim.checked_by == "margin"
+    assert found[0].why == "by direction; the margin is compared on the largest row (t2)" and found[-1].why == ""
+    assert found[-1].cosim == "largest over rows: 2.20× on row t2, ratio 1.20"
+    assert found[-1].ratio == pytest.approx(1.2) and found[-1].factor == pytest.approx(2.2)
+    # the largest row far beyond the paper's largest: direction only on the claim line, the rows still hold
+    far = _up_to({"t1": (1.0, 1.2), "t2": (1.0, 9.0)})
+    assert [v.verdict for v in far] == [REPRODUCES, REPRODUCES, DIRECTION_ONLY]
+    assert far[-1].why == "margin ratio 8.00, outside 0.5-2"
+    # a row that ties does not reproduce on that row, and the claim line, whose margin is in the band on
+    # the largest row, says the claim holds in direction only
+    tie = _up_to({"t1": (1.0, 1.01), "t2": (1.0, 1.9)})
+    assert [(v.result, v.verdict) for v in tie] == [("tie", NOT_REPRODUCED), ("yes", REPRODUCES),
+                                                    ("yes", DIRECTION_ONLY)]
+    assert tie[-1].why == "direction missed on 1 of 2 rows"
+    # the largest row's seeds decide its line: one reversed seed there makes the claim direction only
+    seeds = {("t1", "sjf"): {0: 1.0, 1: 1.0}, ("t1", "fifo"): {0: 1.9, 1: 0.8},
+             ("t2", "sjf"): {0: 1.0, 1: 1.0}, ("t2", "fifo"): {0: 1.2, 1: 1.3}}
+    mixed = _up_to({"t1": (1.0, 1.35), "t2": (1.0, 1.25)}, seeds=seeds)
+    assert mixed[-1].row == "largest over rows (t1)" and mixed[-1].verdict == DIRECTION_ONLY
+    # one row checked: that row is the largest, its own line judges the margin (no separate line)
+    (one,) = _up_to({"t1": (1.0, 9.0)})
+    assert (one.row, one.verdict, one.claim.checked_by) == ("t1", DIRECTION_ONLY, "margin")
+    # rows the size cannot check are left out of the largest, and with none checked there is no claim line
+    gone = _up_to({"t1": (1.0, 1.5), "t2": (1.0, 2.0)}, not_at={"small": "too few jobs"})
+    assert [v.verdict for v in gone] == ["not checked", "not checked"]
+    assert len(_up_to({"t1": (1.0, 1.5), "t2": (1.0, 2.0)}, not_at={"small": "x"}, size="full")) == 3
+
+
+def test_an_up_to_claim_counts_once_by_its_largest_row_line():
+    from experiments.compare import counted
+    from experiments.reproduction_report import claims_summary
+
+    found = _up_to({"t1": (1.0, 1.01), "t2": (1.0, 1.9), "t3": (1.0, 1.5)})
+    lines = pd.DataFrame([{"figure": "f", "row": v.row, "better": v.claim.better, "worse": v.claim.worse,
+                           "qualifier": v.claim.qualifier} for v in found])
+    assert counted(lines).tolist() == [False, False, False, True]
+    # the same claim in another report, or a plain claim beside it, counts on its own
+    other = pd.concat([lines.assign(report="a"), lines.assign(report="b"),
+                       pd.DataFrame([{"report": "a", "figure": "f", "row": "t1", "better": "x", "worse": "y",
+                                      "qualifier": "about"}])], ignore_index=True)
+    assert counted(other).tolist() == [False] * 3 + [True] + [False] * 3 + [True, True]
+    assert claims_summary({"f": found}).startswith("1 of 1 claims checked: 0 reproduces, 1 direction only, ")

@@ -11,7 +11,11 @@ Per class (the requested GPUs tell Table 2's classes apart: 16 ImageNet, 8 BERT 
 2 BERT CoLA/MRPC): jobs, average JCT, execution, queueing and GPUs held while executing
 (GPU-seconds / execution seconds), what tells a policy's queueing from its execution.
 
-`python -m experiments.ones_metrics RUN_DIR [RUN_DIR …]` prints the tables for run folders
+Per run: idle GPU-seconds from its timeline.parquet, split by whether a job was queued at the time
+(idle beside a queue: the policy left a waiting job out; idle with nothing queued: every job present
+runs and none may take more GPUs, e.g. ONES' batch-size limits R).
+
+`python -m experiments.ones_metrics RUN_DIR [RUN_DIR …]` prints the tables (and the idle GPUs) for run folders
 (`<dir>/<policy>/jobs.parquet`, as `cosim simulate --out` and each sweep cell write them);
 several folders (seeds) are pooled job by job for the tests.
 """
@@ -115,6 +119,24 @@ def compare(per: dict[str, pd.DataFrame], ref: str = "ones") -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def idle_gpus(timeline: pd.DataFrame) -> dict[str, float]:
+    """Capacity and idle GPU-seconds of one run's timeline.parquet (each row's state holds until
+    the next row), the idle ones split by whether a job was queued; idle_share = idle / capacity."""
+    for c in ("time_s", "busy_gpus", "online_gpus", "queued"):
+        if c not in timeline.columns:
+            raise InputError.at(field=c, expected="a column of timeline.parquet")
+    t = timeline["time_s"].to_numpy(float)
+    dt = np.diff(t)
+    online = timeline["online_gpus"].to_numpy(float)[:-1]
+    idle = (online - timeline["busy_gpus"].to_numpy(float)[:-1]) * dt
+    queued = timeline["queued"].to_numpy()[:-1] > 0
+    cap = float((online * dt).sum())
+    out = {"capacity_gpu_s": cap, "idle_gpu_s": float(idle.sum()), "idle_no_queue_gpu_s": float(idle[~queued].sum()),
+           "idle_queued_gpu_s": float(idle[queued].sum())}
+    out["idle_share"] = out["idle_gpu_s"] / cap if cap > 0 else float("nan")
+    return out
+
+
 def cdf(values: np.ndarray, points: np.ndarray) -> np.ndarray:
     """Cumulative fraction of `values` ≤ each of `points` (the paper's CF curves)."""
     v = np.sort(np.asarray(values, float))
@@ -156,6 +178,22 @@ def _label(cfg: dict, default: str) -> str:
     return name
 
 
+def idle_table(dirs: list[Path]) -> pd.DataFrame:
+    """`idle_gpus` of every run folder's timeline.parquet (a sweep cell's, or each policy's of a
+    `cosim simulate --out` folder), one row per run."""
+    import json
+
+    rows = []
+    for d in map(Path, dirs):
+        cfg_path = d / "config.json"
+        cfg = json.loads(cfg_path.read_text()).get("config", {}) if cfg_path.is_file() else {}
+        found = [(d / "timeline.parquet", _label(cfg, d.name))] if (d / "timeline.parquet").is_file() \
+            else [(tp, tp.parent.name) for tp in sorted(d.glob("*/timeline.parquet"))]
+        for tp, pol in found:
+            rows.append({"run": d.name, "policy": pol, "seed": cfg.get("seed"), **idle_gpus(pd.read_parquet(tp))})
+    return pd.DataFrame(rows)
+
+
 def main(argv: list[str]) -> None:
     per = load_runs([Path(a) for a in argv])
     pd.set_option("display.width", 200)
@@ -165,6 +203,9 @@ def main(argv: list[str]) -> None:
         print(cls.round(2).to_string(index=False))
     if "ones" in per:
         print(compare(per).to_string(index=False, float_format=lambda x: f"{x:.3g}"))
+    idle = idle_table([Path(a) for a in argv])
+    if len(idle):
+        print(idle.round(3).to_string(index=False))
 
 
 if __name__ == "__main__":

@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from cosim.errors import InputError
 from experiments import ones_metrics as M
 from experiments.spec import load_experiment
 
@@ -79,6 +80,18 @@ def test_by_class_splits_queueing_execution_and_gpus_held_by_request():
     c = M.by_class({"ones": M.per_job(jobs)}).set_index("requested_gpus")
     assert c.loc[16, "jobs"] == 2 and c.loc[16, "avg_exec_s"] == 55.0 and c.loc[16, "avg_queue_s"] == 20.0
     assert c.loc[16, "held_gpus"] == 3.0 and c.loc[4, "held_gpus"] == 2.0 and c.loc[4, "avg_queue_s"] == 20.0
+
+
+def test_idle_gpus_split_by_whether_a_job_waits():
+    # 0-10 s: 2 of 4 GPUs idle, nothing queued; 10-30 s: 1 idle, one job queued; 30-40 s: all busy
+    tl = pd.DataFrame({"time_s": [0.0, 10.0, 30.0, 40.0], "busy_gpus": [2, 3, 4, 0],
+                       "online_gpus": [4, 4, 4, 4], "queued": [0, 1, 0, 0]})
+    d = M.idle_gpus(tl)
+    assert d["capacity_gpu_s"] == 160.0
+    assert d["idle_gpu_s"] == 40.0 and d["idle_no_queue_gpu_s"] == 20.0 and d["idle_queued_gpu_s"] == 20.0
+    assert d["idle_share"] == 0.25
+    with pytest.raises(InputError):
+        M.idle_gpus(tl.drop(columns=["queued"]))
 
 
 def test_fitted_predictor_beats_the_prior_on_held_out_jobs():

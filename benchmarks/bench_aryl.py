@@ -7,7 +7,7 @@
 
 The reclaim benchmark builds a loaded 443 + 520-server cluster (seeded): every on-loan server
 hosts 1-3 jobs, a quarter of them spanning 2-4 servers (some with workers on training
-servers), and times Algorithm 1 (`policies.aryl_core.greedy_reclaim`) for N_R = 1, 10, 60,
+servers), and times Algorithm 1 (`policies.aryl.reclaim.greedy_reclaim`) for N_R = 1, 10, 60,
 200 out of the 520 on-loan servers (the paper: 1-3 ms).
 """
 
@@ -37,7 +37,7 @@ def loaded_hosting(train: int = 443, loaned: int = 520, seed: int = 0) -> tuple[
 
 
 def bench_reclaim() -> list[dict]:
-    from policies.aryl_core import greedy_reclaim
+    from policies.aryl.reclaim import greedy_reclaim
 
     host, servers = loaded_hosting()
     out = []
@@ -57,7 +57,7 @@ def bench_gap(trials: int = 300, servers: int = 16, seed: int = 0) -> dict:
     """Optimality gap of Algorithm 1 against exhaustive search on random loaded on-loan pools
     (16 servers, 1-3 jobs each, a third spanning 2-4 servers), N_R = 2..8: the paper reports
     the same preemptions as optimal below 60 servers and an 84 % "resemblance"."""
-    from policies.aryl_core import exhaustive_reclaim, greedy_reclaim, preempted_jobs
+    from policies.aryl.reclaim import exhaustive_reclaim, greedy_reclaim, preempted_jobs
 
     rng = np.random.default_rng(seed)
     same = worse = 0

@@ -71,6 +71,19 @@ def allocate_flexible_flat(offs: np.ndarray, weights: np.ndarray, values: np.nda
     return [int(k) + 1 if k >= 0 else 0 for k in res.choice.tolist()]
 
 
+def median(x: np.ndarray) -> float:
+    """`np.median` of a non-empty 1-D float array without NaNs, bit for bit (the middle value, or
+    the two middle values' sum halved), without its per-call overhead: the engine worker value
+    sizes the knapsack's capacity by the median inference speed every round."""
+    n = x.shape[0]
+    lo = x.min()
+    if n == 1 or lo == x.max():  # one value, or all equal (the normalized clusters: every ratio 1)
+        return float(lo)
+    s = np.sort(x)
+    m = n // 2
+    return float(s[m]) if n % 2 else float((s[m - 1] + s[m]) / 2)
+
+
 def imperfect_factor(w: int, w_min: int, w_max: int, loss: float = 0.1, form: str = "additive") -> float:
     """Throughput factor of the imperfect-scaling experiment (§8, Fig. 10): each step beyond
     the midpoint of [w_min, w_max] loses `loss` more of the ideal (`additive` 1 − loss·k or
@@ -150,11 +163,12 @@ class Knapsack:
         loss = self._scaling_loss(view)
         wmins = jobs.min_gpus[el].astype(np.int64)
         t_maxs = self._estimates(view, el, wmins)
-        first = np.fromiter((next(iter(self.base[j])) for j in elastic), np.int64, len(elastic))
+        # each base's first GPU in its set's iteration order (`_base_gpus` keeps that order)
+        first = np.fromiter((self._base_gpus[j][0] for j in elastic), np.int64, len(elastic))
         n_tr, n_inf = int((avail & ~on_inf).sum()), int((avail & on_inf).sum())
         if cfg.worker_value == "engine":
             units, r, mixed, eff = 20, *self._engine_speeds(view, el, wmins, first, on_inf)
-            cap = int(units * (n_tr + float(np.median(r)) * n_inf))
+            cap = int(units * (n_tr + median(r) * n_inf))
             t_maxs = t_maxs / np.where(on_inf[first], r, 1.0)  # T^max at the base's GPU type
             scales = np.maximum(1, np.rint(units * np.where(on_inf[first] | mixed, r, 1.0))).astype(np.int64)
         else:
@@ -184,8 +198,12 @@ class Knapsack:
         efficiency) from the run's perf backend."""
         c, w = view.cluster, view.whatif
         inf = self._inference_nodes(view)
-        names = [c.gpu_type_names[int(c.gpu_type[c.node_first_gpu[np.flatnonzero(m)[0]]])] if m.any() else None
-                 for m in (~inf, inf)]
+        hit = self._kind_types  # the GPU type of each server kind: fixed per topology
+        if hit is None or hit[0] is not c.gpu_type or hit[1] is not inf:
+            names = tuple(c.gpu_type_names[int(c.gpu_type[c.node_first_gpu[np.flatnonzero(m)[0]]])]
+                          if m.any() else None for m in (~inf, inf))
+            hit = self._kind_types = (c.gpu_type, inf, names)
+        names = hit[2]
         r = inference_speeds(w, view.jobs.model, el, wmins, names[0], names[1], self._speed)
         mixed = self._mix[el] & ~on_inf[first] if self.config.mix_types else np.zeros(el.shape[0], bool)
         return r, mixed, float(getattr(getattr(w, "perf", None), "hetero_efficiency", 1.0))

@@ -44,15 +44,26 @@ class Aryl(Knapsack, Placement, Reclaiming, BasePolicy):
         self._speed: dict[tuple[str, int], float] = {}  # (model, GPUs) -> inference/training speed
         self._err: np.ndarray | None = None
         self._type_masks: dict[int, tuple] = {}  # GPU type -> (gpu_type array, its mask)
+        self._inf_nodes: tuple | None = None  # (node_group, its names, inference-node mask)
+        self._kind_types: tuple | None = None  # (gpu_type, inference mask, (training, inference) type names)
         self.reclaim_stats: list[dict] = []
 
     # ---- views --------------------------------------------------------------------------
     def _inference_nodes(self, view: ClusterView) -> np.ndarray:
+        """Nodes of the cluster's `inference` group (read-only), computed once per topology:
+        node groups do not change during a run."""
         c = view.cluster
+        hit = self._inf_nodes
+        if hit is not None and hit[0] is c.node_group and hit[1] == c.node_group_names:
+            return hit[2]
         names = tuple(c.node_group_names)
         if c.node_group is None or "inference" not in names:
-            return np.zeros(c.node_first_gpu.shape[0], bool)
-        return np.asarray(c.node_group) == names.index("inference")
+            inf = np.zeros(c.node_first_gpu.shape[0], bool)
+        else:
+            inf = np.asarray(c.node_group) == names.index("inference")
+        inf.flags.writeable = False
+        self._inf_nodes = (c.node_group, names, inf)
+        return inf
 
     def _estimate(self, view: ClusterView, j: int, at_gpus: int) -> float:
         """Running time of job j at `at_gpus` GPUs: the oracle's remaining time at its requested
@@ -125,7 +136,7 @@ class Aryl(Knapsack, Placement, Reclaiming, BasePolicy):
         counts = jobs.alloc_count
         # unchanged jobs are skipped (only this policy grows a job, reclaims only shrink it)
         for j in running[self._n_held[running] != counts[running]].tolist():
-            g = tuple(sorted(int(x) for x in view.allocation_of(j)))
+            g = tuple(sorted(np.asarray(view.allocation_of(j)).tolist()))
             self._held[j] = g
             self._n_held[j] = len(g)
             el = bool(self._el[j])

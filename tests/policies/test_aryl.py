@@ -286,6 +286,17 @@ def test_imperfect_scaling_makes_mckp_stop_at_the_useful_size():
     assert len(d.allocations[0].gpus) == 6
 
 
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.one_of(st.sampled_from([0.25, 0.31, 0.39, 1.0]), st.floats(1e-3, 10.0)), min_size=1,
+                max_size=40))
+def test_median_is_numpys_bit_for_bit(xs):
+    """The knapsack capacity's median inference speed (`knapsack.median`) is `np.median`'s value,
+    bit for bit, on repeated and distinct speeds, odd and even counts."""
+    x = np.array(xs, float)
+    assert knapsack.median(x) == float(np.median(x)) and isinstance(knapsack.median(x), float)
+    assert knapsack.median(x[:1]) == xs[0] and knapsack.median(np.ones(4)) == 1.0
+
+
 @settings(max_examples=60, deadline=None)
 @given(st.lists(st.tuples(st.floats(1.0, 1e6), st.integers(1, 32), st.integers(0, 32)), min_size=0, max_size=12),
        st.booleans())

@@ -163,8 +163,7 @@ class Aryl(Knapsack, Placement, Reclaiming, BasePolicy):
             allowed &= ~inf[c.gpu_node]
         avail = allowed & (c.gpu_owner < 0)
         el_running = running[self._el[running]].tolist()
-        prev_flex = {j: self._flex[j] for j in el_running}
-        flex_list = list(prev_flex.values())
+        flex_list = [self._flex[j] for j in el_running]
         flex_all = np.concatenate(flex_list) if flex_list else _NO_GPUS  # in el_running order
         flex_n = np.fromiter((a.shape[0] for a in flex_list), np.int64, len(flex_list))
         avail[flex_all] = True
@@ -172,7 +171,7 @@ class Aryl(Knapsack, Placement, Reclaiming, BasePolicy):
         has_base = np.zeros(n_nodes, bool)
         has_base[c.gpu_node[self._base_n > 0]] = True
         has_flex = np.zeros(n_nodes, bool)
-        out: dict[int, np.ndarray] = {j: self._base_gpus[j] for j in el_running}
+        out: dict[int, np.ndarray] = {}  # started jobs' GPUs (phase 1), then elastic jobs' changed ones
         # phase 1: inelastic jobs and elastic base demand
         queued = view.queued()
         if cfg.order == "sjf":
@@ -223,30 +222,68 @@ class Aryl(Knapsack, Placement, Reclaiming, BasePolicy):
         # phase 2: flexible workers
         elastic = el_running + [j for j in started if self._el[j]]
         extra = self._flexible(view, elastic, avail, inf, pending=len(started) < n_queued)
-        dirty = set(started)  # jobs whose GPUs may differ from what they hold
-        # a job that keeps exactly its flexible GPUs, all still free here and not taken by an
-        # earlier job's growth (the only step below that takes other jobs' GPUs), changes
-        # nothing: its GPUs are marked taken in one step before the next `avail` read
-        intact: set[int] = set()
+        dirty = self._resize(view, elastic, extra, flex_list, flex_all, flex_n, avail, inf, has_base, has_flex, out)
+        changes: dict[int, Allocation] = {}
+        # running elastic jobs first (in running order), then the started ones (in start order)
+        for j in [elastic[i] for i in sorted(dirty)] + started:
+            g = out[j] if j in out else self._base_gpus[j]  # a running job without flexible GPUs now
+            t = tuple(sorted(int(x) for x in g.tolist()))
+            if self._held.get(j) != t:
+                changes[j] = Allocation(t, self._tuned_batch(view, j, t))
+        if view.accepts_changes:
+            return Decision(changes, changes_only=True)
+        alloc = view.keep_running()
+        alloc.update(changes)
+        return Decision(alloc)
+
+    def _resize(self, view: ClusterView, elastic: list[int], extra: list[int], flex_list: list[np.ndarray],
+                flex_all: np.ndarray, flex_n: np.ndarray, avail: np.ndarray, inf: np.ndarray, has_base: np.ndarray,
+                has_flex: np.ndarray, out: dict[int, np.ndarray]) -> set[int]:
+        """Give each elastic job its `extra` flexible GPUs, the most first (then by job id): keep
+        what it holds while free, grow where it kept all; `out[j]` its new GPUs (base first). The
+        indexes into `elastic` of the running jobs whose GPUs may have changed are returned.
+
+        A running job that keeps exactly its flexible GPUs, all free here and not taken by an
+        earlier job's growth (the only step that takes other jobs' GPUs), changes nothing (most
+        jobs in most rounds): such jobs are found with array operations and only the others
+        are visited, each after the unchanged jobs before it have their GPUs marked taken, so
+        every job sees `avail` as a visit of all of them in order would. Jobs with no flexible GPUs
+        that get none are not visited either."""
+        c, jobs = view.cluster, view.jobs
+        n_run = len(flex_list)
+        ext = np.asarray(extra, np.int64)
+        had_n = np.zeros(len(elastic), np.int64)
+        had_n[:n_run] = flex_n
+        intact = np.zeros(len(elastic), bool)
         if flex_all.size:
-            nz = flex_n > 0
+            nz = np.flatnonzero(flex_n > 0)
             starts = (np.cumsum(flex_n) - flex_n)[nz]  # each non-empty flexible set's first index
-            free_all = np.logical_and.reduceat(avail[flex_all], starts)
-            intact = set(np.asarray(el_running, np.int64)[nz][free_all].tolist())
-        pending: list[np.ndarray] = []  # kept GPUs not yet marked taken in `avail`
-        for j, w in sorted(zip(elastic, extra), key=lambda x: (-x[1], x[0])):
-            had = prev_flex.get(j, _NO_GPUS)
+            intact[nz] = np.logical_and.reduceat(avail[flex_all], starts)
+        order = np.lexsort((np.asarray(elastic, np.int64), -ext))
+        rank = np.empty(len(elastic), np.int64)
+        rank[order] = np.arange(len(elastic))
+        same = ((ext > 0) & (ext == had_n) & intact)[order]  # by position in the visit order
+        visit = ~same & ((ext > 0) | (had_n > 0))[order]  # (no GPUs and none to get: nothing to do)
+        gpu_pos = np.repeat(rank[:n_run], flex_n)  # each flexible GPU's job's position
+        dirty: set[int] = set()  # (indexes < n_run: the started jobs are all returned by the caller)
+        done = 0  # unchanged jobs before this position have their GPUs marked taken
+        todo = np.flatnonzero(visit).tolist()
+        t = 0
+        while t < len(todo):
+            p = todo[t]
+            t += 1
+            i = int(order[p])
+            j, w = elastic[i], int(extra[i])
+            had = flex_list[i] if i < n_run else _NO_GPUS
             if w <= 0:
-                if had.size:
-                    dirty.add(j)
+                dirty.add(i)  # it had flexible GPUs
                 continue
-            if w == had.size and j in intact:
-                pending.append(had)
-                continue
-            if pending:
-                avail[np.concatenate(pending)] = False
-                pending = []
-            like = int(c.gpu_type[out[j][0]])
+            if flex_all.size:
+                taken = same[gpu_pos] & (gpu_pos >= done) & (gpu_pos < p)
+                avail[flex_all[taken]] = False
+            done = p
+            base = out[j] if i >= n_run else self._base_gpus[j]
+            like = int(c.gpu_type[base[0]])
             keep = had[avail[had]][:w]
             avail[keep] = False
             g = keep
@@ -264,23 +301,19 @@ class Aryl(Knapsack, Placement, Reclaiming, BasePolicy):
                 if more is not None:
                     avail[more] = False
                     g = np.concatenate([keep, more])
-                    intact.difference_update(c.gpu_owner[more].tolist())  # their flexible GPUs taken
+                    # their flexible GPUs taken: those jobs (all later in the order) are visited
+                    lost = rank[np.flatnonzero(np.isin(np.asarray(elastic[:n_run], np.int64), c.gpu_owner[more]))]
+                    if same[lost].any():
+                        same[lost] = False
+                        visit[lost] = True
+                        todo = (np.flatnonzero(visit[p + 1:]) + (p + 1)).tolist()
+                        t = 0
             # (phase 2 places flexible gangs only, whose tiers ignore `has_flex`: not updated here)
-            out[j] = np.concatenate([out[j], g])
             if g.size != had.size:  # g keeps a subset of `had` or adds to all of it: same size = same set
-                dirty.add(j)
-        changes: dict[int, Allocation] = {}
-        for j, g in out.items():
-            if j not in dirty:  # base + every flexible GPU it had: what it holds
-                continue
-            t = tuple(sorted(int(x) for x in g.tolist()))
-            if self._held.get(j) != t:
-                changes[j] = Allocation(t, self._tuned_batch(view, j, t))
-        if view.accepts_changes:
-            return Decision(changes, changes_only=True)
-        alloc = view.keep_running()
-        alloc.update(changes)
-        return Decision(alloc)
+                out[j] = np.concatenate([base, g])
+                if i < n_run:
+                    dirty.add(i)
+        return dirty
 
     def _tuned_batch(self, view: ClusterView, j: int, gpus: tuple[int, ...]) -> int | None:
         """Aryl+TunedJobs: Pollux's batch for an elastic job on its new GPUs (None: keep)."""

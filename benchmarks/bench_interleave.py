@@ -8,7 +8,7 @@ labelled with its checkout and round. The default benchmark is the decision-time
 `--module` names another benchmark module and its arguments, e.g. one Aryl cell:
 
     nice -n 10 python -m benchmarks.bench_interleave ../base . --only gavel,pal --rounds 3
-    python -m benchmarks.bench_interleave ../base . --rounds 3 \
+    python -m benchmarks.bench_interleave ../base . --rounds 3 \\
         --module "benchmarks.bench_aryl --run 0.03125 --params event_driven=false"
 """
 

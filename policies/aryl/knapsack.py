@@ -163,8 +163,7 @@ class Knapsack:
         loss = self._scaling_loss(view)
         wmins = jobs.min_gpus[el].astype(np.int64)
         t_maxs = self._estimates(view, el, wmins)
-        # each base's first GPU in its set's iteration order (`_base_gpus` keeps that order)
-        first = np.fromiter((self._base_gpus[j][0] for j in elastic), np.int64, len(elastic))
+        first = self._first[el]  # each base's first GPU in its set's iteration order
         n_tr, n_inf = int((avail & ~on_inf).sum()), int((avail & on_inf).sum())
         if cfg.worker_value == "engine":
             units, r, mixed, eff = 20, *self._engine_speeds(view, el, wmins, first, on_inf)

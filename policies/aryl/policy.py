@@ -31,6 +31,8 @@ class Aryl(Knapsack, Placement, Reclaiming, BasePolicy):
         self.needs = frozenset({NEED_DURATION_ORACLE})
         self.event_driven = bool(config.event_driven)
         self._n_held = np.zeros(0, np.int64)  # job -> len(self._held[job]), -1 when not held
+        self._first = np.zeros(0, np.int64)  # job -> its base's first GPU (in the set's iteration order)
+        self._alive = np.zeros(0, bool)  # scratch mask over jobs, all False between calls
         self._flex: dict[int, np.ndarray] = {}  # running job -> its flexible GPUs (held, not base; read-only)
         self._base_gpus: dict[int, np.ndarray] = {}  # job -> self.base[job] as an array (read-only)
         self.base: dict[int, frozenset[int]] = {}  # job -> GPUs of its base (or whole inelastic) gang
@@ -101,6 +103,7 @@ class Aryl(Knapsack, Placement, Reclaiming, BasePolicy):
         arr.flags.writeable = False
         self.base[j], self._base_gpus[j] = base, arr
         self._base_n[arr] += 1
+        self._first[j] = arr[0] if arr.size else -1
 
     def _drop(self, j: int) -> None:
         """Forget job j (no longer running)."""
@@ -126,11 +129,16 @@ class Aryl(Knapsack, Placement, Reclaiming, BasePolicy):
         if self._base_n.shape[0] != n_gpus:
             self._base_n = np.zeros(n_gpus, np.int32)
         if self._n_held.shape[0] < jobs.num_jobs:
-            self._n_held = np.concatenate([self._n_held, np.full(jobs.num_jobs - self._n_held.shape[0], -1)])
-        alive = np.zeros(max(jobs.num_jobs, self._n_held.shape[0]), bool)
+            more = jobs.num_jobs - self._n_held.shape[0]
+            self._n_held = np.concatenate([self._n_held, np.full(more, -1)])
+            self._first = np.concatenate([self._first, np.full(more, -1)])
+            self._alive = np.concatenate([self._alive, np.zeros(more, bool)])
+        alive = self._alive  # all False between calls: set for the running jobs here only
         alive[running] = True
         was = np.concatenate([self._prev_running, np.asarray(self._started, np.int64)])
-        for j in dict.fromkeys(was[~alive[was]].tolist()):  # each job once (the drops commute)
+        gone = was[~alive[was]]
+        alive[running] = False
+        for j in dict.fromkeys(gone.tolist()):  # each job once (the drops commute)
             self._drop(j)
         self._prev_running, self._started = running, []
         counts = jobs.alloc_count
@@ -267,6 +275,7 @@ class Aryl(Knapsack, Placement, Reclaiming, BasePolicy):
         gpu_pos = np.repeat(rank[:n_run], flex_n)  # each flexible GPU's job's position
         dirty: set[int] = set()  # (indexes < n_run: the started jobs are all returned by the caller)
         done = 0  # unchanged jobs before this position have their GPUs marked taken
+        by_pos = pos_of = None  # flexible GPUs sorted by position; GPU -> position (built when needed)
         todo = np.flatnonzero(visit).tolist()
         t = 0
         while t < len(todo):
@@ -278,9 +287,13 @@ class Aryl(Knapsack, Placement, Reclaiming, BasePolicy):
             if w <= 0:
                 dirty.add(i)  # it had flexible GPUs
                 continue
-            if flex_all.size:
-                taken = same[gpu_pos] & (gpu_pos >= done) & (gpu_pos < p)
-                avail[flex_all[taken]] = False
+            if flex_all.size and p > done:
+                if by_pos is None:
+                    k = np.argsort(gpu_pos, kind="stable")
+                    by_pos = (flex_all[k], gpu_pos[k])
+                a, b = np.searchsorted(by_pos[1], (done, p)).tolist()
+                if b > a:
+                    avail[by_pos[0][a:b][same[by_pos[1][a:b]]]] = False
             done = p
             base = out[j] if i >= n_run else self._base_gpus[j]
             like = int(c.gpu_type[base[0]])
@@ -302,7 +315,11 @@ class Aryl(Knapsack, Placement, Reclaiming, BasePolicy):
                     avail[more] = False
                     g = np.concatenate([keep, more])
                     # their flexible GPUs taken: those jobs (all later in the order) are visited
-                    lost = rank[np.flatnonzero(np.isin(np.asarray(elastic[:n_run], np.int64), c.gpu_owner[more]))]
+                    if pos_of is None:
+                        pos_of = np.full(avail.shape[0], -1, np.int64)
+                        pos_of[flex_all] = gpu_pos
+                    lost = pos_of[more]
+                    lost = lost[lost >= 0]
                     if same[lost].any():
                         same[lost] = False
                         visit[lost] = True

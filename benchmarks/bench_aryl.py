@@ -7,8 +7,23 @@
 
 The reclaim benchmark builds a loaded 443 + 520-server cluster (seeded): every on-loan server
 hosts 1-3 jobs, a quarter of them spanning 2-4 servers (some with workers on training
-servers), and times Algorithm 1 (`policies.aryl_core.greedy_reclaim`) for N_R = 1, 10, 60,
+servers), and times Algorithm 1 (`policies.aryl.reclaim.greedy_reclaim`) for N_R = 1, 10, 60,
 200 out of the 520 on-loan servers (the paper: 1-3 ms).
+
+A run prints its wall and CPU seconds (the CPU of the simulation alone, in this process; the
+target is under 300 s per paper-size Aryl cell). To see where a cell's time goes, sample it
+at 1/32 first (seconds), then at 1/4 (about a minute of CPU), where the per-round costs that
+grow with the cluster and the job table show as they do at full size:
+
+    py-spy record -r 200 --format raw -o prof.txt -- python -m benchmarks.bench_aryl --run 0.03125 \\
+        --params event_driven=false        # collapsed stacks; `-o prof.svg` gives a flame graph
+
+Before/after a change, in fresh processes taking turns (`git worktree add ../base main`):
+
+    python -m benchmarks.bench_interleave ../base . --rounds 3 \\
+        --module "benchmarks.bench_aryl --run 0.03125 --params event_driven=false"
+
+Aryl's decisions must not change with its speed: `tests/policies/test_outputs_identical_aryl.py`.
 """
 
 from __future__ import annotations
@@ -37,7 +52,7 @@ def loaded_hosting(train: int = 443, loaned: int = 520, seed: int = 0) -> tuple[
 
 
 def bench_reclaim() -> list[dict]:
-    from policies.aryl_core import greedy_reclaim
+    from policies.aryl.reclaim import greedy_reclaim
 
     host, servers = loaded_hosting()
     out = []
@@ -57,7 +72,7 @@ def bench_gap(trials: int = 300, servers: int = 16, seed: int = 0) -> dict:
     """Optimality gap of Algorithm 1 against exhaustive search on random loaded on-loan pools
     (16 servers, 1-3 jobs each, a third spanning 2-4 servers), N_R = 2..8: the paper reports
     the same preemptions as optimal below 60 servers and an 84 % "resemblance"."""
-    from policies.aryl_core import exhaustive_reclaim, greedy_reclaim, preempted_jobs
+    from policies.aryl.reclaim import exhaustive_reclaim, greedy_reclaim, preempted_jobs
 
     rng = np.random.default_rng(seed)
     same = worse = 0

@@ -14,7 +14,8 @@ then its earlier item. Cost: O(items × capacity) in one numba kernel (`_dp`; Ar
 every scheduling round, so the per-group numpy calls of a plain loop dominated its rounds),
 memory groups × (capacity + 1) choice indices. When the capacity holds every group's heaviest
 item together (Aryl's rounds with spare GPUs), each group takes its best item outright
-(`_all_fit`, O(items)) unless near-ties make the DP's tie-breaks matter.
+(`_all_fit`, O(items)) unless near-ties make the DP's tie-breaks matter. Weights with a common
+factor g run the DP on weights/g and capacity//g: the same selection on a g-times smaller table.
 """
 
 from __future__ import annotations
@@ -94,14 +95,21 @@ def mckp_flat(offs: np.ndarray, weights: np.ndarray, values: np.ndarray, capacit
             if ok:
                 return Knapsack(out, best, int(weight))
         cap = min(cap, heaviest)
+    weights = np.asarray(weights, np.int64)
+    # weights sharing a factor g (Aryl's 20 units per training GPU): only multiples of g are
+    # reachable, so the DP over weights/g and capacity//g makes the same comparisons on the same
+    # values in the same order (the same choice, value and weight/g), on a g-times smaller table
+    g = int(np.gcd.reduce(weights)) if weights.shape[0] else 0
+    g = g if g > 1 else 1
+    cap //= g
     most = int(sizes.max()) if sizes.size else 0
     dtype = np.int8 if most < 127 else (np.int16 if most < 32_767 else np.int32)
     choice = np.full((sizes.shape[0], cap + 1), -1, dtype)
-    out, best, weight = _dp(np.asarray(offs, np.int64), np.asarray(weights, np.int64),
+    out, best, weight = _dp(np.asarray(offs, np.int64), weights // g if g > 1 else weights,
                             np.asarray(values, np.float64), cap, exactly_one, choice)
     if not np.isfinite(best):
         raise SolveError("infeasible", "no selection with exactly one item per group fits the capacity")
-    return Knapsack(out, best, int(weight))
+    return Knapsack(out, best, int(weight) * g)
 
 
 @njit(cache=True)

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from policies import aryl_core as core
+from policies.aryl import knapsack, reclaim
 
 # Figure 5 as the notes reconstruct it from Table 1 (8-GPU servers): a on 1+2 (half each),
 # b alone on 3, c 80 % on 4 and 20 % on 5, d 80 % on 6 and 20 % on 5. GPU counts per server.
@@ -16,39 +16,39 @@ SERVERS = [1, 2, 3, 4, 5, 6]
 
 
 def test_table1_costs_on_fig5():
-    assert core.server_cost(FIG5, SERVERS, "job_count") == {1: 1, 2: 1, 3: 1, 4: 1, 5: 2, 6: 1}
-    gf = core.server_cost(FIG5, SERVERS, "gpu_fraction")
+    assert reclaim.server_cost(FIG5, SERVERS, "job_count") == {1: 1, 2: 1, 3: 1, 4: 1, 5: 2, 6: 1}
+    gf = reclaim.server_cost(FIG5, SERVERS, "gpu_fraction")
     assert [round(gf[s], 2) for s in SERVERS] == [0.5, 0.5, 1.0, 0.8, 0.4, 0.8]
-    sf = core.server_cost(FIG5, SERVERS, "server_fraction")
+    sf = reclaim.server_cost(FIG5, SERVERS, "server_fraction")
     assert [sf[s] for s in SERVERS] == [0.5, 0.5, 1.0, 0.5, 1.0, 0.5]
 
 
 def test_greedy_on_fig5_returns_1_2_with_one_preemption():
     for tb in ("gpu_fraction", "server_id"):
-        chosen = core.greedy_reclaim(FIG5, SERVERS, 2, tie_break=tb)
+        chosen = reclaim.greedy_reclaim(FIG5, SERVERS, 2, tie_break=tb)
         assert sorted(chosen) == [1, 2]
-        assert len(core.preempted_jobs(FIG5, chosen)) == 1
-    assert core.exhaustive_reclaim(FIG5, SERVERS, 2) == ([1, 2], 1)
+        assert len(reclaim.preempted_jobs(FIG5, chosen)) == 1
+    assert reclaim.exhaustive_reclaim(FIG5, SERVERS, 2) == ([1, 2], 1)
     # the rejected GPU-fraction cost would pick server 5 first (cost 0.4), preempting 2 jobs
-    gf = core.server_cost(FIG5, SERVERS, "gpu_fraction")
-    assert min(SERVERS, key=lambda s: gf[s]) == 5 and len(core.preempted_jobs(FIG5, [5])) == 2
+    gf = reclaim.server_cost(FIG5, SERVERS, "gpu_fraction")
+    assert min(SERVERS, key=lambda s: gf[s]) == 5 and len(reclaim.preempted_jobs(FIG5, [5])) == 2
     # plain job-count knapsack may pick {3, 4}: 2 preemptions
-    assert len(core.preempted_jobs(FIG5, [3, 4])) == 2
+    assert len(reclaim.preempted_jobs(FIG5, [3, 4])) == 2
 
 
 def test_static_no_update_is_worse_on_fig5():
     # without UPDATECOST, after server 1 the costs stay 0.5 for 2, 4, 6: id order still gives 2
-    assert sorted(core.greedy_reclaim(FIG5, SERVERS, 2, update=False)) == [1, 2]
+    assert sorted(reclaim.greedy_reclaim(FIG5, SERVERS, 2, update=False)) == [1, 2]
     # but on 3 servers the static order picks {1, 2, 4} and the updated one {1, 2, 4} too: both 2 jobs
-    assert len(core.preempted_jobs(FIG5, core.greedy_reclaim(FIG5, SERVERS, 3))) == 2
+    assert len(reclaim.preempted_jobs(FIG5, reclaim.greedy_reclaim(FIG5, SERVERS, 3))) == 2
 
 
 def test_baselines_random_scf():
-    scf = core.scf_reclaim(FIG5, SERVERS, 2)
+    scf = reclaim.scf_reclaim(FIG5, SERVERS, 2)
     assert scf == [1, 2]  # fewest jobs (1 each), lowest ids
-    r = core.random_reclaim(SERVERS, 3, seed=1)
+    r = reclaim.random_reclaim(SERVERS, 3, seed=1)
     assert len(set(r)) == 3 and set(r) <= set(SERVERS)
-    assert r == core.random_reclaim(SERVERS, 3, seed=1)
+    assert r == reclaim.random_reclaim(SERVERS, 3, seed=1)
 
 
 def test_table3_and_table4_arithmetic():
@@ -56,52 +56,52 @@ def test_table3_and_table4_arithmetic():
     wmax = (6, 6)
     rows = {(6, 2): (50, 53.33), (2, 6): (63.33, 20), (4, 4): (60, 30)}
     for alloc, (ja, jb) in rows.items():
-        a, b = core.two_job_jct((300, 120), alloc, wmax)
+        a, b = knapsack.two_job_jct((300, 120), alloc, wmax)
         assert (round(a, 2), round(b, 2)) == (ja, jb)
-    avg = {k: sum(core.two_job_jct((300, 120), k, wmax)) / 2 for k in rows}
+    avg = {k: sum(knapsack.two_job_jct((300, 120), k, wmax)) / 2 for k in rows}
     assert [round(avg[k], 2) for k in rows] == [51.67, 41.67, 45.0]
     assert round(avg[(6, 2)] / avg[(2, 6)] - 1, 2) == 0.24  # "24 %" worst to best
     # Table 4: A 2..3, 100 s at w_max -> work 300
-    fa = core.two_job_jct((300, 120), (3, 5), (3, 6))
-    fb = core.two_job_jct((300, 120), (2, 6), (3, 6))
+    fa = knapsack.two_job_jct((300, 120), (3, 5), (3, 6))
+    fb = knapsack.two_job_jct((300, 120), (2, 6), (3, 6))
     assert (round(fa[0], 2), round(fa[1], 2), round(sum(fa) / 2, 2)) == (100, 24, 62)
     assert (round(fb[0], 2), round(fb[1], 2), round(sum(fb) / 2, 2)) == (106.67, 20, 63.33)
 
 
 def test_fig6_item_values_and_weights():
     # Table 4 with A at 2 GPUs/worker (T^max = 300/2 = 150) and B at 1 GPU/worker (120/2 = 60)
-    wa, va = core.mckp_items(150, 2, 3, gpus_per_worker=2)
+    wa, va = knapsack.mckp_items(150, 2, 3, gpus_per_worker=2)
     assert (wa, va) == ([2], [50.0])
-    wb, vb = core.mckp_items(60, 2, 6, gpus_per_worker=1)
+    wb, vb = knapsack.mckp_items(60, 2, 6, gpus_per_worker=1)
     assert wb == [1, 2, 3, 4] and [round(v, 6) for v in vb] == [20, 30, 36, 40]
-    assert core.mckp_items(150, 2, 3, 2, literal_weights=True)[0] == [6]
-    assert core.mckp_items(60, 2, 6, 1, literal_weights=True)[0] == [3, 4, 5, 6]
+    assert knapsack.mckp_items(150, 2, 3, 2, literal_weights=True)[0] == [6]
+    assert knapsack.mckp_items(60, 2, 6, 1, literal_weights=True)[0] == [3, 4, 5, 6]
 
 
 def test_mckp_on_table4_gives_a3_b5():
     # 1 GPU per worker, 8 workers: phase 1 gives A = B = 2, the knapsack gets 4
-    groups = [core.mckp_items(150, 2, 3), core.mckp_items(60, 2, 6)]
-    extra = core.allocate_flexible(groups, 4)
+    groups = [knapsack.mckp_items(150, 2, 3), knapsack.mckp_items(60, 2, 6)]
+    extra = knapsack.allocate_flexible(groups, 4)
     assert extra == [1, 3]  # value 50 + 36 = 86 > 40 of B + 4
-    jct = core.two_job_jct((300, 120), (2 + extra[0], 2 + extra[1]), (3, 6))
+    jct = knapsack.two_job_jct((300, 120), (2 + extra[0], 2 + extra[1]), (3, 6))
     assert round(sum(jct) / 2, 2) == 62.0
 
 
 def test_mckp_on_table2_is_not_optimal():
-    groups = [core.mckp_items(150, 2, 6), core.mckp_items(60, 2, 6)]
-    assert core.allocate_flexible(groups, 4) == [3, 1]  # A = 5, B = 3 (value 110); the optimum is B = 6
+    groups = [knapsack.mckp_items(150, 2, 6), knapsack.mckp_items(60, 2, 6)]
+    assert knapsack.allocate_flexible(groups, 4) == [3, 1]  # A = 5, B = 3 (value 110); the optimum is B = 6
 
 
 def test_generalised_value_equals_linear_form():
     t = [60 * 2 / (2 + w) for w in range(5)]
-    w, v = core.generalised_items(t, 2)
-    assert w == [1, 2, 3, 4] and np.allclose(v, core.mckp_items(60, 2, 6)[1])
+    w, v = knapsack.generalised_items(t, 2)
+    assert w == [1, 2, 3, 4] and np.allclose(v, knapsack.mckp_items(60, 2, 6)[1])
 
 
 def test_imperfect_scaling_factor():
-    assert core.imperfect_factor(4, 2, 6) == 1.0  # midpoint 4
-    assert core.imperfect_factor(6, 2, 6) == pytest.approx(0.8)
-    assert core.imperfect_factor(6, 2, 6, form="compounding") == pytest.approx(0.81)
+    assert knapsack.imperfect_factor(4, 2, 6) == 1.0  # midpoint 4
+    assert knapsack.imperfect_factor(6, 2, 6) == pytest.approx(0.8)
+    assert knapsack.imperfect_factor(6, 2, 6, form="compounding") == pytest.approx(0.81)
 
 
 @st.composite
@@ -120,8 +120,8 @@ def hostings(draw, max_servers=8):
 @given(hostings())
 def test_nr1_is_brute_force(hs):
     host, servers = hs
-    g = core.greedy_reclaim(host, servers, 1)
-    assert len(core.preempted_jobs(host, g)) == core.exhaustive_reclaim(host, servers, 1)[1]
+    g = reclaim.greedy_reclaim(host, servers, 1)
+    assert len(reclaim.preempted_jobs(host, g)) == reclaim.exhaustive_reclaim(host, servers, 1)[1]
 
 
 @settings(max_examples=150, deadline=None)
@@ -129,9 +129,9 @@ def test_nr1_is_brute_force(hs):
 def test_greedy_never_beats_optimum_and_returns_distinct(hs, data):
     host, servers = hs
     n_r = data.draw(st.integers(0, len(servers)))
-    g = core.greedy_reclaim(host, servers, n_r)
+    g = reclaim.greedy_reclaim(host, servers, n_r)
     assert len(g) == n_r == len(set(g)) and set(g) <= set(servers)
-    assert len(core.preempted_jobs(host, g)) >= core.exhaustive_reclaim(host, servers, n_r)[1]
+    assert len(reclaim.preempted_jobs(host, g)) >= reclaim.exhaustive_reclaim(host, servers, n_r)[1]
 
 
 @settings(max_examples=200, deadline=None)
@@ -142,8 +142,8 @@ def test_greedy_equals_exhaustive_when_jobs_are_single_server(hs, data):
     host, servers = hs
     host = {j: {min(w): w[min(w)]} for j, w in host.items()}
     n_r = data.draw(st.integers(0, len(servers)))
-    g = core.greedy_reclaim(host, servers, n_r)
-    assert len(core.preempted_jobs(host, g)) == core.exhaustive_reclaim(host, servers, n_r)[1]
+    g = reclaim.greedy_reclaim(host, servers, n_r)
+    assert len(reclaim.preempted_jobs(host, g)) == reclaim.exhaustive_reclaim(host, servers, n_r)[1]
 
 
 # ---- the policy through the engine ---------------------------------------------------------
@@ -170,7 +170,7 @@ def test_reclaim_order_idle_then_flexible_only_then_algorithm1():
     assert reclaim_servers(host, cand, [1], c, 1) == [3]
     assert reclaim_servers(host, cand, [1], c, 2) == [3, 1]
     assert sorted(reclaim_servers(host, cand, [1], c, 3)) == [0, 1, 3]  # tie 1 vs 1: lower GPU fraction... id
-    assert len(core.preempted_jobs(host, reclaim_servers(host, cand, [1], c, 3))) == 1
+    assert len(reclaim.preempted_jobs(host, reclaim_servers(host, cand, [1], c, 3))) == 1
 
 
 def _toy_trace(tmp_path):
@@ -286,6 +286,17 @@ def test_imperfect_scaling_makes_mckp_stop_at_the_useful_size():
     assert len(d.allocations[0].gpus) == 6
 
 
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.one_of(st.sampled_from([0.25, 0.31, 0.39, 1.0]), st.floats(1e-3, 10.0)), min_size=1,
+                max_size=40))
+def test_median_is_numpys_bit_for_bit(xs):
+    """The knapsack capacity's median inference speed (`knapsack.median`) is `np.median`'s value,
+    bit for bit, on repeated and distinct speeds, odd and even counts."""
+    x = np.array(xs, float)
+    assert knapsack.median(x) == float(np.median(x)) and isinstance(knapsack.median(x), float)
+    assert knapsack.median(x[:1]) == xs[0] and knapsack.median(np.ones(4)) == 1.0
+
+
 @settings(max_examples=60, deadline=None)
 @given(st.lists(st.tuples(st.floats(1.0, 1e6), st.integers(1, 32), st.integers(0, 32)), min_size=0, max_size=12),
        st.booleans())
@@ -293,9 +304,9 @@ def test_flat_items_equal_per_group_items(groups, literal):
     t = np.array([g[0] for g in groups], float)
     wmin = np.array([g[1] for g in groups], np.int64)
     span = np.array([g[2] for g in groups], np.int64)
-    w, v, offs = core.mckp_items_flat(t, wmin, span, literal)
+    w, v, offs = knapsack.mckp_items_flat(t, wmin, span, literal)
     for i, (tm, lo, s) in enumerate(groups):
-        ww, vv = core.mckp_items(tm, lo, lo + s, 1, literal)
+        ww, vv = knapsack.mckp_items(tm, lo, lo + s, 1, literal)
         assert w[offs[i]:offs[i + 1]].tolist() == ww and v[offs[i]:offs[i + 1]].tolist() == vv  # bit-equal
 
 

@@ -293,6 +293,29 @@ def test_mckp_every_item_fits_shortcut_equals_the_dp(raw, extra_cap, near_tie):
         assert not ok
 
 
+@SETTINGS
+@given(st.lists(st.lists(st.tuples(st.integers(0, 6), st.floats(-5.0, 1e4, allow_nan=False)), max_size=5),
+                min_size=1, max_size=6), st.integers(2, 20), st.integers(0, 60), st.booleans())
+def test_mckp_common_weight_factor_equals_the_full_dp(raw, factor, cap, exactly_one):
+    """Weights sharing a factor run the DP on a table that many times smaller (`mckp_flat`); the
+    choice, value (bit for bit) and weight equal the DP on the full table, near-ties included."""
+    from policies.solvers.knapsack import _dp, mckp_flat
+
+    raw.append([(raw[0][0][0], raw[0][0][1])] if raw[0] else [])  # an exact tie across groups
+    sizes = [len(g) for g in raw]
+    offs = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+    w = np.array([x * factor for g in raw for x, _ in g], np.int64)
+    v = np.array([y for g in raw for _, y in g], float)
+    choice = np.full((len(raw), cap + 1), -1, np.int32)
+    ref, best, weight = _dp(offs, w, v, cap, exactly_one, choice)
+    if not np.isfinite(best):
+        with pytest.raises(SolveError, match="infeasible"):
+            mckp_flat(offs, w, v, cap, exactly_one=exactly_one)
+        return
+    out = mckp_flat(offs, w, v, cap, exactly_one=exactly_one)
+    assert out.choice.tolist() == ref.tolist() and out.value == best and out.weight == weight
+
+
 @settings(max_examples=40, deadline=None)
 @given(st.integers(0, 100_000))
 def test_direct_highs_is_linprogs_run(seed):

@@ -1,13 +1,11 @@
-"""Aryl's decision algorithms as pure functions: server reclaiming and the elastic knapsack.
+"""Aryl's server reclaiming (§5.1, App. B): which on-loan servers go back when inference wants them.
 
 Li et al., "Aryl: An Elastic Cluster Scheduler for Deep Learning", EuroSys'22
-(`../shared/seeds/notes/aryl.md` §2.2, §2.4, App. B, App. D). The `aryl` policy
-(`policies/aryl.py`) builds these inputs from the cluster view; the tests and the benchmark
-call them directly with the paper's worked examples.
-
-Reclaiming works on a *hosting map* `job → {server: GPUs of the job's preemptible workers
-there}` (base and inelastic workers; flexible workers are left out, since removing them is a
-scale-in, not a preemption). A job is preempted when any of its servers is returned.
+(`../shared/seeds/notes/aryl.md` §2.2). The pure functions work on a *hosting map*
+`job → {server: GPUs of the job's preemptible workers there}` (base and inelastic workers;
+flexible workers are left out, since removing them is a scale-in, not a preemption). A job is
+preempted when any of its servers is returned. The tests and the benchmark call them directly
+with the paper's worked examples.
 
 - `server_cost`: the server preemption cost Σ_{j on s} 1/|S_j| (the paper's chosen
   definition, Table 1 column 4), S_j the job's servers among the on-loan candidates.
@@ -17,6 +15,9 @@ scale-in, not a preemption). A job is preempted when any of its servers is retur
 - `exhaustive_reclaim`: the optimum by enumeration, for tests and the harness only.
 - `random_reclaim`, `scf_reclaim`: the paper's Random and SCF (smallest job count first,
   static) baselines.
+- `reclaim_servers`: the policy's full answer (idle, then flexible-only servers, then
+  Algorithm 1); `Reclaiming` builds the hosting map from the cluster view and answers the
+  engine's reclaim demands for the `aryl` policy (its `reclaim` option picks the rule).
 """
 
 from __future__ import annotations
@@ -24,11 +25,12 @@ from __future__ import annotations
 import heapq
 import itertools
 import math
+import time
 from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from policies.solvers.knapsack import mckp, mckp_flat
+from simcore.api import ClusterView, ReclaimAnswer, ReclaimDemand
 
 Hosting = Mapping[int, Mapping[int, int]]  # job -> {server: preemptible GPUs of the job there}
 TIE_BREAKS = ("gpu_fraction", "server_id", "random")
@@ -167,101 +169,62 @@ def scf_reclaim(hosting: Hosting, servers: Sequence[int], n_r: int) -> list[int]
     return sorted(sorted(on, key=lambda s: (len(on[s]), s))[:n_r])
 
 
-# ---- elastic scaling (§5.2, App. D) ---------------------------------------------------------
+class Reclaiming:
+    """The `aryl` policy's reclaim side: the hosting map from the cluster view and the answer
+    to a reclaim demand (mixed into `policies.aryl.policy.Aryl`)."""
 
-def mckp_items(t_max_s: float, w_min: int, w_max: int, gpus_per_worker: int = 1,
-               literal_weights: bool = False) -> tuple[list[int], list[float]]:
-    """One MCKP group: items w = 1 … w_max − w_min extra workers, value T^max·w/(w + w_min)
-    (the JCT reduction over the running time at w_min under linear scaling), weight w·D_j
-    GPUs (the notes' resolution; `literal_weights`: Algorithm 2 line 17's (w + w_min)·D_j)."""
-    ws = list(range(1, max(0, int(w_max) - int(w_min)) + 1))
-    weights = [((w + w_min) if literal_weights else w) * int(gpus_per_worker) for w in ws]
-    values = [float(t_max_s) * w / (w + w_min) for w in ws]
-    return weights, values
+    def hosting(self, view: ClusterView, candidates: np.ndarray) -> tuple[dict[int, dict[int, int]], list[int]]:
+        """(job → {candidate node: its preemptible GPUs there}, nodes holding only flexible GPUs)."""
+        c = view.cluster
+        host: dict[int, dict[int, int]] = {}
+        flex_only: list[int] = []
+        for n in candidates.tolist():
+            f = int(c.node_first_gpu[n])
+            owners = c.gpu_owner[f:f + int(c.node_num_gpus[n])]
+            pre = 0
+            for g, o in enumerate(owners.tolist()):
+                if o < 0:
+                    continue
+                b = self.base.get(o)
+                if b is None or (f + g) in b:  # a base or inelastic worker: losing it preempts
+                    host.setdefault(o, {}).setdefault(n, 0)
+                    host[o][n] += 1
+                    pre += 1
+            if pre == 0 and (owners >= 0).any():
+                flex_only.append(n)
+        return host, flex_only
 
-
-def mckp_items_flat(t_max_s: np.ndarray, w_min: np.ndarray, span: np.ndarray,
-                    literal_weights: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """`mckp_items` for many groups at once (1 GPU per worker): (weights, values, offsets),
-    group g's items at offs[g]:offs[g + 1], element for element the same numbers."""
-    span = np.asarray(span, np.int64)
-    offs = np.zeros(span.shape[0] + 1, np.int64)
-    np.cumsum(span, out=offs[1:])
-    w = np.arange(int(offs[-1]), dtype=np.int64) - np.repeat(offs[:-1], span) + 1
-    wmin = np.repeat(np.asarray(w_min, np.int64), span)
-    values = np.repeat(np.asarray(t_max_s, float), span) * w / (w + wmin)
-    return (w + wmin if literal_weights else w), values, offs
-
-
-def generalised_items(time_at: Sequence[float], w_min: int, gpus_per_worker: int = 1,
-                      literal_weights: bool = False) -> tuple[list[int], list[float]]:
-    """The notes' generalised value T(w_min) − T(w_min + w) from running times at each worker
-    count `time_at[k]` = T(w_min + k), k = 0 … w_max − w_min (non-linear scaling)."""
-    base = float(time_at[0])
-    ws = list(range(1, len(time_at)))
-    weights = [((w + w_min) if literal_weights else w) * int(gpus_per_worker) for w in ws]
-    return weights, [base - float(time_at[w]) for w in ws]
-
-
-def allocate_flexible(groups: Sequence[tuple[list[int], list[float]]], capacity: int) -> list[int]:
-    """Phase 2: the MCKP by DP (`policies.solvers.mckp`); the extra workers per group (0: none)."""
-    if not groups:
-        return []
-    res = mckp(groups, max(0, int(capacity)))
-    return [int(k) + 1 if k >= 0 else 0 for k in res.choice.tolist()]
-
-
-def allocate_flexible_flat(offs: np.ndarray, weights: np.ndarray, values: np.ndarray, capacity: int) -> list[int]:
-    """`allocate_flexible` on flattened groups (`mckp_items_flat`)."""
-    if offs.shape[0] <= 1:
-        return []
-    res = mckp_flat(offs, weights, values, max(0, int(capacity)))
-    return [int(k) + 1 if k >= 0 else 0 for k in res.choice.tolist()]
+    def answer_reclaim(self, view: ClusterView, demand: ReclaimDemand) -> ReclaimAnswer:
+        """Which on-loan servers go back (see `reclaim`); solver time kept in `reclaim_stats`."""
+        cfg, c = self.config, view.cluster
+        cand = np.asarray(demand.candidates, np.int64)
+        t0 = time.perf_counter()
+        self._sync_base(view, view.running())
+        host, flex_only = self.hosting(view, cand)
+        if cfg.reclaim == "random":
+            chosen = random_reclaim(cand, demand.count, int(self.rng.integers(1 << 31)))
+        elif cfg.reclaim == "scf":
+            chosen = scf_reclaim(host, cand, demand.count)
+        else:
+            chosen = reclaim_servers(host, cand, flex_only, c, demand.count, cfg.tie_break, cfg.seed,
+                                     update=cfg.reclaim == "aryl")
+        self.reclaim_stats.append(dict(t=view.now, n_r=demand.count, solver_s=time.perf_counter() - t0,
+                                       preempted=len(preempted_jobs(host, chosen))))
+        return ReclaimAnswer(tuple(sorted(int(n) for n in chosen)), None)
 
 
-def imperfect_factor(w: int, w_min: int, w_max: int, loss: float = 0.1, form: str = "additive") -> float:
-    """Throughput factor of the imperfect-scaling experiment (§8, Fig. 10): each step beyond
-    the midpoint of [w_min, w_max] loses `loss` more of the ideal (`additive` 1 − loss·k or
-    `compounding` (1 − loss)^k; the paper does not say which)."""
-    k = max(0, int(w) - math.ceil((w_min + w_max) / 2))
-    return max(0.0, 1.0 - loss * k) if form == "additive" else (1.0 - loss) ** k
 
-
-def two_job_jct(work: Sequence[float], alloc: Sequence[int], w_max: Sequence[int]) -> tuple[float, float]:
-    """JCTs of two jobs under linear scaling (§5.1, Tables 3–4): each runs at its initial
-    allocation; when one finishes, the other scales at once to its w_max."""
-    (la, lb), (ga, gb) = work, alloc
-    ta, tb = la / ga, lb / gb
-    if ta <= tb:
-        return ta, ta + (lb - ta * gb) / w_max[1]
-    return tb + (la - tb * ga) / w_max[0], tb
-
-
-def inference_speeds(whatif, models: Sequence[str], jobs: np.ndarray, gpus: np.ndarray, train_type: str | None,
-                     inf_type: str | None, cache: dict) -> np.ndarray:
-    """Per job: the speed of `gpus[k]` inference GPUs relative to as many training GPUs for its
-    model, from the run's what-if API (1 without one or without two GPU types); `cache` keeps
-    (model, GPUs) → ratio across rounds."""
-    r = np.ones(jobs.shape[0])
-    if whatif is None or train_type is None or inf_type is None or train_type == inf_type:
-        return r
-    for k, (j, n) in enumerate(zip(jobs.tolist(), gpus.tolist())):
-        key = (models[j], int(n))
-        hit = cache.get(key)
-        if hit is None:
-            a = whatif.iteration_time(j, int(n), gpu_type=train_type)
-            b = whatif.iteration_time(j, int(n), gpu_type=inf_type)
-            hit = cache[key] = a / b if np.isfinite(a) and np.isfinite(b) and b > 0 else 1.0
-        r[k] = hit
-    return r
-
-
-def running_times(t_max: float, w_min: int, w_max: int, factor=lambda n: 1.0, speed: float = 1.0,
-                  eff: float = 1.0) -> list[float]:
-    """T(n) for n = w_min … w_max from T(w_min) = `t_max`: linear in n times the scaling
-    `factor(n)`; with `speed` < 1 or `eff` < 1 the n − w_min added workers run at `speed` of a
-    base worker in a mixed gang at `eff` of the summed speed (the linear backend's rule)."""
-    out = [t_max * w_min / (w_min * max(factor(w_min), 1e-9))]  # the base alone: one GPU type
-    for n in range(w_min + 1, w_max + 1):
-        out.append(t_max * w_min / (eff * (w_min + speed * (n - w_min)) * max(factor(n), 1e-9)))
-    return out
+def reclaim_servers(host: Hosting, cand: np.ndarray, flex_only: list[int], cluster, n_r: int,
+                    tie_break: str = "gpu_fraction", seed: int = 0, update: bool = True) -> list[int]:
+    """Aryl's full reclaim: idle servers first, then flexible-only ones (fewest busy GPUs
+    first; a scale-in, no preemption), then Algorithm 1 on the rest."""
+    busy = {int(n): int((cluster.gpu_owner[cluster.node_first_gpu[n]:cluster.node_first_gpu[n]
+                                           + cluster.node_num_gpus[n]] >= 0).sum()) for n in cand.tolist()}
+    hosted = {n for w in host.values() for n in w}
+    free = sorted((n for n in cand.tolist() if n not in hosted), key=lambda n: (busy[n], n))
+    chosen = free[:n_r]
+    rest = n_r - len(chosen)
+    if rest > 0:
+        others = [n for n in cand.tolist() if n in hosted]
+        chosen += greedy_reclaim(host, others, rest, tie_break, seed, update)
+    return chosen

@@ -255,6 +255,7 @@ def run(config: RunConfig, out_dir: Path | None, progress: bool = False, backend
     df = be.load_trace(config)
     excluded = dict((getattr(df, "attrs", {}).get("load_report") or {}).get("excluded") or {})
     base, invalid = build_jobs(df, perf, be.zoo, fixed_epochs=config.fixed_epochs)
+    del df  # the job table holds what the run needs: the trace's frame is not kept through it
     invalid = _backend_gaps(config.perf, table_gaps(perf, base), base, invalid)
     if invalid and not config.skip_invalid:
         raise InputError(describe_invalid(invalid))

@@ -149,7 +149,8 @@ t0, c0 = time.perf_counter(), time.process_time()
 res = run(cfg, None, progress=False)
 wall, cpu = time.perf_counter() - t0, time.process_time() - c0
 t = res.jobs[policy]
-digest = hashlib.sha1(t.drop(columns=[c for c in t if "wall" in c]).to_csv(index=False).encode()).hexdigest()[:12]
+table = t.drop(columns=[c for c in t if "wall" in c])
+digest = hashlib.sha1(table.to_csv(index=False).encode()).hexdigest()[:12]
 row = res.summary.iloc[0]
 print(json.dumps({{"cpu_s": round(cpu, 2), "wall_s": round(wall, 2), "engine_s": round(res.wall_s[policy], 2),
                   "peak_gb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 / 1e9, 3),
@@ -169,7 +170,8 @@ def pair(before: Path, after: Path, jobs: int, nodes: int, rounds: int, policy: 
     code = _MEASURE.format(jobs=jobs, nodes=nodes, policy=policy)
     for r in range(rounds + 1):
         for label, tree in (("before", before), ("after", after)):
-            out = subprocess.run([sys.executable, "-c", code], cwd=tree, capture_output=True, text=True, check=False)
+            out = subprocess.run([sys.executable, "-c", code], cwd=tree, capture_output=True, text=True,
+                                 check=False)
             line = out.stdout.strip().splitlines()[-1:] or [f"failed: {out.stderr.strip()[-500:]}"]
             print(f"round {r} {label}: {line[0]}", flush=True)
 

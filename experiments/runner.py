@@ -444,8 +444,9 @@ def _type_speed(base: JobTable, perf: PerfModel, topo: Any) -> np.ndarray:
     if idx.size == 0:
         return out
     models, model_code = np.unique(base.model[idx], return_inverse=True)
-    keys, inv = np.unique(np.stack([model_code.ravel(), np.asarray(base.num_gpus, np.int64)[idx],
-                                    np.asarray(base.global_batch, np.int64)[idx]], axis=1), axis=0, return_inverse=True)
+    shapes = np.stack([model_code.ravel(), np.asarray(base.num_gpus, np.int64)[idx],
+                       np.asarray(base.global_batch, np.int64)[idx]], axis=1)
+    keys, inv = np.unique(shapes, axis=0, return_inverse=True)
     inv = inv.ravel()
     req = np.asarray(base.gpu_type_req, np.int64)[idx]
     allowed = (req[:, None] < 0) | (req[:, None] == np.arange(nt))  # job × type

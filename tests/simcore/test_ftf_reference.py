@@ -121,8 +121,8 @@ def test_type_speed_per_job_on_a_heterogeneous_cluster(monkeypatch):
         return real(base, perf, topo)
 
     monkeypatch.setattr(r, "_type_speed", spy)
-    run(RunConfig(trace="synth:philly:300", cluster="fft-hetero", policies=("fifo",), contention=False, seed=0,
-                  ftf_reference="hetero-1-over-n"), None, progress=False)
+    run(RunConfig(trace="synth:philly:300", cluster="fft-hetero", policies=("fifo",), contention=False,
+                  seed=0, ftf_reference="hetero-1-over-n"), None, progress=False)
     base, perf, topo = seen["args"]
     got = real(base, perf, topo)
     nt = len(topo.gpu_type_names)
@@ -133,7 +133,8 @@ def test_type_speed_per_job_on_a_heterogeneous_cluster(monkeypatch):
             want = 0.0
             if np.isfinite(ref) and ref > 0 and (req < 0 or k == req):
                 place = perf.consolidated_gpus(int(base.num_gpus[j]), k)
-                t = np.inf if place is None else perf.solo_iter_s(base.model[j], place, int(base.global_batch[j]))
+                batch = int(base.global_batch[j])
+                t = np.inf if place is None else perf.solo_iter_s(base.model[j], place, batch)
                 want = ref / t if np.isfinite(t) and t > 0 else 0.0
             assert got[j, k] == want, (j, k)
     assert (got > 0).any() and (got == 0).any()

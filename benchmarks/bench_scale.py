@@ -10,12 +10,25 @@ and reported as not finished (value = the time it was given, status in the detai
 
     python -m benchmarks.bench_scale            # the 10k and 100k steps and the 1M-job target
     python -m benchmarks.run --only scale_10k   # just the quick step
+
+Comparing two checkouts (outputs and speed): `--hash` runs one size in this process and
+prints its CPU and wall seconds, peak memory, events and the sha1 of its jobs table (wall-clock
+columns left out, as CSV; the first 12 hex digits); `--pair BEFORE AFTER` runs that same
+measurement from each checkout's root in a fresh process, alternating them `--rounds` times
+after one compiling run each, so both see the same load over time (compare CPU seconds and
+the hashes; the code run is the runner's public API, so any checkout can be measured):
+
+    python -m benchmarks.bench_scale --jobs 100000 --hash
+    python -m benchmarks.bench_scale --jobs 100000 --pair ../before . --rounds 3
 """
 
 from __future__ import annotations
 
+import argparse
+import json
 import multiprocessing
 import resource
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -123,7 +136,65 @@ def bench_scale_1m() -> list[dict]:
     return _result("1M jobs / 20k GPUs", TARGET_JOBS, TARGET_NODES, TARGET_S, TARGET_GB)
 
 
-if __name__ == "__main__":
-    from benchmarks.run import main
+#: one measured run in this process (`--hash`), as source text so that `--pair` can run the very
+#: same code from another checkout's root (it uses only the runner's public API)
+_MEASURE = """
+import hashlib, json, os, resource, sys, time
+from experiments.runner import RunConfig, run
+import simcore
+jobs, nodes, policy = {jobs}, {nodes}, {policy!r}
+cfg = RunConfig(trace=f"synth:philly:{{jobs}}", cluster="dgx-a100", cluster_nodes=nodes, policies=(policy,),
+                contention=True, seed=0)
+t0, c0 = time.perf_counter(), time.process_time()
+res = run(cfg, None, progress=False)
+wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+t = res.jobs[policy]
+table = t.drop(columns=[c for c in t if "wall" in c])
+digest = hashlib.sha1(table.to_csv(index=False).encode()).hexdigest()[:12]
+row = res.summary.iloc[0]
+print(json.dumps({{"cpu_s": round(cpu, 2), "wall_s": round(wall, 2), "engine_s": round(res.wall_s[policy], 2),
+                  "peak_gb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 / 1e9, 3),
+                  "events": int(row["events"]), "policy_calls": int(row["policy_calls"]), "jobs_sha1": digest,
+                  "load": round(os.getloadavg()[0], 2), "simcore": os.path.dirname(simcore.__file__)}}))
+"""
 
-    sys.exit(main(["--only", "scale"]))
+
+def measure_here(jobs: int, nodes: int, policy: str = POLICY) -> None:
+    """`--hash`: one run of `jobs` synthetic jobs on `nodes` nodes in this process, printed as JSON."""
+    exec(compile(_MEASURE.format(jobs=jobs, nodes=nodes, policy=policy), "<bench_scale measure>", "exec"), {})
+
+
+def pair(before: Path, after: Path, jobs: int, nodes: int, rounds: int, policy: str = POLICY) -> None:
+    """`--pair`: the `--hash` run from each checkout's root, alternating, a fresh process each;
+    round 0 compiles each checkout's kernels (its numbers are printed but not comparable)."""
+    code = _MEASURE.format(jobs=jobs, nodes=nodes, policy=policy)
+    for r in range(rounds + 1):
+        for label, tree in (("before", before), ("after", after)):
+            out = subprocess.run([sys.executable, "-c", code], cwd=tree, capture_output=True, text=True,
+                                 check=False)
+            line = out.stdout.strip().splitlines()[-1:] or [f"failed: {out.stderr.strip()[-500:]}"]
+            print(f"round {r} {label}: {line[0]}", flush=True)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--jobs", type=int, default=100_000, help="synthetic jobs (with --hash or --pair)")
+    ap.add_argument("--nodes", type=int, default=TARGET_NODES, help="8-GPU nodes (with --hash or --pair)")
+    ap.add_argument("--hash", action="store_true", help="one run in this process, with the jobs table's hash")
+    ap.add_argument("--pair", nargs=2, type=Path, metavar=("BEFORE", "AFTER"),
+                    help="alternate the --hash run between two checkouts")
+    ap.add_argument("--rounds", type=int, default=3, help="measured runs per checkout with --pair")
+    a = ap.parse_args(argv)
+    if a.pair:
+        pair(a.pair[0], a.pair[1], a.jobs, a.nodes, a.rounds)
+        return 0
+    if a.hash:
+        measure_here(a.jobs, a.nodes)
+        return 0
+    from benchmarks.run import main as run_main
+
+    return run_main(["--only", "scale"])
+
+
+if __name__ == "__main__":
+    sys.exit(main())

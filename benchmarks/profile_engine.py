@@ -5,6 +5,11 @@ sampling profiler, summarised per function (share of samples, inclusive and own)
     python -m benchmarks.profile_engine philly --policy tiresias     # bench_engine's full Philly
     python -m benchmarks.profile_engine scale --jobs 30000 --sampler cprofile --top 40
 
+After the per-function list, the engine's samples are summed by part of its round (the
+policy's view, its `decide`, validation and planning, applying, the step, accepting events,
+contention re-solves, the timeline row), each with its share and its microseconds per event
+(the run's engine seconds times the share, over its events: per event, not per run).
+
 The run is the benchmark's own (`bench_scale`: synthetic Philly-like jobs on `dgx-a100`
 resized to `--nodes` nodes, contention on; `bench_engine`: the full `philly_jobs.csv` on its
 512-GPU fabric). `--sampler py-spy` (the default when `py-spy` is on PATH) samples a child
@@ -27,6 +32,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 _FRAME = re.compile(r"(.*) \((.*?):\d+\)$")
+_COUNTS = re.compile(r"events (\d+), policy calls \d+, engine ([\d.]+) s")  # `run_case`'s last line
 
 
 def run_case(case: str, jobs: int, nodes: int, policy: str) -> None:
@@ -70,13 +76,48 @@ def summarise(stacks: dict[tuple[str, ...], int], top: int) -> str:
     return "\n".join(lines)
 
 
+#: the parts of the engine's round, by the function right under `Engine._run` (`parts`)
+_PARTS = {"Engine._decide": "the policy call", "validate_decision": "validation and planning",
+          "Applying._apply": "applying", "Stepping._step": "the step to the next instant",
+          "EventHandling._accept": "accepting events (arrivals, completions)",
+          "RateBook.refresh": "contention re-solves", "Recording._observe": "the timeline row"}
+
+
+def parts(stacks: dict[tuple[str, ...], int], events: int = 0, engine_s: float = 0.0) -> str:
+    """The engine's samples by part of its round (the frame right under `Engine._run`; the
+    policy call split into the view and the policy's own `decide`): share of the engine's
+    samples and, given the run's events and engine seconds, microseconds per event."""
+    by: collections.Counter = collections.Counter()
+    for frames, n in stacks.items():
+        names = [_name(f).split(" (")[0] for f in frames]
+        if "Engine._run" not in names:
+            continue
+        i = len(names) - 1 - names[::-1].index("Engine._run")
+        under = names[i + 1] if i + 1 < len(names) else ""
+        part = _PARTS.get(under, "the round loop itself")
+        if under == "Engine._decide":
+            part = "the policy's view" if "PolicyView._view" in names[i + 2:i + 3] else "the policy's decide"
+        by[part] += n
+    total = sum(by.values()) or 1
+    lines = [f"{total} samples in the engine", "  share   µs/event  part"]
+    for part, n in by.most_common():
+        per = f"{1e6 * engine_s * n / total / events:9.1f}" if events and engine_s else "        -"
+        lines.append(f"{100 * n / total:6.1f}%  {per}  {part}")
+    return "\n".join(lines)
+
+
 def _py_spy(args) -> dict[tuple[str, ...], int]:
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "stacks.txt"
         cmd = ["py-spy", "record", "-r", str(args.rate), "-f", "raw", "-o", str(out), "--",
                sys.executable, "-m", "benchmarks.profile_engine", args.case, "--jobs", str(args.jobs),
                "--nodes", str(args.nodes), "--policy", args.policy, "--sampler", "none"]
-        subprocess.run(cmd, cwd=REPO, check=True, stdout=subprocess.DEVNULL)
+        done = subprocess.run(cmd, cwd=REPO, check=False, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                              text=True)
+        if done.returncode:
+            raise SystemExit(f"the profiled run failed (exit {done.returncode}):\n{done.stderr[-3000:]}")
+        m = _COUNTS.search(done.stderr)
+        args.counts = (int(m.group(1)), float(m.group(2))) if m else (0, 0.0)
         stacks: dict[tuple[str, ...], int] = collections.Counter()
         for line in out.read_text().splitlines():
             stack, _, n = line.rpartition(" ")
@@ -116,7 +157,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.sampler == "none":
         run_case(args.case, args.jobs, args.nodes, args.policy)
     elif args.sampler == "py-spy":
-        print(summarise(_py_spy(args), args.top))
+        stacks = _py_spy(args)
+        print(summarise(stacks, args.top))
+        print(parts(stacks, *args.counts))
     else:
         print(_cprofile(args))
     return 0

@@ -255,6 +255,7 @@ def run(config: RunConfig, out_dir: Path | None, progress: bool = False, backend
     df = be.load_trace(config)
     excluded = dict((getattr(df, "attrs", {}).get("load_report") or {}).get("excluded") or {})
     base, invalid = build_jobs(df, perf, be.zoo, fixed_epochs=config.fixed_epochs)
+    del df  # the job table holds what the run needs: the trace's frame is not kept through it
     invalid = _backend_gaps(config.perf, table_gaps(perf, base), base, invalid)
     if invalid and not config.skip_invalid:
         raise InputError(describe_invalid(invalid))
@@ -433,23 +434,33 @@ def _node_types(topo: Any) -> np.ndarray:
 def _type_speed(base: JobTable, perf: PerfModel, topo: Any) -> np.ndarray:
     """Each job's speed on each GPU type relative to its reference (`ref_iter_s`): its solo
     iteration time at its requested count, consolidated on that type (0 where it cannot
-    run: a required other type, too few GPUs of the type, or memory)."""
+    run: a required other type, too few GPUs of the type, or memory). The solo time is
+    computed once per (model, GPU count, global batch, type) a job needs, and divided out in
+    one array operation (no Python work per job: a million-job trace has a few hundred keys)."""
     nt = len(topo.gpu_type_names)
     out = np.zeros((base.num_jobs, nt))
-    cache: dict[tuple, float] = {}
-    for j in range(base.num_jobs):
-        req, ref = int(base.gpu_type_req[j]), float(base.ref_iter_s[j])
-        if not np.isfinite(ref) or ref <= 0:
-            continue
-        for k in range(nt):
-            if req >= 0 and k != req:
-                continue
-            key = (base.model[j], int(base.num_gpus[j]), int(base.global_batch[j]), k)
-            if key not in cache:
-                place = perf.consolidated_gpus(key[1], k)
-                cache[key] = np.inf if place is None else perf.solo_iter_s(key[0], place, key[2])
-            t = cache[key]
-            out[j, k] = ref / t if np.isfinite(t) and t > 0 else 0.0
+    ref = np.asarray(base.ref_iter_s, np.float64)
+    idx = np.flatnonzero(np.isfinite(ref) & (ref > 0))
+    if idx.size == 0:
+        return out
+    models, model_code = np.unique(base.model[idx], return_inverse=True)
+    shapes = np.stack([model_code.ravel(), np.asarray(base.num_gpus, np.int64)[idx],
+                       np.asarray(base.global_batch, np.int64)[idx]], axis=1)
+    keys, inv = np.unique(shapes, axis=0, return_inverse=True)
+    inv = inv.ravel()
+    req = np.asarray(base.gpu_type_req, np.int64)[idx]
+    allowed = (req[:, None] < 0) | (req[:, None] == np.arange(nt))  # job × type
+    needed = np.zeros((keys.shape[0], nt), bool)
+    np.logical_or.at(needed, inv, allowed)
+    solo = np.full((keys.shape[0], nt), np.inf)
+    for u, k in zip(*np.nonzero(needed)):
+        m, n, b = str(models[keys[u, 0]]), int(keys[u, 1]), int(keys[u, 2])
+        place = perf.consolidated_gpus(n, int(k))
+        if place is not None:
+            solo[u, k] = perf.solo_iter_s(m, place, b)
+    t = solo[inv]
+    good = allowed & np.isfinite(t) & (t > 0)
+    out[idx] = np.where(good, ref[idx, None] / np.where(good, t, 1.0), 0.0)
     return out
 
 

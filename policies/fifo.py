@@ -32,6 +32,8 @@ class _NanInf:
 def arrival_order(view: ClusterView, jobs: np.ndarray) -> np.ndarray:
     """`jobs` sorted by submit time, then index (stable, deterministic)."""
     jobs = np.asarray(jobs, np.int64)
+    if jobs.shape[0] < 2:  # nothing to order (the usual call on a lightly loaded cluster: one arrival)
+        return jobs
     return jobs[np.lexsort((jobs, view.jobs.submit_time[jobs]))]
 
 

@@ -114,7 +114,7 @@ class EngineOptions:
 @dataclass
 class EngineResult:
     jobs: JobTable
-    timeline: dict[str, list]
+    timeline: dict[str, np.ndarray]  # time_s and the occupancy columns (`Recording.timeline`)
     decisions: dict[str, list] | None
     end_time: float
     num_events: int

@@ -17,7 +17,11 @@ class Recording:
     """Timeline and decision rows (see module doc)."""
 
     def _init_recording(self, record_decisions: bool) -> None:
-        self._rows: list[tuple] = []  # timeline rows (time_s, *_TIMELINE), columns at the end (`timeline`)
+        # timeline rows in arrays grown by doubling: 48 bytes a row (a tuple of Python numbers per
+        # row would take about 200; a million-job run has about two million rows)
+        self._tl_time = np.empty(1024)  # time_s of each row
+        self._tl_obs = np.empty((1024, len(_TIMELINE)), np.int64)  # the `_TIMELINE` columns of each row
+        self._tl_n = 0
         self.decisions: dict[str, list] | None = (
             {k: [] for k in ("time_s", "job_id", "action", "num_gpus", "gpus", "batch_size", "cost_s")}
             if record_decisions else None)
@@ -32,16 +36,24 @@ class Recording:
         obs = (self._busy, self._online, held - restarting, restarting, self._active_n - held)
         if obs == self._last_obs:
             return
-        rows = self._rows
-        if rows and rows[-1][0] == t:  # several steps at one instant: keep the last
-            rows.pop()
+        n = self._tl_n
+        if n and self._tl_time[n - 1] == t:  # several steps at one instant: keep the last
+            n -= 1
+        elif n == self._tl_time.shape[0]:
+            self._tl_time = np.concatenate([self._tl_time, np.empty(n)])
+            self._tl_obs = np.concatenate([self._tl_obs, np.empty_like(self._tl_obs)])
         self._last_obs = obs
-        rows.append((t, *obs))
+        self._tl_time[n] = t
+        self._tl_obs[n] = obs
+        self._tl_n = n + 1
 
-    def timeline(self) -> dict[str, list]:
-        """The timeline rows as columns: time_s and the occupancy after each change."""
-        cols = list(zip(*self._rows)) if self._rows else [()] * (1 + len(_TIMELINE))
-        return {k: list(c) for k, c in zip(("time_s",) + _TIMELINE, cols)}
+    def timeline(self) -> dict[str, np.ndarray]:
+        """The timeline rows as columns: time_s (float64) and the occupancy after each change (int64)."""
+        n = self._tl_n
+        cols = {"time_s": self._tl_time[:n].copy()}
+        for i, k in enumerate(_TIMELINE):
+            cols[k] = self._tl_obs[:n, i].copy()
+        return cols
 
     def _record(self, t: float, j: int, action: str, gpus: np.ndarray, batch: int, cost: float) -> None:
         """One row of `decisions.parquet`; callers call it only when decisions are recorded

@@ -106,3 +106,35 @@ def test_cli_options_recorded_in_outputs(monkeypatch, tmp_path):
     assert bad.exit_code == 2 and "ftf_reference" in bad.output
     bad = cli.invoke(app, ["simulate", "--policy", "fifo-test", "--progress", "fast"])
     assert bad.exit_code == 2 and "progress" in bad.output
+
+
+def test_type_speed_per_job_on_a_heterogeneous_cluster(monkeypatch):
+    """The speed table of the hetero-1-over-n reference, job by job: ref / solo time of its
+    (model, GPU count, batch) consolidated on each type it may use, 0 elsewhere."""
+    import experiments.runner as r
+
+    seen = {}
+    real = r._type_speed
+
+    def spy(base, perf, topo):
+        seen["args"] = (base, perf, topo)
+        return real(base, perf, topo)
+
+    monkeypatch.setattr(r, "_type_speed", spy)
+    run(RunConfig(trace="synth:philly:300", cluster="fft-hetero", policies=("fifo",), contention=False,
+                  seed=0, ftf_reference="hetero-1-over-n"), None, progress=False)
+    base, perf, topo = seen["args"]
+    got = real(base, perf, topo)
+    nt = len(topo.gpu_type_names)
+    assert got.shape == (base.num_jobs, nt) and nt > 1
+    for j in range(base.num_jobs):
+        req, ref = int(base.gpu_type_req[j]), float(base.ref_iter_s[j])
+        for k in range(nt):
+            want = 0.0
+            if np.isfinite(ref) and ref > 0 and (req < 0 or k == req):
+                place = perf.consolidated_gpus(int(base.num_gpus[j]), k)
+                batch = int(base.global_batch[j])
+                t = np.inf if place is None else perf.solo_iter_s(base.model[j], place, batch)
+                want = ref / t if np.isfinite(t) and t > 0 else 0.0
+            assert got[j, k] == want, (j, k)
+    assert (got > 0).any() and (got == 0).any()

@@ -136,7 +136,9 @@ def _same(a, b):
                  "exposed_comm_s", "restart_s", "num_restarts", "batch_size", "rate", "exposed_frac"):
         x, y = getattr(a.jobs, name), getattr(b.jobs, name)
         assert x.tobytes() == y.tobytes(), name
-    assert a.timeline == b.timeline
+    assert a.timeline.keys() == b.timeline.keys()
+    for k in a.timeline:
+        assert a.timeline[k].tobytes() == b.timeline[k].tobytes(), k
     assert a.decisions == b.decisions
     assert (a.end_time, a.num_events, a.num_policy_calls) == (b.end_time, b.num_events, b.num_policy_calls)
 

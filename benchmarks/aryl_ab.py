@@ -4,8 +4,8 @@
 
 Runs `python -m benchmarks.bench_aryl --run SCALE --variant VARIANT` in BASE_TREE, then NEW_TREE,
 `reps` times (A B A B …: on a shared machine load drifts, interleaving spreads it over both),
-each a fresh process whose CPU time (user + sys, `os.wait4`) and the 1-min load average at its
-start are printed with the run's own CPU seconds (`bench_aryl`'s `CPU … s`: the simulation without
+each a fresh process whose CPU time (user + sys, `os.wait4`) is printed with the run's own CPU
+seconds (`bench_aryl`'s `CPU … s`: the simulation without
 the reclaim benchmarks printed before it). The trees' harness is their own `benchmarks/bench_aryl.py`
 (a tree without the `advanced`/`ideal` variants runs `basic` only). Then the last run of each
 tree is compared file by file (`decisions`, `jobs`, `reclaims`, `timeline` Parquet: every column,
@@ -27,8 +27,7 @@ import pandas as pd
 
 
 def one(tree: Path, scale: float, variant: str) -> dict:
-    """One bench_aryl run in `tree`: process CPU (user+sys), load at start, run CPU, run dir."""
-    load = os.getloadavg()[0]
+    """One bench_aryl run in `tree`: process CPU (user+sys), run CPU, run dir."""
     before = set(Path("/tmp").glob(f"cosim-bench-aryl-{scale}-*"))
     p = subprocess.Popen([sys.executable, "-m", "benchmarks.bench_aryl", "--run", str(scale), "--variant", variant],
                          cwd=tree, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
@@ -38,7 +37,7 @@ def one(tree: Path, scale: float, variant: str) -> dict:
         raise SystemExit(f"aryl_ab: run in {tree} failed:\n{out[-2000:]}")
     m = re.search(r"CPU ([0-9.]+) s", out)
     runs = sorted(set(Path("/tmp").glob(f"cosim-bench-aryl-{scale}-*")) - before)
-    return {"cpu": ru.ru_utime + ru.ru_stime, "load": load, "run_cpu": float(m.group(1)) if m else float("nan"),
+    return {"cpu": ru.ru_utime + ru.ru_stime, "run_cpu": float(m.group(1)) if m else float("nan"),
             "dir": runs[-1] / "run" / "aryl" if runs else None, "line": out.strip().splitlines()[-1]}
 
 
@@ -72,7 +71,7 @@ def main() -> None:
             r = one(tree, a.scale, a.variant)
             last[name] = r
             print(f"{name:<4} rep {rep}: process CPU {r['cpu']:7.1f} s  run CPU {r['run_cpu']:7.1f} s  "
-                  f"load {r['load']:5.2f}  | {r['line']}", flush=True)
+                  f"| {r['line']}", flush=True)
     if last["base"]["dir"] and last["new"]["dir"]:
         bad = diff(last["base"]["dir"], last["new"]["dir"])
         print(f"outputs {last['base']['dir']} vs {last['new']['dir']}: " + ("identical" if not bad else "; ".join(bad)))

@@ -19,7 +19,6 @@ Before/after a change run it alternately in both checkouts (`git worktree add /t
 from __future__ import annotations
 
 import argparse
-import os
 
 import numpy as np
 
@@ -65,7 +64,7 @@ def bench_ftf_solve(repeats: int = 7) -> dict:
     cpu, wall, (_, obj, its) = _best_ms(lambda: G._ftf_dinkelbach(tput, sf, num, fa, fc), repeats)
     return {"name": "gavel_ftf_solve_1000jobs_8types", "value": cpu, "unit": "ms", "target": "-",
             "detail": f"CPU ms, best of {repeats}; wall {wall:.1f} ms; objective {obj:.12g}, {its} LP(s), "
-                      f"lower bound max(a+c) {float(np.max(fa + fc)):.12g}; 1-min load {os.getloadavg()[0]:.2f}"}
+                      f"lower bound max(a+c) {float(np.max(fa + fc)):.12g}"}
 
 
 def bench_ftf_fresh(repeats: int = 7) -> list[dict]:
@@ -80,8 +79,7 @@ def bench_ftf_fresh(repeats: int = 7) -> list[dict]:
         cpu, wall, _ = _best_ms(lambda n=name, p=params: policies.make(n, **p).decide(view, view.now), repeats)
         out.append({"name": f"{name.replace('-', '_')}_ftf_fresh_decide_2048gpu_8types_1000jobs", "value": cpu,
                     "unit": "ms", "target": "< 40 ms",
-                    "detail": f"CPU ms, best of {repeats} fresh policies; wall {wall:.1f} ms; "
-                              f"1-min load {os.getloadavg()[0]:.2f}"})
+                    "detail": f"CPU ms, best of {repeats} fresh policies; wall {wall:.1f} ms"})
     return out
 
 

@@ -3,7 +3,7 @@
 Target: `pip install . && cosim simulate` ≤ 60 s in total on a 2-core machine, of
 it ≤ 20 s the first simulate. Each step is timed from outside (wall seconds, and the CPU
 seconds of the child processes, user + system, which a shared host inflates less than wall
-time), with the 1-minute load average beside it:
+time):
 
     venv       python -m venv V                        (the user's own step, reported apart)
     install    V/bin/pip install [PIP_ARGS] SRC        (our wheel build + the dependencies)
@@ -43,13 +43,8 @@ REPO = Path(__file__).resolve().parents[1]
 PACKAGES = ("cosim", "simcore", "netmodel", "collectives", "calibration", "policies", "traces", "experiments", "cli")
 
 
-def _load() -> float:
-    return os.getloadavg()[0]
-
-
 def _timed(name: str, cmd: list[str], cwd: Path, env: dict) -> dict:
-    """Run `cmd`; its wall and CPU seconds and the load average before it."""
-    load = _load()
+    """Run `cmd`; its wall and CPU seconds."""
     r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
     done = subprocess.run(cmd, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
@@ -58,7 +53,7 @@ def _timed(name: str, cmd: list[str], cwd: Path, env: dict) -> dict:
     if done.returncode != 0:
         raise SystemExit(f"{name}: {' '.join(cmd)} failed ({done.returncode}):\n{done.stdout[-3000:]}")
     cpu = r1.ru_utime - r0.ru_utime + r1.ru_stime - r0.ru_stime
-    return {"step": name, "wall_s": wall, "cpu_s": cpu, "load": load}
+    return {"step": name, "wall_s": wall, "cpu_s": cpu}
 
 
 def copy_source(repo: Path, dst: Path) -> Path:
@@ -101,7 +96,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     rows = measure(args.repo.resolve(), args.pip_args.split(), simulate=not args.no_simulate)
     for r in rows:
-        print(f"{r['step']:8s} {r['wall_s']:7.1f} s wall {r['cpu_s']:7.1f} s CPU  (load {r['load']:.1f})")
+        print(f"{r['step']:8s} {r['wall_s']:7.1f} s wall {r['cpu_s']:7.1f} s CPU")
     total = sum(r["wall_s"] for r in rows if r["step"] in ("install", "first"))
     print(f"install + first simulate: {total:.1f} s wall (target <= 60 s, first <= 20 s); repo {args.repo}, "
           f"pip args {args.pip_args or '(none)'}")

@@ -4,7 +4,7 @@ Runs the benchmark alternately in two checkouts (e.g. a `git worktree add ../bas
 and the working tree), `--rounds` times each, each run a fresh process, so that both see the
 same load over time instead of one run each at different loads; prints every run's rows
 labelled with its checkout and round. The default benchmark is the decision-time table
-(`benchmarks.bench_policies --table`: wall ms, CPU ms in the detail, the load average);
+(`benchmarks.bench_policies --table`: wall ms, CPU ms in the detail);
 `--module` names another benchmark module and its arguments, e.g. one Aryl cell:
 
     nice -n 10 python -m benchmarks.bench_interleave ../base . --only gavel,pal --rounds 3

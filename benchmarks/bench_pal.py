@@ -4,8 +4,8 @@
 (warm call < 50 ms); this splits a warm call into the L×V candidate kernel
 (`policies._pal_kernels.lxv_candidates`), the what-if iteration-time calls that score the
 candidates (the view's `iteration_time`; here the benchmark's Python stand-in), and the rest
-(ordering, the round toolkit, per-job glue), in CPU ms (process time) per call, with the
-1-min load average: the total of unwrapped calls, the kernel's share from wrapped calls
+(ordering, the round toolkit, per-job glue), in CPU ms (process time) per call: the total of
+unwrapped calls, the kernel's share from wrapped calls
 (one process-time read around each of its ~560 calls per decision), the what-if share by
 replaying the iteration-time calls of one decision on their own.
 
@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import os
 import time
 
 
@@ -60,8 +59,7 @@ def split(types: int, repeats: int) -> dict:
             it0(*a)
     cost = (time.process_time() - c0) / repeats
     return {"types": types, "total_ms": total * 1e3, "kernel_ms": acc["kernel"] / repeats * 1e3,
-            "cost_ms": cost * 1e3, "kernel_calls": acc["calls"] // repeats, "candidates": len(asked),
-            "load": os.getloadavg()[0]}
+            "cost_ms": cost * 1e3, "kernel_calls": acc["calls"] // repeats, "candidates": len(asked)}
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -69,12 +67,12 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--types", default="1,8", help="GPU-type counts of the views (comma-separated)")
     ap.add_argument("--repeats", type=int, default=10, help="warm calls timed per view")
     a = ap.parse_args(argv)
-    print("view     total CPU ms  kernel ms  cost ms  rest ms  kernel calls  candidates  load")
+    print("view     total CPU ms  kernel ms  cost ms  rest ms  kernel calls  candidates")
     for t in (int(x) for x in a.types.split(",")):
         r = split(t, a.repeats)
         rest = r["total_ms"] - r["kernel_ms"] - r["cost_ms"]
         print(f"{t} type{'s' if t > 1 else ' '}  {r['total_ms']:12.1f}  {r['kernel_ms']:9.1f}  {r['cost_ms']:7.1f}  "
-              f"{rest:7.1f}  {r['kernel_calls']:12d}  {r['candidates']:10d}  {r['load']:.2f}")
+              f"{rest:7.1f}  {r['kernel_calls']:12d}  {r['candidates']:10d}")
 
 
 if __name__ == "__main__":

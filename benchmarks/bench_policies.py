@@ -12,7 +12,7 @@ several calls (the detail gives mean wall and CPU time; the box may be shared) o
 Run: ``python -m benchmarks.bench_policies`` (the older per-policy rows), or the one table of
 every registered policy: ``nice -n 10 python -m benchmarks.bench_policies --table``
 (``--only NAME[,NAME]`` to time a few, ``--repeats N`` calls each, default 3; each row's detail
-gives the CPU ms of the best fresh and warm call beside the wall ms, and the table the 1-min load).
+gives the CPU ms of the best fresh and warm call beside the wall ms).
 Before/after a change, interleaved: ``python -m benchmarks.bench_interleave OLD_CHECKOUT NEW_CHECKOUT
 --only gavel,pal``. The table times each registered policy on the one-type
 view and, for the heterogeneity-aware ones (`HETERO`), on the same 2,048 GPUs split into 8 types
@@ -369,11 +369,7 @@ def table(only: tuple[str, ...] = (), repeats: int = 3) -> list[dict]:
 
 
 def print_table(rows: list[dict]) -> None:
-    import os
-
     w = max(len(r["policy"] + r["params"]) for r in rows) + 1
-    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
-    print(f"1-min load average at the end: {load:.2f}")
     print(f"{'policy':<{w}}  {'view':<7}  {'fresh ms':>8}  {'warm ms':>8}  <50ms  detail")
     for r in rows:
         key = r["fresh_ms"] if r["policy"] in FRESH else r["warm_ms"]

@@ -155,7 +155,7 @@ row = res.summary.iloc[0]
 print(json.dumps({{"cpu_s": round(cpu, 2), "wall_s": round(wall, 2), "engine_s": round(res.wall_s[policy], 2),
                   "peak_gb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 / 1e9, 3),
                   "events": int(row["events"]), "policy_calls": int(row["policy_calls"]), "jobs_sha1": digest,
-                  "load": round(os.getloadavg()[0], 2), "simcore": os.path.dirname(simcore.__file__)}}))
+                  "simcore": os.path.dirname(simcore.__file__)}}))
 """
 
 

@@ -8,11 +8,11 @@ base=${1:?base checkout}; this=${2:?this checkout}; rounds=${3:-3}
 for i in $(seq 0 "$rounds"); do
   for t in "$base" "$this"; do
     (cd "$t" && python -c "
-import os, simcore
+import simcore
 from benchmarks.bench_engine import _child_philly
 r = _child_philly('tiresias', None)
 print('$t', 'round $i', {k: round(r[k], 3) for k in ('cpu_s', 'wall_s', 'policy_s', 'events')},
-      'load %.2f' % os.getloadavg()[0], simcore.__file__, flush=True)
+      simcore.__file__, flush=True)
 " 2>&1 | tail -1)
   done
 done

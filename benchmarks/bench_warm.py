@@ -3,7 +3,7 @@
 Targets: warm `cosim simulate` ≤ 2 s, `cosim --help` ≤ 0.5 s (2-core machine). On
 a shared host one number means little, so each repeat runs the other checkout's command right
 before this one's (same load), and every line carries wall and CPU seconds (user + system of
-the child) and the 1-minute load average. Each checkout runs its own code (`python -m cli.app`
+the child). Each checkout runs its own code (`python -m cli.app`
 from its root) with its own warm kernel cache (one untimed run first fills it if empty).
 
     python -m benchmarks.bench_warm --base /path/to/main-checkout            # 5 repeats
@@ -17,7 +17,6 @@ One untimed run per checkout first fills its kernel cache and writes its bytecod
 from __future__ import annotations
 
 import argparse
-import os
 import resource
 import statistics
 import subprocess
@@ -31,16 +30,15 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 def run_once(repo: Path, args: list[str], python: str = sys.executable, env: dict | None = None
-             ) -> tuple[float, float, float]:
-    """(wall s, CPU s, load before) of `python -m cli.app ARGS` run from `repo`."""
-    load = os.getloadavg()[0]
+             ) -> tuple[float, float]:
+    """(wall s, CPU s) of `python -m cli.app ARGS` run from `repo`."""
     r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
     subprocess.run([python, "-m", "cli.app", *args], cwd=repo, check=True, stdout=subprocess.DEVNULL,
                    stderr=subprocess.DEVNULL, env=env)
     wall = time.perf_counter() - t0
     r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return wall, r1.ru_utime - r0.ru_utime + r1.ru_stime - r0.ru_stime, load
+    return wall, r1.ru_utime - r0.ru_utime + r1.ru_stime - r0.ru_stime
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -62,10 +60,10 @@ def main(argv: list[str] | None = None) -> int:
         cpus: dict[str, list[float]] = {name: [] for name, _ in repos}
         for i in range(args.n):
             for name, repo in repos:
-                wall, cpu, load = run_once(repo, cmd, args.python)
+                wall, cpu = run_once(repo, cmd, args.python)
                 walls[name].append(wall)
                 cpus[name].append(cpu)
-                print(f"cosim {' '.join(cmd):9s} {name:4s} #{i + 1}: {wall:5.2f} s wall, {cpu:5.2f} s CPU, load {load:.2f}",
+                print(f"cosim {' '.join(cmd):9s} {name:4s} #{i + 1}: {wall:5.2f} s wall, {cpu:5.2f} s CPU",
                       flush=True)
         for name, repo in repos:
             print(f"cosim {' '.join(cmd)} {name} ({repo}): median {statistics.median(walls[name]):.2f} s wall, "

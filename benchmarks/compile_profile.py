@@ -102,7 +102,7 @@ def table(tsv: Path, top: int) -> str:
     own_total = sum(float(r[3]) for r in rows)
     saved = f", cache writes {float(head[5]):.1f} s" if len(head) > 5 else ""
     out = [f"process CPU {float(head[1]):.1f} s, {len(rows)} compiles, {own_total:.1f} s compiling, "
-           f"LLVM lock {float(head[3]):.1f} s{saved}; load {os.getloadavg()[0]:.2f}"]
+           f"LLVM lock {float(head[3]):.1f} s{saved}"]
     per_fn: dict[str, list] = {}
     for name, _, incl, own in rows:
         acc = per_fn.setdefault(name, [0.0, 0.0, 0])

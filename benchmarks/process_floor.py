@@ -6,8 +6,7 @@ engine, the runner, numba's runtime initialisation (all a cached kernel load now
 loading: `cosim.numba_cache.defer_target_refresh` skips numba's full target refresh), rich — and
 then runs the command itself (`--perf measured-pollux-sim --progress goodput --costs pollux-sim`,
 16 x 4 T4, caches warm), noting `time.process_time()` after each stage. The table gives each
-stage's median CPU seconds over the repetitions, with the 1-min load, and whether pandas was
-imported (it should not be, with the trace cache warm).
+stage's median CPU seconds over the repetitions and whether pandas was imported (it should not be, with the trace cache warm).
 
     python -m benchmarks.process_floor --repeat 5 --workload 3 --policy tiresias-pollux
 """
@@ -16,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import statistics
 import subprocess
 import sys
@@ -69,17 +67,15 @@ def main(argv: list[str] | None = None) -> int:
 
     out = Path(tempfile.mkdtemp(prefix="process-floor-")) / "out"
     code = f"ARGS = {simulate_args(workload_path(args.workload).resolve(), args.policy, out)!r}\n" + _CHILD
-    runs, loads = [], []
+    runs = []
     for i in range(args.repeat + 1):  # the first run warms the caches and is not counted
-        loads.append(os.getloadavg()[0])
         res = subprocess.run([sys.executable, "-c", code], cwd=args.repo, capture_output=True, text=True, check=True,
                              env=user_env())  # bytecode cached, as for a user (benchmarks.child_env)
         if i:
             runs.append(json.loads(res.stdout.strip().splitlines()[-1]))
     names = [n for n, _ in runs[0]["stages"]]
     print(f"{args.repo} w{args.workload} {args.policy}: median of {args.repeat} processes, CPU s "
-          f"(1-min load {min(loads[1:]):.1f}-{max(loads[1:]):.1f}; pandas imported: "
-          f"{sorted({r['pandas'] for r in runs})})")
+          f"(pandas imported: {sorted({r['pandas'] for r in runs})})")
     prev = [0.0] * len(runs)
     total = 0.0
     for k, name in enumerate(names):

@@ -21,6 +21,8 @@ load hits all sides alike. Usage:
     python -m benchmarks.bench_peer_process                                   # w1-w5, both policies
     python -m benchmarks.bench_peer_process --workloads 1 3 --repeat 3 --repo . --repo OTHER_CHECKOUT
     python -m benchmarks.bench_peer_process --run-peer --workloads 1 --policies tiresias
+    python -m benchmarks.bench_peer_process --run-peer --workloads 6 --policies tiresias --repeat 3 \
+        --repo . --repo BEFORE_CHECKOUT      # a held-out workload (from the peer's folder), before/after
     python -m benchmarks.bench_peer_process --peer-times PEER_TIMES.txt
 """
 
@@ -44,10 +46,15 @@ DEFAULT_PEER_PYTHON = Path("/tmp/pollux-venv/bin/python")
 _TIME_LINE = re.compile(r"^(\w+)\s+w(\d+)\s+wall=([\d.]+)\s+user=([\d.]+)\s+sys=([\d.]+)")
 
 
-def workload_path(n: int) -> Path:
+def workload_path(n: int, peer_dir: Path | None = None) -> Path:
+    """Pollux workload `n`: the shared data's copy (workloads 1-5), else the peer's own
+    `workloads/workload-N.csv` in `peer_dir` (the artifact's held-out workloads 6-8, which no
+    cosim model was fitted or tested on), else the shared path (the run then names it missing)."""
     from cosim.paths import shared_data_dir
 
-    return shared_data_dir("traces") / "philly" / "workloads-pollux-osdi21" / f"workload-{n}.csv"
+    shared = shared_data_dir("traces") / "philly" / "workloads-pollux-osdi21" / f"workload-{n}.csv"
+    peer = None if peer_dir is None else Path(peer_dir) / "workloads" / f"workload-{n}.csv"
+    return peer if not shared.is_file() and peer is not None and peer.is_file() else shared
 
 
 #: the children's environment: a user's shell (`benchmarks.child_env`: bytecode cached after the warm-up run)
@@ -106,11 +113,11 @@ def main(argv: list[str] | None = None) -> int:
     out = Path(tempfile.mkdtemp(prefix="bench-peer-"))
     for repo in repos:  # warm-up: numba kernels, the measured-table and trace caches of each checkout
         for n in args.workloads:
-            cpu, wall, rc = timed(cosim_cmd(workload_path(n), "tiresias-pollux", out / "warm"), repo)
+            cpu, wall, rc = timed(cosim_cmd(workload_path(n, args.peer_dir), "tiresias-pollux", out / "warm"), repo)
             print(f"warm-up {repo} w{n}: {cpu:.2f} s CPU, {wall:.2f} s wall, rc {rc}", flush=True)
     rows = []
     for n in args.workloads:
-        trace = workload_path(n)
+        trace = workload_path(n, args.peer_dir)
         for peer_name in args.policies:
             for rep in range(args.repeat):
                 line = {"workload": n, "policy": peer_name, "rep": rep}

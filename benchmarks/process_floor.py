@@ -5,8 +5,11 @@ command needs — typer and the CLI, numpy, numba, pyarrow(+parquet), the policy
 engine, the runner, numba's runtime initialisation (all a cached kernel load now does before
 loading: `cosim.numba_cache.defer_target_refresh` skips numba's full target refresh), rich — and
 then runs the command itself (`--perf measured-pollux-sim --progress goodput --costs pollux-sim`,
-16 x 4 T4, caches warm), noting `time.process_time()` after each stage. The table gives each
-stage's median CPU seconds over the repetitions and whether pandas was imported (it should not be, with the trace cache warm).
+16 x 4 T4, caches warm), noting `time.process_time()` after each stage; within the command it
+sums the CPU of the calls of the functions in `PART_HOOKS` (backends, cluster, fabric, perf
+model, trace, job table, the engine's run, Parquet writes, the printed table, and inside those
+the kernels' first calls and numba's cached-kernel loads). The table gives each stage's and
+part's median CPU seconds over the repetitions and whether pandas was imported (it should not be, with the trace cache warm).
 
     python -m benchmarks.process_floor --repeat 5 --workload 3 --policy tiresias-pollux
 """
@@ -43,6 +46,22 @@ from numba.core.registry import cpu_target
 from numba.core.runtime import rtsys
 rtsys.initialize(cpu_target.target_context); mark("numba runtime init (what a cached load needs)")
 import rich.console, rich.table; mark("rich console + table")
+import importlib, netmodel, cli.simulate_cmd, numba.core.caching, numba.core.dispatcher
+PARTS = {}
+def timed(owner, attr, label):
+    inner, active = getattr(owner, attr), []
+    def wrapper(*a, **k):
+        if active:
+            return inner(*a, **k)
+        active.append(1); t0 = time.process_time()
+        try:
+            return inner(*a, **k)
+        finally:
+            PARTS[label] = PARTS.get(label, 0.0) + time.process_time() - t0; active.pop()
+    setattr(owner, attr, wrapper)
+R = experiments.runner
+for owner, attr, label in PART_HOOKS:
+    timed(eval(owner), attr, label)
 sys.argv = ["cosim", *ARGS]
 try:
     with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
@@ -50,8 +69,24 @@ try:
 except SystemExit:
     pass
 mark("the command (perf tables, kernels, run, write, print)")
-print(json.dumps({"stages": T, "pandas": "pandas" in sys.modules}))
+print(json.dumps({"stages": T, "parts": PARTS, "pandas": "pandas" in sys.modules}))
 """
+
+#: parts of the command's own stage, each the CPU of every call of one function (in the child:
+#: the owner expression, the attribute, the label); the last two happen inside the others
+PART_HOOKS = [
+    ("R", "real_backends", "backends: zoo, comm model, policy registry"),
+    ("netmodel", "load_cluster", "cluster preset (TOML)"),
+    ("netmodel", "build_topology", "fabric (topology)"),
+    ("R", "build_perf", "perf model (measured tables, calibration profile)"),
+    ("R", "load_trace", "trace (cached)"),
+    ("R", "build_jobs", "job table"),
+    ("simcore.engine.Engine", "run", "simulation (Engine.run, kernel loads included)"),
+    ("R", "write_parquet", "Parquet writes"),
+    ("cli.simulate_cmd", "_print_table", "printed table (rich)"),
+    ("numba.core.dispatcher.Dispatcher", "_compile_for_args", "  inside those: kernels' first calls (typing, cache lookup, load)"),
+    ("numba.core.caching.Cache", "load_overload", "  of which loading cached kernels"),
+]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -63,10 +98,11 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     import tempfile
 
-    from benchmarks.bench_peer_process import simulate_args, workload_path
+    from benchmarks.bench_peer_process import DEFAULT_PEER_DIR, simulate_args, workload_path
 
     out = Path(tempfile.mkdtemp(prefix="process-floor-")) / "out"
-    code = f"ARGS = {simulate_args(workload_path(args.workload).resolve(), args.policy, out)!r}\n" + _CHILD
+    code = (f"ARGS = {simulate_args(workload_path(args.workload, DEFAULT_PEER_DIR).resolve(), args.policy, out)!r}\n"
+            f"PART_HOOKS = {PART_HOOKS!r}\n" + _CHILD)
     runs = []
     for i in range(args.repeat + 1):  # the first run warms the caches and is not counted
         res = subprocess.run([sys.executable, "-c", code], cwd=args.repo, capture_output=True, text=True, check=True,
@@ -85,6 +121,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"  {name:56s} {step:6.3f}")
         prev = cum
     print(f"  {'total (in-process; exit not counted)':56s} {statistics.median(prev):6.3f}")
+    print("  the command's parts (median CPU s of each over the processes):")
+    for _, _, label in PART_HOOKS:
+        print(f"    {label:64s} {statistics.median(r['parts'].get(label, 0.0) for r in runs):6.3f}")
     return 0
 
 

@@ -12,6 +12,7 @@ the kernels' first calls and numba's cached-kernel loads). The table gives each 
 part's median CPU seconds over the repetitions and whether pandas was imported (it should not be, with the trace cache warm).
 
     python -m benchmarks.process_floor --repeat 5 --workload 3 --policy tiresias-pollux
+    python -m benchmarks.process_floor --repeat 11 --workload 6 --repo . --repo BEFORE_CHECKOUT
 """
 
 from __future__ import annotations
@@ -94,37 +95,47 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--workload", type=int, default=3)
     ap.add_argument("--policy", default="tiresias-pollux")
-    ap.add_argument("--repo", type=Path, default=REPO)
+    ap.add_argument("--repo", type=Path, action="append",
+                    help="checkout to run (default: this one); give two to alternate them, run by run (before/after)")
     args = ap.parse_args(argv)
     import tempfile
 
     from benchmarks.bench_peer_process import DEFAULT_PEER_DIR, simulate_args, workload_path
 
+    repos = args.repo or [REPO]
     out = Path(tempfile.mkdtemp(prefix="process-floor-")) / "out"
     code = (f"ARGS = {simulate_args(workload_path(args.workload, DEFAULT_PEER_DIR).resolve(), args.policy, out)!r}\n"
             f"PART_HOOKS = {PART_HOOKS!r}\n" + _CHILD)
-    runs = []
+    runs: dict[Path, list[dict]] = {repo: [] for repo in repos}
     for i in range(args.repeat + 1):  # the first run warms the caches and is not counted
-        res = subprocess.run([sys.executable, "-c", code], cwd=args.repo, capture_output=True, text=True, check=True,
-                             env=user_env())  # bytecode cached, as for a user (benchmarks.child_env)
-        if i:
-            runs.append(json.loads(res.stdout.strip().splitlines()[-1]))
+        for repo in repos:  # alternated: a change of the host's load hits every checkout alike
+            res = subprocess.run([sys.executable, "-c", code], cwd=repo, capture_output=True, text=True, check=True,
+                                 env=user_env())  # bytecode cached, as for a user (benchmarks.child_env)
+            if i:
+                runs[repo].append(json.loads(res.stdout.strip().splitlines()[-1]))
+    for repo in repos:
+        _report(repo, runs[repo], args)
+    return 0
+
+
+def _report(repo: Path, runs: list[dict], args) -> None:
+    """Print one checkout's median CPU s per stage and per part of the command."""
     names = [n for n, _ in runs[0]["stages"]]
-    print(f"{args.repo} w{args.workload} {args.policy}: median of {args.repeat} processes, CPU s "
+    print(f"{repo} w{args.workload} {args.policy}: median of {args.repeat} processes, CPU s "
           f"(pandas imported: {sorted({r['pandas'] for r in runs})})")
     prev = [0.0] * len(runs)
-    total = 0.0
     for k, name in enumerate(names):
         cum = [r["stages"][k][1] for r in runs]
-        step = statistics.median(c - p for c, p in zip(cum, prev))
-        total += step
-        print(f"  {name:56s} {step:6.3f}")
+        print(f"  {name:56s} {statistics.median(c - p for c, p in zip(cum, prev)):6.3f}")
         prev = cum
     print(f"  {'total (in-process; exit not counted)':56s} {statistics.median(prev):6.3f}")
     print("  the command's parts (median CPU s of each over the processes):")
     for _, _, label in PART_HOOKS:
         print(f"    {label:64s} {statistics.median(r['parts'].get(label, 0.0) for r in runs):6.3f}")
-    return 0
+    rest = [(r["stages"][-1][1] - r["stages"][-2][1])
+            - sum(v for k, v in r["parts"].items() if not k.startswith(" ")) for r in runs]
+    print(f"    {'rest (options, checks, policy, goodput, FTF reference, summaries)':64s} "
+          f"{statistics.median(rest):6.3f}")
 
 
 if __name__ == "__main__":

@@ -2,8 +2,8 @@
 and Optimus >= 20x faster on the Pollux workloads, 16 x 4 T4).
 
 Each measurement is a fresh process, timed from outside as CPU seconds (user + sys of the child,
-`resource.getrusage(RUSAGE_CHILDREN)` deltas) with the wall time and the 1-min load beside it,
-because the host is shared: CPU time is the comparable number, wall time is inflated by the load.
+`resource.getrusage(RUSAGE_CHILDREN)` deltas) with the wall time beside it: on a shared host CPU
+time is the comparable number, wall time is inflated by whatever else runs.
 
 - cosim: `python -m cli.app simulate --trace workload-N.csv --cluster t4-pcie --nodes 16 --policy
   {tiresias-pollux|optimus} --perf measured-pollux-sim --progress goodput --costs pollux-sim`, run
@@ -21,13 +21,14 @@ load hits all sides alike. Usage:
     python -m benchmarks.bench_peer_process                                   # w1-w5, both policies
     python -m benchmarks.bench_peer_process --workloads 1 3 --repeat 3 --repo . --repo OTHER_CHECKOUT
     python -m benchmarks.bench_peer_process --run-peer --workloads 1 --policies tiresias
+    python -m benchmarks.bench_peer_process --run-peer --workloads 6 --policies tiresias --repeat 3 \
+        --repo . --repo BEFORE_CHECKOUT      # a held-out workload (from the peer's folder), before/after
     python -m benchmarks.bench_peer_process --peer-times PEER_TIMES.txt
 """
 
 from __future__ import annotations
 
 import argparse
-import os
 import re
 import resource
 import subprocess
@@ -45,26 +46,30 @@ DEFAULT_PEER_PYTHON = Path("/tmp/pollux-venv/bin/python")
 _TIME_LINE = re.compile(r"^(\w+)\s+w(\d+)\s+wall=([\d.]+)\s+user=([\d.]+)\s+sys=([\d.]+)")
 
 
-def workload_path(n: int) -> Path:
+def workload_path(n: int, peer_dir: Path | None = None) -> Path:
+    """Pollux workload `n`: the shared data's copy (workloads 1-5), else the peer's own
+    `workloads/workload-N.csv` in `peer_dir` (the artifact's held-out workloads 6-8, which no
+    cosim model was fitted or tested on), else the shared path (the run then names it missing)."""
     from cosim.paths import shared_data_dir
 
-    return shared_data_dir("traces") / "philly" / "workloads-pollux-osdi21" / f"workload-{n}.csv"
+    shared = shared_data_dir("traces") / "philly" / "workloads-pollux-osdi21" / f"workload-{n}.csv"
+    peer = None if peer_dir is None else Path(peer_dir) / "workloads" / f"workload-{n}.csv"
+    return peer if not shared.is_file() and peer is not None and peer.is_file() else shared
 
 
 #: the children's environment: a user's shell (`benchmarks.child_env`: bytecode cached after the warm-up run)
 CHILD_ENV = user_env()
 
 
-def timed(cmd: list[str], cwd: Path, env: dict | None = None) -> tuple[float, float, float, int]:
-    """(CPU s user+sys, wall s, 1-min load at the start, exit code) of one child process."""
-    load = os.getloadavg()[0]
+def timed(cmd: list[str], cwd: Path, env: dict | None = None) -> tuple[float, float, int]:
+    """(CPU s user+sys, wall s, exit code) of one child process."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
     rc = subprocess.run(cmd, check=False, cwd=cwd, env=env or CHILD_ENV, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE).returncode
     wall = time.perf_counter() - t0
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    return cpu, wall, load, rc
+    return cpu, wall, rc
 
 
 def simulate_args(trace: Path | str, policy: str, out: Path | str) -> list[str]:
@@ -108,23 +113,23 @@ def main(argv: list[str] | None = None) -> int:
     out = Path(tempfile.mkdtemp(prefix="bench-peer-"))
     for repo in repos:  # warm-up: numba kernels, the measured-table and trace caches of each checkout
         for n in args.workloads:
-            cpu, wall, load, rc = timed(cosim_cmd(workload_path(n), "tiresias-pollux", out / "warm"), repo)
-            print(f"warm-up {repo} w{n}: {cpu:.2f} s CPU, {wall:.2f} s wall, load {load:.1f}, rc {rc}", flush=True)
+            cpu, wall, rc = timed(cosim_cmd(workload_path(n, args.peer_dir), "tiresias-pollux", out / "warm"), repo)
+            print(f"warm-up {repo} w{n}: {cpu:.2f} s CPU, {wall:.2f} s wall, rc {rc}", flush=True)
     rows = []
     for n in args.workloads:
-        trace = workload_path(n)
+        trace = workload_path(n, args.peer_dir)
         for peer_name in args.policies:
             for rep in range(args.repeat):
                 line = {"workload": n, "policy": peer_name, "rep": rep}
                 for i, repo in enumerate(repos):
-                    cpu, wall, load, rc = timed(cosim_cmd(trace, POLICIES[peer_name], out / f"r{i}"), repo)
+                    cpu, wall, rc = timed(cosim_cmd(trace, POLICIES[peer_name], out / f"r{i}"), repo)
                     if rc != 0:
                         print(f"cosim failed (rc {rc}) in {repo} on workload {n} {peer_name}", file=sys.stderr)
-                    line[f"cosim{i}"] = (cpu, wall, load)
+                    line[f"cosim{i}"] = (cpu, wall)
                 if peer_ok:
-                    cpu, wall, load, rc = timed([str(args.peer_python), "simulator.py", "--policy", peer_name,
+                    cpu, wall, rc = timed([str(args.peer_python), "simulator.py", "--policy", peer_name,
                                                  f"workloads/workload-{n}.csv"], args.peer_dir)
-                    line["peer"] = (cpu, wall, load) if rc == 0 else None
+                    line["peer"] = (cpu, wall) if rc == 0 else None
                 rows.append(line)
                 print(_fmt(line, repos, recorded), flush=True)
     _summary(rows, repos, recorded)
@@ -153,13 +158,13 @@ def _summary(rows: list[dict], repos: list[Path], recorded: dict) -> None:
 def _fmt(line: dict, repos: list[Path], recorded: dict) -> str:
     parts = [f"w{line['workload']} {line['policy']:<8}"]
     for i, _ in enumerate(repos):
-        cpu, wall, load = line[f"cosim{i}"]
-        parts.append(f"cosim[{i}] {cpu:5.2f} s CPU ({wall:5.2f} s wall, load {load:4.1f})")
+        cpu, wall = line[f"cosim{i}"]
+        parts.append(f"cosim[{i}] {cpu:5.2f} s CPU ({wall:5.2f} s wall)")
     peer = line.get("peer")
     ref = None
     if peer:
         ref = peer[0]
-        parts.append(f"peer {peer[0]:6.2f} s CPU ({peer[1]:6.2f} s wall, load {peer[2]:4.1f})")
+        parts.append(f"peer {peer[0]:6.2f} s CPU ({peer[1]:6.2f} s wall)")
     elif (line["policy"], line["workload"]) in recorded:
         ref = min(recorded[(line["policy"], line["workload"])])
         parts.append(f"peer (recorded) {ref:6.2f} s CPU")

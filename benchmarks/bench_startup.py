@@ -2,8 +2,9 @@
 
 Targets: warm `cosim simulate` ≤ 2 s; the first `cosim simulate` with an empty kernel cache
 ≤ 20 s on a 2-core machine. Each measurement is a fresh process running the CLI
-(`python -m cli.app simulate`, so a checkout measures its own code), timed from outside; the
-load average is recorded beside it, since wall times on a shared host say little (compare CPU s).
+(`python -m cli.app simulate`, so a checkout measures its own code), timed from outside as wall
+and CPU seconds (user + system of the child); on a shared host compare CPU s of runs taken side by
+side (`--against`).
 
     python -m benchmarks.bench_startup                 # warm: median of 3 (after one warm-up run)
     python -m benchmarks.bench_startup --fresh         # first run, empty COSIM_NUMBA_CACHE_DIR
@@ -12,7 +13,7 @@ load average is recorded beside it, since wall times on a shared host say little
     python -m benchmarks.bench_startup --repo OTHER    # measure another checkout (before/after)
     python -m benchmarks.bench_startup --record-kernels # rewrite cosim/default_kernels.txt (cosim.warmup)
     python -m benchmarks.bench_startup --fresh --against OTHER --repeat 3  # alternate with another
-                                                        # checkout, each run's wall, CPU and load
+                                                        # checkout, each run's wall and CPU s
 
 Where a first run's time goes: nearly all of it is numba compiling the kernels the default run
 calls, with their callees (about 100 compiles). `python -m benchmarks.compile_profile` gives the
@@ -71,18 +72,13 @@ def _simulate(env: dict | None = None, out: Path | None = None, cpu: list | None
     return wall
 
 
-def _load() -> str:
-    one, five, fifteen = os.getloadavg()
-    return f"load average {one:.2f} {five:.2f} {fifteen:.2f}"
-
-
 def bench_simulate_warm(reps: int = 3) -> dict:
     _simulate()  # fills the cache if it is empty; not counted
     cpu: list[float] = []
     times = [_simulate(cpu=cpu) for _ in range(reps)]
     return {"name": "cosim simulate, warm kernel cache", "value": statistics.median(times), "unit": "s",
             "target": "<= 2 s", "detail": f"median of {reps}: {', '.join(f'{t:.2f}' for t in times)}; CPU s "
-                                          f"{', '.join(f'{t:.2f}' for t in cpu)}; {_load()}"}
+                                          f"{', '.join(f'{t:.2f}' for t in cpu)}"}
 
 
 def bench_simulate_first() -> dict:
@@ -92,22 +88,20 @@ def bench_simulate_first() -> dict:
         cpu: list[float] = []
         t = _simulate(env, cpu=cpu)
     return {"name": "cosim simulate, empty kernel cache", "value": t, "unit": "s", "target": "<= 20 s",
-            "detail": f"CPU s {cpu[0]:.2f}; {_load()}"}
+            "detail": f"CPU s {cpu[0]:.2f}"}
 
 
 def interleave(other: Path, repeat: int, fresh: bool) -> None:
     """Alternate this checkout and `other` (e.g. a `git worktree add /tmp/base main` copy),
-    `repeat` times each, printing every run's wall s, CPU s and the 1-minute load beside it:
-    on a shared host only runs taken side by side compare."""
+    `repeat` times each, printing every run's wall s and CPU s: on a shared host only runs
+    taken side by side compare."""
     global _repo
     mine = _repo
     for i in range(repeat):
         for name, repo in (("this", mine), ("other", other.resolve())):
             _repo = repo
-            load0 = os.getloadavg()[0]
             r = bench_simulate_first() if fresh else bench_simulate_warm(reps=1)
-            print(f"{i} {name:5s} {repo}: {r['value']:.2f} s wall; {r['detail']}; load at start {load0:.2f}",
-                  flush=True)
+            print(f"{i} {name:5s} {repo}: {r['value']:.2f} s wall; {r['detail']}", flush=True)
     _repo = mine
 
 
@@ -202,7 +196,7 @@ def record_kernels() -> Path:
     lines = ["# Kernels the default `cosim simulate` compiles from Python (read by cosim/warmup.py).",
              "# Written by `python -m benchmarks.bench_startup --record-kernels`; do not edit by hand.",
              "# unit<TAB>first-call CPU s<TAB>module<TAB>function<TAB>numba signature; units "
-             + ", ".join(f"{unit[f]} {f} {per_family[f]:.1f} s" for f in order) + f"; {_load()}"]
+             + ", ".join(f"{unit[f]} {f} {per_family[f]:.1f} s" for f in order)]
     lines += [f"#after\t{unit[f]}\t{','.join(str(unit[d]) for d in _AFTER[f] if d in unit)}"
               for f in order if f in _AFTER]
     lines += [f"{unit[_family(m)]}\t{float(t):.2f}\t{m}\t{q}\t{s}" for m, q, s, t in rows]

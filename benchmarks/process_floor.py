@@ -5,18 +5,20 @@ command needs — typer and the CLI, numpy, numba, pyarrow(+parquet), the policy
 engine, the runner, numba's runtime initialisation (all a cached kernel load now does before
 loading: `cosim.numba_cache.defer_target_refresh` skips numba's full target refresh), rich — and
 then runs the command itself (`--perf measured-pollux-sim --progress goodput --costs pollux-sim`,
-16 x 4 T4, caches warm), noting `time.process_time()` after each stage. The table gives each
-stage's median CPU seconds over the repetitions, with the 1-min load, and whether pandas was
-imported (it should not be, with the trace cache warm).
+16 x 4 T4, caches warm), noting `time.process_time()` after each stage; within the command it
+sums the CPU of the calls of the functions in `PART_HOOKS` (backends, cluster, fabric, perf
+model, trace, job table, the engine's run, Parquet writes, the printed table, and inside those
+the kernels' first calls and numba's cached-kernel loads). The table gives each stage's and
+part's median CPU seconds over the repetitions and whether pandas was imported (it should not be, with the trace cache warm).
 
     python -m benchmarks.process_floor --repeat 5 --workload 3 --policy tiresias-pollux
+    python -m benchmarks.process_floor --repeat 11 --workload 6 --repo . --repo BEFORE_CHECKOUT
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import os
 import statistics
 import subprocess
 import sys
@@ -45,6 +47,22 @@ from numba.core.registry import cpu_target
 from numba.core.runtime import rtsys
 rtsys.initialize(cpu_target.target_context); mark("numba runtime init (what a cached load needs)")
 import rich.console, rich.table; mark("rich console + table")
+import importlib, netmodel, cli.simulate_cmd, numba.core.caching, numba.core.dispatcher
+PARTS = {}
+def timed(owner, attr, label):
+    inner, active = getattr(owner, attr), []
+    def wrapper(*a, **k):
+        if active:
+            return inner(*a, **k)
+        active.append(1); t0 = time.process_time()
+        try:
+            return inner(*a, **k)
+        finally:
+            PARTS[label] = PARTS.get(label, 0.0) + time.process_time() - t0; active.pop()
+    setattr(owner, attr, wrapper)
+R = experiments.runner
+for owner, attr, label in PART_HOOKS:
+    timed(eval(owner), attr, label)
 sys.argv = ["cosim", *ARGS]
 try:
     with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
@@ -52,8 +70,24 @@ try:
 except SystemExit:
     pass
 mark("the command (perf tables, kernels, run, write, print)")
-print(json.dumps({"stages": T, "pandas": "pandas" in sys.modules}))
+print(json.dumps({"stages": T, "parts": PARTS, "pandas": "pandas" in sys.modules}))
 """
+
+#: parts of the command's own stage, each the CPU of every call of one function (in the child:
+#: the owner expression, the attribute, the label); the last two happen inside the others
+PART_HOOKS = [
+    ("R", "real_backends", "backends: zoo, comm model, policy registry"),
+    ("netmodel", "load_cluster", "cluster preset (TOML)"),
+    ("netmodel", "build_topology", "fabric (topology)"),
+    ("R", "build_perf", "perf model (measured tables, calibration profile)"),
+    ("R", "load_trace", "trace (cached)"),
+    ("R", "build_jobs", "job table"),
+    ("simcore.engine.Engine", "run", "simulation (Engine.run, kernel loads included)"),
+    ("R", "write_parquet", "Parquet writes"),
+    ("cli.simulate_cmd", "_print_table", "printed table (rich)"),
+    ("numba.core.dispatcher.Dispatcher", "_compile_for_args", "  inside those: kernels' first calls (typing, cache lookup, load)"),
+    ("numba.core.caching.Cache", "load_overload", "  of which loading cached kernels"),
+]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -61,35 +95,47 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--workload", type=int, default=3)
     ap.add_argument("--policy", default="tiresias-pollux")
-    ap.add_argument("--repo", type=Path, default=REPO)
+    ap.add_argument("--repo", type=Path, action="append",
+                    help="checkout to run (default: this one); give two to alternate them, run by run (before/after)")
     args = ap.parse_args(argv)
     import tempfile
 
-    from benchmarks.bench_peer_process import simulate_args, workload_path
+    from benchmarks.bench_peer_process import DEFAULT_PEER_DIR, simulate_args, workload_path
 
+    repos = args.repo or [REPO]
     out = Path(tempfile.mkdtemp(prefix="process-floor-")) / "out"
-    code = f"ARGS = {simulate_args(workload_path(args.workload).resolve(), args.policy, out)!r}\n" + _CHILD
-    runs, loads = [], []
+    code = (f"ARGS = {simulate_args(workload_path(args.workload, DEFAULT_PEER_DIR).resolve(), args.policy, out)!r}\n"
+            f"PART_HOOKS = {PART_HOOKS!r}\n" + _CHILD)
+    runs: dict[Path, list[dict]] = {repo: [] for repo in repos}
     for i in range(args.repeat + 1):  # the first run warms the caches and is not counted
-        loads.append(os.getloadavg()[0])
-        res = subprocess.run([sys.executable, "-c", code], cwd=args.repo, capture_output=True, text=True, check=True,
-                             env=user_env())  # bytecode cached, as for a user (benchmarks.child_env)
-        if i:
-            runs.append(json.loads(res.stdout.strip().splitlines()[-1]))
+        for repo in repos:  # alternated: a change of the host's load hits every checkout alike
+            res = subprocess.run([sys.executable, "-c", code], cwd=repo, capture_output=True, text=True, check=True,
+                                 env=user_env())  # bytecode cached, as for a user (benchmarks.child_env)
+            if i:
+                runs[repo].append(json.loads(res.stdout.strip().splitlines()[-1]))
+    for repo in repos:
+        _report(repo, runs[repo], args)
+    return 0
+
+
+def _report(repo: Path, runs: list[dict], args) -> None:
+    """Print one checkout's median CPU s per stage and per part of the command."""
     names = [n for n, _ in runs[0]["stages"]]
-    print(f"{args.repo} w{args.workload} {args.policy}: median of {args.repeat} processes, CPU s "
-          f"(1-min load {min(loads[1:]):.1f}-{max(loads[1:]):.1f}; pandas imported: "
-          f"{sorted({r['pandas'] for r in runs})})")
+    print(f"{repo} w{args.workload} {args.policy}: median of {args.repeat} processes, CPU s "
+          f"(pandas imported: {sorted({r['pandas'] for r in runs})})")
     prev = [0.0] * len(runs)
-    total = 0.0
     for k, name in enumerate(names):
         cum = [r["stages"][k][1] for r in runs]
-        step = statistics.median(c - p for c, p in zip(cum, prev))
-        total += step
-        print(f"  {name:56s} {step:6.3f}")
+        print(f"  {name:56s} {statistics.median(c - p for c, p in zip(cum, prev)):6.3f}")
         prev = cum
     print(f"  {'total (in-process; exit not counted)':56s} {statistics.median(prev):6.3f}")
-    return 0
+    print("  the command's parts (median CPU s of each over the processes):")
+    for _, _, label in PART_HOOKS:
+        print(f"    {label:64s} {statistics.median(r['parts'].get(label, 0.0) for r in runs):6.3f}")
+    rest = [(r["stages"][-1][1] - r["stages"][-2][1])
+            - sum(v for k, v in r["parts"].items() if not k.startswith(" ")) for r in runs]
+    print(f"    {'rest (options, checks, policy, goodput, FTF reference, summaries)':64s} "
+          f"{statistics.median(rest):6.3f}")
 
 
 if __name__ == "__main__":

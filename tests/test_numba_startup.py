@@ -19,6 +19,21 @@ def _run(code: str) -> str:
     return done.stdout.strip()
 
 
+def _run_twice(code: str, cache: Path) -> list[list[str]]:
+    """The words `code` prints in each of two fresh interpreters sharing the kernel cache `cache`
+    (the first compiles, the second loads)."""
+    import os
+
+    env = dict(os.environ, COSIM_NUMBA_CACHE_DIR=str(cache))
+    outs = []
+    for _ in range(2):
+        done = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=600,
+                              check=False, env=env)
+        assert done.returncode == 0, done.stderr[-2000:]
+        outs.append(done.stdout.split())
+    return outs
+
+
 def test_blas_probe_deferred_but_answers_as_numba_would():
     out = _run(
         "import sys, cosim, numba, numpy as np\n"
@@ -85,16 +100,47 @@ def test_cached_kernel_loads_without_target_refresh_and_compiling_still_works(tm
             "print('numba.core.typing.cffi_utils' in sys.modules, 'numba.np.random.generator_methods' in sys.modules)\n"
             "g = numba.njit(lambda a: np.cumsum(a)[-1] + np.random.rand() * 0)\n"
             "print(g(np.arange(4.0)), 'numba.np.random.generator_methods' in sys.modules)\n") % str(tmp_path)
-    import os
-
-    env = dict(os.environ, COSIM_NUMBA_CACHE_DIR=str(tmp_path / "cache"))
-    outs = []
-    for _ in range(2):
-        done = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=600,
-                              check=False, env=env)
-        assert done.returncode == 0, done.stderr[-2000:]
-        outs.append(done.stdout.split())
+    outs = _run_twice(code, tmp_path / "cache")
     first, second = outs
     assert first[:2] == ["True", "4.0"] and first[2:4] == ["True", "True"]  # compiled: full target
     assert second[:2] == ["True", "4.0"] and second[2:4] == ["False", "False"]  # loaded: no refresh
     assert second[4:] == ["6.0", "True"]  # a compile after a cached load: refreshed, correct
+
+
+def test_numba_imports_neither_scipy_nor_yaml_and_reads_a_config_file_as_before(tmp_path):
+    """`cosim.numba_cache.trim_numba_import`: `import numba` after cosim loads neither scipy (its
+    version check only) nor PyYAML (no `.numba_config.yaml` here), numba still knows PyYAML is
+    there, and a `.numba_config.yaml` in the working folder is read as numba reads it."""
+    code = ("import sys\nsys.path.insert(0, %r)\nimport cosim, numba\nimport numba.core.config as c\n"
+            "print('scipy' in sys.modules, 'yaml' in sys.modules, c._HAVE_YAML, numba.config.DISABLE_JIT)\n"
+            "import scipy\nprint(scipy.__version__ > '1')\n") % str(REPO)
+    plain = tmp_path / "plain"
+    with_file = tmp_path / "with-file"
+    plain.mkdir()
+    with_file.mkdir()
+    (with_file / ".numba_config.yaml").write_text("disable_jit: 1\n")
+    runs = [subprocess.run([sys.executable, "-c", code], cwd=cwd, capture_output=True, text=True, timeout=600,
+                           check=False) for cwd in (plain, with_file)]
+    for done in runs:
+        assert done.returncode == 0, done.stderr[-2000:]
+    assert runs[0].stdout.split() == ["False", "False", "True", "0", "True"]
+    assert runs[1].stdout.split() == ["False", "True", "True", "1", "True"]
+
+
+def test_cache_folder_probe_runs_once_per_folder(tmp_path):
+    """Numba's writability probe of a kernel cache folder (a temporary file) runs for the first
+    kernel of each folder only; a folder removed meanwhile is created again, and caching works."""
+    (tmp_path / "kmods").mkdir()
+    (tmp_path / "kmods" / "kmod.py").write_text(KERNEL + "\n\n@numba.njit(cache=True)\ndef twice(a):\n"
+                                                "    return 2 * a.sum()\n")
+    (tmp_path / "kmod2.py").write_text(KERNEL)
+    code = ("import sys, shutil, tempfile\nsys.path[:0] = [%r, %r]\nimport cosim, numba, numpy as np\n"
+            "calls = []\nreal = tempfile.TemporaryFile\n"
+            "tempfile.TemporaryFile = lambda *a, **k: calls.append(k['dir']) or real(*a, **k)\n"
+            "import kmod\nprint(len(calls))\nshutil.rmtree(calls[0])\nimport kmod2\nprint(len(calls))\n"
+            "print(kmod.twice(np.ones(3)), kmod2.total(np.array([3.0, 1.0, 2.0, 5.0])))\n"
+            ) % (str(tmp_path / "kmods"), str(tmp_path))
+    outs = _run_twice(code, tmp_path / "cache")
+    # one probe per folder: kmods/ (two kernels) then the test folder (removed kmods/ is made again on save)
+    assert outs[0][:2] == ["1", "2"] and outs[0][2:] == ["6.0", "4.0"]
+    assert outs[1] == outs[0]

@@ -38,7 +38,8 @@ shared data is absent. Shape::
     [[figures]]                  name  title  grid  metric  better = "lower"|"higher"  rows  source
                                  claims = [{ better = "a", worse = "b", factor = 5.5, qualifier = "up to", note,
                                              check = "margin"|"direction", margin = 2.0,
-                                             not_at = { small = "why" } }]
+                                             not_at = { small = "why" },
+                                             except_rows = { ROW = "the paper's line" }, except_as = "reverse" }]
                                  values = { philly = { a = 1.0, b = 2.0 } }
                                  margin = 2.0  not_at = { small = "why" }   (defaults for its claims)
 
@@ -51,7 +52,9 @@ defaults to `DEFAULT_MARGIN` (2: half to twice the paper's margin), per claim or
 claims.csv say so instead of "no cells"). `qualifier` (`QUALIFIERS`) is how the paper words its
 factor, and sets the band: "about" (or none) half to twice, "at least" no upper bound, "at most"
 no lower bound (a tie is within it), "up to" the paper's largest over the figure's rows (compared
-once, on cosim's largest row; each row needs the direction).
+once, on cosim's largest row; each row needs the direction). `except_rows` names the rows where the paper
+says the claim does not hold: `except_as = "reverse"` (default) checks each there the other way round, by
+direction; `skip` shows it unjudged. A row that no size of the figure's grids has is an error.
 """
 
 from __future__ import annotations
@@ -74,7 +77,7 @@ FIGURE_KEYS = ("name", "title", "grid", "metric", "better", "rows", "source", "c
 VARIANT_KEYS = ("policy", "params")
 #: a claim's `better`/`worse` may name a row: `variant@row` (the claim compares across rows)
 ROW_SEP = "@"
-CLAIM_KEYS = ("better", "worse", "factor", "qualifier", "note", "check", "margin", "not_at")
+CLAIM_KEYS = ("better", "worse", "factor", "qualifier", "note", "check", "margin", "not_at", "except_rows", "except_as")
 #: how a claim is judged: `margin` (direction and the paper's factor within `margin`), `direction`
 CHECKS = ("margin", "direction")
 #: what the paper's factor is (`experiments.compare` reads each as the paper's words): "" and "about"
@@ -83,6 +86,9 @@ CHECKS = ("margin", "direction")
 #: each row checked for the direction, the margin once on cosim's largest row)
 UP_TO = "up to"
 QUALIFIERS = ("", "about", "at least", "at most", UP_TO)
+#: how a claim treats the rows the paper names as its exceptions (`except_rows`): `reverse` checks each such
+#: row in the other direction (the paper says the worse side wins there), by direction; `skip` leaves it out
+EXCEPT_AS = ("reverse", "skip")
 #: a claim's default tolerance on the margin: cosim's margin within [paper / 2, paper × 2] reproduces
 DEFAULT_MARGIN = 2.0
 TRACE_KEYS = ("shared", "synth", "path", "name", "group", "fallback")
@@ -106,6 +112,16 @@ class Claim:
     check: str = ""  # "margin" or "direction"; empty: margin when the paper gives a factor, else direction
     margin: float = DEFAULT_MARGIN  # cosim's margin within [paper / margin, paper × margin] reproduces
     not_at: Mapping[str, str] = field(default_factory=dict)  # size → why the claim cannot be checked there
+    except_rows: Mapping[str, str] = field(default_factory=dict)  # row → the paper's line excepting it
+    except_as: str = "reverse"  # one of EXCEPT_AS: what an excepted row is checked for
+
+    def exceptions(self) -> tuple["Claim", ...]:
+        """The paper's exceptions as claims of their own: with `except_as = "reverse"`, one per excepted
+        row, `worse` better than `better` on that row, by direction, the paper's line as its note."""
+        if self.except_as != "reverse":
+            return ()
+        return tuple(Claim(self.worse, self.better, note=f"the paper's exception to {self.paper_text()}: {why}",
+                           row=row) for row, why in self.except_rows.items())
 
     @property
     def checked_by(self) -> str:
@@ -151,7 +167,7 @@ class Figure:
 
     def all_claims(self) -> tuple[Claim, ...]:
         """The stated claims plus one per ordered pair of the paper's numbers on each row."""
-        out = list(self.claims)
+        out = [x for c in self.claims for x in (c, *c.exceptions())]
         if not self.pairwise:
             return tuple(out)
         lower = self.better == "lower"
@@ -329,10 +345,20 @@ def _claim(c: Any, src: Path | None, where: str, fig_margin: float = DEFAULT_MAR
     if check == "margin" and factor is None:
         raise InputError.at(src, field=f"{where}.check", expected="a factor to check the margin against",
                             got=check)
+    except_rows, except_as = c.get("except_rows", {}), _str(c, "except_as", src, f"{where}.", "reverse")
+    if not isinstance(except_rows, dict) or not all(isinstance(x, str) and x for x in except_rows.values()):
+        raise InputError.at(src, field=f"{where}.except_rows", expected="a table ROW = \"the paper's line\"",
+                            got=except_rows)
+    if except_as not in EXCEPT_AS:
+        raise InputError.at(src, field=f"{where}.except_as", expected=" or ".join(EXCEPT_AS), got=except_as)
+    if except_rows and ROW_SEP in f"{c.get('better', '')}{c.get('worse', '')}":
+        raise InputError.at(src, field=f"{where}.except_rows", expected="a claim on every row (not x@row)",
+                            got=except_rows)
     return Claim(_str(c, "better", src, f"{where}."), _str(c, "worse", src, f"{where}."),
                  None if factor is None else float(factor), qualifier,
                  _str(c, "note", src, f"{where}.", ""), check=check,
-                 margin=_margin(c, src, f"{where}.", fig_margin), not_at={**fig_not_at, **_not_at(c, src, where)})
+                 margin=_margin(c, src, f"{where}.", fig_margin), not_at={**fig_not_at, **_not_at(c, src, where)},
+                 except_rows={str(r): x for r, x in except_rows.items()}, except_as=except_as)
 
 
 def _margin(d: Mapping[str, Any], src: Path | None, where: str, default: float = DEFAULT_MARGIN) -> float:
@@ -387,11 +413,42 @@ def _figure(f: Any, i: int, grids: Mapping[str, Any], src: Path | None) -> Figur
         raise InputError.at(src, field=f"{where}values", expected="{row = {policy = number}}", got=values)
     name = _str(f, "name", src, where)
     margin, not_at = _margin(f, src, where), _not_at(f, src, where[:-1])
+    parsed = tuple(_claim(c, src, f"{where}claims[{j}]", margin, not_at) for j, c in enumerate(claims))
+    known = _row_names([grids[g] for g in names], rows)
+    for j, c in enumerate(parsed):
+        unknown = sorted(set(c.except_rows) - known) if known is not None else []
+        if unknown:
+            raise InputError.at(src, field=f"{where}claims[{j}].except_rows", got=unknown[0],
+                                expected=f"a row of figure {name!r} at some size ({', '.join(sorted(known))})",
+                                detail=f"claim {c.better} better than {c.worse}")
     return Figure(name, _str(f, "title", src, where, name), grid, _str(f, "metric", src, where), better, rows,
                   _str(f, "source", src, where, ""),
-                  tuple(_claim(c, src, f"{where}claims[{j}]", margin, not_at) for j, c in enumerate(claims)),
-                  {str(r): {str(p): float(x) for p, x in v.items()} for r, v in values.items()}, pairwise,
+                  parsed, {str(r): {str(p): float(x) for p, x in v.items()} for r, v in values.items()}, pairwise,
                   tuple(names), tuple(fsizes), tuple(pols), margin, not_at)
+
+
+def _row_names(grids: list[Mapping[str, Any]], axis: str) -> set[str] | None:
+    """Every row a figure with these grids can have at any size, for the axes a catalog names statically
+    (trace names, their groups, node counts given in the grid); None for the others (not checked)."""
+    out: set[str] = set()
+    for table in grids:
+        for part in (table, *(table.get(s, {}) for s in SIZES)):
+            if axis == "cluster_nodes":
+                for c in part.get("clusters", []):
+                    nodes = c.get("nodes") if isinstance(c, dict) else None
+                    if nodes is None:
+                        return None
+                    out.update(str(n) for n in (nodes if isinstance(nodes, list) else [nodes]))
+            elif axis in ("trace", "group"):
+                for t in part.get("traces", []):
+                    t = t if isinstance(t, dict) else {"synth" if str(t).startswith(("synth:", "dally:", "aryl:"))
+                                                       else "path": t}
+                    spec = str(next((t[k] for k in ("shared", "synth", "path") if k in t), ""))
+                    name = str(t.get("name", spec if "synth" in t else Path(spec).stem))
+                    out.add(str(t.get("group", name)) if axis == "group" else name)
+            else:
+                return None
+    return out
 
 
 def parse_experiment(data: Mapping[str, Any], source: Path | None = None) -> Experiment:

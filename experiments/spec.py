@@ -117,11 +117,12 @@ class Claim:
 
     def exceptions(self) -> tuple["Claim", ...]:
         """The paper's exceptions as claims of their own: with `except_as = "reverse"`, one per excepted
-        row, `worse` better than `better` on that row, by direction, the paper's line as its note."""
+        row, `worse` better than `better` on that row, by direction, the paper's line as its note (a size
+        the claim's `not_at` names cannot check its exceptions either: the same pair on the same metric)."""
         if self.except_as != "reverse":
             return ()
         return tuple(Claim(self.worse, self.better, note=f"the paper's exception to {self.paper_text()}: {why}",
-                           row=row) for row, why in self.except_rows.items())
+                           row=row, not_at=self.not_at) for row, why in self.except_rows.items())
 
     @property
     def checked_by(self) -> str:

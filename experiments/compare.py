@@ -61,7 +61,7 @@ default: the paper says the other side wins there) each such row is checked as a
 leaves the claim's rows (an "up to" claim's largest row is taken over the others). With
 `except_as = "skip"` (the paper names no winner there) the row's values are shown, `not checked`,
 the paper's line as the reason. At a size whose every row is excepted, the claim is listed once,
-`not checked`, with the paper's lines.
+`not checked`, with the paper's lines (or the claim's `not_at` reason for that size).
 
 Seeds: the spread is over the `seed` coordinate, which seeds the synthetic workload and the
 policy's randomness together (a trace file keeps its jobs: only the policy's draws change). Per
@@ -322,8 +322,9 @@ def verdicts(table: pd.DataFrame, figure: Figure, fmt, tol: float = TIE_TOL,
                     up_to.setdefault(i, []).append(len(out))
                 out.append(check_claim(row, vals, c, lower, fmt, tol, per_seed, size))
             if c.except_rows and c.row is None and row == rows[-1] and not any(v.claim is c for v in out):
-                out.append(Verdict(", ".join(rows), c, "every row of this size is the paper's exception", "n/a",
-                                   why="the paper excepts " + "; ".join(f"row {r}: {c.except_rows[r]}" for r in rows)))
+                why = c.not_at.get(size or "") or "the paper excepts " + "; ".join(
+                    f"row {r}: {c.except_rows[r]}" for r in rows)
+                out.append(Verdict(", ".join(rows), c, "every row of this size is the paper's exception", "n/a", why=why))
     for i, at in up_to.items():  # each row by direction, the margin once on the largest row
         lines, largest = largest_over_rows(claims[i], [out[k] for k in at])
         for k, v in zip(at, lines):

@@ -267,6 +267,17 @@ def shared_data_dir() -> Path:
         return DEFAULT_SHARED
 
 
+def _trace_table(v: Any) -> Any:
+    """A grid's trace entry as a table: a string is a synth spec (`synth:`, `dally:`, `aryl:`) or a file."""
+    return ({"synth": v} if v.startswith(("synth:", "dally:", "aryl:")) else {"path": v}) if isinstance(v, str) else v
+
+
+def _trace_name(v: Mapping[str, Any], kind: str, spec: str) -> tuple[str, str]:
+    """(name, group) of a trace table: the given ones, else the synth spec or the file's stem."""
+    name = v.get("name", Path(spec).stem if kind != "synth" else spec)
+    return name, v.get("group", name)
+
+
 def resolve_traces(experiment: Experiment, grid: str, size: str, shared: Path | None = None) -> list[TraceEntry]:
     """The grid's traces at `size`; shared files fall back to their synth spec when absent."""
     shared = shared_data_dir() if shared is None else Path(shared)
@@ -278,8 +289,7 @@ def resolve_traces(experiment: Experiment, grid: str, size: str, shared: Path | 
     out: list[TraceEntry] = []
     for i, v in enumerate(values):
         where = f"grids.{grid}.traces[{i}] ({size})"
-        if isinstance(v, str):
-            v = {"synth": v} if v.startswith(("synth:", "dally:", "aryl:")) else {"path": v}
+        v = _trace_table(v)
         if not isinstance(v, dict):
             raise InputError.at(src, field=where, expected="a synth spec, a file or a table", got=v)
         unknown = sorted(set(v) - set(TRACE_KEYS))
@@ -292,8 +302,7 @@ def resolve_traces(experiment: Experiment, grid: str, size: str, shared: Path | 
         kind, spec = kinds[0], v[kinds[0]]
         if not isinstance(spec, str) or not spec:
             raise InputError.at(src, field=f"{where}.{kind}", expected="a non-empty string", got=spec)
-        name = v.get("name", Path(spec).stem if kind != "synth" else spec)
-        group = v.get("group", name)
+        name, group = _trace_name(v, kind, spec)
         if kind == "synth":
             out.append(TraceEntry(name, group, spec))
             continue
@@ -441,12 +450,10 @@ def _row_names(grids: list[Mapping[str, Any]], axis: str) -> set[str] | None:
                         return None
                     out.update(str(n) for n in (nodes if isinstance(nodes, list) else [nodes]))
             elif axis in ("trace", "group"):
-                for t in part.get("traces", []):
-                    t = t if isinstance(t, dict) else {"synth" if str(t).startswith(("synth:", "dally:", "aryl:"))
-                                                       else "path": t}
-                    spec = str(next((t[k] for k in ("shared", "synth", "path") if k in t), ""))
-                    name = str(t.get("name", spec if "synth" in t else Path(spec).stem))
-                    out.add(str(t.get("group", name)) if axis == "group" else name)
+                for t in map(_trace_table, part.get("traces", [])):
+                    kind = next((k for k in ("shared", "synth", "path") if isinstance(t, dict) and k in t), "")
+                    if kind:
+                        out.add(str(_trace_name(t, kind, str(t[kind]))[axis == "group"]))
             else:
                 return None
     return out

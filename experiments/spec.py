@@ -25,7 +25,7 @@ figure's table to those policies (labels or variant names), in that order.
 
 Traces are sweep trace specs (a synth spec or a file), or tables naming a file under
 ../shared/data (`shared`) with a `fallback` synth spec that runs, labelled as such, when the
-shared data is absent. Shape::
+shared data is absent (`experiments.catalog_traces` resolves them). Shape::
 
     name = "tiresias-vs-fifo"   title = "…"   paper = "…"   url = "…"   notes = "…"   hooks = "module"
     [sizes]                      small = "what small runs"   full = "what full runs"   (medium = "…")
@@ -59,7 +59,6 @@ direction; `skip` shows it unjudged. A row that no size of the figure's grids ha
 
 from __future__ import annotations
 
-import os
 import tomllib
 from dataclasses import dataclass, field
 from importlib import resources
@@ -67,6 +66,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from cosim.errors import InputError, UnknownNameError
+from experiments.catalog_traces import trace_name, trace_table
 
 SIZES = ("small", "medium", "full")
 #: sizes every experiment has (`medium` only where the experiment declares it)
@@ -91,12 +91,9 @@ QUALIFIERS = ("", "about", "at least", "at most", UP_TO)
 EXCEPT_AS = ("reverse", "skip")
 #: a claim's default tolerance on the margin: cosim's margin within [paper / 2, paper × 2] reproduces
 DEFAULT_MARGIN = 2.0
-TRACE_KEYS = ("shared", "synth", "path", "name", "group", "fallback")
 #: coordinates a figure's rows may follow (`group`: the trace's group, else its label)
 ROW_AXES = ("group", "trace", "cluster", "cluster_nodes", "contention", "calibration")
-#: where the shared data lives unless COSIM_SHARED_DATA says otherwise (the checkout's sibling)
 REPO = Path(__file__).resolve().parents[1]
-DEFAULT_SHARED = REPO.parent / "shared" / "data"
 
 
 @dataclass(frozen=True)
@@ -184,17 +181,6 @@ class Figure:
 
 
 @dataclass(frozen=True)
-class TraceEntry:
-    """One trace of a grid: `spec` (synth spec or file path) as the runner gets it."""
-
-    name: str
-    group: str
-    spec: str
-    path: Path | None = None
-    fallback: bool = False  # the shared file was absent: `spec` is the synthetic stand-in
-
-
-@dataclass(frozen=True)
 class Experiment:
     name: str
     title: str
@@ -250,75 +236,6 @@ class Experiment:
             raise InputError.at(self.source, field=f"grids.{name}.{size}.variant_params",
                                 expected="a table POLICY = { key = value }", got=extra)
         return {v: (pol, {**extra.get(pol, {}), **prm}) for v, (pol, prm) in out.items()}
-
-
-def shared_data_dir() -> Path:
-    """The shared data folder as every other reader finds it (`cosim.paths.shared_data_dir`); where
-    there is none and `$COSIM_SHARED_DATA` is not set, the checkout's sibling, whose absence makes
-    the shared traces fall back to their synth specs (labelled). A `$COSIM_SHARED_DATA` that
-    names no folder is an error, not a fallback."""
-    from cosim import paths
-
-    try:
-        return paths.shared_data_dir()
-    except InputError:
-        if os.environ.get(paths.ENV, "").strip():
-            raise
-        return DEFAULT_SHARED
-
-
-def _trace_table(v: Any) -> Any:
-    """A grid's trace entry as a table: a string is a synth spec (`synth:`, `dally:`, `aryl:`) or a file."""
-    return ({"synth": v} if v.startswith(("synth:", "dally:", "aryl:")) else {"path": v}) if isinstance(v, str) else v
-
-
-def _trace_name(v: Mapping[str, Any], kind: str, spec: str) -> tuple[str, str]:
-    """(name, group) of a trace table: the given ones, else the synth spec or the file's stem."""
-    name = v.get("name", Path(spec).stem if kind != "synth" else spec)
-    return name, v.get("group", name)
-
-
-def resolve_traces(experiment: Experiment, grid: str, size: str, shared: Path | None = None) -> list[TraceEntry]:
-    """The grid's traces at `size`; shared files fall back to their synth spec when absent."""
-    shared = shared_data_dir() if shared is None else Path(shared)
-    src = experiment.source
-    values = experiment.grid(grid, size).get("traces")
-    if not isinstance(values, list) or not values:
-        raise InputError.at(src, field=f"grids.{grid}.traces ({size})", expected="a non-empty list of traces",
-                            got=values)
-    out: list[TraceEntry] = []
-    for i, v in enumerate(values):
-        where = f"grids.{grid}.traces[{i}] ({size})"
-        v = _trace_table(v)
-        if not isinstance(v, dict):
-            raise InputError.at(src, field=where, expected="a synth spec, a file or a table", got=v)
-        unknown = sorted(set(v) - set(TRACE_KEYS))
-        if unknown:
-            raise InputError.at(src, field=f"{where}.{unknown[0]}", expected=f"one of {', '.join(TRACE_KEYS)}",
-                                got=unknown[0])
-        kinds = [k for k in ("shared", "synth", "path") if k in v]
-        if len(kinds) != 1:
-            raise InputError.at(src, field=where, expected="exactly one of shared, synth, path", got=kinds)
-        kind, spec = kinds[0], v[kinds[0]]
-        if not isinstance(spec, str) or not spec:
-            raise InputError.at(src, field=f"{where}.{kind}", expected="a non-empty string", got=spec)
-        name, group = _trace_name(v, kind, spec)
-        if kind == "synth":
-            out.append(TraceEntry(name, group, spec))
-            continue
-        path = (shared / spec) if kind == "shared" else Path(spec)
-        if path.is_file():
-            out.append(TraceEntry(name, group, str(path), path))
-        elif kind == "shared" and isinstance(v.get("fallback"), str):
-            fb = v["fallback"]
-            out.append(TraceEntry(f"{name} [synthetic fallback {fb}]", f"{group} [synthetic]", fb, None, True))
-        else:
-            raise InputError.at(src, field=where, expected=f"an existing file ({path})" +
-                                (" or a fallback synth spec" if kind == "shared" else ""), got=spec)
-    labels = [t.name for t in out]
-    if len(set(labels)) != len(labels):
-        raise InputError.at(src, field=f"grids.{grid}.traces ({size})", expected="distinct trace names", got=labels)
-    return out
 
 
 # ---- parsing -------------------------------------------------------------------------------
@@ -450,10 +367,10 @@ def _row_names(grids: list[Mapping[str, Any]], axis: str) -> set[str] | None:
                         return None
                     out.update(str(n) for n in (nodes if isinstance(nodes, list) else [nodes]))
             elif axis in ("trace", "group"):
-                for t in map(_trace_table, part.get("traces", [])):
+                for t in map(trace_table, part.get("traces", [])):
                     kind = next((k for k in ("shared", "synth", "path") if isinstance(t, dict) and k in t), "")
                     if kind:
-                        out.add(str(_trace_name(t, kind, str(t[kind]))[axis == "group"]))
+                        out.add(str(trace_name(t, kind, str(t[kind]))[axis == "group"]))
             else:
                 return None
     return out

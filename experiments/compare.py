@@ -54,6 +54,15 @@ exactly one. A claim with no cells for one of its sides is `not checked`, with t
 marks `not_at` for the size is `not checked` with that reason even where the size has cells (a sample
 too small to show the effect): cosim's values are printed, no direction is judged.
 
+The paper's own exceptions. A claim may name the rows where the paper says it does not hold
+(`except_rows = { ROW = "the paper's line" }` in the catalog). With `except_as = "reverse"` (the
+default: the paper says the other side wins there) each such row is checked as a claim of its own,
+`worse` better than `better` on that row by direction, with the paper's line as its note, and it
+leaves the claim's rows (an "up to" claim's largest row is taken over the others). With
+`except_as = "skip"` (the paper names no winner there) the row's values are shown, `not checked`,
+the paper's line as the reason. At a size whose every row is excepted, the claim is listed once,
+`not checked`, with the paper's lines (or the claim's `not_at` reason for that size).
+
 Seeds: the spread is over the `seed` coordinate, which seeds the synthetic workload and the
 policy's randomness together (a trace file keeps its jobs: only the policy's draws change). Per
 seed, each side is the mean over the row's cells of that seed; a claim's seed factors are
@@ -301,10 +310,21 @@ def verdicts(table: pd.DataFrame, figure: Figure, fmt, tol: float = TIE_TOL,
                                         table.loc[table["row"] == row, "value"])))
         per_seed = with_bare_names({p: s for (r, p), s in seeds.items() if r == row})
         for i, c in enumerate(claims):
-            if not c.across_rows and (c.row is None or c.row == row):
+            if c.across_rows or c.row not in (None, row):
+                continue
+            if row in c.except_rows:  # the paper's exception: checked reversed (a claim of its own), or shown
+                if c.except_as == "skip":
+                    v = check_claim(row, vals, c, lower, fmt, tol, None, size)
+                    out.append(replace(v, result="n/a", ratio=math.nan, verdict=NOT_CHECKED,
+                                       why=f"the paper's exception: {c.except_rows[row]}"))
+            else:
                 if c.qualifier == UP_TO and c.checked_by == "margin":
                     up_to.setdefault(i, []).append(len(out))
                 out.append(check_claim(row, vals, c, lower, fmt, tol, per_seed, size))
+            if c.except_rows and c.row is None and row == rows[-1] and not any(v.claim is c for v in out):
+                why = c.not_at.get(size or "") or "the paper excepts " + "; ".join(
+                    f"row {r}: {c.except_rows[r]}" for r in rows)
+                out.append(Verdict(", ".join(rows), c, "every row of this size is the paper's exception", "n/a", why=why))
     for i, at in up_to.items():  # each row by direction, the margin once on the largest row
         lines, largest = largest_over_rows(claims[i], [out[k] for k in at])
         for k, v in zip(at, lines):

@@ -40,7 +40,8 @@ from cosim.errors import CosimError, UnknownNameError
 from cosim.plotting import INSTALL_HINT
 from cosim.paths import for_display
 from experiments import compare, reproduction_report as report
-from experiments.spec import REPO, Experiment, TraceEntry, load_experiment, resolve_traces
+from experiments.catalog_traces import TraceEntry, resolve_traces
+from experiments.spec import REPO, Experiment, load_experiment
 
 BACKENDS = ("local", "ray")
 

@@ -18,7 +18,8 @@ import pandas as pd
 
 from cosim.paths import for_display
 from experiments.compare import TIE_TOL, Verdict, rank_order, row_verdict
-from experiments.spec import DEFAULT_MARGIN, REPO, Experiment, Figure, TraceEntry
+from experiments.catalog_traces import TraceEntry
+from experiments.spec import DEFAULT_MARGIN, REPO, Experiment, Figure
 
 
 def unit_of(metric: str) -> tuple[str, float]:

@@ -25,7 +25,7 @@ figure's table to those policies (labels or variant names), in that order.
 
 Traces are sweep trace specs (a synth spec or a file), or tables naming a file under
 ../shared/data (`shared`) with a `fallback` synth spec that runs, labelled as such, when the
-shared data is absent. Shape::
+shared data is absent (`experiments.catalog_traces` resolves them). Shape::
 
     name = "tiresias-vs-fifo"   title = "…"   paper = "…"   url = "…"   notes = "…"   hooks = "module"
     [sizes]                      small = "what small runs"   full = "what full runs"   (medium = "…")
@@ -38,7 +38,8 @@ shared data is absent. Shape::
     [[figures]]                  name  title  grid  metric  better = "lower"|"higher"  rows  source
                                  claims = [{ better = "a", worse = "b", factor = 5.5, qualifier = "up to", note,
                                              check = "margin"|"direction", margin = 2.0,
-                                             not_at = { small = "why" } }]
+                                             not_at = { small = "why" },
+                                             except_rows = { ROW = "the paper's line" }, except_as = "reverse" }]
                                  values = { philly = { a = 1.0, b = 2.0 } }
                                  margin = 2.0  not_at = { small = "why" }   (defaults for its claims)
 
@@ -51,12 +52,13 @@ defaults to `DEFAULT_MARGIN` (2: half to twice the paper's margin), per claim or
 claims.csv say so instead of "no cells"). `qualifier` (`QUALIFIERS`) is how the paper words its
 factor, and sets the band: "about" (or none) half to twice, "at least" no upper bound, "at most"
 no lower bound (a tie is within it), "up to" the paper's largest over the figure's rows (compared
-once, on cosim's largest row; each row needs the direction).
+once, on cosim's largest row; each row needs the direction). `except_rows` names the rows where the paper
+says the claim does not hold: `except_as = "reverse"` (default) checks each there the other way round, by
+direction; `skip` shows it unjudged. A row that no size of the figure's grids has is an error.
 """
 
 from __future__ import annotations
 
-import os
 import tomllib
 from dataclasses import dataclass, field
 from importlib import resources
@@ -64,6 +66,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from cosim.errors import InputError, UnknownNameError
+from experiments.catalog_traces import trace_name, trace_table
 
 SIZES = ("small", "medium", "full")
 #: sizes every experiment has (`medium` only where the experiment declares it)
@@ -74,7 +77,7 @@ FIGURE_KEYS = ("name", "title", "grid", "metric", "better", "rows", "source", "c
 VARIANT_KEYS = ("policy", "params")
 #: a claim's `better`/`worse` may name a row: `variant@row` (the claim compares across rows)
 ROW_SEP = "@"
-CLAIM_KEYS = ("better", "worse", "factor", "qualifier", "note", "check", "margin", "not_at")
+CLAIM_KEYS = ("better", "worse", "factor", "qualifier", "note", "check", "margin", "not_at", "except_rows", "except_as")
 #: how a claim is judged: `margin` (direction and the paper's factor within `margin`), `direction`
 CHECKS = ("margin", "direction")
 #: what the paper's factor is (`experiments.compare` reads each as the paper's words): "" and "about"
@@ -83,14 +86,14 @@ CHECKS = ("margin", "direction")
 #: each row checked for the direction, the margin once on cosim's largest row)
 UP_TO = "up to"
 QUALIFIERS = ("", "about", "at least", "at most", UP_TO)
+#: how a claim treats the rows the paper names as its exceptions (`except_rows`): `reverse` checks each such
+#: row in the other direction (the paper says the worse side wins there), by direction; `skip` leaves it out
+EXCEPT_AS = ("reverse", "skip")
 #: a claim's default tolerance on the margin: cosim's margin within [paper / 2, paper × 2] reproduces
 DEFAULT_MARGIN = 2.0
-TRACE_KEYS = ("shared", "synth", "path", "name", "group", "fallback")
 #: coordinates a figure's rows may follow (`group`: the trace's group, else its label)
 ROW_AXES = ("group", "trace", "cluster", "cluster_nodes", "contention", "calibration")
-#: where the shared data lives unless COSIM_SHARED_DATA says otherwise (the checkout's sibling)
 REPO = Path(__file__).resolve().parents[1]
-DEFAULT_SHARED = REPO.parent / "shared" / "data"
 
 
 @dataclass(frozen=True)
@@ -106,6 +109,17 @@ class Claim:
     check: str = ""  # "margin" or "direction"; empty: margin when the paper gives a factor, else direction
     margin: float = DEFAULT_MARGIN  # cosim's margin within [paper / margin, paper × margin] reproduces
     not_at: Mapping[str, str] = field(default_factory=dict)  # size → why the claim cannot be checked there
+    except_rows: Mapping[str, str] = field(default_factory=dict)  # row → the paper's line excepting it
+    except_as: str = "reverse"  # one of EXCEPT_AS: what an excepted row is checked for
+
+    def exceptions(self) -> tuple["Claim", ...]:
+        """The paper's exceptions as claims of their own: with `except_as = "reverse"`, one per excepted
+        row, `worse` better than `better` on that row, by direction, the paper's line as its note (a size
+        the claim's `not_at` names cannot check its exceptions either: the same pair on the same metric)."""
+        if self.except_as != "reverse":
+            return ()
+        return tuple(Claim(self.worse, self.better, note=f"the paper's exception to {self.paper_text()}: {why}",
+                           row=row, not_at=self.not_at) for row, why in self.except_rows.items())
 
     @property
     def checked_by(self) -> str:
@@ -151,7 +165,7 @@ class Figure:
 
     def all_claims(self) -> tuple[Claim, ...]:
         """The stated claims plus one per ordered pair of the paper's numbers on each row."""
-        out = list(self.claims)
+        out = [x for c in self.claims for x in (c, *c.exceptions())]
         if not self.pairwise:
             return tuple(out)
         lower = self.better == "lower"
@@ -164,17 +178,6 @@ class Figure:
                         out.append(Claim(a, b, f, "", "from the paper's numbers", row, margin=self.margin,
                                          not_at=self.not_at))
         return tuple(out)
-
-
-@dataclass(frozen=True)
-class TraceEntry:
-    """One trace of a grid: `spec` (synth spec or file path) as the runner gets it."""
-
-    name: str
-    group: str
-    spec: str
-    path: Path | None = None
-    fallback: bool = False  # the shared file was absent: `spec` is the synthetic stand-in
 
 
 @dataclass(frozen=True)
@@ -235,66 +238,6 @@ class Experiment:
         return {v: (pol, {**extra.get(pol, {}), **prm}) for v, (pol, prm) in out.items()}
 
 
-def shared_data_dir() -> Path:
-    """The shared data folder as every other reader finds it (`cosim.paths.shared_data_dir`); where
-    there is none and `$COSIM_SHARED_DATA` is not set, the checkout's sibling, whose absence makes
-    the shared traces fall back to their synth specs (labelled). A `$COSIM_SHARED_DATA` that
-    names no folder is an error, not a fallback."""
-    from cosim import paths
-
-    try:
-        return paths.shared_data_dir()
-    except InputError:
-        if os.environ.get(paths.ENV, "").strip():
-            raise
-        return DEFAULT_SHARED
-
-
-def resolve_traces(experiment: Experiment, grid: str, size: str, shared: Path | None = None) -> list[TraceEntry]:
-    """The grid's traces at `size`; shared files fall back to their synth spec when absent."""
-    shared = shared_data_dir() if shared is None else Path(shared)
-    src = experiment.source
-    values = experiment.grid(grid, size).get("traces")
-    if not isinstance(values, list) or not values:
-        raise InputError.at(src, field=f"grids.{grid}.traces ({size})", expected="a non-empty list of traces",
-                            got=values)
-    out: list[TraceEntry] = []
-    for i, v in enumerate(values):
-        where = f"grids.{grid}.traces[{i}] ({size})"
-        if isinstance(v, str):
-            v = {"synth": v} if v.startswith(("synth:", "dally:", "aryl:")) else {"path": v}
-        if not isinstance(v, dict):
-            raise InputError.at(src, field=where, expected="a synth spec, a file or a table", got=v)
-        unknown = sorted(set(v) - set(TRACE_KEYS))
-        if unknown:
-            raise InputError.at(src, field=f"{where}.{unknown[0]}", expected=f"one of {', '.join(TRACE_KEYS)}",
-                                got=unknown[0])
-        kinds = [k for k in ("shared", "synth", "path") if k in v]
-        if len(kinds) != 1:
-            raise InputError.at(src, field=where, expected="exactly one of shared, synth, path", got=kinds)
-        kind, spec = kinds[0], v[kinds[0]]
-        if not isinstance(spec, str) or not spec:
-            raise InputError.at(src, field=f"{where}.{kind}", expected="a non-empty string", got=spec)
-        name = v.get("name", Path(spec).stem if kind != "synth" else spec)
-        group = v.get("group", name)
-        if kind == "synth":
-            out.append(TraceEntry(name, group, spec))
-            continue
-        path = (shared / spec) if kind == "shared" else Path(spec)
-        if path.is_file():
-            out.append(TraceEntry(name, group, str(path), path))
-        elif kind == "shared" and isinstance(v.get("fallback"), str):
-            fb = v["fallback"]
-            out.append(TraceEntry(f"{name} [synthetic fallback {fb}]", f"{group} [synthetic]", fb, None, True))
-        else:
-            raise InputError.at(src, field=where, expected=f"an existing file ({path})" +
-                                (" or a fallback synth spec" if kind == "shared" else ""), got=spec)
-    labels = [t.name for t in out]
-    if len(set(labels)) != len(labels):
-        raise InputError.at(src, field=f"grids.{grid}.traces ({size})", expected="distinct trace names", got=labels)
-    return out
-
-
 # ---- parsing -------------------------------------------------------------------------------
 
 def _str(d: Mapping[str, Any], key: str, src: Path | None, where: str, default: str | None = None) -> str:
@@ -329,10 +272,20 @@ def _claim(c: Any, src: Path | None, where: str, fig_margin: float = DEFAULT_MAR
     if check == "margin" and factor is None:
         raise InputError.at(src, field=f"{where}.check", expected="a factor to check the margin against",
                             got=check)
+    except_rows, except_as = c.get("except_rows", {}), _str(c, "except_as", src, f"{where}.", "reverse")
+    if not isinstance(except_rows, dict) or not all(isinstance(x, str) and x for x in except_rows.values()):
+        raise InputError.at(src, field=f"{where}.except_rows", expected="a table ROW = \"the paper's line\"",
+                            got=except_rows)
+    if except_as not in EXCEPT_AS:
+        raise InputError.at(src, field=f"{where}.except_as", expected=" or ".join(EXCEPT_AS), got=except_as)
+    if except_rows and ROW_SEP in f"{c.get('better', '')}{c.get('worse', '')}":
+        raise InputError.at(src, field=f"{where}.except_rows", expected="a claim on every row (not x@row)",
+                            got=except_rows)
     return Claim(_str(c, "better", src, f"{where}."), _str(c, "worse", src, f"{where}."),
                  None if factor is None else float(factor), qualifier,
                  _str(c, "note", src, f"{where}.", ""), check=check,
-                 margin=_margin(c, src, f"{where}.", fig_margin), not_at={**fig_not_at, **_not_at(c, src, where)})
+                 margin=_margin(c, src, f"{where}.", fig_margin), not_at={**fig_not_at, **_not_at(c, src, where)},
+                 except_rows={str(r): x for r, x in except_rows.items()}, except_as=except_as)
 
 
 def _margin(d: Mapping[str, Any], src: Path | None, where: str, default: float = DEFAULT_MARGIN) -> float:
@@ -387,11 +340,40 @@ def _figure(f: Any, i: int, grids: Mapping[str, Any], src: Path | None) -> Figur
         raise InputError.at(src, field=f"{where}values", expected="{row = {policy = number}}", got=values)
     name = _str(f, "name", src, where)
     margin, not_at = _margin(f, src, where), _not_at(f, src, where[:-1])
+    parsed = tuple(_claim(c, src, f"{where}claims[{j}]", margin, not_at) for j, c in enumerate(claims))
+    known = _row_names([grids[g] for g in names], rows)
+    for j, c in enumerate(parsed):
+        unknown = sorted(set(c.except_rows) - known) if known is not None else []
+        if unknown:
+            raise InputError.at(src, field=f"{where}claims[{j}].except_rows", got=unknown[0],
+                                expected=f"a row of figure {name!r} at some size ({', '.join(sorted(known))})",
+                                detail=f"claim {c.better} better than {c.worse}")
     return Figure(name, _str(f, "title", src, where, name), grid, _str(f, "metric", src, where), better, rows,
                   _str(f, "source", src, where, ""),
-                  tuple(_claim(c, src, f"{where}claims[{j}]", margin, not_at) for j, c in enumerate(claims)),
-                  {str(r): {str(p): float(x) for p, x in v.items()} for r, v in values.items()}, pairwise,
+                  parsed, {str(r): {str(p): float(x) for p, x in v.items()} for r, v in values.items()}, pairwise,
                   tuple(names), tuple(fsizes), tuple(pols), margin, not_at)
+
+
+def _row_names(grids: list[Mapping[str, Any]], axis: str) -> set[str] | None:
+    """Every row a figure with these grids can have at any size, for the axes a catalog names statically
+    (trace names, their groups, node counts given in the grid); None for the others (not checked)."""
+    out: set[str] = set()
+    for table in grids:
+        for part in (table, *(table.get(s, {}) for s in SIZES)):
+            if axis == "cluster_nodes":
+                for c in part.get("clusters", []):
+                    nodes = c.get("nodes") if isinstance(c, dict) else None
+                    if nodes is None:
+                        return None
+                    out.update(str(n) for n in (nodes if isinstance(nodes, list) else [nodes]))
+            elif axis in ("trace", "group"):
+                for t in map(trace_table, part.get("traces", [])):
+                    kind = next((k for k in ("shared", "synth", "path") if isinstance(t, dict) and k in t), "")
+                    if kind:
+                        out.add(str(trace_name(t, kind, str(t[kind]))[axis == "group"]))
+            else:
+                return None
+    return out
 
 
 def parse_experiment(data: Mapping[str, Any], source: Path | None = None) -> Experiment:

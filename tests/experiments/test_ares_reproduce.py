@@ -13,7 +13,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from experiments.spec import load_experiment, resolve_traces
+from experiments.catalog_traces import resolve_traces
+from experiments.spec import load_experiment
 from tests.conftest import SHARED_DATA as _CHECKOUT_SHARED
 from tests.experiments.test_reproduce import _table
 

@@ -10,7 +10,8 @@ import pytest
 
 from cosim.errors import InputError, UnknownNameError
 from experiments.compare import TIE_TOL, check_claim, figure_table, rank_order, row_verdict, seed_values, verdicts
-from experiments.spec import Claim, load_experiment, names, parse_experiment, resolve_traces
+from experiments.catalog_traces import resolve_traces
+from experiments.spec import Claim, load_experiment, names, parse_experiment
 
 
 def _fmt(v):

@@ -12,7 +12,7 @@ solver seconds), DIR/config.json.
 # `typing.get_type_hints`, which compiles and evaluates every string annotation (50 compiles,
 # ≈ 0.7-1 ms of each `cosim simulate`); evaluated when the module loads, they cost nothing more.
 from pathlib import Path
-from typing import Optional
+from typing import Any, Optional
 
 import typer
 
@@ -39,7 +39,7 @@ def simulate(
     out: Optional[Path] = typer.Option(None, "--out", help="Write Parquet outputs to this folder."),
     decisions: bool = typer.Option(False, "--decisions", help="Also write decisions.parquet (every allocation change)."),
     skip_invalid: bool = typer.Option(False, "--skip-invalid", help="Run without jobs that can never run (reported)."),
-    costs: Optional[list[str]] = typer.Option(None, "--costs", help="Change costs: flat30, aryl, ares-paper, inplace, free, migrate-state, pollux-sim, or seconds; POLICY=PRESET sets one policy's (repeatable), e.g. --costs flat30 --costs ones=inplace."),
+    costs: Optional[list[str]] = typer.Option(None, "--costs", help="Change costs: flat30, aryl, ares-paper, inplace, free, migrate-state, pollux-sim, or seconds; POLICY=PRESET sets one policy's (repeatable); fields after commas edit the preset, e.g. --costs 20 --costs ones=inplace,restart_s=20,migrate_s=1."),
     capacity: Optional[Path] = typer.Option(None, "--capacity", help="CSV time_s,node,online: nodes leaving/joining."),
     load_series: Optional[str] = typer.Option(None, "--load-series", help="Inference load lending/reclaiming pool nodes: "
                                               "CSV time_s,pool,nodes_needed, or diurnal:H (seeded daily load, headroom H); "
@@ -132,25 +132,46 @@ def _load_series(spec: Optional[str]) -> Optional[str]:
     return str(Path(spec))
 
 
-def parse_costs(items) -> tuple[str, dict[str, str]]:
+def parse_costs(items) -> tuple[Any, dict[str, Any]]:
     """`--costs` texts → (the run's setting, {policy: setting}): `PRESET` (or seconds) sets the
-    run's, `POLICY=PRESET` one policy's; a later one of the same target wins. Names are checked
-    by the runner before anything runs."""
+    run's, `POLICY=PRESET` one policy's; a later one of the same target wins. Either may add
+    fields of a cost table after commas, `PRESET,FIELD=SECONDS,…` (`migrate_s=state` as in a
+    sweep TOML), which makes it the table `{base = PRESET, FIELD = SECONDS, …}`: e.g.
+    `--costs ones=inplace,restart_s=20,migrate_s=1` is the ONES catalog's `policy_costs.ones`.
+    Every setting is checked here, before anything runs."""
     from simcore.costs import resolve_costs
 
-    run_costs, per = "flat30", {}
+    run_costs: Any = "flat30"
+    per: dict[str, Any] = {}
     for item in items:
-        lhs, eq, value = item.partition("=")
+        head, _, fields_ = item.partition(",")
+        lhs, eq, value = head.partition("=")
+        name, where = (lhs.strip(), f"--costs {lhs.strip()}") if eq else ("", "--costs")
+        value = (value if eq else head).strip()
+        if (eq and not name) or not value:
+            raise InputError.at(field="--costs", expected="PRESET or POLICY=PRESET, then ,FIELD=SECONDS …, "
+                                "e.g. ones=inplace,restart_s=20", got=item)
+        setting: Any = value
+        if fields_:
+            setting = {"base": value}
+            for part in fields_.split(","):
+                key, eq2, val = (x.strip() for x in part.partition("="))
+                if not eq2 or not key or not val:
+                    raise InputError.at(field=where, expected="FIELD=SECONDS after the preset, e.g. restart_s=20",
+                                        got=part)
+                setting[key] = val if val == "state" else _cost_seconds(val, f"{where}.{key}")
+        resolve_costs(setting, where)
         if eq:
-            name, value = lhs.strip(), value.strip()
-            if not name or not value:
-                raise InputError.at(field="--costs", expected="PRESET or POLICY=PRESET, e.g. ones=inplace", got=item)
-            resolve_costs(value, f"--costs {name}")
-            per[name] = value
+            per[name] = setting
         else:
-            resolve_costs(item.strip(), "--costs")
-            run_costs = item.strip()
+            run_costs = setting
     return run_costs, per
+
+
+def _cost_seconds(text: str, where: str) -> float:
+    from cosim.validate import parse_number
+
+    return parse_number(text, where, minimum=0.0)
 
 
 def policy_overrides(items) -> dict[str, dict]:

@@ -3,6 +3,8 @@ policy in one run."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from cosim.errors import CosimError, InputError
@@ -162,6 +164,18 @@ def test_cli_and_sweep_forms():
                                                                                "optimus": "flat30"})
     with pytest.raises(CosimError, match="bogus"):
         parse_costs(["ones=bogus"])
+    # fields after the preset make the sweep TOML's table, so the CLI expresses what a catalog does
+    run, per = parse_costs(["20", "ones=inplace,restart_s=20,migrate_s=1", "sjf=flat30, migrate_s = state"])
+    assert run == "20" and per == {"ones": {"base": "inplace", "restart_s": 20.0, "migrate_s": 1.0},
+                                   "sjf": {"base": "flat30", "migrate_s": "state"}}
+    assert resolve_costs(per["ones"]) == replace(COST_PRESETS["inplace"], restart_s=20.0, migrate_s=1.0)
+    assert parse_costs(["inplace,restart_s=45"])[0] == {"base": "inplace", "restart_s": 45.0}
+    for bad, msg in [("ones=inplace,restart_s", r"--costs ones.*FIELD=SECONDS"),
+                     ("ones=inplace,restart_s=-1", r"--costs ones\.restart_s"),
+                     ("ones=inplace,restart=3", r"--costs ones\.restart\b"),
+                     ("ones=,restart_s=3", r"--costs")]:
+        with pytest.raises(CosimError, match=msg):
+            parse_costs([bad])
     sw = parse_sweep({"traces": ["synth:philly:10"], "policies": ["fifo", "sjf"], "costs": ["flat30", "free"],
                       "policy_costs": {"sjf": {"base": "flat30", "migrate_s": "state"}}})
     cells = [(c.policy.name, c.costs) for c in sw.cells()]

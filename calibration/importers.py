@@ -83,6 +83,9 @@ GAVEL_GPUS = {"k80": "k80", "p100": "p100", "v100": "v100"}
 
 #: bound on a per-GPU batch in a measurement file (far above any real one; keeps int64 math exact)
 MAX_LOCAL_BSZ = 10**9
+#: bound on the nodes of one measured placement (a placement is a string of per-node digits, so an
+#: unbounded count such as 4294967296 would build a string of that length before any other check)
+MAX_NODES = 100_000
 
 STEP_COLUMNS = ["source", "file", "row", "model", "app", "platform", "preset", "gpu_type", "placement",
                 "num_nodes", "num_gpus", "local_bsz", "step_time_s", "sync_time_s"]
@@ -169,11 +172,11 @@ def read_pollux_placements(file: str | Path, app: str | None = None,
         nodes, reps = pd.to_numeric(df["num_nodes"]), pd.to_numeric(df["num_replicas"])
         # whole numbers, at least one replica per node, at most 9 per node (a placement is a
         # string of per-node digits): 2e-12 nodes used to divide by zero, 1e30 to build a 1e30-long string
-        bad = (nodes % 1 != 0) | (reps % 1 != 0) | (reps < nodes) | (reps > 9 * nodes)
+        bad = (nodes % 1 != 0) | (reps % 1 != 0) | (reps < nodes) | (reps > 9 * nodes) | (nodes > MAX_NODES)
         if bad.any():
             i = int(np.flatnonzero(bad.to_numpy())[0])
             raise InputError.at(file, row=i + 2, field="num_nodes, num_replicas",
-                                expected="whole numbers with 1 to 9 replicas per node",
+                                expected=f"whole numbers, at most {MAX_NODES:,} nodes with 1 to 9 replicas per node",
                                 got=f"{df['num_nodes'].iloc[i]}, {df['num_replicas'].iloc[i]}")
         pl = []
         for n, r in zip(nodes.astype(int), reps.astype(int)):  # replicas spread evenly, the remainder first

@@ -78,6 +78,7 @@ def test_pollux_placements_csv(rows):
 @example(rows=[("20", "0.1", "0.01", "2e-12", "5")])  # the case: ZeroDivisionError
 @example(rows=[("20", "0.1", "0.01", "1e30", "5")])
 @example(rows=[("20", "0.1", "0.01", "2", "1e12")])
+@example(rows=[("20", "0.1", "0.01", "4294967296", "4294967296")])  # a 4e9-digit placement string: refused first
 @given(rows=st.lists(st.tuples(CELL, CELL, CELL, CELL, CELL), max_size=4))
 def test_pollux_scalability_csv(rows):
     from calibration.importers import read_pollux_placements

@@ -42,7 +42,9 @@ def to_arrow(values: Any) -> pa.Array:
         return pa.Array.from_buffers(_NUMERIC[a.dtype], n, [valid, pa.py_buffer(a)])
     if a.dtype == np.bool_:
         return pa.Array.from_buffers(pa.bool_(), n, [None, _bitmap(a)])
-    if a.dtype.kind in "OU":
+    if a.dtype.kind == "U":  # strings only, no missing values
+        return _unicode_to_arrow(a)
+    if a.dtype.kind == "O":
         missing = np.array([v is None or (isinstance(v, float) and math.isnan(v)) for v in a.tolist()], bool)
         encoded = [b"" if m else str(v).encode("utf-8") for v, m in zip(a.tolist(), missing)]
         for v, m in zip(a.tolist(), missing):
@@ -54,6 +56,23 @@ def to_arrow(values: Any) -> pa.Array:
         return pa.Array.from_buffers(pa.large_string(), n,
                                      [valid, pa.py_buffer(offsets), pa.py_buffer(b"".join(encoded))])
     raise TypeError(f"no Arrow column for numpy dtype {a.dtype}")
+
+
+def _unicode_to_arrow(a: np.ndarray) -> pa.Array:
+    """A numpy unicode array as large_string, built in array operations (no Python object per
+    row, and no `pa.array`, which imports pandas): each row's UTF-8 bytes up to its length."""
+    n = int(a.shape[0])
+    width = a.dtype.itemsize // 4
+    codes = np.ascontiguousarray(a).view(np.uint32).reshape(n, width)
+    if n == 0 or width == 0 or int(codes.max()) < 0x80:  # ASCII: a code point is a byte
+        raw, lengths = codes.astype(np.uint8), np.char.str_len(a)
+    else:
+        encoded = np.char.encode(a, "utf-8")
+        raw, lengths = encoded.view(np.uint8).reshape(n, encoded.dtype.itemsize), np.char.str_len(encoded)
+    offsets = np.zeros(n + 1, np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    data = raw[np.arange(raw.shape[1]) < lengths[:, None]]
+    return pa.Array.from_buffers(pa.large_string(), n, [None, pa.py_buffer(offsets), pa.py_buffer(data)])
 
 
 def _valid(arr: pa.Array) -> np.ndarray:

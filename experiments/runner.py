@@ -327,8 +327,8 @@ def _simulate(config: RunConfig, out: Path | None, progress: bool, be: Backends,
     rows, jobs_out, tls, decs, walls, pwalls, recl, timing = [], {}, {}, {}, {}, {}, {}, {}
     bar = _Progress(progress, len(config.policies), base.num_jobs)
     try:
-        for name, policy in zip(config.policies, built):
-            jobs = _fresh(base)
+        for i, (name, policy) in enumerate(zip(config.policies, built)):
+            jobs = base.for_run(last=i == len(built) - 1)  # after the last run `base` is read for trace columns only
             never = reject_never_fit(jobs, policy, topo.gpu_type, topo.gpu_type_names)
             if never:
                 log.warning("%s: %d job(s) rejected (job %s: %s)", name, len(never),
@@ -470,10 +470,6 @@ def _compile_timer():
     from numba.core import event
 
     return event.install_listener("numba:compile", event.TimingListener())
-
-
-def _fresh(base: JobTable) -> JobTable:
-    return JobTable(**{k: v.copy() for k, v in vars(base).items()})
 
 
 def _write(df: pd.DataFrame, path: Path, meta: dict) -> None:

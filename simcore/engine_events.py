@@ -130,6 +130,7 @@ class EventHandling:
         self._quiet_until = -math.inf
         jobs = self.jobs
         self._release(j)
+        self._last_alloc.pop(j, None)  # a finished job changes no placement again: keep nothing per finished job
         jobs.state[j] = FINISHED
         jobs.progress[j] = 1.0
         self._finish_counters(j)

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from simcore.state import read_only
+
 _TIMELINE = ("busy_gpus", "online_gpus", "running", "restarting", "queued")  # columns beside time_s
 
 
@@ -17,10 +19,11 @@ class Recording:
     """Timeline and decision rows (see module doc)."""
 
     def _init_recording(self, record_decisions: bool) -> None:
-        # timeline rows in arrays grown by doubling: 48 bytes a row (a tuple of Python numbers per
-        # row would take about 200; a million-job run has about two million rows)
+        # timeline rows in arrays grown by doubling, one contiguous array per column so that the
+        # result hands them out without a copy: 28 bytes a row (a tuple of Python numbers per row
+        # would take about 200; a million-job run has about two million rows)
         self._tl_time = np.empty(1024)  # time_s of each row
-        self._tl_obs = np.empty((1024, len(_TIMELINE)), np.int64)  # the `_TIMELINE` columns of each row
+        self._tl_obs = np.empty((len(_TIMELINE), 1024), np.int32)  # the `_TIMELINE` columns, one per row of this
         self._tl_n = 0
         self.decisions: dict[str, list] | None = (
             {k: [] for k in ("time_s", "job_id", "action", "num_gpus", "gpus", "batch_size", "cost_s")}
@@ -41,19 +44,17 @@ class Recording:
             n -= 1
         elif n == self._tl_time.shape[0]:
             self._tl_time = np.concatenate([self._tl_time, np.empty(n)])
-            self._tl_obs = np.concatenate([self._tl_obs, np.empty_like(self._tl_obs)])
+            self._tl_obs = np.concatenate([self._tl_obs, np.empty_like(self._tl_obs)], axis=1)
         self._last_obs = obs
         self._tl_time[n] = t
-        self._tl_obs[n] = obs
+        self._tl_obs[:, n] = obs
         self._tl_n = n + 1
 
     def timeline(self) -> dict[str, np.ndarray]:
-        """The timeline rows as columns: time_s (float64) and the occupancy after each change (int64)."""
+        """The timeline rows as columns: time_s (float64) and the occupancy after each change
+        (int32), read-only views of the recorded rows (called once the run has ended)."""
         n = self._tl_n
-        cols = {"time_s": self._tl_time[:n].copy()}
-        for i, k in enumerate(_TIMELINE):
-            cols[k] = self._tl_obs[:n, i].copy()
-        return cols
+        return {k: read_only(v[:n]) for k, v in zip(("time_s", *_TIMELINE), (self._tl_time, *self._tl_obs))}
 
     def _record(self, t: float, j: int, action: str, gpus: np.ndarray, batch: int, cost: float) -> None:
         """One row of `decisions.parquet`; callers call it only when decisions are recorded

@@ -103,6 +103,15 @@ class JobTable:
             stat_eff=f8(1.0),
         )
 
+    def for_run(self, last: bool = False) -> "JobTable":
+        """The table one policy's run works on. The trace's columns (`STATIC_COLUMNS`: set before
+        any run, read by every run, written by none) are shared with this table; the run's state
+        columns are copied, so each policy starts from the same state. `last`: the caller runs no
+        policy after this one and reads only the trace's columns afterwards, so the state columns
+        are handed over instead of copied (a run of a million jobs keeps one table, not two)."""
+        kw = {k: v if k in STATIC_COLUMNS or last else v.copy() for k, v in vars(self).items() if k != "attrs"}
+        return JobTable(**kw, attrs={k: v.copy() for k, v in self.attrs.items()})
+
     def views(self, oracle: bool, progress_oracle: bool = False, **extra: Any) -> JobsView:
         """Read-only views for policies; oracle arrays are NaN unless declared: `oracle` →
         `duration`, `remaining_s`; `progress_oracle` → `progress`. `extra`: the engine's own
@@ -118,6 +127,13 @@ class JobTable:
         kw["progress"] = read_only(self.progress) if progress_oracle else nan
         kw.update(extra)
         return JobsView(**kw)
+
+
+#: the trace's columns: filled in by `simcore.prepare` (and the progress models' set-up) before
+#: any policy runs; the engine, the policies and the outputs only read them
+STATIC_COLUMNS = frozenset(("job_id", "submit_time", "num_gpus", "min_gpus", "max_gpus", "model", "global_batch",
+                            "gpu_type_req", "duration", "work_mode", "work_iters", "ref_iter_s", "trace_iter_s",
+                            "num_epochs", "app_id", "vc", "user"))
 
 
 @dataclass

@@ -39,6 +39,7 @@ def test_rows_one_per_change_last_of_an_instant_kept_across_growth():
     want.append((float(n), 1, 8, 1, 0, 3))
     tl = r.timeline()
     assert list(tl) == ["time_s", "busy_gpus", "online_gpus", "running", "restarting", "queued"]
-    assert tl["time_s"].dtype == np.float64 and tl["busy_gpus"].dtype == np.int64
+    assert tl["time_s"].dtype == np.float64 and tl["busy_gpus"].dtype == np.int32  # the file's type: no conversion
+    assert all(v.flags.c_contiguous and not v.flags.writeable for v in tl.values())  # handed out without a copy
     got = list(zip(*(tl[k].tolist() for k in tl)))
     assert got == want

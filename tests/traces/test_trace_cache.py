@@ -30,6 +30,8 @@ job-d,90,ncf,1,256
     np.array([1.5, np.nan, -2.0]), np.array([1, 2, 3], np.int32), np.array([1, 2 ** 40], np.int64),
     np.array([True, False, True, True, False, False, True, False, True]), np.array(["a", "", "ü€"]),
     np.array(["x", None, np.nan, "y"], dtype=object), np.zeros(0), np.array([], dtype=object),
+    np.array([], dtype="U3"), np.array(["", ""]), np.array(["a\x00b", "ab", "€\x00", "日本語", ""]),
+    np.array(["synth-philly-%d" % i for i in range(300)]),
 ])
 def test_to_arrow_is_pa_array_from_pandas(values):
     want = pa.array(values.tolist() if values.dtype.kind == "U" else values,

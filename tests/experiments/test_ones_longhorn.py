@@ -127,3 +127,13 @@ def test_bad_host_slope_is_one_line_exit_2(tmp_path, value):
     assert "Traceback" not in r.output
     lines = [ln for ln in r.output.splitlines() if "bad.toml" in ln]  # besides the progress lines
     assert len(lines) == 1 and "field 'step.ones-longhorn.default.host_slope'" in lines[0], r.output
+
+
+def test_profile_listing_shows_it_with_its_host_slope():
+    from cli.app import app
+
+    r = CliRunner().invoke(app, ["calibrate", "profiles"])
+    assert r.exit_code == 0, r.output
+    block = r.output.split("ones-longhorn\n", 1)[1].split("\n\n")[0]
+    assert "default host slope h = 0.0945" in block and "sub-linear scaling" in block
+    assert "ones-artifact\n  step forms: none" in r.output

@@ -12,17 +12,7 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-from cosim.errors import InputError
-
-
-@pytest.fixture(scope="module")
-def history():
-    from cosim.paths import shared_file
-
-    try:
-        return shared_file("traces/ones/job_history.csv", "the ONES history")
-    except InputError:
-        pytest.skip("the shared data folder (COSIM_SHARED_DATA or ../shared/data) is not here")
+from tests.experiments.test_ones_speed import history  # noqa: F401  (the shared history, or skip)
 
 
 def _perf(calibration, profile=None):

@@ -153,5 +153,32 @@ def fit(
     typer.echo(f"wrote {out}")
 
 
+@calibrate_app.command("profiles")
+def profiles() -> None:
+    """List the shipped calibration profiles (`simulate --calibration NAME`, a catalog's `calibration`):
+    the presets each has step forms for (with the default form's host slope h where it is not 0),
+    the models it has compute curves for, and the first sentence of its own description."""
+    import re
+
+    from calibration.stepform import PROFILES_DIR, read_profile
+
+    for path in sorted(PROFILES_DIR.glob("*.toml")):
+        prof = read_profile(path)
+        steps = []
+        for preset, sp in prof.step.items():
+            extra = [f"{len(sp.models)} fitted models"] if sp.models else []
+            if sp.default.host_slope:
+                extra.append(f"default host slope h = {sp.default.host_slope:g}")
+            steps.append(preset + (f" ({', '.join(extra)})" if extra else ""))
+        head = []  # the leading comment, to its first sentence or colon
+        for ln in path.read_text().splitlines():
+            if not ln.startswith("#"):
+                break
+            head.append(ln.lstrip("#").strip())
+        about = re.split(r"(?<=[\w)])[.:](?:\s|$)", " ".join(head), maxsplit=1)[0]
+        typer.echo(f"{path.stem}\n  step forms: {'; '.join(steps) or 'none (the generic form)'}\n"
+                   f"  compute curves: {', '.join(sorted(prof.compute)) or 'none (the zoo)'}\n  {about}")
+
+
 def register(app: typer.Typer) -> None:
     app.add_typer(calibrate_app, name="calibrate")

@@ -131,10 +131,10 @@ def _commands(exp: Experiment, size: str, out: Path, figures: Sequence[str] | No
                             line += " --no-contention"
                         if isinstance(g.get("load_series"), str):
                             line += f" --load-series {shlex.quote(here(g['load_series']))}"
-                        for axis in ("perf", "progress", "costs"):  # single-valued engine axes
+                        for axis in ("perf", "progress", "calibration", "costs"):  # single-valued engine axes
                             v = g.get(axis)
                             v = v[0] if isinstance(v, list) and len(v) == 1 else v
-                            if isinstance(v, (str, int, float)):
+                            if isinstance(v, (str, int, float)) and not (axis == "calibration" and v == "default"):
                                 line += f" --{axis} {v}"
                         lines.append(line + ("  # policy parameters: see the experiment file" if params else ""))
     return lines

@@ -31,7 +31,8 @@ def small(tmp_path_factory):
 def test_catalog_declares_fig15_and_the_capacity_sweep():
     exp = load_experiment("ones")
     names = {f.name: f for f in exp.figures}
-    assert {"avg-jct", "avg-queueing", "capacity-jct"} <= set(names)
+    assert {"avg-jct", "avg-queueing", "capacity-jct", "avg-jct-longhorn", "avg-queueing-longhorn"} <= set(names)
+    assert names["avg-jct-longhorn"].grid == "fig15-longhorn"
     assert names["capacity-jct"].rows == "cluster_nodes"
 
 
@@ -40,10 +41,14 @@ def test_small_runs_every_cell_and_reports_them(small):
     assert (cells["status"] == "ok").all()
     assert set(cells["policy_label"]) == {"ones", "tiresias", "optimus(interval_s=600)", "drl",
                                           "drl(interval_s=60)", "drl(interval_s=600)"}
-    assert (cells["progress"] == "batch-history").all() and (cells["calibration"] == "ones-artifact").all()
+    assert (cells["progress"] == "batch-history").all()
+    longhorn = cells["grid"] == "fig15-longhorn"  # the variant with the testbed's sub-linear scaling
+    assert (cells.loc[longhorn, "calibration"] == "ones-longhorn").all() and longhorn.sum() == 5
+    assert (cells.loc[~longhorn, "calibration"] == "ones-artifact").all()
     text = small.report.read_text()
     fig = cells[cells["grid"] == "fig15"].set_index("policy_label")["avg_jct_s"]
     assert f"{fig['ones'] / 3600:.3g} h" in text  # the report shows the cell's value
+    assert "--calibration ones-longhorn" in text and "--calibration ones-artifact" in text  # rerun lines
     # the ONES cell's jobs all finished and ran elastic: per-job metrics are computable
     run_dirs = sorted((small.out_dir / "runs" / "fig15" / "cells").glob("*"))
     per = M.load_runs(run_dirs)

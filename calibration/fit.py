@@ -4,7 +4,7 @@ What is fitted is what `cosim simulate` runs: the `network` model's fitted form
 (`calibration.stepform`: step = κ·C·(1 + h·(g_max − 1)) + c₀ + S, S the exposed all-reduce from
 log-features of the placement, the CommModel all-reduce M and the compute C, times DDP's
 exposed fraction). The inputs C and M of every measured row come from the engine itself
-(`simcore.perf.PerfModel.step_inputs`, built by `experiments.runner.build_perf` on the platform's
+(`simcore.perf.PerfModel.step_inputs`, built by `experiments.run_perf.build_perf` on the platform's
 preset with the profile's compute curves), the parameters are fitted by
 `calibration.step_model` and go into a profile (`build_profile` → `write_profile`), and every
 prediction is the engine's solo iteration time for the row's placement and batch with that

@@ -35,7 +35,7 @@ exceeds the whole step C' + S (a preset slower than the measured stack), the tra
 shortened to fit the step at the preset's link rates.
 
 This module holds no fitting code (that is `calibration.step_model`); simcore runs it
-(`simcore.perf.PerfModel(step=…)`, `experiments.runner.build_perf`). Parameters arrive as plain data (`StepParams`, from a profile TOML read by
+(`simcore.perf.PerfModel(step=…)`, `experiments.run_perf.build_perf`). Parameters arrive as plain data (`StepParams`, from a profile TOML read by
 `read_profile`): one `StepForm` per model fitted on the preset, a `default` form for models
 without measurements there (κ = 1, h = 0, c₀ = 0 and the exposed all-reduce of the preset's
 pooled fit over all its measured models). A preset without a profile uses no `StepParams`

@@ -84,7 +84,8 @@ def simulate(
 
         primer = start(phase)  # first run only: a worker compiles while this process imports
     phase("loading the simulator (numba kernels compile on the first run, then load from the cache)")
-    from experiments.runner import DEFAULT_TRACE, RunConfig, load_capacity, run
+    from experiments.run_inputs import load_capacity
+    from experiments.runner import DEFAULT_TRACE, RunConfig, run
 
     if primer is not None:
         primer.finish()  # this process compiles the units the worker has not taken

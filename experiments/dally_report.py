@@ -41,7 +41,8 @@ def engine_table_i(preset: str, nodes: int) -> pd.DataFrame:
     import netmodel
     from calibration.validate import DALLY_SHAPES, DALLY_TABLE_I
     from collectives.placement import placement_gpus
-    from experiments.runner import RunConfig, build_perf, perf_backends
+    from experiments.run_perf import build_perf
+    from experiments.runner import RunConfig, perf_backends
 
     cfg = RunConfig(cluster=preset, cluster_nodes=nodes, contention=False)
     topo = netmodel.build_topology(netmodel.load_cluster(preset, num_nodes=nodes))

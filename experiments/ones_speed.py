@@ -143,7 +143,7 @@ def class_s_per_sample(group: str, factor: float, gpus: int, host_slope: float |
     """The engine's time per sample (s) of `group`'s models (mean), alone on `gpus` packed GPUs
     at the per-GPU base batch, their compute × `factor`, with the step form of `host_slope`
     (None: no step form, the `ones-artifact` engine)."""
-    from experiments.runner import _perf_packages
+    from experiments.run_perf import _perf_packages
     from netmodel import build_topology, load_cluster
     from simcore.perf_backends import make_perf
 

@@ -55,13 +55,16 @@ from simcore.metrics import (
     summary_row,
     timeline_columns,
 )
-from simcore.perf import PerfModel, gpu_variability
-from simcore.perf_backends import check_perf, make_perf, table_gaps
+from simcore.perf import PerfModel
+from simcore.perf_backends import check_perf, table_gaps
 from simcore.prepare import InvalidJob, build_jobs, describe_invalid
 from simcore.state import ClusterState, JobTable
 from simcore.tables import arrow_table, rows_table, to_pandas
 from simcore.work import WorkMode
 from experiments.defaults import DEFAULT_CLUSTER, DEFAULT_CONTENTION, DEFAULT_TRACE, PREFERRED_POLICIES
+from experiments.run_inputs import load_trace
+from experiments.run_perf import _perf_packages, build_perf
+from experiments.run_progress import RunProgress
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -325,7 +328,7 @@ def _simulate(config: RunConfig, out: Path | None, progress: bool, be: Backends,
     meta = {"config": config.to_dict(), "seed": config.seed, "version": __version__, "perf_source": be.perf_source,
             "perf": config.perf}
     rows, jobs_out, tls, decs, walls, pwalls, recl, timing = [], {}, {}, {}, {}, {}, {}, {}
-    bar = _Progress(progress, len(config.policies), base.num_jobs)
+    bar = RunProgress(progress, len(config.policies), base.num_jobs)
     try:
         for i, (name, policy) in enumerate(zip(config.policies, built)):
             jobs = base.for_run(last=i == len(built) - 1)  # after the last run `base` is read for trace columns only
@@ -390,24 +393,6 @@ def excluded_columns(excluded: Mapping[str, int]) -> dict[str, Any]:
         return {}
     return {"trace_rows_excluded": int(sum(excluded.values())),
             "trace_excluded": ", ".join(f"{k}: {v}" for k, v in sorted(excluded.items()))}
-
-
-def load_capacity(path: str | Path) -> tuple[tuple[float, int, bool], ...]:
-    """Capacity changes from a CSV with columns `time_s,node,online` (online: 1/0/true/false):
-    nodes leaving and joining (Aryl's loaned servers, FFT's churn). Times are finite seconds
-    ≥ 0 and nodes integers ≥ 0, in ASCII digits; the cluster bounds the node ids in `run`."""
-    from cosim.validate import parse_number, read_csv_columns
-
-    p = Path(path)
-    out = []
-    for i, r in enumerate(read_csv_columns(p, ("time_s", "node", "online")), start=1):
-        t = parse_number(r["time_s"], "time_s", source=p, row=i, minimum=0.0)
-        n = parse_number(r["node"], "node", source=p, row=i, integer=True, minimum=0)
-        ov = r["online"].strip().lower()
-        if ov not in ("1", "0", "true", "false", "1.0", "0.0"):
-            raise InputError.at(p, row=i, field="online", expected="1/0/true/false", got=r["online"])
-        out.append((t, n, ov in ("1", "true", "1.0")))
-    return tuple(out)
 
 
 def _backend_gaps(backend: str, gaps: dict[str, str], jobs: JobTable, invalid: list) -> list:
@@ -477,93 +462,7 @@ def _write(df: pd.DataFrame, path: Path, meta: dict) -> None:
     write_parquet(pa.Table.from_pandas(df, preserve_index=False), path, meta)
 
 
-def _console_shows_live() -> bool:
-    """Whether rich would draw the bar: on a terminal or in Jupyter. Elsewhere (a pipe, a log)
-    the transient bar prints nothing, yet its refresh thread renders it ten times a second."""
-    from rich.console import Console
-
-    console = Console()
-    return console.is_terminal or console.is_jupyter
-
-
-class _Progress:
-    """A rich progress bar (stderr) over policies × jobs finished; no-op when disabled."""
-
-    def __init__(self, enabled: bool, num_policies: int, num_jobs: int) -> None:
-        self.p = None
-        if enabled and _console_shows_live():
-            from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
-
-            self.p = Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
-                              TimeElapsedColumn(), transient=True)
-            self.p.start()
-        self.num_jobs = num_jobs
-        self.tasks: dict[str, Any] = {}
-
-    def callback(self, name: str) -> Callable[[float, int, int], None] | None:
-        if self.p is None:
-            return None
-        self.tasks[name] = self.p.add_task(name, total=self.num_jobs)
-        return lambda now, done, total: self.p.update(self.tasks[name], completed=done)
-
-    def done(self, name: str) -> None:
-        if self.p is not None and name in self.tasks:
-            self.p.update(self.tasks[name], completed=self.num_jobs)
-
-    def close(self) -> None:
-        if self.p is not None:
-            self.p.stop()
-
-
 # ---- the project's packages ---------------------------------------------------------------
-
-def load_trace(config: RunConfig) -> Any:
-    """`synth:<like>:<jobs>[:<window>]` → traces.synth; a Parquet file → traces.io.read_jobs; any
-    other file → traces.load. Then traces.workload.assemble fills models and batches.
-
-    A file's assembled table goes through the trace cache (`traces.cache`) and comes back as
-    columns (name → numpy array), read without pandas on every run after the first; the other
-    specs give the DataFrame. `simcore.prepare.build_jobs` takes either."""
-    spec = config.trace
-    if spec.startswith(("synth:", "dally:", "aryl:")):
-        from traces import workload
-
-        if spec.startswith("synth:"):
-            from traces import synth
-
-            df = synth.from_spec(spec, config.seed)
-        elif spec.startswith("dally:"):  # the Dally paper's SenseTime batch / Poisson workloads
-            from traces import dally
-
-            df = dally.from_spec(spec, config.seed)
-        else:  # Aryl's Philly-derived workloads (testbed, Basic/Advanced/Ideal at a scale)
-            from traces import aryl
-
-            df = aryl.from_spec(spec, config.seed)
-        return workload.assemble(df, config.seed, max_gpus=config.max_gpus)
-    path = Path(spec)
-    if not path.exists():
-        raise InputError.at(spec, expected="an existing trace file or synth:<like>:<jobs>")
-    from traces import cache
-
-    opts = "" if config.max_gpus == "2x" else f"max_gpus={config.max_gpus}"
-    return cache.load(path, config.seed, lambda: _load_file(path, config.seed, config.max_gpus), opts)
-
-
-def _load_file(path: Path, seed: int, max_gpus: str = "2x") -> Any:
-    """The assembled DataFrame of a trace file (what `traces.cache` stores)."""
-    from traces import workload
-
-    if path.suffix == ".parquet":
-        from traces import io as tio
-
-        df = tio.read_jobs(path)
-    else:
-        import traces
-
-        df = traces.load(path)
-    return workload.assemble(df, seed, max_gpus=max_gpus)
-
 
 #: `make(name, params) -> Policy` and `names() -> list[str]`: what the runner needs of a policy registry
 PolicyFactory = tuple[Callable[[str, Mapping[str, Any]], Any], Callable[[], list[str]]]
@@ -628,88 +527,3 @@ def engine_for(preset: str, profile_data: Mapping[str, Any], source: str = "prof
 
 
 _ENGINES: dict[str, tuple[Any, Backends]] = {}
-
-
-def profile_for(config: RunConfig, topo: Any) -> Any:
-    """The calibration profile of a run (`calibration.stepform.Profile`): `--calibration FILE`
-    or the name of a shipped profile (calibration/data/profiles/NAME.toml, when no such file is
-    here), else the preset's `profile` key (the shipped fitted profile of its GPU class); None
-    with `--calibration none` or when neither names one."""
-    from calibration.stepform import PROFILES_DIR, profile_path, read_profile
-
-    spec = getattr(topo, "spec", None)
-    if config.calibration is not None:
-        if str(config.calibration).lower() == "none":
-            return None
-        path = Path(config.calibration)
-        if not path.exists() and (PROFILES_DIR / f"{config.calibration}.toml").is_file():
-            path = PROFILES_DIR / f"{config.calibration}.toml"
-    elif getattr(spec, "profile", None):
-        path = profile_path(spec.profile, spec.source if str(spec.source).endswith(".toml") else None)
-    else:
-        return None
-    key = (str(path), path.stat().st_mtime_ns if path.exists() else 0)
-    prof = _PROFILES.get(key)
-    if prof is None:
-        prof = _PROFILES[key] = read_profile(path)
-    return prof
-
-
-_PROFILES: dict[tuple[str, int], Any] = {}
-
-
-def build_perf(topo: Any, be: Backends, config: RunConfig, profile: Any = None) -> PerfModel:
-    """The engine's PerfModel for `topo` with the run's calibration profile (`profile_for`):
-    its `[comm]` overlays the preset's (in `be.comm`), its `[compute]` curves replace the
-    zoo's for their (model, GPU type), its `[step]` section for the preset gives the fitted
-    iteration form (`calibration.stepform`). `cosim validate` predicts through this function,
-    passing the `profile` it fitted (a `stepform.Profile`) instead of a file."""
-    prof = profile if profile is not None else profile_for(config, topo) if be.perf_source == "real" else None
-    zoo = be.zoo if prof is None or not prof.compute else _ProfileZoo(be.zoo, prof.compute)
-    spec = getattr(topo, "spec", None)
-    step = None if prof is None else prof.step_for(getattr(spec, "name", ""))
-    comm = be.comm(topo, prof.comm, prof.source) if prof is not None and prof.comm else be.comm(topo)
-    perf = make_perf(config.perf, topo, zoo, comm, be.solve, contention=config.contention,
-                     allow_accumulation=config.allow_accumulation, step=step)
-    if config.gpu_variability:  # per-GPU variability (off by default: results unchanged)
-        perf.gpu_slowdown = gpu_variability(len(perf.gpu_type), config.gpu_variability, config.gpu_variability_seed)
-    return perf
-
-
-def _perf_packages(config: RunConfig) -> tuple[Any, Callable[[Any], Any], Any, str]:
-    """The zoo, comm-model factory and contention solver of the project's packages."""
-    from calibration import zoo
-    from collectives import CommModel, CommParams
-    from collectives.contention import solve
-
-    def comm(topo: Any, overlay: Mapping[str, Any] | None = None, source: str = "profile") -> Any:
-        """The comm model with the preset's [comm] table, overlaid by a calibration
-        profile's [comm] table (`build_perf` passes it)."""
-        params = CommParams.for_cluster(getattr(topo, "spec", None))
-        return CommModel(topo, params.with_mapping(overlay, source=source) if overlay else params)
-
-    return zoo, comm, solve, "real"
-
-
-class _ProfileZoo:
-    """The zoo with a profile's `[compute]` curves (`cosim calibrate compute` measurements
-    fitted by `calibrate fit`) in place of its own for those (model, GPU type) pairs."""
-
-    def __init__(self, zoo: Any, compute: Mapping[str, Mapping[str, Mapping[str, Any]]]) -> None:
-        self._zoo = zoo
-        self._curves = {(zoo.resolve(m), zoo.resolve_gpu(g)): zoo._curve_from(c)
-                        for m, per in compute.items() for g, c in per.items()}
-
-    def compute_time_s(self, model: str, gpu_type: str, local_batch: int) -> float:
-        c = self._curves.get((self._zoo.resolve(model), self._zoo.resolve_gpu(gpu_type)))
-        if c is None or local_batch <= 0:
-            return self._zoo.compute_time_s(model, gpu_type, local_batch)
-        return float(c(local_batch))
-
-    def measured_max_batch(self, model: str, gpu_type: str) -> int:
-        """Largest local batch the profile's curve was measured at (0: none): it fits memory."""
-        c = self._curves.get((self._zoo.resolve(model), self._zoo.resolve_gpu(gpu_type)))
-        return 0 if c is None else int(c.batch_max)
-
-    def __getattr__(self, attr: str) -> Any:  # resolve, get, … unchanged
-        return getattr(self._zoo, attr)

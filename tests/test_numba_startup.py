@@ -56,7 +56,7 @@ def test_default_run_setup_loads_neither_networkx_nor_scipy_linalg():
     out = _run(
         "import sys\n"
         "from experiments.runner import DEFAULT_TRACE, RunConfig, real_backends\n"
-        "from experiments.runner import build_perf\n"
+        "from experiments.run_perf import build_perf\n"
         "cfg = RunConfig(trace=DEFAULT_TRACE, cluster='dgx-a100')\n"
         "be = real_backends(cfg)\n"
         "topo = be.topology(cfg)\n"

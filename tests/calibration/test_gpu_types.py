@@ -114,7 +114,8 @@ def test_cluster_file_brings_its_own_gpu_type(tmp_path):
 
 def test_engine_runs_a_cluster_with_its_own_gpu_type(tmp_path):
     import netmodel
-    from experiments.runner import RunConfig, build_perf, perf_backends
+    from experiments.run_perf import build_perf
+    from experiments.runner import RunConfig, perf_backends
 
     c = tmp_path / "rig.toml"
     c.write_text(CLUSTER + "\n[gpu_types.l4]\n" + L4.split("[l4]", 1)[1])

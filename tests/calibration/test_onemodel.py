@@ -44,7 +44,8 @@ def test_profile_round_trip_engine_equals_validate(fitted):
     """fit → profile file → the runner's PerfModel (`build_perf` via `profile_for`) gives the
     same solo iteration time as `fit.Platform.predict` with the fitted section, row by row."""
     import netmodel
-    from experiments.runner import RunConfig, build_perf, perf_backends
+    from experiments.run_perf import build_perf
+    from experiments.runner import RunConfig, perf_backends
 
     rows, rep, out = fitted
     p = fit.Platform(rows, "t4-pcie", "aws")
@@ -236,7 +237,8 @@ def test_preset_fits_comm_params_the_engine_reads(tmp_path):
     comm = fit.read_profile(out).comm
     assert comm["beta_efficiency_intra"] == pytest.approx(0.4, rel=0.05)
     assert comm["beta_efficiency_net"] == pytest.approx(0.3, rel=0.05)
-    from experiments.runner import RunConfig, build_perf, perf_backends
+    from experiments.run_perf import build_perf
+    from experiments.runner import RunConfig, perf_backends
 
     cfg = RunConfig(cluster="t4-pcie", calibration=str(out))
     perf = build_perf(topo, perf_backends(cfg), cfg)

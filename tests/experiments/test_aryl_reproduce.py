@@ -149,7 +149,8 @@ def test_normalized_clusters_loan_capacity_that_keeps_running_time(preset):
     import numpy as np
 
     import netmodel
-    from experiments.runner import RunConfig, build_perf, perf_backends
+    from experiments.run_perf import build_perf
+    from experiments.runner import RunConfig, perf_backends
 
     def perf_of(name):
         cfg = RunConfig(cluster=name, perf="linear", contention=False)

@@ -16,7 +16,8 @@ from tests.experiments.test_ones_speed import history  # noqa: F401  (the shared
 
 
 def _perf(calibration, profile=None):
-    from experiments.runner import RunConfig, build_perf, real_backends
+    from experiments.run_perf import build_perf
+    from experiments.runner import RunConfig, real_backends
 
     cfg = RunConfig(trace="synth:ones:4", cluster="ones-longhorn", calibration=calibration)
     be = real_backends(cfg)
@@ -63,7 +64,8 @@ def test_reference_speeds_stay_the_artifacts(history):
 
 def test_one_gpu_step_is_the_compute_curve_and_more_gpus_pay_the_host_term(history):
     from calibration.stepform import Profile
-    from experiments.runner import RunConfig, profile_for
+    from experiments.run_perf import profile_for
+    from experiments.runner import RunConfig
 
     prof = profile_for(RunConfig(trace="synth:ones:4", cluster="ones-longhorn", calibration="ones-longhorn"), None)
     h = prof.step_for("ones-longhorn").default.host_slope

@@ -39,7 +39,8 @@ def test_shipped_profile_is_the_fit(history, tmp_path):
 
 
 def test_runs_read_the_profile_by_name_from_any_folder(history, tmp_path, monkeypatch):
-    from experiments.runner import RunConfig, build_perf, real_backends
+    from experiments.run_perf import build_perf
+    from experiments.runner import RunConfig, real_backends
 
     cfg = RunConfig(trace="synth:ones:4", cluster="ones-longhorn", calibration="ones-artifact")
     be = real_backends(cfg)

@@ -98,7 +98,7 @@ def test_one_number_parser(text, integer):
 @example(node="٣")
 @given(node=HOSTILE_TEXT | st.integers(-3, 10).map(str))
 def test_capacity_node_values(node):
-    from experiments.runner import load_capacity
+    from experiments.run_inputs import load_capacity
 
     p = _write(f"time_s,node,online\n10,{node},0\n".encode("utf-8", errors="surrogatepass"), "cap.csv")
 

@@ -67,7 +67,7 @@ def _capacity_ok(rows) -> None:
                                HOSTILE_TEXT | st.sampled_from(["0", "1", "true", "false"])), max_size=5),
        header=st.booleans())
 def test_capacity_csv(rows, header):
-    from experiments.runner import load_capacity
+    from experiments.run_inputs import load_capacity
 
     text = ("time_s,node,online\n" if header else "") + "".join(f"{t},{n},{o}\n" for t, n, o in rows)
     p = _write(text.encode("utf-8", errors="surrogatepass"), "cap.csv")

@@ -47,7 +47,7 @@ def test_bad_weights_file_is_one_line_input_error(tmp_path):
 
 def _run(tmp_path, jobs: int, seed: int, params: dict):
     from experiments.runner import RunConfig, run
-    from experiments.runner import load_trace
+    from experiments.run_inputs import load_trace
 
     cfg = RunConfig(trace=f"synth:ones:{jobs}", cluster="ones-longhorn", cluster_nodes=4, policies=("drl",),
                     policy_params={"drl": params}, costs=20.0, seed=seed, write_decisions=True)

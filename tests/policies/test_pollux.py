@@ -334,7 +334,8 @@ def test_suspend_rigid_false_never_preempts_a_started_rigid_job():
 def test_batch_fixed_never_changes_a_jobs_batch(tmp_path):
     import pandas as pd
 
-    from experiments.runner import RunConfig, load_trace, run
+    from experiments.run_inputs import load_trace
+    from experiments.runner import RunConfig, run
 
     def batches(batch: str):
         out = tmp_path / batch

@@ -62,7 +62,8 @@ def test_contention_stretches_the_fitted_all_reduce():
     import numpy as np
 
     import netmodel
-    from experiments.runner import build_perf, perf_backends
+    from experiments.run_perf import build_perf
+    from experiments.runner import perf_backends
 
     cfg = RunConfig(cluster="rtx2080ti-pcie")
     topo = netmodel.build_topology(netmodel.load_cluster("rtx2080ti-pcie"))

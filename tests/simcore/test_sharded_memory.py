@@ -12,7 +12,8 @@ from calibration import sharding, zoo
 from cosim.errors import UnknownNameError
 from simcore.perf import PerfModel
 from simcore.prepare import canonical_models
-from experiments.runner import RunConfig, _perf_packages
+from experiments.run_perf import _perf_packages
+from experiments.runner import RunConfig
 from tests.simcore.fakes import FakeComm, fake_topology
 
 LLMS = ("gpt_neo_1.3b", "gpt_neo_2.7b", "opt_2.7b", "opt_6.7b")

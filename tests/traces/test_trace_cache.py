@@ -110,7 +110,8 @@ def test_changed_file_or_seed_or_corrupt_entry_rebuilds(trace):
 
 def test_assembly_options_get_their_own_entry(trace):
     """A run with the artifact's per-job GPU cap never reads the default cap's table, nor the reverse."""
-    from experiments.runner import RunConfig, load_trace
+    from experiments.run_inputs import load_trace
+    from experiments.runner import RunConfig
 
     plain = load_trace(RunConfig(trace=str(trace)))
     art = load_trace(RunConfig(trace=str(trace), max_gpus="artifact"))
@@ -133,7 +134,7 @@ def test_build_jobs_gets_the_same_jobs_from_the_cache_and_the_frame(trace):
     from calibration import zoo
     from experiments.runner import RunConfig, real_backends
     from simcore.prepare import build_jobs
-    from experiments.runner import build_perf
+    from experiments.run_perf import build_perf
 
     cfg = RunConfig(trace=str(trace), cluster="dgx-a100", cluster_nodes=2)
     be = real_backends(cfg)

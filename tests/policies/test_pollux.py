@@ -296,7 +296,7 @@ def test_mutation_raise_probabilities():
     n = 40000
     X = np.broadcast_to(prob.base, (n, 4, 1)).astype(np.int16)
     out = _children(X, np.zeros(0, np.int64), np.zeros(0, np.bool_), True, False, 123, prob.base, prob.node_cap,
-                    prob.job_node_cap, prob.max_gpus, prob.min_gpus, 16, True, K.scratch(4, 1))
+                    prob.job_node_cap, prob.max_gpus, prob.min_gpus, prob.floors(), 16, True, K.scratch(4, 1))
     p1, pb = 0.25, 0.25 + 0.5 - 0.125
     job0 = 0.99 * pb * 6 / 7 + 0.01 * p1 * 6 / 9  # raised above 2 (or zeroed, then raised from 0 past 2)
     job2 = p1 * 8 / 9  # raised above 0

@@ -8,7 +8,7 @@ Individuals are stored sparse: the allocation matrix A[j, n] (GPUs of job j on n
 (node, count) entries, node-sorted (`rp[k, j]:rp[k, j + 1]` index `en[k]`, `ev[k]`). A repaired
 individual has at most one entry per GPU, so every operator costs O(J + entries + N) instead of
 O(J × N): at 2,048 GPUs and 1,000 jobs the dense matrix has 256,000 cells and ~2,000 non-zeros.
-`Problem`'s dense methods in `ga` convert to this form and call the same functions.
+`Problem`'s dense methods in `ga` convert to this form (`_sparse_kernels`) and call the same functions.
 
 Random draws come from a SplitMix64 state (`_nsga_kernels.rng_*`, in the scratch tuple), seeded
 once per call from the policy's numpy Generator: a round is a function of the policy seed. Where a draw cannot change the result it is
@@ -24,6 +24,13 @@ import math
 import numpy as np
 from numba import njit
 
+from policies.pollux._sparse_kernels import (  # noqa: F401 (to_dense, floor_arrays: re-exported)
+    _seen,
+    floor_arrays,
+    hash_one,
+    to_dense,
+    to_sparse,
+)
 from policies.pollux._nsga_kernels import (  # noqa: F401 (fronts, rng_seed: re-exported)
     fronts,
     rng_randint,
@@ -49,35 +56,6 @@ def _skip(j, prob, inv_log, st):
 @njit(cache=True)
 def _inv_log(prob):
     return 1.0 / math.log(1.0 - prob) if 0.0 < prob < 1.0 else 0.0
-
-
-# ---- dense <-> sparse ---------------------------------------------------------------------
-
-
-@njit(cache=True)
-def to_sparse(X, k, rp, en, ev, slot):
-    """Row-sparse copy of the dense X[k] (non-zero entries, negatives kept) into slot `slot`."""
-    J, N = X.shape[1], X.shape[2]
-    c = 0
-    for j in range(J):
-        rp[slot, j] = c
-        for n in range(N):
-            v = X[k, j, n]
-            if v != 0:
-                en[slot, c] = n
-                ev[slot, c] = v
-                c += 1
-    rp[slot, J] = c
-
-
-@njit(cache=True)
-def to_dense(rp, en, ev, slot, X, k):
-    J, N = X.shape[1], X.shape[2]
-    for j in range(J):
-        for n in range(N):
-            X[k, j, n] = 0
-        for e in range(rp[slot, j], rp[slot, j + 1]):
-            X[k, j, en[slot, e]] = ev[slot, e]
 
 
 # ---- making one child: crossover, mutation, repair -----------------------------------------
@@ -323,21 +301,6 @@ def make_child(rp, en, ev, ia, ib, point, swap, mutate, fix, brp, ben, bev, node
     out_rp[slot, J] = o
 
 
-@njit(cache=True)
-def floor_arrays(floor):
-    """(frp, fen, fev, res): the pinned minimum shares int[J, N] row-sparse in one slot, and summed per node."""
-    J, N = floor.shape
-    frp = np.zeros((1, J + 1), np.int64)
-    fen = np.zeros((1, J * N + 1), np.int16)
-    fev = np.zeros((1, J * N + 1), np.int16)
-    to_sparse(floor.reshape((1, J, N)), 0, frp, fen, fev, 0)
-    res = np.zeros(N, np.int64)
-    for j in range(J):
-        for n in range(N):
-            res[n] += floor[j, n]
-    return frp, fen, fev, res
-
-
 def scratch(J: int, N: int):
     """The scratch arrays `make_child` takes (sized for any input: at most J × N entries), the
     random state last."""
@@ -349,7 +312,7 @@ def scratch(J: int, N: int):
             z(N + 1, np.int64), z(1, np.uint64))
 
 
-# ---- objectives and identity ---------------------------------------------------------------
+# ---- objectives ----------------------------------------------------------------------------
 
 
 @njit(cache=True)
@@ -401,41 +364,6 @@ def objective_one(rp, en, ev, k, speedups, brp, ben, bev, penalty, scale, p, nod
     else:
         fit = (acc / J) ** (1.0 / p)
     return -fit, -util
-
-
-@njit(cache=True)
-def hash_one(rp, en, ev, k, N):
-    """A 64-bit hash of individual k: Σ count × a pseudo-random odd weight of (job, node), mod 2^64
-    (equal individuals, equal hashes; the caller compares in full on a match)."""
-    h = np.uint64(0)
-    J = rp.shape[1] - 1
-    for j in range(J):
-        for e in range(rp[k, j], rp[k, j + 1]):
-            i = np.uint64(j * N + en[k, e] + 1)
-            w = (i * np.uint64(0x9E3779B97F4A7C15)) ^ np.uint64(0xBF58476D1CE4E5B9)
-            h += np.uint64(ev[k, e] + 32768) * (w | np.uint64(1))
-    return h
-
-
-@njit(cache=True)
-def _same(rp, en, ev, a, b):
-    J = rp.shape[1] - 1
-    for j in range(J + 1):
-        if rp[a, j] != rp[b, j]:
-            return False
-    for e in range(rp[a, J]):
-        if en[a, e] != en[b, e] or ev[a, e] != ev[b, e]:
-            return False
-    return True
-
-
-@njit(cache=True)
-def _seen(H, h, rp, en, ev, slot):
-    """Whether individual `slot` (hash h) repeats one of the `slot` before it (NSGA-II keeps one copy)."""
-    for q in range(slot):
-        if H[q] == h and _same(rp, en, ev, q, slot):
-            return True
-    return False
 
 
 # ---- the loop ----------------------------------------------------------------------------

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from policies import make
 from policies.pollux.ga import Problem, evolve, pinned_minimum
-from tests.policies.conftest import Job, build_view
+from tests.policies.test_pollux import started_and_waiting
 
 
 def _random_problem(rng, J, N, per_node, interference):
@@ -95,28 +95,22 @@ def test_the_repair_serves_pinned_minimums_before_the_priority_pass():
     assert prob.repair(X, np.random.default_rng(0))[0].tolist() == [[2], [2]]
 
 
-def _elastic_and_waiting():
-    """A started elastic job (min 3, max 4) on the whole 4-GPU node, three one-GPU jobs waiting."""
-    jobs = [Job(gpus=4, submit=0.0, alloc=(0, 1, 2, 3), model="resnet18_cifar", min_gpus=3, max_gpus=4)]
-    jobs += [Job(gpus=1, submit=10.0 + i, model="resnet18_cifar", max_gpus=2) for i in range(3)]
-    return build_view(jobs, now=600.0, nodes=1, gpus_per_node=4,
-                      iteration_time=lambda j, gpus, batch: 0.01 + batch / len(gpus) * 1e-4)
-
-
 def test_keep_started_min_never_suspends_a_started_elastic_job():
-    # p = -1 wants as many jobs served as it can, so Pollux suspends the elastic job for the three
-    # waiting ones in some seed; with keep_started_min it keeps at least 3 GPUs every time
-    least = {False: [], True: []}
-    for keep in (False, True):
+    # p = -1 wants as many jobs served as it can, so Pollux suspends the started elastic job
+    # (min 3, max 4) for the three waiting ones in some seed; with keep_started_min it keeps at least
+    # 3 GPUs every time
+    def least_gpus(keep: bool) -> int:
+        out = []
         for seed in range(8):
             pol = make("pollux", population=20, generations=10, seed=seed, keep_started_min=keep)
-            d = pol.decide(_elastic_and_waiting(), 600.0)
-            a = d.allocations.get(0)
-            least[keep].append(0 if a is None else len(a.gpus))
-            gpus = [g for x in d.allocations.values() for g in x.gpus]
-            assert len(gpus) == len(set(gpus)) <= 4
-    assert min(least[True]) >= 3
-    assert min(least[False]) == 0
+            d = pol.decide(started_and_waiting(min_gpus=3), 600.0)
+            held = [g for x in d.allocations.values() for g in x.gpus]
+            assert len(held) == len(set(held)) <= 4
+            out.append(len(d.allocations[0].gpus) if 0 in d.allocations else 0)
+        return min(out)
+
+    assert least_gpus(True) >= 3
+    assert least_gpus(False) == 0
 
 
 def test_keep_started_min_is_shown_with_its_paper_line():

@@ -127,7 +127,9 @@ class Pollux(BasePolicy):
     2. jobs are ordered by attained GPU-seconds, then arrival (the repair's priority);
     3. each job's speedup on (n nodes, r GPUs) = its best modelled goodput there / at a fair
        share (one node, ⌈G / J⌉ GPUs); a job that never ran counts r / ⌈G / J⌉;
-    4. NSGA-II (`policies.pollux.ga`) from last round's population picks the allocation matrix;
+    4. NSGA-II (`policies.pollux.ga`) from last round's population picks the allocation matrix
+       (started rigid jobs outside it when `suspend_rigid` is false; started elastic jobs held at
+       their minimum where they run when `keep_started_min` is true);
     5. jobs whose matrix row is unchanged keep their GPUs; the others are re-placed on the
        nodes the matrix names (lowest free GPU ids) at the batch their model finds best
        (paying the engine's restart cost).

@@ -207,9 +207,8 @@ def evolve(problem: Problem, init: np.ndarray, rng: np.random.Generator, pop_siz
     pop, _, best = K.evolve_kernel(
         init, pr.speedups, pr.base, np.ascontiguousarray(pr.penalty, np.float64),
         float(pr.scale), float(pr.p), pr.node_cap, _dense(pr.job_node_cap), pr.max_gpus, pr.min_gpus, pr.floors(),
-        int(pr.max_nodes),
-        bool(pr.interference), int(pop_size), int(generations), float(crossover_prob), int(max_tries),
-        pr._seed(rng), K.scratch(J, N))
+        int(pr.max_nodes), bool(pr.interference), int(pop_size), int(generations), float(crossover_prob),
+        int(max_tries), pr._seed(rng), K.scratch(J, N))
     return pop[best].astype(np.int64), pop
 
 

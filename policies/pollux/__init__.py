@@ -25,7 +25,7 @@ from policies.pollux.agent import (
     micro_batching,
     noise_ratio_from,
 )
-from policies.pollux.ga import Problem, evolve
+from policies.pollux.ga import Problem, evolve, pinned_minimum
 from policies.registry import POLICIES
 from simcore.api import ClusterView, Decision, JobState
 
@@ -86,6 +86,15 @@ class PolluxConfig(PolicyConfig):
         source="true: the Pollux artifact (min_replicas = 0 for every job); false: for workloads with "
                "inelastic jobs, as in the Aryl evaluation's Pollux baseline (Aryl serves inelastic demand whole, "
                "seeds/notes/aryl.md §2; the paper does not say whether its Pollux suspends such jobs)")
+    keep_started_min: bool = param(
+        False, "whether a started elastic job (min_gpus < max_gpus) keeps at least its minimum GPUs: true: it is "
+               "never suspended, and its minimum stays on the nodes where it holds most GPUs, served before the "
+               "others' GPUs are searched; above its minimum the search grows, shrinks or moves it as any job "
+               "(a changed allocation restarts it). A job whose minimum does not fit where it runs is not held. "
+               "Started rigid jobs follow suspend_rigid",
+        source="false: the Pollux artifact (min_replicas = 0 for every job); true: the Aryl evaluation's Pollux "
+               "(Aryl §7.4: \"Pollux considers job's minimum demand\" and \"tends to prolong the large-and-long "
+               "jobs by shrinking their resources towards the end of training to yield for newly-started jobs\")")
 
     def validate(self) -> None:
         self.check("interval_s", self.interval_s is not None, "a positive number of seconds (Pollux is round-based)")
@@ -118,7 +127,9 @@ class Pollux(BasePolicy):
     2. jobs are ordered by attained GPU-seconds, then arrival (the repair's priority);
     3. each job's speedup on (n nodes, r GPUs) = its best modelled goodput there / at a fair
        share (one node, ⌈G / J⌉ GPUs); a job that never ran counts r / ⌈G / J⌉;
-    4. NSGA-II (`policies.pollux.ga`) from last round's population picks the allocation matrix;
+    4. NSGA-II (`policies.pollux.ga`) from last round's population picks the allocation matrix
+       (started rigid jobs outside it when `suspend_rigid` is false; started elastic jobs held at
+       their minimum where they run when `keep_started_min` is true);
     5. jobs whose matrix row is unchanged keep their GPUs; the others are re-placed on the
        nodes the matrix names (lowest free GPU ids) at the batch their model finds best
        (paying the engine's restart cost).
@@ -265,9 +276,14 @@ class Pollux(BasePolicy):
         age = now - jv.submit_time[jobs]
         restarts = jv.num_restarts[jobs].astype(np.float64)
         penalty = np.maximum(age - restarts * delta, 0.0) / (age + delta) if delta > 0 else np.ones(J)
-        return Problem(S, base, node_cap, job_node_cap, caps, jv.min_gpus[jobs].astype(np.int64), penalty,
+        min_gpus = jv.min_gpus[jobs].astype(np.int64)
+        floor = None
+        if self.config.keep_started_min:  # started elastic jobs keep their minimum where they run
+            floor = pinned_minimum(base, min_gpus, (base.sum(axis=1) > 0) & (min_gpus < jv.max_gpus[jobs]),
+                                   node_cap, job_node_cap, self.config.max_nodes_per_job)
+        return Problem(S, base, node_cap, job_node_cap, caps, min_gpus, penalty,
                        scale=N / G, p=self.config.p, max_nodes=self.config.max_nodes_per_job,
-                       interference=self.config.interference_avoidance)
+                       interference=self.config.interference_avoidance, floor=floor)
 
     def initial_population(self, jobs: np.ndarray, base: np.ndarray) -> np.ndarray:
         """Last round's population, its rows moved to this round's job order (new jobs: none)."""

@@ -8,7 +8,7 @@ Individuals are stored sparse: the allocation matrix A[j, n] (GPUs of job j on n
 (node, count) entries, node-sorted (`rp[k, j]:rp[k, j + 1]` index `en[k]`, `ev[k]`). A repaired
 individual has at most one entry per GPU, so every operator costs O(J + entries + N) instead of
 O(J × N): at 2,048 GPUs and 1,000 jobs the dense matrix has 256,000 cells and ~2,000 non-zeros.
-`Problem`'s dense methods in `ga` convert to this form and call the same functions.
+`Problem`'s dense methods in `ga` convert to this form (`_sparse_kernels`) and call the same functions.
 
 Random draws come from a SplitMix64 state (`_nsga_kernels.rng_*`, in the scratch tuple), seeded
 once per call from the policy's numpy Generator: a round is a function of the policy seed. Where a draw cannot change the result it is
@@ -24,6 +24,13 @@ import math
 import numpy as np
 from numba import njit
 
+from policies.pollux._sparse_kernels import (  # noqa: F401 (to_dense, floor_arrays: re-exported)
+    _seen,
+    floor_arrays,
+    hash_one,
+    to_dense,
+    to_sparse,
+)
 from policies.pollux._nsga_kernels import (  # noqa: F401 (fronts, rng_seed: re-exported)
     fronts,
     rng_randint,
@@ -51,44 +58,16 @@ def _inv_log(prob):
     return 1.0 / math.log(1.0 - prob) if 0.0 < prob < 1.0 else 0.0
 
 
-# ---- dense <-> sparse ---------------------------------------------------------------------
-
-
-@njit(cache=True)
-def to_sparse(X, k, rp, en, ev, slot):
-    """Row-sparse copy of the dense X[k] (non-zero entries, negatives kept) into slot `slot`."""
-    J, N = X.shape[1], X.shape[2]
-    c = 0
-    for j in range(J):
-        rp[slot, j] = c
-        for n in range(N):
-            v = X[k, j, n]
-            if v != 0:
-                en[slot, c] = n
-                ev[slot, c] = v
-                c += 1
-    rp[slot, J] = c
-
-
-@njit(cache=True)
-def to_dense(rp, en, ev, slot, X, k):
-    J, N = X.shape[1], X.shape[2]
-    for j in range(J):
-        for n in range(N):
-            X[k, j, n] = 0
-        for e in range(rp[slot, j], rp[slot, j + 1]):
-            X[k, j, en[slot, e]] = ev[slot, e]
-
-
 # ---- making one child: crossover, mutation, repair -----------------------------------------
 
 
 @njit(cache=True)
 def make_child(rp, en, ev, ia, ib, point, swap, mutate, fix, brp, ben, bev, node_cap, job_node_cap, max_gpus,
-               min_gpus, max_nodes, interference, out_rp, out_en, out_ev, slot, W):
+               min_gpus, frp, fen, fev, res, max_nodes, interference, out_rp, out_en, out_ev, slot, W):
     """Write into `slot` of (out_rp, out_en, out_ev) the child of parents ia, ib (rows j < point
     from ib when `swap`, the rest from ia), mutated when `mutate`, then repaired when `fix`. `brp, ben, bev`:
-    the current allocation (row-sparse, one slot). W: scratch (`scratch`).
+    the current allocation (row-sparse, one slot); `frp, fen, fev`: each job's pinned minimum share
+(row-sparse, one slot; empty rows where none) and `res`: those shares summed per node. W: scratch (`scratch`).
 
     Mutation (Pollux's): (1) each job's row reset to its current allocation with probability
     0.1; (2) for 10 % of jobs, each entry zeroed with probability 0.1; (3) on each node with free
@@ -100,8 +79,14 @@ def make_child(rp, en, ev, ia, ib, point, swap, mutate, fix, brp, ben, bev, node
     pass does all, in the order of `ga`'s module doc): entries clamped to [0, the job's cap on
     the node]; interference avoidance (a distributed job loses the nodes where an earlier
     distributed job is); the job's most GPUs and most nodes over its nodes in a random order;
-    node capacity left by earlier jobs; a job short of its least GPUs gets none."""
-    wrp, wn, wv, reset, zero, used, on, ahead, atail, anext, an, av, seen, cum, nzn, nzv, perm, st = W
+    node capacity left by earlier jobs; a job short of its least GPUs gets none.
+
+    Pinned minimum shares (`ga.Problem.floor`) are served before that pass: each node's capacity
+    starts reduced by the shares on it, a distributed job's share owns its nodes for interference
+    avoidance, and in its own job's turn a share is merged into the row and never cut (the most GPUs
+    and nodes trim only above it; a job whose share node an earlier distributed job holds keeps only
+    its shares' nodes). With no shares every step and every random draw is as described above."""
+    wrp, wn, wv, reset, zero, used, on, ahead, atail, anext, an, av, owner, cum, nzn, nzv, perm, nzf, st = W
     J = rp.shape[1] - 1
     N = node_cap.shape[0]
     for j in range(J):
@@ -214,37 +199,66 @@ def make_child(rp, en, ev, ia, ib, point, swap, mutate, fix, brp, ben, bev, node
                 o += 1
         out_rp[slot, J] = o
         return
-    # repair, job by job
+    # repair, job by job (pinned minimum shares first: `res` and the owners of their nodes)
     for n in range(N):
-        seen[n] = False
-        cum[n] = 0
+        owner[n] = -1
+        cum[n] = res[n]
+    if interference:
+        for j in range(J):
+            if frp[0, j + 1] - frp[0, j] > 1:
+                for f in range(frp[0, j], frp[0, j + 1]):
+                    if owner[fen[0, f]] < 0:
+                        owner[fen[0, f]] = j
     o = 0
     for j in range(J):
         out_rp[slot, j] = o
-        c = 0  # merge the row and its additions (both node-sorted), clamped, zeros dropped
+        c = 0  # merge the row, its additions and its share (each node-sorted), clamped, zeros dropped
         e = wrp[j]
         a = ahead[j]
-        while e < wrp[j + 1] or a >= 0:
-            if a < 0 or (e < wrp[j + 1] and wn[e] < an[a]):
-                n = wn[e]
-                v = wv[e]
-                e += 1
+        f = frp[0, j]
+        while e < wrp[j + 1] or a >= 0 or f < frp[0, j + 1]:
+            if e < wrp[j + 1] or a >= 0:
+                nr = wn[e] if (a < 0 or (e < wrp[j + 1] and wn[e] < an[a])) else an[a]
             else:
-                n = an[a]
-                v = av[a]
-                a = anext[a]
-            v = min(v, job_node_cap[j, n])
+                nr = N
+            if f < frp[0, j + 1] and fen[0, f] < nr:  # a share on a node the row lacks
+                n = fen[0, f]
+                v = 0
+                fl = fev[0, f]
+                f += 1
+            else:
+                if a < 0 or (e < wrp[j + 1] and wn[e] < an[a]):
+                    n = wn[e]
+                    v = wv[e]
+                    e += 1
+                else:
+                    n = an[a]
+                    v = av[a]
+                    a = anext[a]
+                fl = 0
+                if f < frp[0, j + 1] and fen[0, f] == n:
+                    fl = fev[0, f]
+                    f += 1
+            v = max(min(v, job_node_cap[j, n]), fl)
             if v > 0:
                 nzn[c] = n
                 nzv[c] = v
+                nzf[c] = fl
                 c += 1
         if interference and c > 1:
+            lost = False  # a share's node held by an earlier distributed job: keep the shares only
+            for i in range(c):
+                if nzf[i] > 0 and owner[nzn[i]] >= 0 and owner[nzn[i]] != j:
+                    lost = True
             for i in range(c):
                 n = nzn[i]
-                if seen[n]:
+                if lost:
+                    if nzf[i] == 0:
+                        nzv[i] = 0
+                elif owner[n] >= 0 and owner[n] != j:
                     nzv[i] = 0
                 else:
-                    seen[n] = True
+                    owner[n] = j
         for i in range(c):
             perm[i] = i
         for i in range(c - 1, 0, -1):  # a random order of the job's nodes (Fisher-Yates)
@@ -255,23 +269,28 @@ def make_child(rp, en, ev, ia, ib, point, swap, mutate, fix, brp, ben, bev, node
         tot = 0
         nodes = 0
         for i in range(c):
+            if nzf[i] > 0:
+                tot += nzf[i]
+                nodes += 1
+        for i in range(c):
             q = perm[i]
-            v = min(nzv[q], max_gpus[j] - tot)
+            v = min(nzv[q] - nzf[q], max_gpus[j] - tot)
             if v > 0:
-                if nodes >= max_nodes:
-                    v = 0
-                else:
-                    nodes += 1
+                if nzf[q] == 0:
+                    if nodes >= max_nodes:
+                        v = 0
+                    else:
+                        nodes += 1
             else:
                 v = 0
-            nzv[q] = v
+            nzv[q] = nzf[q] + v
             tot += v
         tot = 0
         for i in range(c):
             n = nzn[i]
-            v = min(nzv[i], node_cap[n] - cum[n])
+            v = min(nzv[i], node_cap[n] - cum[n] + nzf[i])
             nzv[i] = v
-            cum[n] += v
+            cum[n] += v - nzf[i]
             tot += v
         if tot >= min_gpus[j]:
             for i in range(c):
@@ -289,11 +308,11 @@ def scratch(J: int, N: int):
     z = np.zeros
     return (z(J + 1, np.int64), z(E, np.int16), z(E, np.int16), z(J, np.bool_), z(J, np.bool_), z(N, np.int64),
             z(N, np.int64), z(J, np.int64), z(J, np.int64), z(E, np.int64), z(E, np.int16), z(E, np.int16),
-            z(N, np.bool_), z(N, np.int64), z(N + 1, np.int64), z(N + 1, np.int64), z(N + 1, np.int64),
-            z(1, np.uint64))
+            z(N, np.int64), z(N, np.int64), z(N + 1, np.int64), z(N + 1, np.int64), z(N + 1, np.int64),
+            z(N + 1, np.int64), z(1, np.uint64))
 
 
-# ---- objectives and identity ---------------------------------------------------------------
+# ---- objectives ----------------------------------------------------------------------------
 
 
 @njit(cache=True)
@@ -347,41 +366,6 @@ def objective_one(rp, en, ev, k, speedups, brp, ben, bev, penalty, scale, p, nod
     return -fit, -util
 
 
-@njit(cache=True)
-def hash_one(rp, en, ev, k, N):
-    """A 64-bit hash of individual k: Σ count × a pseudo-random odd weight of (job, node), mod 2^64
-    (equal individuals, equal hashes; the caller compares in full on a match)."""
-    h = np.uint64(0)
-    J = rp.shape[1] - 1
-    for j in range(J):
-        for e in range(rp[k, j], rp[k, j + 1]):
-            i = np.uint64(j * N + en[k, e] + 1)
-            w = (i * np.uint64(0x9E3779B97F4A7C15)) ^ np.uint64(0xBF58476D1CE4E5B9)
-            h += np.uint64(ev[k, e] + 32768) * (w | np.uint64(1))
-    return h
-
-
-@njit(cache=True)
-def _same(rp, en, ev, a, b):
-    J = rp.shape[1] - 1
-    for j in range(J + 1):
-        if rp[a, j] != rp[b, j]:
-            return False
-    for e in range(rp[a, J]):
-        if en[a, e] != en[b, e] or ev[a, e] != ev[b, e]:
-            return False
-    return True
-
-
-@njit(cache=True)
-def _seen(H, h, rp, en, ev, slot):
-    """Whether individual `slot` (hash h) repeats one of the `slot` before it (NSGA-II keeps one copy)."""
-    for q in range(slot):
-        if H[q] == h and _same(rp, en, ev, q, slot):
-            return True
-    return False
-
-
 # ---- the loop ----------------------------------------------------------------------------
 
 
@@ -402,12 +386,13 @@ def _gather(rp, en, ev, PF, H, crowd, sel):
 
 
 @njit(cache=True)
-def evolve_kernel(init, speedups, base, penalty, scale, p, node_cap, job_node_cap, max_gpus, min_gpus,
+def evolve_kernel(init, speedups, base, penalty, scale, p, node_cap, job_node_cap, max_gpus, min_gpus, floor,
                   max_nodes, interference, pop_size, generations, crossover_prob, max_tries, seed, W):
     """NSGA-II from the dense `init` (int[K, J, N], repaired here). Returns (the population, dense
     int16[P, J, N], its objectives F[P, 2], the index of the chosen individual: least −fitness,
-    then least −utility, so on the first front). W: `scratch(J, N)`."""
-    st = W[17]
+    then least −utility, so on the first front). `floor`: int[J, N] pinned minimum shares (zeros:
+    none). W: `scratch(J, N)`."""
+    st = W[18]
     rng_seed(st, seed)
     K, J, N = init.shape
     E = 1
@@ -426,6 +411,7 @@ def evolve_kernel(init, speedups, base, penalty, scale, p, node_cap, job_node_ca
     bev = np.zeros((1, J * N + 1), np.int16)
     base3 = base.reshape((1, J, N))
     to_sparse(base3, 0, brp, ben, bev, 0)
+    frp, fen, fev, res = floor_arrays(floor)
     raw_rp = np.zeros((1, J + 1), np.int64)
     raw_en = np.zeros((1, J * N + 1), np.int16)
     raw_ev = np.zeros((1, J * N + 1), np.int16)
@@ -434,7 +420,7 @@ def evolve_kernel(init, speedups, base, penalty, scale, p, node_cap, job_node_ca
     for i in range(K):
         to_sparse(init, i, raw_rp, raw_en, raw_ev, 0)
         make_child(raw_rp, raw_en, raw_ev, 0, 0, 0, False, False, True, brp, ben, bev, node_cap, job_node_cap,
-                   max_gpus, min_gpus, max_nodes, interference, rp, en, ev, P, W)
+                   max_gpus, min_gpus, frp, fen, fev, res, max_nodes, interference, rp, en, ev, P, W)
         h = hash_one(rp, en, ev, P, N)
         if _seen(H, h, rp, en, ev, P):
             continue
@@ -458,7 +444,8 @@ def evolve_kernel(init, speedups, base, penalty, scale, p, node_cap, job_node_ca
                     a, b = (par[i], par[m + i]) if side == 0 else (par[m + i], par[i])
                     slot = P + got
                     make_child(rp, en, ev, a, b, point, swap, True, True, brp, ben, bev, node_cap, job_node_cap,
-                               max_gpus, min_gpus, max_nodes, interference, rp, en, ev, slot, W)
+                               max_gpus, min_gpus, frp, fen, fev, res, max_nodes, interference, rp, en, ev, slot,
+                               W)
                     h = hash_one(rp, en, ev, slot, N)
                     if _seen(H, h, rp, en, ev, slot):
                         continue  # dropped: the slot is reused

@@ -20,6 +20,13 @@ most one distributed job per node, jobs earlier in priority order win), each job
 and most nodes (surplus removed from randomly ordered nodes), node capacity (earlier jobs
 first) and each job's least GPUs. The population carries over from round to round.
 
+An optional lower bound, `Problem.floor` (`pinned_minimum`): for a started job that must not drop
+below its least GPUs, that many of the GPUs it holds, on the nodes where it holds most. The repair
+serves these shares before its priority-order pass (each node's capacity reduced by them, a
+distributed share owning its nodes for interference avoidance) and never cuts them, so every
+individual the search evaluates keeps them: a full cluster has its current allocation as one
+feasible individual, which a bound served anywhere could not promise.
+
 Our own code. The whole loop runs in numba (`policies.pollux._ga_kernels.evolve_kernel`, one call
 per round); its generator is seeded from the `numpy.random.Generator` passed in, so a round is a
 function of the policy seed. The `Problem` methods below call the same per-individual kernels.
@@ -44,7 +51,8 @@ class Problem:
     job_node_cap: int64[J, N] most GPUs of job j on node n (type fit); max_gpus, min_gpus:
     int64[J]; max_nodes: most nodes per job; penalty: float64[J] restart factor;
     scale: the factor that makes one node's share count 1 (N / G); p: the power-mean exponent;
-    interference: at most one distributed job per node.
+    interference: at most one distributed job per node; floor: int64[J, N] GPUs of job j that
+    must stay on node n (`pinned_minimum`; None: none).
     """
 
     speedups: np.ndarray
@@ -58,11 +66,16 @@ class Problem:
     p: float = -1.0
     max_nodes: int = 16
     interference: bool = True
+    floor: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         for name in ("base", "node_cap", "job_node_cap", "max_gpus", "min_gpus"):
             setattr(self, name, np.ascontiguousarray(getattr(self, name), np.int64))
         self.speedups = np.ascontiguousarray(self.speedups, np.float64)
+
+    def floors(self) -> np.ndarray:
+        """int64[J, N]: the pinned minimum shares (zeros where none)."""
+        return np.zeros_like(self.base) if self.floor is None else np.ascontiguousarray(self.floor, np.int64)
 
     @property
     def shape(self) -> tuple[int, int]:
@@ -84,8 +97,8 @@ class Problem:
 
     # ---- operators (each the kernel `evolve` runs: `_ga_kernels.make_child`) ---------------
     def _child_args(self):
-        return (self.base, self.node_cap, self.job_node_cap, self.max_gpus, self.min_gpus, int(self.max_nodes),
-                bool(self.interference))
+        return (self.base, self.node_cap, self.job_node_cap, self.max_gpus, self.min_gpus, self.floors(),
+                int(self.max_nodes), bool(self.interference))
 
     def crossover(self, a: np.ndarray, b: np.ndarray, rng: np.random.Generator, prob: float) -> np.ndarray:
         """Two children per parent pair: rows (jobs) before a random point swapped, with probability `prob`."""
@@ -139,11 +152,11 @@ def _objectives(X, speedups, base, penalty, scale, p, node_cap):
 
 
 @njit(cache=True)
-def _children(X, point, swap, mutate, fix, seed, base, node_cap, job_node_cap, max_gpus, min_gpus, max_nodes,
-              interference, W):
+def _children(X, point, swap, mutate, fix, seed, base, node_cap, job_node_cap, max_gpus, min_gpus, floor,
+              max_nodes, interference, W):
     """Pairs (X[i], X[m + i]) crossed at point[i] when len(point) = m > 0 (two children each),
     else each X[k] alone; mutated when `mutate`, repaired when `fix`. Dense int64 out."""
-    K.rng_seed(W[17], seed)
+    K.rng_seed(W[18], seed)
     P, J, N = X.shape
     rp = np.zeros((P, J + 1), np.int64)
     en = np.zeros((P, J * N + 1), np.int16)
@@ -154,6 +167,7 @@ def _children(X, point, swap, mutate, fix, seed, base, node_cap, job_node_cap, m
     ben = np.zeros((1, J * N + 1), np.int16)
     bev = np.zeros((1, J * N + 1), np.int16)
     K.to_sparse(base.reshape((1, J, N)).astype(np.int16), 0, brp, ben, bev, 0)
+    frp, fen, fev, res = K.floor_arrays(floor)
     orp = np.zeros((P, J + 1), np.int64)
     oen = np.zeros((P, J * N + 1), np.int16)
     oev = np.zeros((P, J * N + 1), np.int16)
@@ -163,10 +177,10 @@ def _children(X, point, swap, mutate, fix, seed, base, node_cap, job_node_cap, m
             i = k % m
             a, b = (i, m + i) if k < m else (m + i, i)
             K.make_child(rp, en, ev, a, b, point[i], swap[i], mutate, fix, brp, ben, bev, node_cap, job_node_cap,
-                         max_gpus, min_gpus, max_nodes, interference, orp, oen, oev, k, W)
+                         max_gpus, min_gpus, frp, fen, fev, res, max_nodes, interference, orp, oen, oev, k, W)
         else:
             K.make_child(rp, en, ev, k, k, 0, False, mutate, fix, brp, ben, bev, node_cap, job_node_cap,
-                         max_gpus, min_gpus, max_nodes, interference, orp, oen, oev, k, W)
+                         max_gpus, min_gpus, frp, fen, fev, res, max_nodes, interference, orp, oen, oev, k, W)
     out = np.zeros((P, J, N), np.int64)
     for k in range(P):
         K.to_dense(orp, oen, oev, k, out, k)
@@ -192,7 +206,35 @@ def evolve(problem: Problem, init: np.ndarray, rng: np.random.Generator, pop_siz
     J, N = pr.base.shape
     pop, _, best = K.evolve_kernel(
         init, pr.speedups, pr.base, np.ascontiguousarray(pr.penalty, np.float64),
-        float(pr.scale), float(pr.p), pr.node_cap, _dense(pr.job_node_cap), pr.max_gpus, pr.min_gpus, int(pr.max_nodes),
-        bool(pr.interference), int(pop_size), int(generations), float(crossover_prob), int(max_tries),
-        pr._seed(rng), K.scratch(J, N))
+        float(pr.scale), float(pr.p), pr.node_cap, _dense(pr.job_node_cap), pr.max_gpus, pr.min_gpus, pr.floors(),
+        int(pr.max_nodes), bool(pr.interference), int(pop_size), int(generations), float(crossover_prob),
+        int(max_tries), pr._seed(rng), K.scratch(J, N))
     return pop[best].astype(np.int64), pop
+
+
+def pinned_minimum(base: np.ndarray, min_gpus: np.ndarray, mark: np.ndarray, node_cap: np.ndarray,
+                   job_node_cap: np.ndarray, max_nodes: int) -> np.ndarray:
+    """int64[J, N]: for each marked job (in priority order), `min_gpus` of the GPUs it holds (`base`),
+    taken from the nodes where it holds most (ties: the lower node), within what earlier shares
+    leave of each node's capacity and its own cap there. A marked job whose minimum does not fit
+    there, or would span more than `max_nodes` nodes, gets no share (the search may suspend it)."""
+    base = np.asarray(base, np.int64)
+    J, N = base.shape
+    floor = np.zeros((J, N), np.int64)
+    left = np.asarray(node_cap, np.int64).copy()
+    for i in np.flatnonzero(mark).tolist():
+        need = int(min_gpus[i])
+        avail = np.minimum(base[i], np.minimum(left, job_node_cap[i]))
+        if need <= 0 or avail.sum() < need:
+            continue
+        row = np.zeros(N, np.int64)
+        for n in np.lexsort((np.arange(N), -avail)).tolist():
+            if need == 0:
+                break
+            row[n] = min(int(avail[n]), need)
+            need -= int(row[n])
+        if np.count_nonzero(row) > max_nodes:
+            continue
+        floor[i] = row
+        left -= row
+    return floor

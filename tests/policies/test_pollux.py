@@ -296,7 +296,7 @@ def test_mutation_raise_probabilities():
     n = 40000
     X = np.broadcast_to(prob.base, (n, 4, 1)).astype(np.int16)
     out = _children(X, np.zeros(0, np.int64), np.zeros(0, np.bool_), True, False, 123, prob.base, prob.node_cap,
-                    prob.job_node_cap, prob.max_gpus, prob.min_gpus, 16, True, K.scratch(4, 1))
+                    prob.job_node_cap, prob.max_gpus, prob.min_gpus, prob.floors(), 16, True, K.scratch(4, 1))
     p1, pb = 0.25, 0.25 + 0.5 - 0.125
     job0 = 0.99 * pb * 6 / 7 + 0.01 * p1 * 6 / 9  # raised above 2 (or zeroed, then raised from 0 past 2)
     job2 = p1 * 8 / 9  # raised above 0
@@ -306,9 +306,9 @@ def test_mutation_raise_probabilities():
     assert out.max() <= 8 and out.min() >= 0
 
 
-def _rigid_and_waiting():
-    """One started rigid job holding the whole 4-GPU node, three one-GPU jobs waiting."""
-    jobs = [Job(gpus=4, submit=0.0, alloc=(0, 1, 2, 3), model="resnet18_cifar", min_gpus=4, max_gpus=4)]
+def started_and_waiting(min_gpus=4):
+    """One started job holding the whole 4-GPU node (rigid: `min_gpus` 4), three one-GPU jobs waiting."""
+    jobs = [Job(gpus=4, submit=0.0, alloc=(0, 1, 2, 3), model="resnet18_cifar", min_gpus=min_gpus, max_gpus=4)]
     jobs += [Job(gpus=1, submit=10.0 + i, model="resnet18_cifar", max_gpus=2) for i in range(3)]
     return build_view(jobs, now=600.0, nodes=1, gpus_per_node=4,
                       iteration_time=lambda j, gpus, batch: 0.01 + batch / len(gpus) * 1e-4)
@@ -321,7 +321,7 @@ def test_suspend_rigid_false_never_preempts_a_started_rigid_job():
     for suspend in (True, False):
         for seed in range(6):
             pol = make("pollux", population=20, generations=10, seed=seed, suspend_rigid=suspend)
-            d = pol.decide(_rigid_and_waiting(), 600.0)
+            d = pol.decide(started_and_waiting(), 600.0)
             a = d.allocations.get(0)
             kept[suspend].append(a is not None and sorted(a.gpus) == [0, 1, 2, 3])
             others = [g for j, x in d.allocations.items() if j != 0 for g in x.gpus]

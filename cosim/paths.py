@@ -68,12 +68,20 @@ def shared_file(rel: str, what: str) -> Path:
 
 
 def for_display(spec: str) -> str:
-    """`spec` as a report prints it: a file inside the shared data folder as
-    `../shared/data/<path inside it>` (where cosim looks beside a checkout; `$COSIM_SHARED_DATA`
-    moves it), so reports name no folder of the machine that wrote them; anything else as given."""
+    """`spec` as a report prints it, naming no folder of the machine that wrote it: a file inside
+    the shared data folder as `../shared/data/<path inside it>` (where cosim looks beside a
+    checkout; `$COSIM_SHARED_DATA` moves it), a file shipped with cosim (a catalog's cluster
+    file) as its path inside the package root, e.g. `experiments/catalog/aryl/x.toml`; anything
+    else as given."""
     try:
-        root = shared_data_dir().resolve()
-        rel = Path(spec).resolve().relative_to(root)
-    except (InputError, ValueError, OSError):
+        path = Path(spec).resolve()
+    except (OSError, ValueError):
         return spec
-    return f"../shared/data/{rel.as_posix()}"
+    try:
+        return f"../shared/data/{path.relative_to(shared_data_dir().resolve()).as_posix()}"
+    except (InputError, ValueError, OSError):
+        pass
+    try:
+        return path.relative_to(_PACKAGE_ROOT).as_posix() if Path(spec).is_absolute() else spec
+    except ValueError:
+        return spec

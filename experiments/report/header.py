@@ -29,10 +29,15 @@ def _values(col: pd.Series) -> list[str]:
 
 
 def _cluster(frame: pd.DataFrame) -> pd.Series:
+    """Each cell's cluster: a preset's name or a cluster file (as `cosim.paths.for_display` names
+    it), with its node count when resized."""
+    from cosim.paths import for_display
+
+    names = frame["cluster"].astype(str).map(for_display)
     if "cluster_nodes" not in frame.columns:
-        return frame["cluster"]
+        return names
     nodes = frame["cluster_nodes"]
-    return frame["cluster"].astype(str) + nodes.map(lambda n: "" if pd.isna(n) else f" ({int(n)} nodes)")
+    return names + nodes.map(lambda n: "" if pd.isna(n) else f" ({int(n)} nodes)")
 
 
 def what_ran(frame: pd.DataFrame, version: str) -> list[tuple[str, str]]:

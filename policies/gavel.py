@@ -221,7 +221,7 @@ def _ftf_dinkelbach(tput, sf, num_gpus, a, c, max_iter=30):
     F(ρ_k) = min_X max_j (N_j − ρ_k D_j) / d_j with d_j the previous rates (the first: each
     job's proportional share), then ρ_{k+1} = max_j ρ_j at its X. F(ρ) = 0 exactly at the
     optimum (F > 0 below it, as the start may be), and from the first feasible X on ρ_k
-    decreases superlinearly: 2–8 LPs where Kelley's cutting planes needed 12+
+    decreases superlinearly: 2–10 LPs on the tests' cases where Kelley's cutting planes needed 12+
     and stopped far from it. The LPs share one HiGHS model, re-solved from the last basis. Every ρ_j ≥ a_j + c_j (u_j ≤ 1), so max_j (a_j + c_j) bounds the
     optimum from below: an X that reaches it is optimal and ends the iterations at once (the
     common case where a job's past alone sets the maximum: one LP, not two). Returns (X,
@@ -312,7 +312,7 @@ def _inverse_rate_lp(tput, sf, num_gpus, *, weight=None, ftf=None, tol=1e-3, max
     throughputs), the program is separable up to one capacity row and
     `_one_type_inverse_rate` solves it exactly in well under a millisecond (0 iterations).
     `ftf_method`: "dinkelbach" solves the min-max (FTF) program by `_ftf_dinkelbach` (exact,
-    1–8 LPs); "kelley" by the cutting planes above (kept for tests: at `max_iter` = 12 it can
+    1–10 LPs); "kelley" by the cutting planes above (kept for tests: at `max_iter` = 12 it can
     stop far from the optimum on 100+ jobs)."""
     tput = np.asarray(tput, float)
     J = tput.shape[0]

@@ -24,7 +24,7 @@ import math
 import numpy as np
 from numba import njit
 
-from policies.pollux._sparse_kernels import (  # noqa: F401 (to_dense, floor_arrays: re-exported)
+from policies.pollux._sparse_kernels import (
     _seen,
     floor_arrays,
     hash_one,

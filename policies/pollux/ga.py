@@ -40,6 +40,7 @@ import numpy as np
 from numba import njit
 
 from policies.pollux import _ga_kernels as K
+from policies.pollux import _sparse_kernels as S
 
 
 @dataclass
@@ -142,11 +143,11 @@ def _objectives(X, speedups, base, penalty, scale, p, node_cap):
     brp = np.zeros((1, J + 1), np.int64)
     ben = np.zeros((1, J * N + 1), np.int16)
     bev = np.zeros((1, J * N + 1), np.int16)
-    K.to_sparse(base.reshape((1, J, N)), 0, brp, ben, bev, 0)
+    S.to_sparse(base.reshape((1, J, N)), 0, brp, ben, bev, 0)
     occ = np.zeros(N, np.bool_)
     F = np.empty((P, 2))
     for k in range(P):
-        K.to_sparse(X, k, rp, en, ev, 0)
+        S.to_sparse(X, k, rp, en, ev, 0)
         F[k, 0], F[k, 1] = K.objective_one(rp, en, ev, 0, speedups, brp, ben, bev, penalty, scale, p, node_cap, occ)
     return F
 
@@ -162,12 +163,12 @@ def _children(X, point, swap, mutate, fix, seed, base, node_cap, job_node_cap, m
     en = np.zeros((P, J * N + 1), np.int16)
     ev = np.zeros((P, J * N + 1), np.int16)
     for k in range(P):
-        K.to_sparse(X, k, rp, en, ev, k)
+        S.to_sparse(X, k, rp, en, ev, k)
     brp = np.zeros((1, J + 1), np.int64)
     ben = np.zeros((1, J * N + 1), np.int16)
     bev = np.zeros((1, J * N + 1), np.int16)
-    K.to_sparse(base.reshape((1, J, N)).astype(np.int16), 0, brp, ben, bev, 0)
-    frp, fen, fev, res = K.floor_arrays(floor)
+    S.to_sparse(base.reshape((1, J, N)).astype(np.int16), 0, brp, ben, bev, 0)
+    frp, fen, fev, res = S.floor_arrays(floor)
     orp = np.zeros((P, J + 1), np.int64)
     oen = np.zeros((P, J * N + 1), np.int16)
     oev = np.zeros((P, J * N + 1), np.int16)
@@ -183,7 +184,7 @@ def _children(X, point, swap, mutate, fix, seed, base, node_cap, job_node_cap, m
                          max_gpus, min_gpus, frp, fen, fev, res, max_nodes, interference, orp, oen, oev, k, W)
     out = np.zeros((P, J, N), np.int64)
     for k in range(P):
-        K.to_dense(orp, oen, oev, k, out, k)
+        S.to_dense(orp, oen, oev, k, out, k)
     return out
 
 

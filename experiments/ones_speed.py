@@ -220,16 +220,17 @@ def fit_longhorn(history: str | Path | None = None, preset: str = "ones-longhorn
                  rounds: int = 6) -> tuple[dict[str, Any], dict[str, dict[str, float]]]:
     """The `ones-longhorn` fit: h and the compute factors in turn (module doc) until h moves by
     less than `tol`; returns (`fit_host_slope`'s result, `fit`'s table at that h)."""
+    group = measured_scaling(history)[0]
     table = fit(preset, history)
     hs = None
     for _ in range(rounds):
-        group = measured_scaling(history)[0]
         new = fit_host_slope(table[group]["factor"], history, preset=preset)
         table = fit(preset, history, host_slope=new["host_slope"])
-        if hs is not None and abs(new["host_slope"] - hs["host_slope"]) < tol:
-            return new, table
+        settled = hs is not None and abs(new["host_slope"] - hs["host_slope"]) < tol
         hs = new
-    return hs, table
+        if settled:
+            break
+    return hs, table  # the last h and the factors fitted at it
 
 
 def hold_one_out(factor: float, history: str | Path | None = None) -> dict[int, dict[str, float]]:

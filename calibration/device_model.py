@@ -32,12 +32,14 @@ The form, per measured curve (points t(b) of one model on one GPU type under one
   default; ``matmul``: fp32 GEMMs, on TF32 only under a harness whose PyTorch defaulted
   matmuls to TF32), `B` its memory bandwidth, `β` the compute-bound share of each class and
   `r` what the datasheet misses about a type (clocks under its power limit, an older
-  architecture's efficiency), pulled towards 0. Huber-robust least squares over every
-  measured (model, GPU type, host) of every source; a GPU type never measured (or left out)
-  has `r = 0`: its datasheet alone; a model never measured gets `a` from its training FLOPs
-  per sample at the time per FLOP of its family's measured member nearest in FLOPs at the
-  same input size (the same layer types: ``vgg19`` ← ``vgg16``), else at the median over the measured models
-  (the roofline).
+  architecture's efficiency), pulled towards 0 — or, for a type with a published single-GPU
+  benchmark against another type (`GpuType.benchmark_ratio`: the K80 against the P100), towards
+  what the benchmark says. Huber-robust least squares over every measured (model, GPU type,
+  host) of every source; a GPU type never measured (or left out) has the `r` of its benchmark
+  at the reference type's fitted speed, else `r = 0`: its datasheet alone; a model never
+  measured gets `a` from its training FLOPs per sample at the time per FLOP of its family's
+  measured member nearest in FLOPs at the same input size (the same layer types: ``vgg19`` ←
+  ``vgg16``), else at the median over the measured models (the roofline).
 
 Device curve of a measured pair: its points less its host part (never below d0 or a quarter
 of the point); of an unmeasured pair: the model's measured device curve nearest in speed (of
@@ -253,8 +255,16 @@ class DeviceModel:
             A[r, len(models) + nb + gi[c.gpu]] = -1.0
             y[r] = math.log(c.per_sample_s) + lb
         w = math.sqrt(RESIDUAL_PRIOR_WEIGHT)
+        conv = len(models) + CLASSES.index("conv")
         for g, j in gi.items():
             A[len(rows) + j, len(models) + nb + j] = w
+            ref, ratio = self._benchmark(g)
+            if ratio:  # the prior is the published benchmark: u(g) − u(ref) = log ratio (conv class)
+                (lp, lb), (lpr, lbr) = self._log_peak_bw(g, "conv"), self._log_peak_bw(ref, "conv")
+                A[len(rows) + j, conv] = w * ((lp - lb) - (lpr - lbr))
+                if ref in gi:
+                    A[len(rows) + j, len(models) + nb + gi[ref]] = -w
+                y[len(rows) + j] = w * (math.log(ratio) - lb + lbr)
         x = np.zeros(A.shape[1])
         wt = np.ones(len(y))
         for _ in range(HUBER_ITERATIONS if rows else 0):  # Huber: iteratively reweighted least squares
@@ -308,7 +318,26 @@ class DeviceModel:
         """log speed of `gpu` for compute class `cls` under `host`'s math mode:
         `β[cls]·log P + (1 − β[cls])·log B + r[gpu]` (r = 0 for a type never measured)."""
         lp, lb = self._log_peak_bw(gpu, cls, host)
-        return self.beta[cls] * (lp - lb) + lb + self.r.get(gpu, 0.0)
+        return self.beta[cls] * (lp - lb) + lb + self.residual(gpu)
+
+    def residual(self, gpu: str, _seen: frozenset = frozenset()) -> float:
+        """`r[gpu]`: fitted where the type was measured; else what its published benchmark against
+        another type says (`GpuType.benchmark_ratio`: u(gpu) − u(ref) = log ratio on the ``conv``
+        class, at the reference's fitted speed); else 0 (the datasheet alone)."""
+        if gpu in self.r:
+            return self.r[gpu]
+        ref, ratio = self._benchmark(gpu)
+        if not ratio or ref in _seen:
+            return 0.0
+        (lp, lb), (lpr, lbr) = self._log_peak_bw(gpu, "conv"), self._log_peak_bw(ref, "conv")
+        u_ref = self.beta["conv"] * (lpr - lbr) + lbr + self.residual(ref, _seen | {gpu})
+        return math.log(ratio) + u_ref - (self.beta["conv"] * (lp - lb) + lb)
+
+    def _benchmark(self, gpu: str) -> tuple[str, float]:
+        """(reference type, this type's speed ÷ the reference's) of a published benchmark, or ("", 0)."""
+        g = self._gpu(gpu)
+        ratio = float(getattr(g, "benchmark_ratio", 0.0) or 0.0)
+        return (g.benchmark_ref, ratio) if ratio and g.benchmark_ref else ("", 0.0)
 
     def speed_u(self, gpu: str, model: str, host: str = SYNTHETIC) -> float:
         """log speed of `gpu` for `model`'s compute class under `host`'s math mode."""

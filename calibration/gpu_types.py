@@ -17,6 +17,9 @@ types with a TOML file (``--gpu-types FILE`` on ``cosim clusters``, ``validate``
     # speed_fp32 = 1.2          # published relative fp32 throughput, V100 = 1 (optional, for
     #                           # reference: the compute model's speed comes from the numbers above)
     # amp_speedup = 2.0         # published AMP gain on CNNs (optional; pre-Ampere tensor-core types)
+    # benchmark_ref = "t4"      # optional: a published single-GPU benchmark of this type against
+    # benchmark_ratio = 1.9     # another one (this type's throughput ÷ the other's on convolutional
+    # benchmark_source = "…"    # models): where the datasheet misses the type's efficiency (Kepler)
 
 Validation names the file and the field: an unknown field, a number that is not finite or
 is negative (or zero where a size is needed), an alias that another type already has.
@@ -48,6 +51,11 @@ class GpuType:
     tf32_tflops: float = 0.0  # dense TF32 tensor core (0: no TF32)
     speed_fp32: float = 0.0  # published relative fp32 throughput, V100 = 1, for reference (0: none)
     amp_speedup: float = 1.0  # published AMP gain on convolutional models (pre-Ampere tensor-core types)
+    #: a published single-GPU benchmark against another type: this type's throughput ÷ that type's
+    #: on convolutional models (0: none); the compute model's prior for the type's residual speed
+    benchmark_ref: str = ""
+    benchmark_ratio: float = 0.0
+    benchmark_source: str = ""
 
 
 #: fields of one GPU type: (kind, required)
@@ -55,7 +63,8 @@ FIELDS: dict[str, tuple[str, bool]] = {
     "display": ("str", False), "aliases": ("list", False), "source": ("str", True),
     "mem_gb": ("pos", True), "peak_tflops": ("pos", True), "tensor_tflops": ("nonneg", True),
     "mem_bw_GBps": ("pos", True), "tf32_tflops": ("nonneg", False), "speed_fp32": ("nonneg", False),
-    "amp_speedup": ("nonneg", False),
+    "amp_speedup": ("nonneg", False), "benchmark_ref": ("str", False), "benchmark_ratio": ("pos", False),
+    "benchmark_source": ("str", False),
 }
 
 
@@ -67,7 +76,8 @@ def norm(name: str) -> str:
 def check_table(table: Mapping[str, Any], source: object, taken: Mapping[str, str] | None = None,
                 prefix: str = "") -> dict[str, dict]:
     """Validate `table` ({name: {field: value}}) read from `source`; `taken` maps the normalised
-    aliases already in use to their types (a type may redefine its own names). Returns clean
+    aliases already in use to their types (a type may redefine its own names; None: the table
+    alone, a ``benchmark_ref`` then not checked against the known types). Returns clean
     copies; raises `InputError` naming `source` and the field."""
     used = dict(taken or {})
     out: dict[str, dict] = {}
@@ -105,6 +115,13 @@ def check_table(table: Mapping[str, Any], source: object, taken: Mapping[str, st
                                     got=a, detail=f"'{a}' already names '{owner}'")
             used[norm(a)] = norm(name)
         out[norm(name)] = clean
+    for name, clean in out.items():  # a benchmark names a type of this table or of `taken`
+        if ("benchmark_ref" in clean) != ("benchmark_ratio" in clean):
+            have, want = ("benchmark_ref", "benchmark_ratio") if "benchmark_ref" in clean else ("benchmark_ratio", "benchmark_ref")
+            raise InputError.at(source, field=f"{prefix}{name}.{want}", expected=f"a value (given with {have})")
+        if taken is not None and "benchmark_ref" in clean and norm(clean["benchmark_ref"]) not in used:
+            raise InputError.at(source, field=f"{prefix}{name}.benchmark_ref", expected="a known GPU type",
+                                got=clean["benchmark_ref"])
     return out
 
 

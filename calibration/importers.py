@@ -7,7 +7,8 @@ Sources (all in `../shared/data/profiles`):
 - Pollux/Sia `scalability-<platform>.csv`: `local_bsz, step_time, sync_time, num_nodes,
   num_replicas` (GPUs spread evenly over the nodes).
 - Gavel `gavel/simulation_throughputs.json`: `{gpu: {"('<job> (batch size B)', scale)":
-  {"null": steps/s alone, ...co-located pairs}}}`; we take the isolated single-GPU rate.
+  {"null": steps/s alone, ...co-located pairs}}}`; we take the isolated single-GPU rate (its
+  "ResNet-18" is the CIFAR-10 one, `GAVEL_JOBS`).
 
 Every importer returns a DataFrame with `STEP_COLUMNS`: one row per measurement, canonical
 zoo model, the netmodel preset of the platform, the GPU type, the placement as GPUs per node,
@@ -80,6 +81,10 @@ def read_platforms(path: str | Path | None = None) -> dict[str, tuple[str, str]]
 
 
 GAVEL_GPUS = {"k80": "k80", "p100": "p100", "v100": "v100"}
+#: Gavel's job names whose generic spelling names another zoo model: Gavel's "ResNet-18" trains
+#: on CIFAR-10 (32x32 inputs; `scheduler/job_table.py`: `image_classification/cifar10`, `main.py
+#: --data_dir=.../cifar10`, https://github.com/stanford-futuredata/gavel), not ImageNet's
+GAVEL_JOBS = {"ResNet-18": "resnet18_cifar"}
 
 #: bound on a per-GPU batch in a measurement file (far above any real one; keeps int64 math exact)
 MAX_LOCAL_BSZ = 10**9
@@ -275,7 +280,7 @@ def read_gavel(file: str | Path) -> pd.DataFrame:
             if scale != 1:
                 continue
             m = _GAVEL_KEY.match(job)
-            model = _model(file, m.group("job"))
+            model = GAVEL_JOBS.get(m.group("job")) or _model(file, m.group("job"))
             thr = entry.get("null") if isinstance(entry, dict) else None
             if isinstance(thr, bool) or not isinstance(thr, (int, float)) or not np.isfinite(thr) or thr <= 0:
                 raise InputError.at(file, row=f"{g}/{key}", field="null", expected="a positive throughput", got=thr)

@@ -359,7 +359,9 @@ def get_gpu(name: str) -> GpuType:
     g = _gpu_table()[canon]
     return GpuType(canon, g.get("display", canon), float(g["mem_gb"]), float(g["peak_tflops"]),
                    float(g["tensor_tflops"]), float(g["mem_bw_GBps"]), g["source"], float(g.get("tf32_tflops", 0.0)),
-                   float(g.get("speed_fp32", 0.0)), float(g.get("amp_speedup", 1.0)))
+                   float(g.get("speed_fp32", 0.0)), float(g.get("amp_speedup", 1.0)),
+                   resolve_gpu(g["benchmark_ref"]) if g.get("benchmark_ref") else "", float(g.get("benchmark_ratio", 0.0)),
+                   g.get("benchmark_source", ""))
 
 
 def _transformer_activation_bytes(arch: dict, checkpointing: bool, bytes_per_value: float, tp: int = 1) -> float:

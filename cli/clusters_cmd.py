@@ -34,7 +34,9 @@ def _gpu_types(spec, extra: Optional[Path]) -> dict:
         out[g.name] = dict(display=g.display, mem_gb=g.mem_gb, peak_tflops=g.peak_tflops, tf32_tflops=g.tf32_tflops,
                            tensor_tflops=g.tensor_tflops, mem_bw_GBps=g.mem_bw_GBps,
                            speed_conv=dm.relative_speed(g.name, "conv"), speed_matmul=dm.relative_speed(g.name, "matmul"),
-                           published_speed_fp32=g.speed_fp32, source=g.source)
+                           published_speed_fp32=g.speed_fp32, source=g.source,
+                           benchmark=(dict(ref=g.benchmark_ref, ratio=g.benchmark_ratio, source=g.benchmark_source)
+                                      if g.benchmark_ratio else None))
     if spec.host not in device_model.HOST_REGIMES:
         raise InputError.at(spec.source, field="host", expected=" | ".join(device_model.HOST_REGIMES), got=spec.host)
     return out
@@ -170,6 +172,8 @@ def register(app: typer.Typer) -> None:
                        f"{info['mem_bw_GBps']:g} GB/s; fp32 speed (V100 = 1, fitted on its datasheet and the "
                        f"measurements) {info['speed_conv']:.2f} on convolutions / {info['speed_matmul']:.2f} on matmuls"
                        + (f" (published {info['published_speed_fp32']:.2f})" if info['published_speed_fp32'] else "")
+                       + (f"; speed prior: {info['benchmark']['ratio']:g}x the {info['benchmark']['ref']} on convolutions"
+                          f" ({info['benchmark']['source']})" if info['benchmark'] else "")
                        + f"; source: {info['source']}")
         typer.echo(f"  host regime: {d['host']} ({d['host_doc']})")
         typer.echo(f"  leaf uplinks: {', '.join(_fmt_gbps(x) for x in d['leaf_uplink_gbps'])}; "

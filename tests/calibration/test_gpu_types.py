@@ -80,12 +80,26 @@ def test_file_adds_a_type_with_its_datasheet_speed(tmp_path):
     assert zoo.compute_time_s("resnet50", "a100", 64) < t < zoo.compute_time_s("resnet50", "k80", 64)
 
 
+def test_a_published_benchmark_sets_an_unmeasured_types_speed(tmp_path):
+    """A type with a published benchmark against a measured one runs at the benchmark's ratio of
+    that type's fitted speed on convolutional models (its residual from the benchmark, not 0)."""
+    f = tmp_path / "gpus.toml"
+    f.write_text(L4 + 'benchmark_ref = "T4"\nbenchmark_ratio = 2.5\nbenchmark_source = "a benchmark"\n')
+    zoo.load_gpu_types(f)
+    dm = zoo.device_model()
+    assert "l4" not in dm.r and dm.residual("l4") != 0.0
+    assert dm.relative_speed("l4", "conv", ref="t4") == pytest.approx(2.5)
+
+
 @pytest.mark.parametrize("text, field", [
     (L4.replace('source = "NVIDIA L4 datasheet"', 'source = "x"\ncolour = "green"'), "l4.colour"),
     (L4.replace("mem_gb = 24", "mem_gb = nan"), "l4.mem_gb"),
     (L4.replace("peak_tflops = 30.3", "peak_tflops = -1"), "l4.peak_tflops"),
     (L4.replace('aliases = ["NVIDIA L4"]', 'aliases = ["Tesla T4"]'), "l4.aliases"),
     (L4.replace("mem_bw_GBps = 300\n", ""), "l4.mem_bw_GBps"),
+    (L4 + 'benchmark_ref = "no-such-gpu"\nbenchmark_ratio = 1.9\n', "l4.benchmark_ref"),
+    (L4 + "benchmark_ratio = 1.9\n", "l4.benchmark_ref"),
+    (L4 + 'benchmark_ref = "t4"\nbenchmark_ratio = 0\n', "l4.benchmark_ratio"),
 ])
 def test_bad_gpu_types_file_is_one_line_exit_2(tmp_path, text, field):
     f = tmp_path / "gpus.toml"

@@ -63,6 +63,9 @@ def test_gavel_json(tmp_path):
     df = importers.read_gavel(f)
     assert len(df) == 1 and df["model"].iloc[0] == "resnet50" and df["local_bsz"].iloc[0] == 64
     assert df["step_time_s"].iloc[0] == pytest.approx(0.25) and df["gpu_type"].iloc[0] == "v100"
+    # Gavel's ResNet-18 trains on CIFAR-10 (its job table's image_classification/cifar10)
+    f.write_text(json.dumps({"k80": {"('ResNet-18 (batch size 32)', 1)": {"null": 5.0}}}))
+    assert importers.read_gavel(f)["model"].tolist() == ["resnet18_cifar"]
     f.write_text(json.dumps({"v100": {"('ResNet-50 (batch size 64)', 1)": {"null": 0.0}}}))
     with pytest.raises(InputError, match="positive throughput"):
         importers.read_gavel(f)

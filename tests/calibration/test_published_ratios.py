@@ -13,21 +13,21 @@ from calibration import zoo
 
 #: published ratios (time on the slower type ÷ time on the faster), sources in docs/calibration.md
 PUBLISHED = [
-    ("resnet50", "v100", "rtx2080ti", 64, 1.38, 1.38, 1.31),       # Lambda RTX 2080 Ti benchmarks
+    ("resnet50", "v100", "rtx2080ti", 64, 1.38, 1.38, 1.47),       # Lambda RTX 2080 Ti benchmarks
     ("resnet50", "v100", "p100", 64, 1.26, 1.52, 1.78),            # Dell EMC reference guide
-    ("resnet50@amp", "v100", "p100", 64, 2.03, 2.24, 2.83),        # same
+    ("resnet50@amp", "v100", "p100", 64, 2.03, 2.24, 2.66),        # same
     ("resnet50", "a100", "v100", 64, 1.4, 1.4, 2.38),              # Lambda A100 overview (estimate)
-    ("resnet50", "a100", "rtx2080ti", 64, 1.93, 1.93, 3.12),       # same
+    ("resnet50", "a100", "rtx2080ti", 64, 1.93, 1.93, 3.49),       # same
     ("resnet50@amp", "h100", "a100", 64, 1.85, 1.85, 1.58),        # MLPerf Training v3.0 (Dell)
-    ("bert_large@amp", "a100", "v100", 8, 1.95, 2.5, 1.78),        # Lambda A100 overview
-    ("bert_base@amp", "a100", "v100", 8, 1.95, 2.5, 1.94),         # same
+    ("bert_large@amp", "a100", "v100", 8, 1.95, 2.5, 1.89),        # Lambda A100 overview
+    ("bert_base@amp", "a100", "v100", 8, 1.95, 2.5, 1.97),         # same
     ("resnet50", "p100", "k80", 64, 4.22, 4.22, 4.50),             # TensorFlow benchmarks (tf_cnn_benchmarks)
-    ("inception_v3", "p100", "k80", 64, 4.66, 4.66, 3.06),         # same
-    ("resnet152", "v100", "rtx2080ti", 64, 1.41, 1.41, 1.38),      # Lambda RTX 2080 Ti benchmarks
-    ("inception_v3", "v100", "rtx2080ti", 64, 1.34, 1.34, 1.40),   # same
+    ("inception_v3", "p100", "k80", 64, 4.66, 4.66, 3.94),         # same
+    ("resnet152", "v100", "rtx2080ti", 64, 1.41, 1.41, 1.23),      # Lambda RTX 2080 Ti benchmarks
+    ("inception_v3", "v100", "rtx2080ti", 64, 1.34, 1.34, 1.24),   # same
     ("resnet50", "a100", "v100", 64, 2.56, 2.56, 2.38),            # NVIDIA DeepLearningExamples, ResNet-50 v1.5
     ("resnet50@amp", "a100", "v100", 64, 2.06, 2.06, 1.86),        # same
-    ("bert_large@amp", "a100", "v100", 16, 2.13, 2.13, 1.93),      # NVIDIA DeepLearningExamples, BERT SQuAD
+    ("bert_large@amp", "a100", "v100", 16, 2.13, 2.13, 2.08),      # NVIDIA DeepLearningExamples, BERT SQuAD
 ]
 #: the pairs documented as within ±15 % of the published range: (model, fast, slow, published low)
 WITHIN = {("resnet50", "v100", "rtx2080ti", 1.38), ("bert_large@amp", "a100", "v100", 1.95),

@@ -178,16 +178,20 @@ def test_speed_table_order_and_sources():
 
 def test_fitted_speeds_come_from_the_datasheet_and_keep_the_published_order():
     """A GPU type's fitted speed is its datasheet's (peak of the model's class, bandwidth) with a
-    residual pulled towards 0; for convolution and matmul models alike the measured types keep
-    the published order K80 < T4 < P100, 2080 Ti < V100 < A100 < H100 (P100 and 2080 Ti are
-    within 15 % of each other)."""
+    residual pulled towards 0, or for a type with a published benchmark (K80 against P100) towards
+    what the benchmark says; for convolution and matmul models alike the measured types keep
+    the published order K80 < T4 < P100, 2080 Ti < V100 < A100 < H100 (the P100 at most 15 %
+    above the 2080 Ti, which the table's published speeds put 1.6x above the P100)."""
     dm = zoo.device_model()
     assert set(dm.r) >= {"k80", "t4", "p100", "rtx2080ti", "v100", "a100", "h100", "h200"}
-    assert all(abs(v) < 0.3 for v in dm.r.values()), dm.r
+    held = zoo.device_model(exclude_gpu="k80")  # the K80's prior: its benchmark alone
+    prior = {g: held.residual(g) if g == "k80" else 0.0 for g in dm.r}
+    assert prior["k80"] < -0.3  # Kepler runs well below its datasheet (P100 4.14x, datasheets 2.2x)
+    assert all(abs(v - prior[g]) < 0.3 for g, v in dm.r.items()), (dm.r, prior)
     assert 0.0 < dm.beta["conv"] < dm.beta["matmul"] < 1.0
     for model in ("resnet50", "bert_base"):
         u = {g: dm.speed_u(g, model) for g in ("k80", "t4", "p100", "rtx2080ti", "v100", "a100", "h100")}
-        assert u["k80"] < u["t4"] < min(u["p100"], u["rtx2080ti"]) and abs(u["p100"] - u["rtx2080ti"]) < math.log(1.15)
+        assert u["k80"] < u["t4"] < min(u["p100"], u["rtx2080ti"]) and u["p100"] - u["rtx2080ti"] < math.log(1.15)
         assert max(u["p100"], u["rtx2080ti"]) < u["v100"] < u["a100"] < u["h100"], u
     # a type never measured: its datasheet alone (no residual)
     assert "a10" not in dm.r and dm.speed_u("a10", "resnet50") == pytest.approx(
@@ -199,7 +203,10 @@ def test_fitted_speeds_come_from_the_datasheet_and_keep_the_published_order():
 #: themselves. (model, slower-published GPU, faster-published GPU): the measured sets that show it.
 MEASURED_INVERSIONS = {
     ("neumf", "t4", "rtx2080ti"): "Pollux/Sia aws vs rtx: NeuMF 7.6 vs 18 ms flat in batch",
-    ("resnet18", "p100", "v100"): "Gavel P100 vs V100 below batch 16",
+    ("resnet18_cifar", "p100", "v100"): "Gavel P100 vs V100 below batch 16 (Gavel's ResNet-18 is the CIFAR-10 one)",
+    ("resnet18_cifar", "p100", "a100"): "Gavel P100 less its host part (9 ms at batch 16-32) vs Pollux/Sia dgx (11-12 ms)",
+    ("resnet18_cifar", "p100", "h100"): "Gavel P100 less its host part at the launch floor (6.8 ms, batch 8) vs our H100 (6.9)",
+    ("resnet18_cifar", "rtx2080ti", "v100"): "Pollux/Sia rtx less its host part (7-11 ms, batch 8-32) vs Gavel V100 (10-15)",
     ("resnet18_cifar", "rtx2080ti", "a100"): "Pollux/Sia rtx vs dgx at batch 8",
     ("resnet18_cifar", "rtx2080ti", "h100"): "Pollux/Sia rtx vs our H100 at batch 8 (launch-bound)",
     ("deepspeech2", "t4", "a100"): "Pollux/Sia dgx DeepSpeech2 (0.28 s intercept, 13.8 ms/sample) vs aws",
@@ -306,8 +313,8 @@ def test_precision_variants():
 
 #: median absolute error per GPU type of the leave-one-GPU-type-out check, as docs/calibration.md
 #: prints it (`cosim validate --leave-one-gpu-type-out`)
-LOO_DOCUMENTED = {"a100": 0.272, "h100": 0.185, "h200": 0.045, "k80": 0.412, "p100": 0.250,
-                  "rtx2080ti": 0.250, "t4": 0.229, "v100": 0.361}
+LOO_DOCUMENTED = {"a100": 0.272, "h100": 0.122, "h200": 0.047, "k80": 0.246, "p100": 0.281,
+                  "rtx2080ti": 0.261, "t4": 0.226, "v100": 0.250}
 
 
 def test_leave_one_gpu_type_out_is_what_the_doc_says():

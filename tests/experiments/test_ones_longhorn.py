@@ -85,7 +85,7 @@ def test_hold_one_out_predicts_each_size_within_four_percent(history):
 
     group, _ = measured_scaling(history)
     prof = tomllib.loads(_shipped_text())
-    factor = 0.5757  # the shipped cifar-resnet factor (its comment); hold-one-out barely depends on it
+    factor = 0.4036  # the shipped cifar-resnet factor (its comment); hold-one-out barely depends on it
     assert f"cifar-resnet: factor {factor}" in _shipped_text()
     errs = {g: r["error"] for g, r in hold_one_out(factor, history).items()}
     assert max(abs(e) for e in errs.values()) < 0.04 and errs[2] < 0 and errs[4] < 0

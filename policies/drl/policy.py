@@ -106,7 +106,7 @@ class Drl(BasePolicy):
 
     `teacher` (set by the trainer, not a config option) replaces the network's choice by Optimus'
     allocation as an action sequence and needs Optimus' duration oracle; `trajectory` records
-    (state, mask, action) of every action for training.
+    (state, mask, action, decision time s) of every action for training.
     """
 
     name = "drl"
@@ -118,7 +118,7 @@ class Drl(BasePolicy):
         self.teacher = teacher
         self.needs = frozenset({NEED_DURATION_ORACLE}) if teacher is not None else frozenset()
         self.step = teacher.step if teacher is not None else StepTimes()
-        self.trajectory: list[tuple[np.ndarray, np.ndarray, int]] = []
+        self.trajectory: list[tuple[np.ndarray, np.ndarray, int, float]] = []
 
     def counts(self, view: ClusterView, now: float) -> tuple[np.ndarray, np.ndarray]:
         """(jobs, GPU counts) after this round's actions; running jobs never below what they hold."""
@@ -156,7 +156,7 @@ class Drl(BasePolicy):
             else:
                 p, _ = self.net.probs(x[None], mask[None])
                 a = int(self.rng.choice(n + 1, p=p[0])) if self.config.sample else int(np.argmax(p[0]))
-            self.trajectory.append((x, mask, a))
+            self.trajectory.append((x, mask, a, float(now)))
             if a == n:
                 break
             free -= int(nxt[a] - g[a])

@@ -1,24 +1,36 @@
 """Training of the `drl` policy network: `python -m cli.drl_train [options]` (the command line and the
 simulation wiring live in cli/drl_train.py: policies may not import the runner, so every function here
-takes `simulate(policy, jobs, nodes, seed) -> average JCT s`).
+takes `simulate(policy, jobs, nodes, seed) -> (submit s, end s) per job`).
 
-(a) Supervised warm start: the `drl` policy runs with Optimus as its teacher (Optimus' round
-    allocation turned into add-one-GPU actions, the largest deficit first, then stop) on
-    `synth:ones:N` traces; every (state, action) is recorded and the network fitted by full-batch
-    cross-entropy with Adam.
-(b) REINFORCE: per iteration, `episodes` runs of one training trace with actions sampled from the
-    network (seeds differ); return = −average JCT / 1000 s; advantage = return − the mean of the
-    iteration's returns (the baseline), scaled by their spread; gradient ascent on Σ advantage ×
-    log π(a|s) over every action of the episode (DL2 uses the same estimator with a per-slot reward).
+(a) Supervised warm start (DL2's offline stage): the `drl` policy runs with Optimus as its teacher
+    (Optimus' round allocation turned into add-one-GPU actions, the largest deficit first, then
+    stop) on `synth:ones:N` traces; every (state, action) is recorded and the network fitted by
+    full-batch cross-entropy with Adam.
+(b) REINFORCE (DL2's online stage, policy gradient): per step, `episodes` runs of one training trace
+    (the traces are taken in turn) with actions sampled from the network (seeds differ). The reward
+    is −average JCT / 1000 s, written as a sum over time: −(1/N) Σ_j (time job j spends in the
+    system). An action taken at time t is credited with
+      - `advantage="to-go"` (default): the reward still to come after t,
+        −(1/N) Σ_j (end_j − max(t, submit_j))⁺ / 1000 s (what happened before t cannot depend on it);
+      - `advantage="episode"`: the whole episode's reward (every action of an episode gets the same);
+    minus a baseline: the mean of the same quantity, at the same t, over the step's other episodes
+    (the same trace, so a time-based baseline: the expected reward-to-go of the state's time).
+    `normalise` divides the step's advantages by their standard deviation; `entropy` adds
+    β · H(π) to the objective (DL2 uses an entropy term to keep exploring). The gradient of
+    mean(advantage × log π(a|s)) + β · mean H is followed by Adam at `lr` (its moments reset at
+    the start of the stage).
+(c) Checkpoint selection: after the supervised stage and after every REINFORCE step the greedy
+    policy runs on the validation traces; the weights kept are those with the lowest mean validation
+    average JCT (the earliest on a tie). The test traces are run only to report the curve.
 
-Seeded and deterministic (numpy + the deterministic engine). Training traces use seeds ≥ 100 so the
-catalog's evaluation seeds (0-2) are never trained on. Writes the weights (.npz, float32) and a
-training-curve CSV (stage, iteration, loss or avg JCT).
+Seeded and deterministic (numpy + the deterministic engine). Writes the weights (.npz, float32) and a
+training-curve CSV (stage, iteration, loss or JCTs and the step's diagnostics).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -28,15 +40,35 @@ from policies.drl.net import Net
 from policies.drl.policy import Drl, DrlConfig
 from policies.optimus import Optimus, OptimusConfig
 
-#: runs `policy` on `synth:ones:JOBS` (trace seed SEED) on NODES Longhorn nodes; returns the average JCT (s)
-Simulate = Callable[[Drl, int, int, int], float]
+#: runs `policy` on `synth:ones:JOBS` (trace seed SEED) on NODES Longhorn nodes; returns per job (submit s, end s)
+Simulate = Callable[[Drl, int, int, int], tuple[np.ndarray, np.ndarray]]
+#: a trace setting: (jobs, nodes, trace seed)
+Setting = tuple[int, int, int]
+ADVANTAGES = ("to-go", "episode")
+
+
+@dataclass(frozen=True)
+class RlOptions:
+    """REINFORCE's options (module docstring, (b)); `cli.drl_train` states their defaults."""
+
+    iters: int = 40
+    episodes: int = 8
+    lr: float = 3e-4
+    entropy: float = 0.01
+    advantage: str = "to-go"
+    normalise: bool = True
 
 
 def _stack(traj: list) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return (np.array([t[0] for t in traj]), np.array([t[1] for t in traj]), np.array([t[2] for t in traj], np.int64))
 
 
-def collect_teacher(simulate: Simulate, net: Net, settings: list[tuple[int, int, int]]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def avg_jct(episode: tuple[np.ndarray, np.ndarray]) -> float:
+    submit, end = episode
+    return float(np.mean(end - submit))
+
+
+def collect_teacher(simulate: Simulate, net: Net, settings: list[Setting]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(states, masks, actions) of Optimus-as-teacher runs, one per (jobs, nodes, seed) setting."""
     traj: list = []
     for jobs, nodes, seed in settings:
@@ -59,48 +91,96 @@ def supervised(net: Net, data: tuple, epochs: int, lr: float) -> list[float]:
     return losses
 
 
-def heldout_jct(simulate: Simulate, net: Net, settings: list[tuple[int, int, int]]) -> float:
-    """Mean over held-out (jobs, nodes, seed) traces of the greedy policy's average JCT (NaN: none)."""
+def greedy_jct(simulate: Simulate, net: Net, settings: list[Setting]) -> float:
+    """Mean over (jobs, nodes, seed) traces of the greedy policy's average JCT (NaN: none)."""
     if not settings:
         return float("nan")
-    return float(np.mean([simulate(Drl(DrlConfig(), net=net), j, n, s) for j, n, s in settings]))
+    return float(np.mean([avg_jct(simulate(Drl(DrlConfig(), net=net), j, n, s)) for j, n, s in settings]))
 
 
-def reinforce(simulate: Simulate, net: Net, iters: int, episodes: int, lr: float, jobs: int, nodes: int, seed: int,
-              log=print, heldout: list[tuple[int, int, int]] = ()) -> list[tuple[float, float, float]]:
-    """REINFORCE with a mean baseline; per iteration (mean sampled avg JCT, greedy avg JCT on the
-    step's training trace, greedy avg JCT on the `heldout` traces)."""
-    curve = []
-    for it in range(iters):
-        trace_seed = seed + it % 4  # a few training traces in turn
-        rets, trajs = [], []
-        for e in range(episodes):
+def reward_to_go(episode: tuple[np.ndarray, np.ndarray], t: np.ndarray) -> np.ndarray:
+    """−(1/N) Σ_j (end_j − max(t, submit_j))⁺ / 1000 s for each time in `t`: the part of the reward
+    (−average JCT / 1000 s) accrued after t. At t ≤ every submit it is the whole episode's reward."""
+    submit, end = episode
+    left = end[None, :] - np.maximum(np.asarray(t, float)[:, None], submit[None, :])
+    return -np.maximum(left, 0.0).sum(1) / (submit.size * 1000.0)
+
+
+def advantages(episodes: list[tuple[np.ndarray, np.ndarray]], times: list[np.ndarray], mode: str) -> list[np.ndarray]:
+    """Per episode, each action's return (mode "to-go": from its decision time; "episode": the
+    whole episode's) minus the mean of the other episodes' returns at the same time."""
+    k = len(episodes)
+    at = [np.zeros_like(t) if mode == "episode" else t for t in times]
+    out = []
+    for i in range(k):
+        own = reward_to_go(episodes[i], at[i])
+        others = np.mean([reward_to_go(episodes[o], at[i]) for o in range(k) if o != i], axis=0)
+        out.append(own - others)
+    return out
+
+
+def best_step(val: list[float]) -> int:
+    """Index of the lowest validation JCT (the earliest on a tie; NaN never chosen unless all are)."""
+    v = np.asarray(val, float)
+    return int(np.nanargmin(v)) if np.isfinite(v).any() else 0
+
+
+def reinforce(simulate: Simulate, net: Net, opt: RlOptions, train: list[Setting], val: list[Setting],
+              test: list[Setting], log=print) -> tuple[list[dict], int]:
+    """REINFORCE steps (module docstring, (b)) with best-on-validation selection ((c)). Returns the
+    curve (row 0: after the supervised stage; row i: after step i) and the selected row; `net`
+    ends holding the selected row's weights."""
+    rows = [{"iteration": 0, "val_greedy_avg_jct_s": greedy_jct(simulate, net, val),
+             "test_greedy_avg_jct_s": greedy_jct(simulate, net, test)}]
+    best = {k: v.copy() for k, v in net.p.items()}
+    net.reset_optimiser()  # the supervised stage's moment estimates would scale the first steps
+    log(f"after supervised: validation {rows[0]['val_greedy_avg_jct_s']:.1f} s, test {rows[0]['test_greedy_avg_jct_s']:.1f} s")
+    for it in range(1, opt.iters + 1):
+        jobs, nodes, seed = train[(it - 1) % len(train)]
+        eps, trajs = [], []
+        for e in range(opt.episodes):
             p = Drl(DrlConfig(sample=True, seed=1000 * it + e), net=net)
-            jct = simulate(p, jobs, nodes, trace_seed)
-            rets.append(-jct / 1000.0)
+            eps.append(simulate(p, jobs, nodes, seed))
             trajs.append(p.trajectory)
-        r = np.array(rets)
-        adv = (r - r.mean()) / (r.std() + 1e-6)
-        xs, ms, as_, ws = [], [], [], []
-        for k, tr in enumerate(trajs):
-            if not tr:
-                continue
-            x, m, a = _stack(tr)
-            xs.append(x), ms.append(m), as_.append(a), ws.append(np.full(a.size, adv[k] / a.size))
-        if xs and np.abs(adv).sum() > 0:
-            g, _ = net.grads(np.concatenate(xs), np.concatenate(ms), np.concatenate(as_), np.concatenate(ws))
-            # grads() minimises −Σ w log π; its normalisation by Σ|w| keeps the step size fixed
-            net.adam(g, lr)
-        greedy = simulate(Drl(DrlConfig(), net=net), jobs, nodes, trace_seed)
-        held = heldout_jct(simulate, net, list(heldout))
-        curve.append((float(-r.mean() * 1000.0), greedy, held))
-        log(f"reinforce {it}: sampled avg JCT {-r.mean() * 1000:.1f} s, greedy {greedy:.1f} s (trace seed {trace_seed}), "
-            f"held-out greedy {held:.1f} s")
-    return curve
+        times = [np.array([t[3] for t in tr], float) for tr in trajs]
+        adv = advantages(eps, times, opt.advantage)
+        keep = [i for i, tr in enumerate(trajs) if tr]
+        x = np.concatenate([_stack(trajs[i])[0] for i in keep])
+        m = np.concatenate([_stack(trajs[i])[1] for i in keep])
+        a = np.concatenate([_stack(trajs[i])[2] for i in keep])
+        w = np.concatenate([adv[i] for i in keep])
+        scale = float(w.std())
+        if opt.normalise:
+            w = w / (scale + 1e-8)
+        agree = float((np.argmax(net.probs(x, m)[0], 1) == a).mean())
+        ent = float(net.entropy(x, m).mean())
+        g, _ = net.grads(x, m, a, w, entropy=opt.entropy)
+        gnorm = float(np.sqrt(sum(float((v * v).sum()) for v in g.values())))
+        net.adam(g, opt.lr)
+        jcts = np.array([avg_jct(ep) for ep in eps])
+        row = {"iteration": it, "trace": f"{jobs}x{nodes}x{seed}", "sampled_avg_jct_s": float(jcts.mean()),
+               "sampled_jct_spread_s": float(jcts.std()), "advantage_std": scale,
+               "advantage_mean_abs": float(np.abs(np.concatenate([adv[i] for i in keep])).mean()),
+               "grad_norm": gnorm, "sampled_greedy_agreement": agree, "entropy_nats": ent, "actions": int(a.size),
+               "train_greedy_avg_jct_s": greedy_jct(simulate, net, [(jobs, nodes, seed)]),
+               "val_greedy_avg_jct_s": greedy_jct(simulate, net, val),
+               "test_greedy_avg_jct_s": greedy_jct(simulate, net, test)}
+        rows.append(row)
+        if best_step([r["val_greedy_avg_jct_s"] for r in rows]) == it:
+            best = {k: v.copy() for k, v in net.p.items()}
+        log(f"step {it} ({row['trace']}): sampled {row['sampled_avg_jct_s']:.1f} ± {row['sampled_jct_spread_s']:.1f} s, "
+            f"adv std {scale:.4f}, |grad| {gnorm:.4f}, agree {agree:.3f}, H {ent:.3f}, greedy train "
+            f"{row['train_greedy_avg_jct_s']:.1f} / val {row['val_greedy_avg_jct_s']:.1f} / test "
+            f"{row['test_greedy_avg_jct_s']:.1f} s")
+    sel = best_step([r["val_greedy_avg_jct_s"] for r in rows])
+    net.p = best
+    return rows, sel
 
 
 def plot_curve(curve_csv: Path, png: Path) -> None:
-    """The training curve as a PNG: supervised loss per epoch, then REINFORCE's average JCTs."""
+    """The training curve as a PNG: supervised loss per epoch, then the greedy policy's average JCT on
+    the training, validation and test traces after every REINFORCE step (step 0: after the supervised
+    stage), the selected step marked."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -108,15 +188,17 @@ def plot_curve(curve_csv: Path, png: Path) -> None:
 
     df = pd.read_csv(curve_csv)
     sl, rl = df[df["stage"] == "supervised"], df[df["stage"] == "reinforce"]
-    fig, (a, b) = plt.subplots(1, 2, figsize=(9, 3.2))
+    fig, (a, b) = plt.subplots(1, 2, figsize=(10, 3.4))
     a.plot(sl["iteration"], sl["loss"])
     a.set(xlabel="Adam step (full batch)", ylabel="cross-entropy", title="(a) supervised from Optimus")
-    b.plot(rl["iteration"], rl["sampled_avg_jct_s"], label="sampled (mean of episodes)")
-    b.plot(rl["iteration"], rl["greedy_avg_jct_s"], label="greedy after the step")
-    if "heldout_greedy_avg_jct_s" in rl:
-        b.plot(rl["iteration"], rl["heldout_greedy_avg_jct_s"], label="greedy, held-out traces")
-    b.set(xlabel="REINFORCE iteration (trace seed cycles 110-113)", ylabel="avg JCT (s)", title="(b) REINFORCE")
-    b.legend(fontsize=7)
+    b.plot(rl["iteration"], rl["sampled_avg_jct_s"], ":", label="sampled, training trace (mean of episodes)")
+    b.plot(rl["iteration"], rl["train_greedy_avg_jct_s"], label="greedy, training trace of the step")
+    b.plot(rl["iteration"], rl["val_greedy_avg_jct_s"], label="greedy, validation traces (mean)")
+    b.plot(rl["iteration"], rl["test_greedy_avg_jct_s"], label="greedy, test traces (mean)")
+    sel = rl[rl["selected"]]
+    b.scatter(sel["iteration"], sel["val_greedy_avg_jct_s"], marker="o", color="k", zorder=3, label="weights kept")
+    b.set(xlabel="REINFORCE step (0 = after the supervised stage)", ylabel="avg JCT (s)", title="(b) REINFORCE")
+    b.legend(fontsize=6)
     fig.tight_layout()
     fig.savefig(png, dpi=90)
     plt.close(fig)

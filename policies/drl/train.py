@@ -145,6 +145,8 @@ def reinforce(simulate: Simulate, net: Net, opt: RlOptions, train: list[Setting]
         times = [np.array([t[3] for t in tr], float) for tr in trajs]
         adv = advantages(eps, times, opt.advantage)
         keep = [i for i, tr in enumerate(trajs) if tr]
+        if not keep:
+            raise ValueError(f"trace {jobs}x{nodes}x{seed}: no episode took an action")
         x = np.concatenate([_stack(trajs[i])[0] for i in keep])
         m = np.concatenate([_stack(trajs[i])[1] for i in keep])
         a = np.concatenate([_stack(trajs[i])[2] for i in keep])

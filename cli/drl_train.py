@@ -65,6 +65,7 @@ def check(a: argparse.Namespace) -> tuple[RlOptions, list[Setting], list[Setting
             ("--rl-episodes", a.rl_episodes >= 2, "at least 2 episodes (the baseline is the other episodes' mean)"),
             ("--rl-lr", a.rl_lr > 0 and np.isfinite(a.rl_lr), "a positive learning rate"),
             ("--rl-entropy", a.rl_entropy >= 0 and np.isfinite(a.rl_entropy), "a non-negative entropy weight"),
+            ("--rl-horizon-s", a.rl_horizon_s >= 0 and np.isfinite(a.rl_horizon_s), "0 (no discount) or positive seconds"),
             ("--sl-epochs", a.sl_epochs >= 0, "0 or more epochs"),
             ("--sl-lr", a.sl_lr > 0 and np.isfinite(a.sl_lr), "a positive learning rate")]
     for name, ok, what in need:
@@ -83,7 +84,7 @@ def check(a: argparse.Namespace) -> tuple[RlOptions, list[Setting], list[Setting
                 raise InputError.at(field=y, expected=f"trace seeds disjoint from {x}",
                                     got=sorted(sets[x] & sets[y]))
     opt = RlOptions(iters=a.rl_iters, episodes=a.rl_episodes, lr=a.rl_lr, entropy=a.rl_entropy,
-                    advantage=a.rl_advantage, normalise=a.rl_normalise)
+                    advantage=a.rl_advantage, normalise=a.rl_normalise, horizon_s=a.rl_horizon_s)
     return opt, teacher, rl, val, test
 
 
@@ -112,6 +113,9 @@ def parser() -> argparse.ArgumentParser:
                     help="credit of an action: 'to-go' = the reward after its decision time minus the other "
                          "episodes' at that time; 'episode' = the whole episode's reward minus the other "
                          f"episodes' mean (default {d.advantage})")
+    ap.add_argument("--rl-horizon-s", type=float, default=d.horizon_s,
+                    help="discount: reward tau s after an action weighs exp(-tau / this) (DL2's per-slot "
+                         f"discount); 0 = undiscounted (default {d.horizon_s:g})")
     ap.add_argument("--rl-normalise", action=argparse.BooleanOptionalAction, default=d.normalise,
                     help="divide each step's advantages by their standard deviation (default on)")
     ap.add_argument("--val", default=VAL_TRACES,

@@ -6,10 +6,11 @@ settings, each from the same supervised start, with the per-step diagnostics of
         --config advantage=episode,lr=1e-3,episodes=6,entropy=0 --config advantage=to-go
 
 Each `--config` overrides `policies.drl.train.RlOptions` (keys: advantage, lr, episodes, entropy,
-normalise); the supervised stage, trace sets and every other setting are `cli.drl_train`'s
+normalise, horizon_s); the supervised stage, trace sets and every other setting are `cli.drl_train`'s
 defaults (its options after `--`). Per step it prints: the trace, the sampled episodes' mean and
 spread of average JCT, the advantage scale before normalisation (std and mean |A|, reward units of
-1000 s), the gradient norm, the fraction of sampled actions the greedy policy would also take, the
+1000 s), the gradient norm, the cosine between the gradients of the two halves of the step's episodes
+(near 0: the step is mostly noise), the fraction of sampled actions the greedy policy would also take, the
 policy's entropy, and the greedy policy's average JCT on the step's training trace and the
 validation and test sets.
 """
@@ -28,7 +29,7 @@ from policies.drl.net import Net
 from policies.drl.train import RlOptions, collect_teacher, reinforce, supervised
 
 COLUMNS = ("iteration", "trace", "sampled_avg_jct_s", "sampled_jct_spread_s", "advantage_std", "advantage_mean_abs",
-           "grad_norm", "sampled_greedy_agreement", "entropy_nats", "train_greedy_avg_jct_s", "val_greedy_avg_jct_s",
+           "grad_norm", "grad_halves_cosine", "sampled_greedy_agreement", "entropy_nats", "train_greedy_avg_jct_s", "val_greedy_avg_jct_s",
            "test_greedy_avg_jct_s")
 
 
@@ -65,10 +66,10 @@ def main(argv: list[str] | None = None) -> int:
         return exc.exit_code
     net = Net(targs.slots, targs.hidden, seed=targs.seed)
     losses = supervised(net, collect_teacher(simulate, net, teacher), targs.sl_epochs, targs.sl_lr)
-    print(f"supervised: cross-entropy {losses[0]:.3f} -> {losses[-1]:.3f}")
+    print(f"supervised: cross-entropy {losses[0]:.3f} -> {losses[-1]:.3f}", flush=True)
     for opt in configs:
-        print(f"\n== {opt}")
-        print(" ".join(f"{c[:12]:>12}" for c in COLUMNS))
+        print(f"\n== {opt}", flush=True)
+        print(" ".join(f"{c[:12]:>12}" for c in COLUMNS), flush=True)
         rows, sel = reinforce(simulate, copy.deepcopy(net), opt, rl, val, test, log=lambda s: None)
         for r in rows:
             print(" ".join(f"{r.get(c, np.nan):>12.4g}" if not isinstance(r.get(c), str) else f"{r[c]:>12}"

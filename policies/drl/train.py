@@ -15,6 +15,7 @@ takes `simulate(policy, jobs, nodes, seed) -> (submit s, end s) per job`).
       - `advantage="episode"`: the whole episode's reward (every action of an episode gets the same);
     minus a baseline: the mean of the same quantity, at the same t, over the step's other episodes
     (the same trace, so a time-based baseline: the expected reward-to-go of the state's time).
+    `horizon_s` > 0 discounts the reward τ seconds after the action by exp(−τ / horizon_s).
     `normalise` divides the step's advantages by their standard deviation; `entropy` adds
     β · H(π) to the objective (DL2 uses an entropy term to keep exploring). The gradient of
     mean(advantage × log π(a|s)) + β · mean H is followed by Adam at `lr` (its moments reset at
@@ -57,6 +58,7 @@ class RlOptions:
     entropy: float = 0.01
     advantage: str = "to-go"
     normalise: bool = True
+    horizon_s: float = 0.0
 
 
 def _stack(traj: list) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -98,23 +100,32 @@ def greedy_jct(simulate: Simulate, net: Net, settings: list[Setting]) -> float:
     return float(np.mean([avg_jct(simulate(Drl(DrlConfig(), net=net), j, n, s)) for j, n, s in settings]))
 
 
-def reward_to_go(episode: tuple[np.ndarray, np.ndarray], t: np.ndarray) -> np.ndarray:
+def reward_to_go(episode: tuple[np.ndarray, np.ndarray], t: np.ndarray, horizon_s: float = 0.0) -> np.ndarray:
     """−(1/N) Σ_j (end_j − max(t, submit_j))⁺ / 1000 s for each time in `t`: the part of the reward
-    (−average JCT / 1000 s) accrued after t. At t ≤ every submit it is the whole episode's reward."""
+    (−average JCT / 1000 s) accrued after t. At t ≤ every submit it is the whole episode's reward.
+    `horizon_s` > 0 discounts time τ after t by exp(−(τ − t) / horizon_s) (DL2's discounted
+    per-slot reward with γ = exp(−slot / horizon_s)): each job's term becomes
+    horizon_s · (e^(−(a − t)/horizon_s) − e^(−(end − t)/horizon_s)) with a = max(t, submit)."""
     submit, end = episode
-    left = end[None, :] - np.maximum(np.asarray(t, float)[:, None], submit[None, :])
-    return -np.maximum(left, 0.0).sum(1) / (submit.size * 1000.0)
+    t = np.asarray(t, float)[:, None]
+    a = np.maximum(t, submit[None, :])
+    b = np.maximum(end[None, :], a)
+    if horizon_s > 0:
+        return -(horizon_s * (np.exp(-(a - t) / horizon_s) - np.exp(-(b - t) / horizon_s))).sum(1) / (submit.size * 1000.0)
+    return -(b - a).sum(1) / (submit.size * 1000.0)
 
 
-def advantages(episodes: list[tuple[np.ndarray, np.ndarray]], times: list[np.ndarray], mode: str) -> list[np.ndarray]:
+def advantages(episodes: list[tuple[np.ndarray, np.ndarray]], times: list[np.ndarray], mode: str,
+               horizon_s: float = 0.0) -> list[np.ndarray]:
     """Per episode, each action's return (mode "to-go": from its decision time; "episode": the
-    whole episode's) minus the mean of the other episodes' returns at the same time."""
+    whole episode's; discounted by `horizon_s`, `reward_to_go`) minus the mean of the other
+    episodes' returns at the same time."""
     k = len(episodes)
     at = [np.zeros_like(t) if mode == "episode" else t for t in times]
     out = []
     for i in range(k):
-        own = reward_to_go(episodes[i], at[i])
-        others = np.mean([reward_to_go(episodes[o], at[i]) for o in range(k) if o != i], axis=0)
+        own = reward_to_go(episodes[i], at[i], horizon_s)
+        others = np.mean([reward_to_go(episodes[o], at[i], horizon_s) for o in range(k) if o != i], axis=0)
         out.append(own - others)
     return out
 
@@ -143,7 +154,7 @@ def reinforce(simulate: Simulate, net: Net, opt: RlOptions, train: list[Setting]
             eps.append(simulate(p, jobs, nodes, seed))
             trajs.append(p.trajectory)
         times = [np.array([t[3] for t in tr], float) for tr in trajs]
-        adv = advantages(eps, times, opt.advantage)
+        adv = advantages(eps, times, opt.advantage, opt.horizon_s)
         keep = [i for i, tr in enumerate(trajs) if tr]
         if not keep:
             raise ValueError(f"trace {jobs}x{nodes}x{seed}: no episode took an action")
@@ -156,6 +167,10 @@ def reinforce(simulate: Simulate, net: Net, opt: RlOptions, train: list[Setting]
             w = w / (scale + 1e-8)
         agree = float((np.argmax(net.probs(x, m)[0], 1) == a).mean())
         ent = float(net.entropy(x, m).mean())
+        half = np.concatenate([np.full(len(trajs[i]), i < opt.episodes // 2) for i in keep])
+        g1, g2 = (net.grads(x[h], m[h], a[h], w[h], entropy=opt.entropy)[0] for h in (half, ~half))
+        v1, v2 = (np.concatenate([gg[k].ravel() for k in sorted(gg)]) for gg in (g1, g2))
+        cos = float(v1 @ v2 / max(np.linalg.norm(v1) * np.linalg.norm(v2), 1e-300))
         g, _ = net.grads(x, m, a, w, entropy=opt.entropy)
         gnorm = float(np.sqrt(sum(float((v * v).sum()) for v in g.values())))
         net.adam(g, opt.lr)
@@ -163,7 +178,7 @@ def reinforce(simulate: Simulate, net: Net, opt: RlOptions, train: list[Setting]
         row = {"iteration": it, "trace": f"{jobs}x{nodes}x{seed}", "sampled_avg_jct_s": float(jcts.mean()),
                "sampled_jct_spread_s": float(jcts.std()), "advantage_std": scale,
                "advantage_mean_abs": float(np.abs(np.concatenate([adv[i] for i in keep])).mean()),
-               "grad_norm": gnorm, "sampled_greedy_agreement": agree, "entropy_nats": ent, "actions": int(a.size),
+               "grad_norm": gnorm, "grad_halves_cosine": cos, "sampled_greedy_agreement": agree, "entropy_nats": ent, "actions": int(a.size),
                "train_greedy_avg_jct_s": greedy_jct(simulate, net, [(jobs, nodes, seed)]),
                "val_greedy_avg_jct_s": greedy_jct(simulate, net, val),
                "test_greedy_avg_jct_s": greedy_jct(simulate, net, test)}
@@ -171,7 +186,7 @@ def reinforce(simulate: Simulate, net: Net, opt: RlOptions, train: list[Setting]
         if best_step([r["val_greedy_avg_jct_s"] for r in rows]) == it:
             best = {k: v.copy() for k, v in net.p.items()}
         log(f"step {it} ({row['trace']}): sampled {row['sampled_avg_jct_s']:.1f} ± {row['sampled_jct_spread_s']:.1f} s, "
-            f"adv std {scale:.4f}, |grad| {gnorm:.4f}, agree {agree:.3f}, H {ent:.3f}, greedy train "
+            f"adv std {scale:.4f}, |grad| {gnorm:.4f} (halves' cosine {cos:.2f}), agree {agree:.3f}, H {ent:.3f}, greedy train "
             f"{row['train_greedy_avg_jct_s']:.1f} / val {row['val_greedy_avg_jct_s']:.1f} / test "
             f"{row['test_greedy_avg_jct_s']:.1f} s")
     sel = best_step([r["val_greedy_avg_jct_s"] for r in rows])

@@ -117,6 +117,10 @@ def test_reward_to_go_splits_minus_average_jct_over_time():
     assert np.allclose(a_ep[0], -a_ep[1]) and np.allclose(a_ep[0], 0.09 / 3 * 1000 / 1000)
     a_tg = advantages([ep, other], t, "to-go")
     assert np.allclose(a_tg[0], [0.03, 0.02])  # at 500 s only two jobs are left, each 30 s shorter
+    one = (np.array([50.0]), np.array([150.0]))  # discounted: 100 s in the system from t=50, horizon 100 s
+    assert np.allclose(reward_to_go(one, np.array([0.0, 50.0]), 100.0),
+                       [-100 * (np.exp(-0.5) - np.exp(-1.5)) / 1000, -100 * (1 - np.exp(-1)) / 1000])
+    assert np.allclose(reward_to_go(ep, np.array([0.0, 150.0]), 1e9), r[:2])
 
 
 def test_entropy_gradient_matches_finite_differences():

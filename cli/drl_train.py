@@ -63,6 +63,7 @@ def check(a: argparse.Namespace) -> tuple[RlOptions, list[Setting], list[Setting
     """The options checked: (REINFORCE options, teacher, RL, validation, test settings)."""
     need = [("--rl-iters", a.rl_iters >= 0, "0 or more steps"),
             ("--rl-episodes", a.rl_episodes >= 2, "at least 2 episodes (the baseline is the other episodes' mean)"),
+            ("--rl-traces-per-step", a.rl_traces_per_step >= 1, "at least 1 trace"),
             ("--rl-lr", a.rl_lr > 0 and np.isfinite(a.rl_lr), "a positive learning rate"),
             ("--rl-entropy", a.rl_entropy >= 0 and np.isfinite(a.rl_entropy), "a non-negative entropy weight"),
             ("--rl-horizon-s", a.rl_horizon_s >= 0 and np.isfinite(a.rl_horizon_s), "0 (no discount) or positive seconds"),
@@ -84,7 +85,8 @@ def check(a: argparse.Namespace) -> tuple[RlOptions, list[Setting], list[Setting
                 raise InputError.at(field=y, expected=f"trace seeds disjoint from {x}",
                                     got=sorted(sets[x] & sets[y]))
     opt = RlOptions(iters=a.rl_iters, episodes=a.rl_episodes, lr=a.rl_lr, entropy=a.rl_entropy,
-                    advantage=a.rl_advantage, normalise=a.rl_normalise, horizon_s=a.rl_horizon_s)
+                    advantage=a.rl_advantage, normalise=a.rl_normalise, horizon_s=a.rl_horizon_s,
+                    traces_per_step=a.rl_traces_per_step)
     return opt, teacher, rl, val, test
 
 
@@ -102,10 +104,13 @@ def parser() -> argparse.ArgumentParser:
     ap.add_argument("--sl-epochs", type=int, default=400, help="supervised full-batch Adam steps (default 400)")
     ap.add_argument("--sl-lr", type=float, default=3e-3, help="supervised learning rate (default 3e-3)")
     ap.add_argument("--rl-traces", default=RL_TRACES,
-                    help="JOBSxNODESxSEED,... of the REINFORCE episodes, one per step in turn (training set)")
+                    help="JOBSxNODESxSEED,... of the REINFORCE episodes, taken in turn (training set)")
     ap.add_argument("--rl-iters", type=int, default=d.iters, help=f"REINFORCE steps (default {d.iters})")
     ap.add_argument("--rl-episodes", type=int, default=d.episodes,
-                    help=f"sampled episodes per step, all of the step's trace (default {d.episodes})")
+                    help=f"sampled episodes per trace and step (default {d.episodes})")
+    ap.add_argument("--rl-traces-per-step", type=int, default=d.traces_per_step,
+                    help="training traces per step, each run --rl-episodes times with its own baseline "
+                         f"(default {d.traces_per_step})")
     ap.add_argument("--rl-lr", type=float, default=d.lr, help=f"REINFORCE Adam learning rate (default {d.lr:g})")
     ap.add_argument("--rl-entropy", type=float, default=d.entropy,
                     help=f"entropy bonus weight beta (default {d.entropy:g}; 0 = none)")

@@ -6,11 +6,11 @@ settings, each from the same supervised start, with the per-step diagnostics of
         --config advantage=episode,lr=1e-3,episodes=6,entropy=0 --config advantage=to-go
 
 Each `--config` overrides `policies.drl.train.RlOptions` (keys: advantage, lr, episodes, entropy,
-normalise, horizon_s); the supervised stage, trace sets and every other setting are `cli.drl_train`'s
+normalise, horizon_s, traces_per_step); the supervised stage, trace sets and every other setting are `cli.drl_train`'s
 defaults (its options after `--`). Per step it prints: the trace, the sampled episodes' mean and
 spread of average JCT, the advantage scale before normalisation (std and mean |A|, reward units of
-1000 s), the gradient norm, the cosine between the gradients of the two halves of the step's episodes
-(near 0: the step is mostly noise), the fraction of sampled actions the greedy policy would also take, the
+1000 s), the gradient norm, the cosine between the gradients of the two halves of the step's episodes, each
+half with its own baseline (near 0: the step is mostly noise), the fraction of sampled actions the greedy policy would also take, the
 policy's entropy, and the greedy policy's average JCT on the step's training trace and the
 validation and test sets.
 """

@@ -6,15 +6,16 @@ takes `simulate(policy, jobs, nodes, seed) -> (submit s, end s) per job`).
     (Optimus' round allocation turned into add-one-GPU actions, the largest deficit first, then
     stop) on `synth:ones:N` traces; every (state, action) is recorded and the network fitted by
     full-batch cross-entropy with Adam.
-(b) REINFORCE (DL2's online stage, policy gradient): per step, `episodes` runs of one training trace
-    (the traces are taken in turn) with actions sampled from the network (seeds differ). The reward
+(b) REINFORCE (DL2's online stage, policy gradient): per step, `episodes` runs of each of
+    `traces_per_step` training traces (the traces are taken in turn) with actions sampled from the
+    network (seeds differ). The reward
     is −average JCT / 1000 s, written as a sum over time: −(1/N) Σ_j (time job j spends in the
     system). An action taken at time t is credited with
       - `advantage="to-go"` (default): the reward still to come after t,
         −(1/N) Σ_j (end_j − max(t, submit_j))⁺ / 1000 s (what happened before t cannot depend on it);
       - `advantage="episode"`: the whole episode's reward (every action of an episode gets the same);
     minus a baseline: the mean of the same quantity, at the same t, over the step's other episodes
-    (the same trace, so a time-based baseline: the expected reward-to-go of the state's time).
+    of the same trace (a time-based baseline: the expected reward-to-go at the state's time).
     `horizon_s` > 0 discounts the reward τ seconds after the action by exp(−τ / horizon_s).
     `normalise` divides the step's advantages by their standard deviation; `entropy` adds
     β · H(π) to the objective (DL2 uses an entropy term to keep exploring). The gradient of
@@ -59,6 +60,7 @@ class RlOptions:
     advantage: str = "to-go"
     normalise: bool = True
     horizon_s: float = 0.0
+    traces_per_step: int = 1
 
 
 def _stack(traj: list) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -136,57 +138,68 @@ def best_step(val: list[float]) -> int:
     return int(np.nanargmin(v)) if np.isfinite(v).any() else 0
 
 
+def _episodes(simulate: Simulate, net: Net, opt: RlOptions, setting: Setting, seed0: int) -> tuple[list, list, list, list]:
+    """`opt.episodes` sampled runs of one trace: (per-job (submit, end), trajectories, advantages,
+    advantages within each half of the episodes)."""
+    jobs, nodes, seed = setting
+    eps, trajs = [], []
+    for e in range(opt.episodes):
+        p = Drl(DrlConfig(sample=True, seed=seed0 + e), net=net)
+        eps.append(simulate(p, jobs, nodes, seed))
+        trajs.append(p.trajectory)
+    times = [np.array([t[3] for t in tr], float) for tr in trajs]
+    h = opt.episodes // 2  # the halves' own advantages (each half's baseline from itself) for the noise check
+    halves = (advantages(eps[:h], times[:h], opt.advantage, opt.horizon_s)
+              + advantages(eps[h:], times[h:], opt.advantage, opt.horizon_s)) if h >= 2 else [t * np.nan for t in times]
+    return eps, trajs, advantages(eps, times, opt.advantage, opt.horizon_s), halves
+
+
 def reinforce(simulate: Simulate, net: Net, opt: RlOptions, train: list[Setting], val: list[Setting],
               test: list[Setting], log=print) -> tuple[list[dict], int]:
     """REINFORCE steps (module docstring, (b)) with best-on-validation selection ((c)). Returns the
-    curve (row 0: after the supervised stage; row i: after step i) and the selected row; `net`
-    ends holding the selected row's weights."""
+    curve (row 0: after the supervised stage; row i: after step i, with its diagnostics) and the
+    selected row; `net` ends holding the selected row's weights."""
     rows = [{"iteration": 0, "val_greedy_avg_jct_s": greedy_jct(simulate, net, val),
              "test_greedy_avg_jct_s": greedy_jct(simulate, net, test)}]
     best = {k: v.copy() for k, v in net.p.items()}
     net.reset_optimiser()  # the supervised stage's moment estimates would scale the first steps
     log(f"after supervised: validation {rows[0]['val_greedy_avg_jct_s']:.1f} s, test {rows[0]['test_greedy_avg_jct_s']:.1f} s")
     for it in range(1, opt.iters + 1):
-        jobs, nodes, seed = train[(it - 1) % len(train)]
-        eps, trajs = [], []
-        for e in range(opt.episodes):
-            p = Drl(DrlConfig(sample=True, seed=1000 * it + e), net=net)
-            eps.append(simulate(p, jobs, nodes, seed))
-            trajs.append(p.trajectory)
-        times = [np.array([t[3] for t in tr], float) for tr in trajs]
-        adv = advantages(eps, times, opt.advantage, opt.horizon_s)
-        keep = [i for i, tr in enumerate(trajs) if tr]
-        if not keep:
-            raise ValueError(f"trace {jobs}x{nodes}x{seed}: no episode took an action")
-        x = np.concatenate([_stack(trajs[i])[0] for i in keep])
-        m = np.concatenate([_stack(trajs[i])[1] for i in keep])
-        a = np.concatenate([_stack(trajs[i])[2] for i in keep])
-        w = np.concatenate([adv[i] for i in keep])
+        traces = [train[k % len(train)] for k in range((it - 1) * opt.traces_per_step, it * opt.traces_per_step)]
+        jcts, parts = [], []  # parts: (x, mask, action, advantage, within-half advantage, first half?) per episode
+        for t, setting in enumerate(traces):
+            eps, trajs, adv, hadv = _episodes(simulate, net, opt, setting, 1000 * it + 100 * t)
+            jcts += [avg_jct(ep) for ep in eps]
+            parts += [(*_stack(tr), adv[i], hadv[i], i < opt.episodes // 2) for i, tr in enumerate(trajs) if tr]
+        if not parts:
+            raise ValueError(f"REINFORCE step {it}: no episode took an action")
+        x, m, a, w, wh = (np.concatenate([q[k] for q in parts]) for k in range(5))
+        half = np.concatenate([np.full(q[2].size, q[5]) for q in parts])
         scale = float(w.std())
+        mean_abs = float(np.abs(w).mean())
         if opt.normalise:
             w = w / (scale + 1e-8)
         agree = float((np.argmax(net.probs(x, m)[0], 1) == a).mean())
         ent = float(net.entropy(x, m).mean())
-        half = np.concatenate([np.full(len(trajs[i]), i < opt.episodes // 2) for i in keep])
-        g1, g2 = (net.grads(x[h], m[h], a[h], w[h], entropy=opt.entropy)[0] for h in (half, ~half))
+        wh = wh / (scale + 1e-8) if opt.normalise else wh
+        g1, g2 = (net.grads(x[h], m[h], a[h], wh[h], entropy=opt.entropy)[0] for h in (half, ~half))
         v1, v2 = (np.concatenate([gg[k].ravel() for k in sorted(gg)]) for gg in (g1, g2))
         cos = float(v1 @ v2 / max(np.linalg.norm(v1) * np.linalg.norm(v2), 1e-300))
         g, _ = net.grads(x, m, a, w, entropy=opt.entropy)
         gnorm = float(np.sqrt(sum(float((v * v).sum()) for v in g.values())))
         net.adam(g, opt.lr)
-        jcts = np.array([avg_jct(ep) for ep in eps])
-        row = {"iteration": it, "trace": f"{jobs}x{nodes}x{seed}", "sampled_avg_jct_s": float(jcts.mean()),
-               "sampled_jct_spread_s": float(jcts.std()), "advantage_std": scale,
-               "advantage_mean_abs": float(np.abs(np.concatenate([adv[i] for i in keep])).mean()),
-               "grad_norm": gnorm, "grad_halves_cosine": cos, "sampled_greedy_agreement": agree, "entropy_nats": ent, "actions": int(a.size),
-               "train_greedy_avg_jct_s": greedy_jct(simulate, net, [(jobs, nodes, seed)]),
+        row = {"iteration": it, "trace": "+".join(f"{j}x{n}x{s}" for j, n, s in traces),
+               "sampled_avg_jct_s": float(np.mean(jcts)), "sampled_jct_spread_s": float(np.std(jcts)),
+               "advantage_std": scale, "advantage_mean_abs": mean_abs, "grad_norm": gnorm, "grad_halves_cosine": cos,
+               "sampled_greedy_agreement": agree, "entropy_nats": ent, "actions": int(a.size),
+               "train_greedy_avg_jct_s": greedy_jct(simulate, net, traces),
                "val_greedy_avg_jct_s": greedy_jct(simulate, net, val),
                "test_greedy_avg_jct_s": greedy_jct(simulate, net, test)}
         rows.append(row)
         if best_step([r["val_greedy_avg_jct_s"] for r in rows]) == it:
             best = {k: v.copy() for k, v in net.p.items()}
-        log(f"step {it} ({row['trace']}): sampled {row['sampled_avg_jct_s']:.1f} ± {row['sampled_jct_spread_s']:.1f} s, "
-            f"adv std {scale:.4f}, |grad| {gnorm:.4f} (halves' cosine {cos:.2f}), agree {agree:.3f}, H {ent:.3f}, greedy train "
+        log(f"step {it} ({row['trace']}): sampled {row['sampled_avg_jct_s']:.1f} s, adv std {scale:.4f}, |grad| "
+            f"{gnorm:.4f} (halves' cosine {cos:.2f}), agree {agree:.3f}, H {ent:.3f}, greedy train "
             f"{row['train_greedy_avg_jct_s']:.1f} / val {row['val_greedy_avg_jct_s']:.1f} / test "
             f"{row['test_greedy_avg_jct_s']:.1f} s")
     sel = best_step([r["val_greedy_avg_jct_s"] for r in rows])

@@ -144,7 +144,7 @@ def test_entropy_gradient_matches_finite_differences():
 def test_training_options_bad_values_are_one_line_errors(capsys):
     from cli.drl_train import main
 
-    for argv in (["--rl-lr", "0"], ["--rl-episodes", "1"], ["--rl-entropy", "-0.1"], ["--rl-iters", "-1"],
+    for argv in (["--rl-lr", "0"], ["--rl-episodes", "1"], ["--rl-entropy", "-0.1"], ["--rl-iters", "-1"], ["--rl-traces-per-step", "0"], ["--rl-horizon-s", "-5"],
                  ["--val", "20x4"], ["--test", "20x0x140"], ["--test", "20x4x120"],
                  ["--rl-traces", "20x4x130"]):
         assert main(argv) == 2, argv
@@ -160,7 +160,8 @@ def test_reinforce_keeps_the_weights_best_on_validation():
     net = Net(20, 16, seed=4)
     supervised(net, collect_teacher(simulate, net, [(6, 4, 100)]), 60, 3e-3)  # a random network may start no job
     val = [(6, 4, 201)]
-    rows, sel = reinforce(simulate, net, RlOptions(iters=3, episodes=2, lr=3e-2), [(6, 4, 200)], val, [(6, 4, 202)],
+    rows, sel = reinforce(simulate, net, RlOptions(iters=3, episodes=2, lr=3e-2, traces_per_step=2),
+                          [(6, 4, 200), (5, 4, 203)], val, [(6, 4, 202)],
                           log=lambda s: None)
     assert len(rows) == 4 and sel == best_step([r["val_greedy_avg_jct_s"] for r in rows])
     assert greedy_jct(simulate, net, val) == rows[sel]["val_greedy_avg_jct_s"]

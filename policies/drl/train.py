@@ -60,7 +60,7 @@ class RlOptions:
     advantage: str = "to-go"
     normalise: bool = True
     horizon_s: float = 0.0
-    traces_per_step: int = 1
+    traces_per_step: int = 4
 
 
 def _stack(traj: list) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

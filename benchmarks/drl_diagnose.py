@@ -2,7 +2,7 @@
 settings, each from the same supervised start, with the per-step diagnostics of
 `policies.drl.train.reinforce` printed side by side.
 
-    python -m experiments.drl_diagnose --steps 6 \\
+    python -m benchmarks.drl_diagnose --steps 6 \\
         --config advantage=episode,lr=1e-3,episodes=6,entropy=0 --config advantage=to-go
 
 Each `--config` overrides `policies.drl.train.RlOptions` (keys: advantage, lr, episodes, entropy,
@@ -52,7 +52,7 @@ def options(base: RlOptions, text: str) -> RlOptions:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m experiments.drl_diagnose", description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(prog="python -m benchmarks.drl_diagnose", description=__doc__.splitlines()[0])
     ap.add_argument("--steps", type=int, default=6, help="REINFORCE steps per config (default 6)")
     ap.add_argument("--config", action="append", default=[], help="key=value,... over cli.drl_train's defaults")
     ap.add_argument("train_args", nargs="*", help="cli.drl_train options (after --)")

@@ -31,8 +31,8 @@ from policies.drl.train import ADVANTAGES, RlOptions, Setting, collect_teacher, 
 #: the default trace sets (JOBSxNODESxSEED): the catalog's two sizes (20 jobs on 16 GPUs, 50 on 64),
 #: disjoint seeds; the catalog's evaluation seeds (0-2) are in none of them
 RL_TRACES = "20x4x110,50x16x111,20x4x112,50x16x113,20x4x114,50x16x115,20x4x116,50x16x117"
-VAL_TRACES = "20x4x120,50x16x121,20x4x122,50x16x123"
-TEST_TRACES = "20x4x130,50x16x131,20x4x132,50x16x133"
+VAL_TRACES = "20x4x120,50x16x121,20x4x122,50x16x123,20x4x124,50x16x125,20x4x126,50x16x127"
+TEST_TRACES = "20x4x130,50x16x131,20x4x132,50x16x133,20x4x134,50x16x135,20x4x136,50x16x137"
 
 
 def simulate(policy: Drl, jobs: int, nodes: int, seed: int) -> tuple[np.ndarray, np.ndarray]:

@@ -53,14 +53,14 @@ ADVANTAGES = ("to-go", "episode")
 class RlOptions:
     """REINFORCE's options (module docstring, (b)); `cli.drl_train` states their defaults."""
 
-    iters: int = 40
-    episodes: int = 8
+    iters: int = 30
+    episodes: int = 16
     lr: float = 3e-4
     entropy: float = 0.01
     advantage: str = "to-go"
     normalise: bool = True
     horizon_s: float = 0.0
-    traces_per_step: int = 4
+    traces_per_step: int = 1
 
 
 def _stack(traj: list) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -208,9 +208,10 @@ def reinforce(simulate: Simulate, net: Net, opt: RlOptions, train: list[Setting]
 
 
 def plot_curve(curve_csv: Path, png: Path) -> None:
-    """The training curve as a PNG: supervised loss per epoch, then the greedy policy's average JCT on
-    the training, validation and test traces after every REINFORCE step (step 0: after the supervised
-    stage), the selected step marked."""
+    """The training curve as a PNG: (a) supervised loss per epoch; (b) the greedy policy's average JCT
+    on the validation and test traces after every REINFORCE step (step 0: after the supervised
+    stage), the weights kept marked; (c) the step's training trace, sampled (mean of the episodes)
+    and greedy after the step."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -218,17 +219,20 @@ def plot_curve(curve_csv: Path, png: Path) -> None:
 
     df = pd.read_csv(curve_csv)
     sl, rl = df[df["stage"] == "supervised"], df[df["stage"] == "reinforce"]
-    fig, (a, b) = plt.subplots(1, 2, figsize=(10, 3.4))
+    fig, (a, b, c) = plt.subplots(1, 3, figsize=(13, 3.4))
     a.plot(sl["iteration"], sl["loss"])
     a.set(xlabel="Adam step (full batch)", ylabel="cross-entropy", title="(a) supervised from Optimus")
-    b.plot(rl["iteration"], rl["sampled_avg_jct_s"], ":", label="sampled, training trace (mean of episodes)")
-    b.plot(rl["iteration"], rl["train_greedy_avg_jct_s"], label="greedy, training trace of the step")
-    b.plot(rl["iteration"], rl["val_greedy_avg_jct_s"], label="greedy, validation traces (mean)")
-    b.plot(rl["iteration"], rl["test_greedy_avg_jct_s"], label="greedy, test traces (mean)")
-    sel = rl[rl["selected"]]
+    b.plot(rl["iteration"], rl["val_greedy_avg_jct_s"], label="validation traces (mean)")
+    b.plot(rl["iteration"], rl["test_greedy_avg_jct_s"], label="test traces (mean)")
+    sel = rl[rl["selected"].astype(bool)]
     b.scatter(sel["iteration"], sel["val_greedy_avg_jct_s"], marker="o", color="k", zorder=3, label="weights kept")
-    b.set(xlabel="REINFORCE step (0 = after the supervised stage)", ylabel="avg JCT (s)", title="(b) REINFORCE")
-    b.legend(fontsize=6)
+    b.set(xlabel="REINFORCE step (0 = after the supervised stage)", ylabel="greedy avg JCT (s)",
+          title="(b) held-out traces, greedy")
+    b.legend(fontsize=7)
+    c.plot(rl["iteration"], rl["sampled_avg_jct_s"], ".:", label="sampled (mean of the episodes)")
+    c.plot(rl["iteration"], rl["train_greedy_avg_jct_s"], ".-", label="greedy after the step")
+    c.set(xlabel="REINFORCE step", ylabel="avg JCT (s)", yscale="log", title="(c) the step's training trace")
+    c.legend(fontsize=7)
     fig.tight_layout()
     fig.savefig(png, dpi=90)
     plt.close(fig)

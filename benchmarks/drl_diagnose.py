@@ -48,6 +48,8 @@ def options(base: RlOptions, text: str) -> RlOptions:
         except (KeyError, ValueError):
             raise InputError.at(field=f"--config {k}", expected=kinds[k], got=v) from None
         out = replace(out, **{k: val})
+    for f, what in out.problems():
+        raise InputError.at(field=f"--config {f}", expected=what, got=getattr(out, f))
     return out
 
 

@@ -61,17 +61,15 @@ def settings(option: str, text: str) -> list[Setting]:
 
 def check(a: argparse.Namespace) -> tuple[RlOptions, list[Setting], list[Setting], list[Setting], list[Setting]]:
     """The options checked: (REINFORCE options, teacher, RL, validation, test settings)."""
-    need = [("--rl-iters", a.rl_iters >= 0, "0 or more steps"),
-            ("--rl-episodes", a.rl_episodes >= 2, "at least 2 episodes (the baseline is the other episodes' mean)"),
-            ("--rl-traces-per-step", a.rl_traces_per_step >= 1, "at least 1 trace"),
-            ("--rl-lr", a.rl_lr > 0 and np.isfinite(a.rl_lr), "a positive learning rate"),
-            ("--rl-entropy", a.rl_entropy >= 0 and np.isfinite(a.rl_entropy), "a non-negative entropy weight"),
-            ("--rl-horizon-s", a.rl_horizon_s >= 0 and np.isfinite(a.rl_horizon_s), "0 (no discount) or positive seconds"),
-            ("--sl-epochs", a.sl_epochs >= 0, "0 or more epochs"),
-            ("--sl-lr", a.sl_lr > 0 and np.isfinite(a.sl_lr), "a positive learning rate")]
-    for name, ok, what in need:
-        if not ok:
-            raise InputError.at(field=name, expected=what, got=getattr(a, name[2:].replace("-", "_")))
+    opt = RlOptions(iters=a.rl_iters, episodes=a.rl_episodes, lr=a.rl_lr, entropy=a.rl_entropy,
+                    advantage=a.rl_advantage, normalise=a.rl_normalise, horizon_s=a.rl_horizon_s,
+                    traces_per_step=a.rl_traces_per_step)
+    bad = [("--rl-" + f.replace("_", "-"), what, getattr(opt, f)) for f, what in opt.problems()]
+    bad += [(name, what, v) for name, ok, what, v in (
+        ("--sl-epochs", a.sl_epochs >= 0, "0 or more epochs", a.sl_epochs),
+        ("--sl-lr", a.sl_lr > 0 and np.isfinite(a.sl_lr), "a positive learning rate", a.sl_lr)) if not ok]
+    if bad:
+        raise InputError.at(field=bad[0][0], expected=bad[0][1], got=bad[0][2])
     teacher, rl = settings("--teacher-traces", a.teacher_traces), settings("--rl-traces", a.rl_traces)
     val, test = settings("--val", a.val), settings("--test", a.test)
     if a.rl_iters > 0 and not rl:
@@ -84,9 +82,6 @@ def check(a: argparse.Namespace) -> tuple[RlOptions, list[Setting], list[Setting
             if sets[x] & sets[y]:
                 raise InputError.at(field=y, expected=f"trace seeds disjoint from {x}",
                                     got=sorted(sets[x] & sets[y]))
-    opt = RlOptions(iters=a.rl_iters, episodes=a.rl_episodes, lr=a.rl_lr, entropy=a.rl_entropy,
-                    advantage=a.rl_advantage, normalise=a.rl_normalise, horizon_s=a.rl_horizon_s,
-                    traces_per_step=a.rl_traces_per_step)
     return opt, teacher, rl, val, test
 
 

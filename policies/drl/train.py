@@ -62,6 +62,17 @@ class RlOptions:
     horizon_s: float = 0.0
     traces_per_step: int = 1
 
+    def problems(self) -> list[tuple[str, str]]:
+        """(field, what was expected) for every value out of range; empty when all are valid."""
+        need = [("iters", self.iters >= 0, "0 or more steps"),
+                ("episodes", self.episodes >= 2, "at least 2 episodes (the baseline is the other episodes' mean)"),
+                ("traces_per_step", self.traces_per_step >= 1, "at least 1 trace"),
+                ("lr", self.lr > 0 and np.isfinite(self.lr), "a positive learning rate"),
+                ("entropy", self.entropy >= 0 and np.isfinite(self.entropy), "a non-negative entropy weight"),
+                ("horizon_s", self.horizon_s >= 0 and np.isfinite(self.horizon_s), "0 (no discount) or positive seconds"),
+                ("advantage", self.advantage in ADVANTAGES, f"one of {', '.join(ADVANTAGES)}")]
+        return [(f, what) for f, ok, what in need if not ok]
+
 
 def _stack(traj: list) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return (np.array([t[0] for t in traj]), np.array([t[1] for t in traj]), np.array([t[2] for t in traj], np.int64))

@@ -6,13 +6,13 @@ settings, each from the same supervised start, with the per-step diagnostics of
         --config advantage=episode,lr=1e-3,episodes=6,entropy=0 --config advantage=to-go
 
 Each `--config` overrides `policies.drl.train.RlOptions` (keys: advantage, lr, episodes, entropy,
-normalise, horizon_s, traces_per_step); the supervised stage, trace sets and every other setting are `cli.drl_train`'s
-defaults (its options after `--`). Per step it prints: the trace, the sampled episodes' mean and
-spread of average JCT, the advantage scale before normalisation (std and mean |A|, reward units of
-1000 s), the gradient norm, the cosine between the gradients of the two halves of the step's episodes, each
-half with its own baseline (near 0: the step is mostly noise), the fraction of sampled actions the greedy policy would also take, the
-policy's entropy, and the greedy policy's average JCT on the step's training trace and the
-validation and test sets.
+normalise, horizon_s, traces_per_step); the supervised stage, trace sets and every other setting
+are `cli.drl_train`'s defaults (its options after `--`). Per step it prints: the trace, the sampled
+episodes' mean and spread of average JCT, the advantage scale before normalisation (std and mean
+|A|, reward units of 1000 s), the gradient norm, the cosine between the gradients of the two halves
+of the step's episodes, each half with its own baseline (near 0: the step is mostly noise), the
+fraction of sampled actions the greedy policy would also take, the policy's entropy, and the greedy
+policy's average JCT on the step's training trace and the validation and test sets.
 """
 
 from __future__ import annotations
@@ -28,9 +28,9 @@ from cosim.errors import CosimError, InputError
 from policies.drl.net import Net
 from policies.drl.train import RlOptions, collect_teacher, reinforce, supervised
 
-COLUMNS = ("iteration", "trace", "sampled_avg_jct_s", "sampled_jct_spread_s", "advantage_std", "advantage_mean_abs",
-           "grad_norm", "grad_halves_cosine", "sampled_greedy_agreement", "entropy_nats", "train_greedy_avg_jct_s", "val_greedy_avg_jct_s",
-           "test_greedy_avg_jct_s")
+COLUMNS = ("iteration", "trace", "sampled_avg_jct_s", "sampled_jct_spread_s", "advantage_std",
+           "advantage_mean_abs", "grad_norm", "grad_halves_cosine", "sampled_greedy_agreement", "entropy_nats",
+           "train_greedy_avg_jct_s", "val_greedy_avg_jct_s", "test_greedy_avg_jct_s")
 
 
 def options(base: RlOptions, text: str) -> RlOptions:

@@ -73,7 +73,8 @@ def check(a: argparse.Namespace) -> tuple[RlOptions, list[Setting], list[Setting
     teacher, rl = settings("--teacher-traces", a.teacher_traces), settings("--rl-traces", a.rl_traces)
     val, test = settings("--val", a.val), settings("--test", a.test)
     if a.rl_iters > 0 and not rl:
-        raise InputError.at(field="--rl-traces", expected="at least one JOBSxNODESxSEED when --rl-iters > 0", got=a.rl_traces)
+        raise InputError.at(field="--rl-traces", expected="at least one JOBSxNODESxSEED when --rl-iters > 0",
+                            got=a.rl_traces)
     sets = {"training (--teacher-traces, --rl-traces)": {s[2] for s in teacher + rl},
             "--val": {s[2] for s in val}, "--test": {s[2] for s in test}}
     names = list(sets)

@@ -69,7 +69,8 @@ class RlOptions:
                 ("traces_per_step", self.traces_per_step >= 1, "at least 1 trace"),
                 ("lr", self.lr > 0 and np.isfinite(self.lr), "a positive learning rate"),
                 ("entropy", self.entropy >= 0 and np.isfinite(self.entropy), "a non-negative entropy weight"),
-                ("horizon_s", self.horizon_s >= 0 and np.isfinite(self.horizon_s), "0 (no discount) or positive seconds"),
+                ("horizon_s", self.horizon_s >= 0 and np.isfinite(self.horizon_s),
+                 "0 (no discount) or positive seconds"),
                 ("advantage", self.advantage in ADVANTAGES, f"one of {', '.join(ADVANTAGES)}")]
         return [(f, what) for f, ok, what in need if not ok]
 
@@ -124,7 +125,8 @@ def reward_to_go(episode: tuple[np.ndarray, np.ndarray], t: np.ndarray, horizon_
     a = np.maximum(t, submit[None, :])
     b = np.maximum(end[None, :], a)
     if horizon_s > 0:
-        return -(horizon_s * (np.exp(-(a - t) / horizon_s) - np.exp(-(b - t) / horizon_s))).sum(1) / (submit.size * 1000.0)
+        kept = horizon_s * (np.exp(-(a - t) / horizon_s) - np.exp(-(b - t) / horizon_s))
+        return -kept.sum(1) / (submit.size * 1000.0)
     return -(b - a).sum(1) / (submit.size * 1000.0)
 
 
@@ -149,7 +151,8 @@ def best_step(val: list[float]) -> int:
     return int(np.nanargmin(v)) if np.isfinite(v).any() else 0
 
 
-def _episodes(simulate: Simulate, net: Net, opt: RlOptions, setting: Setting, seed0: int) -> tuple[list, list, list, list]:
+def _episodes(simulate: Simulate, net: Net, opt: RlOptions, setting: Setting,
+              seed0: int) -> tuple[list, list, list, list]:
     """`opt.episodes` sampled runs of one trace: (per-job (submit, end), trajectories, advantages,
     advantages within each half of the episodes)."""
     jobs, nodes, seed = setting
@@ -160,8 +163,11 @@ def _episodes(simulate: Simulate, net: Net, opt: RlOptions, setting: Setting, se
         trajs.append(p.trajectory)
     times = [np.array([t[3] for t in tr], float) for tr in trajs]
     h = opt.episodes // 2  # the halves' own advantages (each half's baseline from itself) for the noise check
-    halves = (advantages(eps[:h], times[:h], opt.advantage, opt.horizon_s)
-              + advantages(eps[h:], times[h:], opt.advantage, opt.horizon_s)) if h >= 2 else [t * np.nan for t in times]
+    if h >= 2:
+        halves = (advantages(eps[:h], times[:h], opt.advantage, opt.horizon_s)
+                  + advantages(eps[h:], times[h:], opt.advantage, opt.horizon_s))
+    else:
+        halves = [t * np.nan for t in times]
     return eps, trajs, advantages(eps, times, opt.advantage, opt.horizon_s), halves
 
 
@@ -174,10 +180,13 @@ def reinforce(simulate: Simulate, net: Net, opt: RlOptions, train: list[Setting]
              "test_greedy_avg_jct_s": greedy_jct(simulate, net, test)}]
     best = {k: v.copy() for k, v in net.p.items()}
     net.reset_optimiser()  # the supervised stage's moment estimates would scale the first steps
-    log(f"after supervised: validation {rows[0]['val_greedy_avg_jct_s']:.1f} s, test {rows[0]['test_greedy_avg_jct_s']:.1f} s")
+    log(f"after supervised: validation {rows[0]['val_greedy_avg_jct_s']:.1f} s, "
+        f"test {rows[0]['test_greedy_avg_jct_s']:.1f} s")
     for it in range(1, opt.iters + 1):
-        traces = [train[k % len(train)] for k in range((it - 1) * opt.traces_per_step, it * opt.traces_per_step)]
-        jcts, parts = [], []  # parts: (x, mask, action, advantage, within-half advantage, first half?) per episode
+        k0 = (it - 1) * opt.traces_per_step
+        traces = [train[k % len(train)] for k in range(k0, k0 + opt.traces_per_step)]
+        # parts, per episode: (x, mask, action, advantage, within-half advantage, first half?)
+        jcts, parts = [], []
         for t, setting in enumerate(traces):
             eps, trajs, adv, hadv = _episodes(simulate, net, opt, setting, 1000 * it + 100 * t)
             jcts += [avg_jct(ep) for ep in eps]

@@ -144,7 +144,8 @@ def test_entropy_gradient_matches_finite_differences():
 def test_training_options_bad_values_are_one_line_errors(capsys):
     from cli.drl_train import main
 
-    for argv in (["--rl-lr", "0"], ["--rl-episodes", "1"], ["--rl-entropy", "-0.1"], ["--rl-iters", "-1"], ["--rl-traces-per-step", "0"], ["--rl-horizon-s", "-5"],
+    for argv in (["--rl-lr", "0"], ["--rl-episodes", "1"], ["--rl-entropy", "-0.1"], ["--rl-iters", "-1"],
+                 ["--rl-traces-per-step", "0"], ["--rl-horizon-s", "-5"],
                  ["--val", "20x4"], ["--test", "20x0x140"], ["--test", "20x4x120"],
                  ["--rl-traces", "20x4x130"]):
         assert main(argv) == 2, argv

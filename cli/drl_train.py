@@ -1,12 +1,12 @@
 """Train the `drl` policy network (ONES' DL2-style DRL baseline): `python -m cli.drl_train [options]`.
 
-The algorithm is `policies.drl.train` (supervised warm start from Optimus, then REINFORCE); this
-module is its command line and its simulations: each episode is one `experiments.runner.run` of a
-`synth:ones` trace on the `ones-longhorn` preset with the ONES catalog's setting (20-s
-checkpoint-restart per resize, ONES' convergence model `--progress batch-history`, the
-`ones-artifact` speeds). After every REINFORCE step the greedy policy is also run on held-out
-traces (`--heldout`, seeds trained on by neither stage): the curve shows whether training
-improves the policy on traces it never saw. Defaults reproduce the committed policies/drl/data/drl_ones.npz:
+The algorithm is `policies.drl.train` (supervised warm start from Optimus, then REINFORCE with
+best-on-validation checkpoint selection); this module is its command line and its simulations:
+each episode is one `experiments.runner.run` of a `synth:ones` trace on the `ones-longhorn` preset
+with the ONES catalog's setting (20-s checkpoint-restart per resize, ONES' convergence model
+`--progress batch-history`, the `ones-artifact` speeds). Three disjoint sets of trace seeds:
+training (`--teacher-traces`, `--rl-traces`), validation (`--val`: picks the weights kept) and test
+(`--test`: reported only). Defaults reproduce the committed policies/drl/data/drl_ones.npz:
 
     python -m cli.drl_train --curve docs/reproductions/ones/drl-training.csv \\
         --plot docs/reproductions/ones/drl-training.png
@@ -22,61 +22,132 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from cosim.errors import CosimError, InputError
 from experiments.runner import RunConfig, real_backends, run
 from policies.drl.net import Net
 from policies.drl.policy import DEFAULT_WEIGHTS, Drl
-from policies.drl.train import collect_teacher, heldout_jct, plot_curve, reinforce, supervised
+from policies.drl.train import ADVANTAGES, RlOptions, Setting, collect_teacher, plot_curve, reinforce, supervised
+
+#: the default trace sets (JOBSxNODESxSEED): the catalog's two sizes (20 jobs on 16 GPUs, 50 on 64),
+#: disjoint seeds; the catalog's evaluation seeds (0-2) are in none of them
+RL_TRACES = "20x4x110,50x16x111,20x4x112,50x16x113,20x4x114,50x16x115,20x4x116,50x16x117"
+VAL_TRACES = "20x4x120,50x16x121,20x4x122,50x16x123,20x4x124,50x16x125,20x4x126,50x16x127"
+TEST_TRACES = "20x4x130,50x16x131,20x4x132,50x16x133,20x4x134,50x16x135,20x4x136,50x16x137"
 
 
-def simulate(policy: Drl, jobs: int, nodes: int, seed: int) -> float:
-    """Average JCT (s) of `policy` on `synth:ones:jobs` (trace seed `seed`) on `nodes` Longhorn nodes."""
+def simulate(policy: Drl, jobs: int, nodes: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """Per job (submit s, end s) of `policy` on `synth:ones:jobs` (trace seed `seed`) on `nodes` Longhorn nodes."""
     cfg = RunConfig(trace=f"synth:ones:{jobs}", cluster="ones-longhorn", cluster_nodes=nodes, policies=("drl",),
                     costs=20.0, seed=seed, progress="batch-history", calibration="ones-artifact")
     be = replace(real_backends(cfg), make_policy=lambda name, params: policy)
-    return float(run(cfg, None, backends=be).summary["avg_jct_s"].iloc[0])
+    jt = run(cfg, None, backends=be).jobs["drl"]
+    if not jt["finished"].all():
+        raise RuntimeError(f"synth:ones:{jobs} seed {seed} on {nodes} nodes: a job did not finish under `drl`")
+    return jt["submit_time_s"].to_numpy(float), jt["end_time_s"].to_numpy(float)
 
 
-def main(argv: list[str] | None = None) -> int:
+def settings(option: str, text: str) -> list[Setting]:
+    """`JOBSxNODESxSEED,...` as (jobs, nodes, seed) tuples; anything else is a one-line error."""
+    out = []
+    for s in (v.strip() for v in text.split(",")):
+        if not s:
+            continue
+        parts = s.split("x")
+        if len(parts) != 3 or not all(p.isascii() and p.isdigit() for p in parts) or min(map(int, parts[:2])) < 1:
+            raise InputError.at(field=option, expected="JOBSxNODESxSEED,... with positive jobs and nodes", got=s)
+        out.append(tuple(int(p) for p in parts))
+    return out
+
+
+def check(a: argparse.Namespace) -> tuple[RlOptions, list[Setting], list[Setting], list[Setting], list[Setting]]:
+    """The options checked: (REINFORCE options, teacher, RL, validation, test settings)."""
+    opt = RlOptions(iters=a.rl_iters, episodes=a.rl_episodes, lr=a.rl_lr, entropy=a.rl_entropy,
+                    advantage=a.rl_advantage, normalise=a.rl_normalise, horizon_s=a.rl_horizon_s,
+                    traces_per_step=a.rl_traces_per_step)
+    bad = [("--rl-" + f.replace("_", "-"), what, getattr(opt, f)) for f, what in opt.problems()]
+    bad += [(name, what, v) for name, ok, what, v in (
+        ("--sl-epochs", a.sl_epochs >= 0, "0 or more epochs", a.sl_epochs),
+        ("--sl-lr", a.sl_lr > 0 and np.isfinite(a.sl_lr), "a positive learning rate", a.sl_lr)) if not ok]
+    if bad:
+        raise InputError.at(field=bad[0][0], expected=bad[0][1], got=bad[0][2])
+    teacher, rl = settings("--teacher-traces", a.teacher_traces), settings("--rl-traces", a.rl_traces)
+    val, test = settings("--val", a.val), settings("--test", a.test)
+    if a.rl_iters > 0 and not rl:
+        raise InputError.at(field="--rl-traces", expected="at least one JOBSxNODESxSEED when --rl-iters > 0",
+                            got=a.rl_traces)
+    sets = {"training (--teacher-traces, --rl-traces)": {s[2] for s in teacher + rl},
+            "--val": {s[2] for s in val}, "--test": {s[2] for s in test}}
+    names = list(sets)
+    for i, x in enumerate(names):
+        for y in names[i + 1:]:
+            if sets[x] & sets[y]:
+                raise InputError.at(field=y, expected=f"trace seeds disjoint from {x}",
+                                    got=sorted(sets[x] & sets[y]))
+    return opt, teacher, rl, val, test
+
+
+def parser() -> argparse.ArgumentParser:
+    d = RlOptions()
     ap = argparse.ArgumentParser(prog="python -m cli.drl_train", description=__doc__.splitlines()[0])
     ap.add_argument("--out", default=str(DEFAULT_WEIGHTS), help="weights .npz to write")
     ap.add_argument("--curve", default="", help="training-curve CSV to write ('' = none)")
     ap.add_argument("--plot", default="", help="training-curve PNG to write (needs --curve and matplotlib)")
-    ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--slots", type=int, default=20, help="job slots of the state")
-    ap.add_argument("--hidden", type=int, default=64)
+    ap.add_argument("--seed", type=int, default=0, help="seed of the network's initial weights (default 0)")
+    ap.add_argument("--slots", type=int, default=20, help="job slots of the state (default 20)")
+    ap.add_argument("--hidden", type=int, default=64, help="hidden units (default 64)")
     ap.add_argument("--teacher-traces", default="12x4x100,12x4x101,20x4x102,20x8x103,30x8x104,50x16x105",
-                    help="JOBSxNODESxSEED,... settings of the Optimus-teacher runs")
-    ap.add_argument("--sl-epochs", type=int, default=400)
-    ap.add_argument("--sl-lr", type=float, default=3e-3)
-    ap.add_argument("--rl-iters", type=int, default=30)
-    ap.add_argument("--rl-episodes", type=int, default=6)
-    ap.add_argument("--rl-lr", type=float, default=1e-3)
-    ap.add_argument("--rl-trace", default="50x16x110", help="JOBSxNODESxSEED of the REINFORCE episodes (seed "
-                                                           "cycles over 4 consecutive values)")
-    ap.add_argument("--heldout", default="20x4x130,50x16x131",
-                    help="JOBSxNODESxSEED,... held-out traces evaluated greedily after every REINFORCE step")
-    a = ap.parse_args(argv)
+                    help="JOBSxNODESxSEED,... of the Optimus-teacher runs (training set)")
+    ap.add_argument("--sl-epochs", type=int, default=400, help="supervised full-batch Adam steps (default 400)")
+    ap.add_argument("--sl-lr", type=float, default=3e-3, help="supervised learning rate (default 3e-3)")
+    ap.add_argument("--rl-traces", default=RL_TRACES,
+                    help="JOBSxNODESxSEED,... of the REINFORCE episodes, taken in turn (training set)")
+    ap.add_argument("--rl-iters", type=int, default=d.iters, help=f"REINFORCE steps (default {d.iters})")
+    ap.add_argument("--rl-episodes", type=int, default=d.episodes,
+                    help=f"sampled episodes per trace and step (default {d.episodes})")
+    ap.add_argument("--rl-traces-per-step", type=int, default=d.traces_per_step,
+                    help="training traces per step, each run --rl-episodes times with its own baseline "
+                         f"(default {d.traces_per_step})")
+    ap.add_argument("--rl-lr", type=float, default=d.lr, help=f"REINFORCE Adam learning rate (default {d.lr:g})")
+    ap.add_argument("--rl-entropy", type=float, default=d.entropy,
+                    help=f"entropy bonus weight beta (default {d.entropy:g}; 0 = none)")
+    ap.add_argument("--rl-advantage", choices=ADVANTAGES, default=d.advantage,
+                    help="credit of an action: 'to-go' = the reward after its decision time minus the other "
+                         "episodes' at that time; 'episode' = the whole episode's reward minus the other "
+                         f"episodes' mean (default {d.advantage})")
+    ap.add_argument("--rl-horizon-s", type=float, default=d.horizon_s,
+                    help="discount: reward tau s after an action weighs exp(-tau / this) (DL2's per-slot "
+                         f"discount); 0 = undiscounted (default {d.horizon_s:g})")
+    ap.add_argument("--rl-normalise", action=argparse.BooleanOptionalAction, default=d.normalise,
+                    help="divide each step's advantages by their standard deviation (default on)")
+    ap.add_argument("--val", default=VAL_TRACES,
+                    help="JOBSxNODESxSEED,... validation traces: the greedy policy's mean avg JCT on them picks the "
+                         "weights kept (after the supervised stage or after a REINFORCE step)")
+    ap.add_argument("--test", default=TEST_TRACES, help="JOBSxNODESxSEED,... test traces, reported only")
+    return ap
+
+
+def main(argv: list[str] | None = None) -> int:
+    a = parser().parse_args(argv)
+    try:
+        opt, teacher, rl, val, test = check(a)
+    except CosimError as exc:
+        exc.show()
+        return exc.exit_code
     t0 = time.perf_counter()
     net = Net(a.slots, a.hidden, seed=a.seed)
-    settings = [tuple(int(v) for v in s.split("x")) for s in a.teacher_traces.split(",") if s]
-    data = collect_teacher(simulate, net, settings)
-    print(f"teacher: {data[2].size} actions from {len(settings)} runs ({time.perf_counter() - t0:.0f} s)")
+    data = collect_teacher(simulate, net, teacher)
+    print(f"teacher: {data[2].size} actions from {len(teacher)} runs ({time.perf_counter() - t0:.0f} s)")
     losses = supervised(net, data, a.sl_epochs, a.sl_lr)
     acc = float((np.argmax(net.probs(data[0], data[1])[0], 1) == data[2]).mean())
     print(f"supervised: loss {losses[0]:.3f} -> {losses[-1]:.3f}, action accuracy {acc:.3f} "
           f"({time.perf_counter() - t0:.0f} s)")
-    rows = [{"stage": "supervised", "iteration": i, "loss": v, "sampled_avg_jct_s": np.nan,
-             "greedy_avg_jct_s": np.nan} for i, v in enumerate(losses)]
-    jobs, nodes, seed = (int(v) for v in a.rl_trace.split("x"))
-    heldout = [tuple(int(v) for v in s.split("x")) for s in a.heldout.split(",") if s]
-    before = heldout_jct(simulate, net, heldout)
-    print(f"held-out greedy avg JCT after the supervised stage: {before:.1f} s")
-    curve = reinforce(simulate, net, a.rl_iters, a.rl_episodes, a.rl_lr, jobs, nodes, seed, heldout=heldout)
-    rows += [{"stage": "reinforce", "iteration": -1, "loss": np.nan, "sampled_avg_jct_s": np.nan,
-              "greedy_avg_jct_s": np.nan, "heldout_greedy_avg_jct_s": before}]
-    rows += [{"stage": "reinforce", "iteration": i, "loss": np.nan, "sampled_avg_jct_s": s, "greedy_avg_jct_s": g,
-              "heldout_greedy_avg_jct_s": h} for i, (s, g, h) in enumerate(curve)]
-    net.save(Path(a.out), args=vars(a), teacher_accuracy=acc)
+    rows = [{"stage": "supervised", "iteration": i, "loss": v} for i, v in enumerate(losses)]
+    curve, sel = reinforce(simulate, net, opt, rl, val, test)
+    rows += [{"stage": "reinforce", **r, "selected": i == sel} for i, r in enumerate(curve)]
+    print(f"kept the weights after REINFORCE step {sel} (0 = the supervised stage): validation "
+          f"{curve[sel]['val_greedy_avg_jct_s']:.1f} s, test {curve[sel]['test_greedy_avg_jct_s']:.1f} s "
+          f"(after the supervised stage: {curve[0]['test_greedy_avg_jct_s']:.1f} s)")
+    net.save(Path(a.out), args=vars(a), teacher_accuracy=acc, selected_step=sel)
     if a.curve:
         Path(a.curve).parent.mkdir(parents=True, exist_ok=True)
         pd.DataFrame(rows).to_csv(a.curve, index=False)

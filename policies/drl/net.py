@@ -30,9 +30,7 @@ class Net:
         self.slots, self.hidden = slots, hidden
         self.p = {"W1": rng.normal(0, 1 / np.sqrt(d), (d, hidden)), "b1": np.zeros(hidden),
                   "W2": rng.normal(0, 1 / np.sqrt(hidden), (hidden, slots + 1)), "b2": np.zeros(slots + 1)}
-        self._m = {k: np.zeros_like(v) for k, v in self.p.items()}
-        self._v = {k: np.zeros_like(v) for k, v in self.p.items()}
-        self._t = 0
+        self.reset_optimiser()
 
     @property
     def input_dim(self) -> int:
@@ -47,20 +45,39 @@ class Net:
         e = np.exp(z)
         return e / e.sum(axis=1, keepdims=True), h
 
-    def grads(self, x: np.ndarray, mask: np.ndarray, a: np.ndarray, w: np.ndarray) -> tuple[dict, float]:
-        """Gradients of `−Σ w_i log π(a_i | x_i) / Σ|w|` (weighted cross-entropy; REINFORCE with w =
-        advantages) and the weighted loss."""
+    def grads(self, x: np.ndarray, mask: np.ndarray, a: np.ndarray, w: np.ndarray,
+              entropy: float = 0.0) -> tuple[dict, float]:
+        """Gradients of the mean over samples of `−w_i log π(a_i | x_i) − entropy · H(π(· | x_i))`
+        and that loss: weighted cross-entropy (w = 1: the supervised fit; w = advantages: the
+        REINFORCE estimator) with an optional entropy bonus (H over the valid actions), which keeps
+        the sampled policy exploring."""
         pr, h = self.probs(x, mask)
-        n = max(float(np.abs(w).sum()), 1e-12)
+        n = max(a.size, 1)
         idx = np.arange(a.size)
         loss = float(-(w * np.log(np.maximum(pr[idx, a], 1e-300))).sum() / n)
         dz = pr.copy()
         dz[idx, a] -= 1.0
         dz *= (w / n)[:, None]
+        if entropy:
+            logp = np.log(np.where(pr > 0, pr, 1.0))  # invalid actions (π = 0) add nothing
+            ent = -(pr * logp).sum(1)
+            dz += (entropy / n) * pr * (logp + ent[:, None])  # d(−H)/dz_k = π_k (log π_k + H)
+            loss -= entropy * float(ent.mean())
         g = {"W2": h.T @ dz, "b2": dz.sum(0)}
         dh = (dz @ self.p["W2"].T) * (1 - h * h)
         g["W1"], g["b1"] = x.T @ dh, dh.sum(0)
         return g, loss
+
+    def entropy(self, x: np.ndarray, mask: np.ndarray) -> np.ndarray:
+        """H(π(· | x_i)) over the valid actions, per state (nats)."""
+        pr, _ = self.probs(x, mask)
+        return -(pr * np.log(np.where(pr > 0, pr, 1.0))).sum(1)
+
+    def reset_optimiser(self) -> None:
+        """Forget Adam's moment estimates (a new training stage starts its own)."""
+        self._m = {k: np.zeros_like(v) for k, v in self.p.items()}
+        self._v = {k: np.zeros_like(v) for k, v in self.p.items()}
+        self._t = 0
 
     def adam(self, g: dict, lr: float, b1: float = 0.9, b2: float = 0.999, eps: float = 1e-8) -> None:
         self._t += 1

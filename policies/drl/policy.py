@@ -14,8 +14,10 @@ network says so, when no GPU is free, or after `max_actions`. Training (numpy, s
         --curve docs/reproductions/ones/drl-training.csv --plot docs/reproductions/ones/drl-training.png
 
 (a) supervised warm start: Optimus' round allocations on `synth:ones` traces become action sequences
-(the largest GPU deficit first, then stop) fitted by cross-entropy; (b) REINFORCE with a per-trace
-mean baseline on simulated episodes, reward = −average JCT (the objective DL2 and ONES' DRL minimise).
+(the largest GPU deficit first, then stop) fitted by cross-entropy; (b) REINFORCE on sampled
+episodes, reward = −average JCT (the objective DL2 and ONES' DRL minimise), each action credited
+with the reward still to come after it minus the other episodes' at the same time; (c) the weights
+kept are the best of (a) and every step of (b) on validation traces (policies/drl/train.py).
 """
 
 from __future__ import annotations
@@ -42,8 +44,9 @@ class DrlConfig(PlacedConfig):
     """A DL2-style DRL scheduler (ONES' DRL baseline): each round, a small policy network adds GPUs
     to jobs one at a time (one action = one more GPU for one job, or stop), never preempting or
     shrinking a running job. Weights trained by `python -m cli.drl_train` (supervised from
-    Optimus, then REINFORCE on −average JCT) on synthetic `synth:ones` traces in the ONES
-    experiment's setting (`--progress batch-history`, the `ones-artifact` speeds)."""
+    Optimus, then REINFORCE on −average JCT; the weights kept are the best on validation traces) on
+    synthetic `synth:ones` traces in the ONES experiment's setting (`--progress batch-history`,
+    the `ones-artifact` speeds)."""
 
     reference: ClassVar[str] = ("ONES SC'21 §5.1 DRL baseline, after Peng et al., \"DL2: A Deep Learning-driven "
                                 "Scheduler for Deep Learning Clusters\", TPDS'21")
@@ -106,7 +109,7 @@ class Drl(BasePolicy):
 
     `teacher` (set by the trainer, not a config option) replaces the network's choice by Optimus'
     allocation as an action sequence and needs Optimus' duration oracle; `trajectory` records
-    (state, mask, action) of every action for training.
+    (state, mask, action, decision time s) of every action for training.
     """
 
     name = "drl"
@@ -118,7 +121,7 @@ class Drl(BasePolicy):
         self.teacher = teacher
         self.needs = frozenset({NEED_DURATION_ORACLE}) if teacher is not None else frozenset()
         self.step = teacher.step if teacher is not None else StepTimes()
-        self.trajectory: list[tuple[np.ndarray, np.ndarray, int]] = []
+        self.trajectory: list[tuple[np.ndarray, np.ndarray, int, float]] = []
 
     def counts(self, view: ClusterView, now: float) -> tuple[np.ndarray, np.ndarray]:
         """(jobs, GPU counts) after this round's actions; running jobs never below what they hold."""
@@ -156,7 +159,7 @@ class Drl(BasePolicy):
             else:
                 p, _ = self.net.probs(x[None], mask[None])
                 a = int(self.rng.choice(n + 1, p=p[0])) if self.config.sample else int(np.argmax(p[0]))
-            self.trajectory.append((x, mask, a))
+            self.trajectory.append((x, mask, a, float(now)))
             if a == n:
                 break
             free -= int(nxt[a] - g[a])

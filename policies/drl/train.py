@@ -1,24 +1,38 @@
 """Training of the `drl` policy network: `python -m cli.drl_train [options]` (the command line and the
 simulation wiring live in cli/drl_train.py: policies may not import the runner, so every function here
-takes `simulate(policy, jobs, nodes, seed) -> average JCT s`).
+takes `simulate(policy, jobs, nodes, seed) -> (submit s, end s) per job`).
 
-(a) Supervised warm start: the `drl` policy runs with Optimus as its teacher (Optimus' round
-    allocation turned into add-one-GPU actions, the largest deficit first, then stop) on
-    `synth:ones:N` traces; every (state, action) is recorded and the network fitted by full-batch
-    cross-entropy with Adam.
-(b) REINFORCE: per iteration, `episodes` runs of one training trace with actions sampled from the
-    network (seeds differ); return = −average JCT / 1000 s; advantage = return − the mean of the
-    iteration's returns (the baseline), scaled by their spread; gradient ascent on Σ advantage ×
-    log π(a|s) over every action of the episode (DL2 uses the same estimator with a per-slot reward).
+(a) Supervised warm start (DL2's offline stage): the `drl` policy runs with Optimus as its teacher
+    (Optimus' round allocation turned into add-one-GPU actions, the largest deficit first, then
+    stop) on `synth:ones:N` traces; every (state, action) is recorded and the network fitted by
+    full-batch cross-entropy with Adam.
+(b) REINFORCE (DL2's online stage, policy gradient): per step, `episodes` runs of each of
+    `traces_per_step` training traces (the traces are taken in turn) with actions sampled from the
+    network (seeds differ). The reward
+    is −average JCT / 1000 s, written as a sum over time: −(1/N) Σ_j (time job j spends in the
+    system). An action taken at time t is credited with
+      - `advantage="to-go"` (default): the reward still to come after t,
+        −(1/N) Σ_j (end_j − max(t, submit_j))⁺ / 1000 s (what happened before t cannot depend on it);
+      - `advantage="episode"`: the whole episode's reward (every action of an episode gets the same);
+    minus a baseline: the mean of the same quantity, at the same t, over the step's other episodes
+    of the same trace (a time-based baseline: the expected reward-to-go at the state's time).
+    `horizon_s` > 0 discounts the reward τ seconds after the action by exp(−τ / horizon_s).
+    `normalise` divides the step's advantages by their standard deviation; `entropy` adds
+    β · H(π) to the objective (DL2 uses an entropy term to keep exploring). The gradient of
+    mean(advantage × log π(a|s)) + β · mean H is followed by Adam at `lr` (its moments reset at
+    the start of the stage).
+(c) Checkpoint selection: after the supervised stage and after every REINFORCE step the greedy
+    policy runs on the validation traces; the weights kept are those with the lowest mean validation
+    average JCT (the earliest on a tie). The test traces are run only to report the curve.
 
-Seeded and deterministic (numpy + the deterministic engine). Training traces use seeds ≥ 100 so the
-catalog's evaluation seeds (0-2) are never trained on. Writes the weights (.npz, float32) and a
-training-curve CSV (stage, iteration, loss or avg JCT).
+Seeded and deterministic (numpy + the deterministic engine). Writes the weights (.npz, float32) and a
+training-curve CSV (stage, iteration, loss or JCTs and the step's diagnostics).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -28,15 +42,49 @@ from policies.drl.net import Net
 from policies.drl.policy import Drl, DrlConfig
 from policies.optimus import Optimus, OptimusConfig
 
-#: runs `policy` on `synth:ones:JOBS` (trace seed SEED) on NODES Longhorn nodes; returns the average JCT (s)
-Simulate = Callable[[Drl, int, int, int], float]
+#: runs `policy` on `synth:ones:JOBS` (trace seed SEED) on NODES Longhorn nodes; returns per job (submit s, end s)
+Simulate = Callable[[Drl, int, int, int], tuple[np.ndarray, np.ndarray]]
+#: a trace setting: (jobs, nodes, trace seed)
+Setting = tuple[int, int, int]
+ADVANTAGES = ("to-go", "episode")
+
+
+@dataclass(frozen=True)
+class RlOptions:
+    """REINFORCE's options (module docstring, (b)); `cli.drl_train` states their defaults."""
+
+    iters: int = 30
+    episodes: int = 16
+    lr: float = 3e-4
+    entropy: float = 0.01
+    advantage: str = "to-go"
+    normalise: bool = True
+    horizon_s: float = 0.0
+    traces_per_step: int = 1
+
+    def problems(self) -> list[tuple[str, str]]:
+        """(field, what was expected) for every value out of range; empty when all are valid."""
+        need = [("iters", self.iters >= 0, "0 or more steps"),
+                ("episodes", self.episodes >= 2, "at least 2 episodes (the baseline is the other episodes' mean)"),
+                ("traces_per_step", self.traces_per_step >= 1, "at least 1 trace"),
+                ("lr", self.lr > 0 and np.isfinite(self.lr), "a positive learning rate"),
+                ("entropy", self.entropy >= 0 and np.isfinite(self.entropy), "a non-negative entropy weight"),
+                ("horizon_s", self.horizon_s >= 0 and np.isfinite(self.horizon_s),
+                 "0 (no discount) or positive seconds"),
+                ("advantage", self.advantage in ADVANTAGES, f"one of {', '.join(ADVANTAGES)}")]
+        return [(f, what) for f, ok, what in need if not ok]
 
 
 def _stack(traj: list) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return (np.array([t[0] for t in traj]), np.array([t[1] for t in traj]), np.array([t[2] for t in traj], np.int64))
 
 
-def collect_teacher(simulate: Simulate, net: Net, settings: list[tuple[int, int, int]]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def avg_jct(episode: tuple[np.ndarray, np.ndarray]) -> float:
+    submit, end = episode
+    return float(np.mean(end - submit))
+
+
+def collect_teacher(simulate: Simulate, net: Net, settings: list[Setting]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(states, masks, actions) of Optimus-as-teacher runs, one per (jobs, nodes, seed) setting."""
     traj: list = []
     for jobs, nodes, seed in settings:
@@ -59,48 +107,131 @@ def supervised(net: Net, data: tuple, epochs: int, lr: float) -> list[float]:
     return losses
 
 
-def heldout_jct(simulate: Simulate, net: Net, settings: list[tuple[int, int, int]]) -> float:
-    """Mean over held-out (jobs, nodes, seed) traces of the greedy policy's average JCT (NaN: none)."""
+def greedy_jct(simulate: Simulate, net: Net, settings: list[Setting]) -> float:
+    """Mean over (jobs, nodes, seed) traces of the greedy policy's average JCT (NaN: none)."""
     if not settings:
         return float("nan")
-    return float(np.mean([simulate(Drl(DrlConfig(), net=net), j, n, s) for j, n, s in settings]))
+    return float(np.mean([avg_jct(simulate(Drl(DrlConfig(), net=net), j, n, s)) for j, n, s in settings]))
 
 
-def reinforce(simulate: Simulate, net: Net, iters: int, episodes: int, lr: float, jobs: int, nodes: int, seed: int,
-              log=print, heldout: list[tuple[int, int, int]] = ()) -> list[tuple[float, float, float]]:
-    """REINFORCE with a mean baseline; per iteration (mean sampled avg JCT, greedy avg JCT on the
-    step's training trace, greedy avg JCT on the `heldout` traces)."""
-    curve = []
-    for it in range(iters):
-        trace_seed = seed + it % 4  # a few training traces in turn
-        rets, trajs = [], []
-        for e in range(episodes):
-            p = Drl(DrlConfig(sample=True, seed=1000 * it + e), net=net)
-            jct = simulate(p, jobs, nodes, trace_seed)
-            rets.append(-jct / 1000.0)
-            trajs.append(p.trajectory)
-        r = np.array(rets)
-        adv = (r - r.mean()) / (r.std() + 1e-6)
-        xs, ms, as_, ws = [], [], [], []
-        for k, tr in enumerate(trajs):
-            if not tr:
-                continue
-            x, m, a = _stack(tr)
-            xs.append(x), ms.append(m), as_.append(a), ws.append(np.full(a.size, adv[k] / a.size))
-        if xs and np.abs(adv).sum() > 0:
-            g, _ = net.grads(np.concatenate(xs), np.concatenate(ms), np.concatenate(as_), np.concatenate(ws))
-            # grads() minimises −Σ w log π; its normalisation by Σ|w| keeps the step size fixed
-            net.adam(g, lr)
-        greedy = simulate(Drl(DrlConfig(), net=net), jobs, nodes, trace_seed)
-        held = heldout_jct(simulate, net, list(heldout))
-        curve.append((float(-r.mean() * 1000.0), greedy, held))
-        log(f"reinforce {it}: sampled avg JCT {-r.mean() * 1000:.1f} s, greedy {greedy:.1f} s (trace seed {trace_seed}), "
-            f"held-out greedy {held:.1f} s")
-    return curve
+def reward_to_go(episode: tuple[np.ndarray, np.ndarray], t: np.ndarray, horizon_s: float = 0.0) -> np.ndarray:
+    """−(1/N) Σ_j (end_j − max(t, submit_j))⁺ / 1000 s for each time in `t`: the part of the reward
+    (−average JCT / 1000 s) accrued after t. At t ≤ every submit it is the whole episode's reward.
+    `horizon_s` > 0 discounts time τ after t by exp(−(τ − t) / horizon_s) (DL2's discounted
+    per-slot reward with γ = exp(−slot / horizon_s)): each job's term becomes
+    horizon_s · (e^(−(a − t)/horizon_s) − e^(−(end − t)/horizon_s)) with a = max(t, submit)."""
+    submit, end = episode
+    t = np.asarray(t, float)[:, None]
+    a = np.maximum(t, submit[None, :])
+    b = np.maximum(end[None, :], a)
+    if horizon_s > 0:
+        kept = horizon_s * (np.exp(-(a - t) / horizon_s) - np.exp(-(b - t) / horizon_s))
+        return -kept.sum(1) / (submit.size * 1000.0)
+    return -(b - a).sum(1) / (submit.size * 1000.0)
+
+
+def advantages(episodes: list[tuple[np.ndarray, np.ndarray]], times: list[np.ndarray], mode: str,
+               horizon_s: float = 0.0) -> list[np.ndarray]:
+    """Per episode, each action's return (mode "to-go": from its decision time; "episode": the
+    whole episode's; discounted by `horizon_s`, `reward_to_go`) minus the mean of the other
+    episodes' returns at the same time."""
+    k = len(episodes)
+    at = [np.zeros_like(t) if mode == "episode" else t for t in times]
+    out = []
+    for i in range(k):
+        own = reward_to_go(episodes[i], at[i], horizon_s)
+        others = np.mean([reward_to_go(episodes[o], at[i], horizon_s) for o in range(k) if o != i], axis=0)
+        out.append(own - others)
+    return out
+
+
+def best_step(val: list[float]) -> int:
+    """Index of the lowest validation JCT (the earliest on a tie; NaN never chosen unless all are)."""
+    v = np.asarray(val, float)
+    return int(np.nanargmin(v)) if np.isfinite(v).any() else 0
+
+
+def _episodes(simulate: Simulate, net: Net, opt: RlOptions, setting: Setting,
+              seed0: int) -> tuple[list, list, list, list]:
+    """`opt.episodes` sampled runs of one trace: (per-job (submit, end), trajectories, advantages,
+    advantages within each half of the episodes)."""
+    jobs, nodes, seed = setting
+    eps, trajs = [], []
+    for e in range(opt.episodes):
+        p = Drl(DrlConfig(sample=True, seed=seed0 + e), net=net)
+        eps.append(simulate(p, jobs, nodes, seed))
+        trajs.append(p.trajectory)
+    times = [np.array([t[3] for t in tr], float) for tr in trajs]
+    h = opt.episodes // 2  # the halves' own advantages (each half's baseline from itself) for the noise check
+    if h >= 2:
+        halves = (advantages(eps[:h], times[:h], opt.advantage, opt.horizon_s)
+                  + advantages(eps[h:], times[h:], opt.advantage, opt.horizon_s))
+    else:
+        halves = [t * np.nan for t in times]
+    return eps, trajs, advantages(eps, times, opt.advantage, opt.horizon_s), halves
+
+
+def reinforce(simulate: Simulate, net: Net, opt: RlOptions, train: list[Setting], val: list[Setting],
+              test: list[Setting], log=print) -> tuple[list[dict], int]:
+    """REINFORCE steps (module docstring, (b)) with best-on-validation selection ((c)). Returns the
+    curve (row 0: after the supervised stage; row i: after step i, with its diagnostics) and the
+    selected row; `net` ends holding the selected row's weights."""
+    rows = [{"iteration": 0, "val_greedy_avg_jct_s": greedy_jct(simulate, net, val),
+             "test_greedy_avg_jct_s": greedy_jct(simulate, net, test)}]
+    best = {k: v.copy() for k, v in net.p.items()}
+    net.reset_optimiser()  # the supervised stage's moment estimates would scale the first steps
+    log(f"after supervised: validation {rows[0]['val_greedy_avg_jct_s']:.1f} s, "
+        f"test {rows[0]['test_greedy_avg_jct_s']:.1f} s")
+    for it in range(1, opt.iters + 1):
+        k0 = (it - 1) * opt.traces_per_step
+        traces = [train[k % len(train)] for k in range(k0, k0 + opt.traces_per_step)]
+        # parts, per episode: (x, mask, action, advantage, within-half advantage, first half?)
+        jcts, parts = [], []
+        for t, setting in enumerate(traces):
+            eps, trajs, adv, hadv = _episodes(simulate, net, opt, setting, 1000 * it + 100 * t)
+            jcts += [avg_jct(ep) for ep in eps]
+            parts += [(*_stack(tr), adv[i], hadv[i], i < opt.episodes // 2) for i, tr in enumerate(trajs) if tr]
+        if not parts:
+            raise ValueError(f"REINFORCE step {it}: no episode took an action")
+        x, m, a, w, wh = (np.concatenate([q[k] for q in parts]) for k in range(5))
+        half = np.concatenate([np.full(q[2].size, q[5]) for q in parts])
+        scale = float(w.std())
+        mean_abs = float(np.abs(w).mean())
+        if opt.normalise:
+            w = w / (scale + 1e-8)
+        agree = float((np.argmax(net.probs(x, m)[0], 1) == a).mean())
+        ent = float(net.entropy(x, m).mean())
+        wh = wh / (scale + 1e-8) if opt.normalise else wh
+        g1, g2 = (net.grads(x[h], m[h], a[h], wh[h], entropy=opt.entropy)[0] for h in (half, ~half))
+        v1, v2 = (np.concatenate([gg[k].ravel() for k in sorted(gg)]) for gg in (g1, g2))
+        cos = float(v1 @ v2 / max(np.linalg.norm(v1) * np.linalg.norm(v2), 1e-300))
+        g, _ = net.grads(x, m, a, w, entropy=opt.entropy)
+        gnorm = float(np.sqrt(sum(float((v * v).sum()) for v in g.values())))
+        net.adam(g, opt.lr)
+        row = {"iteration": it, "trace": "+".join(f"{j}x{n}x{s}" for j, n, s in traces),
+               "sampled_avg_jct_s": float(np.mean(jcts)), "sampled_jct_spread_s": float(np.std(jcts)),
+               "advantage_std": scale, "advantage_mean_abs": mean_abs, "grad_norm": gnorm, "grad_halves_cosine": cos,
+               "sampled_greedy_agreement": agree, "entropy_nats": ent, "actions": int(a.size),
+               "train_greedy_avg_jct_s": greedy_jct(simulate, net, traces),
+               "val_greedy_avg_jct_s": greedy_jct(simulate, net, val),
+               "test_greedy_avg_jct_s": greedy_jct(simulate, net, test)}
+        rows.append(row)
+        if best_step([r["val_greedy_avg_jct_s"] for r in rows]) == it:
+            best = {k: v.copy() for k, v in net.p.items()}
+        log(f"step {it} ({row['trace']}): sampled {row['sampled_avg_jct_s']:.1f} s, adv std {scale:.4f}, |grad| "
+            f"{gnorm:.4f} (halves' cosine {cos:.2f}), agree {agree:.3f}, H {ent:.3f}, greedy train "
+            f"{row['train_greedy_avg_jct_s']:.1f} / val {row['val_greedy_avg_jct_s']:.1f} / test "
+            f"{row['test_greedy_avg_jct_s']:.1f} s")
+    sel = best_step([r["val_greedy_avg_jct_s"] for r in rows])
+    net.p = best
+    return rows, sel
 
 
 def plot_curve(curve_csv: Path, png: Path) -> None:
-    """The training curve as a PNG: supervised loss per epoch, then REINFORCE's average JCTs."""
+    """The training curve as a PNG: (a) supervised loss per epoch; (b) the greedy policy's average JCT
+    on the validation and test traces after every REINFORCE step (step 0: after the supervised
+    stage), the weights kept marked; (c) the step's training trace, sampled (mean of the episodes)
+    and greedy after the step."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -108,15 +239,20 @@ def plot_curve(curve_csv: Path, png: Path) -> None:
 
     df = pd.read_csv(curve_csv)
     sl, rl = df[df["stage"] == "supervised"], df[df["stage"] == "reinforce"]
-    fig, (a, b) = plt.subplots(1, 2, figsize=(9, 3.2))
+    fig, (a, b, c) = plt.subplots(1, 3, figsize=(13, 3.4))
     a.plot(sl["iteration"], sl["loss"])
     a.set(xlabel="Adam step (full batch)", ylabel="cross-entropy", title="(a) supervised from Optimus")
-    b.plot(rl["iteration"], rl["sampled_avg_jct_s"], label="sampled (mean of episodes)")
-    b.plot(rl["iteration"], rl["greedy_avg_jct_s"], label="greedy after the step")
-    if "heldout_greedy_avg_jct_s" in rl:
-        b.plot(rl["iteration"], rl["heldout_greedy_avg_jct_s"], label="greedy, held-out traces")
-    b.set(xlabel="REINFORCE iteration (trace seed cycles 110-113)", ylabel="avg JCT (s)", title="(b) REINFORCE")
+    b.plot(rl["iteration"], rl["val_greedy_avg_jct_s"], label="validation traces (mean)")
+    b.plot(rl["iteration"], rl["test_greedy_avg_jct_s"], label="test traces (mean)")
+    sel = rl[rl["selected"].astype(bool)]
+    b.scatter(sel["iteration"], sel["val_greedy_avg_jct_s"], marker="o", color="k", zorder=3, label="weights kept")
+    b.set(xlabel="REINFORCE step (0 = after the supervised stage)", ylabel="greedy avg JCT (s)",
+          title="(b) held-out traces, greedy")
     b.legend(fontsize=7)
+    c.plot(rl["iteration"], rl["sampled_avg_jct_s"], ".:", label="sampled (mean of the episodes)")
+    c.plot(rl["iteration"], rl["train_greedy_avg_jct_s"], ".-", label="greedy after the step")
+    c.set(xlabel="REINFORCE step", ylabel="avg JCT (s)", yscale="log", title="(c) the step's training trace")
+    c.legend(fontsize=7)
     fig.tight_layout()
     fig.savefig(png, dpi=90)
     plt.close(fig)

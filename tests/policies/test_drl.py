@@ -94,3 +94,76 @@ def test_supervised_stage_lowers_loss_deterministically():
     assert losses[-1] < 0.8 * losses[0]
     _, again = once()
     assert again == losses
+
+
+def test_best_step_picks_the_lowest_validation_jct_earliest_on_a_tie():
+    from policies.drl.train import best_step
+
+    assert best_step([1400.0, 1390.0, 1410.0, 1385.0, 1385.0, 1500.0]) == 3
+    assert best_step([1400.0, 1500.0, 1450.0]) == 0  # nothing beats the supervised stage: keep it
+    assert best_step([float("nan"), 1300.0, 1200.0]) == 2
+
+
+def test_reward_to_go_splits_minus_average_jct_over_time():
+    from policies.drl.train import advantages, reward_to_go
+
+    ep = (np.array([0.0, 100.0, 200.0]), np.array([1000.0, 400.0, 2200.0]))  # JCTs 1000, 300, 2000
+    r = reward_to_go(ep, np.array([0.0, 150.0, 500.0, 3000.0]))
+    # t=0: -(1000+300+2000)/3; t=150: -(850+250+2000)/3; t=500: -(500+0+1700)/3; after every end: 0
+    assert np.allclose(r, [-3300 / 3000, -3100 / 3000, -2200 / 3000, 0.0])
+    other = (ep[0], ep[1] + 30.0)
+    t = [np.array([0.0, 500.0]), np.array([0.0, 500.0])]
+    a_ep = advantages([ep, other], t, "episode")
+    assert np.allclose(a_ep[0], -a_ep[1]) and np.allclose(a_ep[0], 0.09 / 3 * 1000 / 1000)
+    a_tg = advantages([ep, other], t, "to-go")
+    assert np.allclose(a_tg[0], [0.03, 0.02])  # at 500 s only two jobs are left, each 30 s shorter
+    one = (np.array([50.0]), np.array([150.0]))  # discounted: 100 s in the system from t=50, horizon 100 s
+    assert np.allclose(reward_to_go(one, np.array([0.0, 50.0]), 100.0),
+                       [-100 * (np.exp(-0.5) - np.exp(-1.5)) / 1000, -100 * (1 - np.exp(-1)) / 1000])
+    assert np.allclose(reward_to_go(ep, np.array([0.0, 150.0]), 1e9), r[:2])
+
+
+def test_entropy_gradient_matches_finite_differences():
+    net = Net(3, 5, seed=2)
+    rng = np.random.default_rng(1)
+    x = rng.normal(size=(4, net.input_dim))
+    mask = np.array([[True, True, False, True]] * 4)
+    a = np.array([0, 1, 3, 3])
+    w = rng.normal(size=4)
+    g, loss = net.grads(x, mask, a, w, entropy=0.3)
+    k, idx, eps = "W2", (2, 1), 1e-6
+    net.p[k][idx] += eps
+    _, up = net.grads(x, mask, a, w, entropy=0.3)
+    net.p[k][idx] -= 2 * eps
+    _, down = net.grads(x, mask, a, w, entropy=0.3)
+    assert abs((up - down) / (2 * eps) - g[k][idx]) < 1e-6
+    net.p[k][idx] += eps
+    assert abs(net.grads(x, mask, a, w)[1] - net.entropy(x, mask).mean() * 0.3 - loss) < 1e-9
+
+
+def test_training_options_bad_values_are_one_line_errors(capsys):
+    from cli.drl_train import main
+
+    for argv in (["--rl-lr", "0"], ["--rl-episodes", "1"], ["--rl-entropy", "-0.1"], ["--rl-iters", "-1"],
+                 ["--rl-traces-per-step", "0"], ["--rl-horizon-s", "-5"],
+                 ["--val", "20x4"], ["--test", "20x0x140"], ["--test", "20x4x120"],
+                 ["--rl-traces", "20x4x130"]):
+        assert main(argv) == 2, argv
+        err = capsys.readouterr().err.strip()
+        assert err.startswith("error: ") and "\n" not in err, (argv, err)
+        assert argv[0] in err or "disjoint" in err, (argv, err)
+
+
+def test_reinforce_keeps_the_weights_best_on_validation():
+    from cli.drl_train import simulate
+    from policies.drl.train import RlOptions, best_step, collect_teacher, greedy_jct, reinforce, supervised
+
+    net = Net(20, 16, seed=4)
+    supervised(net, collect_teacher(simulate, net, [(6, 4, 100)]), 60, 3e-3)  # a random network may start no job
+    val = [(6, 4, 201)]
+    rows, sel = reinforce(simulate, net, RlOptions(iters=3, episodes=2, lr=3e-2, traces_per_step=2),
+                          [(6, 4, 200), (5, 4, 203)], val, [(6, 4, 202)],
+                          log=lambda s: None)
+    assert len(rows) == 4 and sel == best_step([r["val_greedy_avg_jct_s"] for r in rows])
+    assert greedy_jct(simulate, net, val) == rows[sel]["val_greedy_avg_jct_s"]
+    assert all(0 <= r["sampled_greedy_agreement"] <= 1 and r["grad_norm"] > 0 for r in rows[1:])

@@ -1,0 +1,85 @@
+"""Why REINFORCE does or does not improve the `drl` network: a few REINFORCE steps under several
+settings, each from the same supervised start, with the per-step diagnostics of
+`policies.drl.train.reinforce` printed side by side.
+
+    python -m benchmarks.drl_diagnose --steps 6 \\
+        --config advantage=episode,lr=1e-3,episodes=6,entropy=0 --config advantage=to-go
+
+Each `--config` overrides `policies.drl.train.RlOptions` (keys: advantage, lr, episodes, entropy,
+normalise, horizon_s, traces_per_step); the supervised stage, trace sets and every other setting
+are `cli.drl_train`'s defaults (its options after `--`). Per step it prints: the trace, the sampled
+episodes' mean and spread of average JCT, the advantage scale before normalisation (std and mean
+|A|, reward units of 1000 s), the gradient norm, the cosine between the gradients of the two halves
+of the step's episodes, each half with its own baseline (near 0: the step is mostly noise), the
+fraction of sampled actions the greedy policy would also take, the policy's entropy, and the greedy
+policy's average JCT on the step's training trace and the validation and test sets.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+from dataclasses import fields, replace
+
+import numpy as np
+
+from cli.drl_train import check, parser, simulate
+from cosim.errors import CosimError, InputError
+from policies.drl.net import Net
+from policies.drl.train import RlOptions, collect_teacher, reinforce, supervised
+
+COLUMNS = ("iteration", "trace", "sampled_avg_jct_s", "sampled_jct_spread_s", "advantage_std",
+           "advantage_mean_abs", "grad_norm", "grad_halves_cosine", "sampled_greedy_agreement", "entropy_nats",
+           "train_greedy_avg_jct_s", "val_greedy_avg_jct_s", "test_greedy_avg_jct_s")
+
+
+def options(base: RlOptions, text: str) -> RlOptions:
+    """`key=value,...` over `base`; unknown keys or values are a one-line error."""
+    kinds = {f.name: f.type for f in fields(RlOptions)}
+    out = base
+    for kv in (v for v in text.split(",") if v):
+        k, _, v = kv.partition("=")
+        if k not in kinds or k == "iters":
+            raise InputError.at(field="--config", expected=f"key=value with key in {sorted(set(kinds) - {'iters'})}",
+                                got=kv)
+        try:
+            val = {"int": int, "float": float, "bool": lambda s: {"true": True, "false": False}[s.lower()],
+                   "str": str}[kinds[k]](v)
+        except (KeyError, ValueError):
+            raise InputError.at(field=f"--config {k}", expected=kinds[k], got=v) from None
+        out = replace(out, **{k: val})
+    for f, what in out.problems():
+        raise InputError.at(field=f"--config {f}", expected=what, got=getattr(out, f))
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m benchmarks.drl_diagnose", description=__doc__.splitlines()[0])
+    ap.add_argument("--steps", type=int, default=6, help="REINFORCE steps per config (default 6)")
+    ap.add_argument("--config", action="append", default=[], help="key=value,... over cli.drl_train's defaults")
+    ap.add_argument("train_args", nargs="*", help="cli.drl_train options (after --)")
+    a = ap.parse_args(argv)
+    try:
+        targs = parser().parse_args(a.train_args)
+        base, teacher, rl, val, test = check(targs)
+        configs = [options(replace(base, iters=a.steps), c) for c in (a.config or [""])]
+    except CosimError as exc:
+        exc.show()
+        return exc.exit_code
+    net = Net(targs.slots, targs.hidden, seed=targs.seed)
+    losses = supervised(net, collect_teacher(simulate, net, teacher), targs.sl_epochs, targs.sl_lr)
+    print(f"supervised: cross-entropy {losses[0]:.3f} -> {losses[-1]:.3f}", flush=True)
+    for opt in configs:
+        print(f"\n== {opt}", flush=True)
+        print(" ".join(f"{c[:12]:>12}" for c in COLUMNS), flush=True)
+        rows, sel = reinforce(simulate, copy.deepcopy(net), opt, rl, val, test, log=lambda s: None)
+        for r in rows:
+            print(" ".join(f"{r.get(c, np.nan):>12.4g}" if not isinstance(r.get(c), str) else f"{r[c]:>12}"
+                           for c in COLUMNS))
+        print(f"best on validation: step {sel}; test greedy {rows[0]['test_greedy_avg_jct_s']:.1f} s after the "
+              f"supervised stage, {rows[-1]['test_greedy_avg_jct_s']:.1f} s after the last step")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -214,9 +214,14 @@ def walk_run(order, start, undecided, slow, klass, num_classes, demand, type_req
     claimed, held = masks[0], masks[1]
     counts, memo_n, kept, rec, rel, run_rev, run_cls, rank = walk_buffers(ibuf, undecided.shape[0], owner.shape[0])
     n = order.shape[0]
-    free = 0  # usable GPUs now: online, not claimed this round, not held by an unvisited job
+    # the usable GPUs now (online, not claimed this round, not held by an unvisited job) and
+    # their number, in one pass; both follow this scan's claims and releases
+    avail = np.empty(online.shape[0], np.bool_)
+    free = 0
     for g in range(online.shape[0]):
-        free += online[g] & (not (claimed[g] | held[g]))  # no branch (as `usable_mask`)
+        u = online[g] & (not (claimed[g] | held[g]))  # no branch (as `usable_mask`)
+        avail[g] = u
+        free += u
     vic = np.zeros(num_classes + 1, np.int64)
     # GPUs per class of every undecided job (also one a caller passed over without deciding).
     # `counts[3]`: -1, list the victim candidates (running at the round's start, lowest
@@ -273,7 +278,7 @@ def walk_run(order, start, undecided, slow, klass, num_classes, demand, type_req
             counts[0], counts[1], counts[2] = nk, nrec, nrel
             return i
         # fewer usable GPUs than it needs: no placement on the free pool (`free` is exact here)
-        gpus = _kfit(usable_mask(online, claimed, held), type_req[j], d, topo) if free >= d else np.empty(0, np.int32)
+        gpus = _kfit(avail, type_req[j], d, topo) if free >= d else np.empty(0, np.int32)
         if gpus.shape[0] == 0 and nrun > 0:
             nv = 0
             for x in range(nrun):
@@ -298,6 +303,7 @@ def walk_run(order, start, undecided, slow, klass, num_classes, demand, type_req
                         if owner[g] == v and not claimed[g]:
                             if held[g] and online[g]:
                                 free += 1
+                                avail[g] = True
                             held[g] = False
         if gpus.shape[0] == 0:
             if k >= 0 and memo_n[0] < memo.shape[0]:  # (`Round.walk_failed`)
@@ -312,8 +318,9 @@ def walk_run(order, start, undecided, slow, klass, num_classes, demand, type_req
         nrec += 2
         for y in range(gpus.shape[0]):
             gy = gpus[y]
-            if online[gy] and not claimed[gy] and not held[gy]:
+            if avail[gy]:
                 free -= 1
+                avail[gy] = False
             claimed[gy] = True
             held[gy] = False
             rec[nrec] = gy

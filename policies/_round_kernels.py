@@ -109,11 +109,11 @@ def round_begin(owner, online, running, undecided, claimed, held):
     by a job: when not 0, the jobs holding them must be checked one by one instead of kept as
     they are (`slow_jobs`)."""
     off = 0
-    for g in range(owner.shape[0]):
+    for g in range(owner.shape[0]):  # no branch: the loop vectorises
+        h = owner[g] >= 0
         claimed[g] = False
-        held[g] = owner[g] >= 0
-        if not online[g] and owner[g] >= 0:
-            off += 1
+        held[g] = h
+        off += h & (not online[g])
     for i in range(running.shape[0]):
         undecided[running[i]] = True
     return off
@@ -180,7 +180,7 @@ def walk_buffers(ibuf, n_jobs, n_gpus):
 
 @njit(cache=True, no_cfunc_wrapper=True)
 def walk_run(order, start, undecided, slow, klass, num_classes, demand, type_req, alloc_count, keys, memo, online,
-             owner, masks, kfit, topo, ibuf):
+             owner, masks, kfit, blocking, topo, ibuf):
     """Advance a priority walk (`policies.base.Round.walk`) to the next job Python must handle,
     doing in between everything the round's own rules decide.
 
@@ -202,8 +202,10 @@ def walk_run(order, start, undecided, slow, klass, num_classes, demand, type_req
       GPU ids ...), preempted jobs to `rel`; a failure records the shape in the memo, a
       claim or release empties it.
     Everything else (a running job that must be checked, a job with a Python placer)
-    stops the scan there. `counts[:3]` receives (kept, rec length, released). Returns the
-    position of the job to hand back, or len(order).
+    stops the scan there. With `blocking` (head-of-line blocking, as FIFO), the first job
+    that holds nothing and is passed over or fails to be placed ends the walk: no later job
+    is placed. `counts[:3]` receives (kept, rec length, released). Returns the position of
+    the job to hand back, or len(order).
 
     The round's GPU masks are the rows of `masks` (claimed, held); its integer buffers
     (counts, memo length, kept, rec, rel, run_rev, run_cls, rank) are parts of `ibuf`
@@ -212,9 +214,14 @@ def walk_run(order, start, undecided, slow, klass, num_classes, demand, type_req
     claimed, held = masks[0], masks[1]
     counts, memo_n, kept, rec, rel, run_rev, run_cls, rank = walk_buffers(ibuf, undecided.shape[0], owner.shape[0])
     n = order.shape[0]
-    free = 0  # usable GPUs now: online, not claimed this round, not held by an unvisited job
+    # the usable GPUs now (online, not claimed this round, not held by an unvisited job) and
+    # their number, in one pass; both follow this scan's claims and releases
+    avail = np.empty(online.shape[0], np.bool_)
+    free = 0
     for g in range(online.shape[0]):
-        free += online[g] & (not (claimed[g] | held[g]))  # no branch (as `usable_mask`)
+        u = online[g] & (not (claimed[g] | held[g]))  # no branch (as `usable_mask`)
+        avail[g] = u
+        free += u
     vic = np.zeros(num_classes + 1, np.int64)
     # GPUs per class of every undecided job (also one a caller passed over without deciding).
     # `counts[3]`: -1, list the victim candidates (running at the round's start, lowest
@@ -257,17 +264,21 @@ def walk_run(order, start, undecided, slow, klass, num_classes, demand, type_req
             return i
         k = keys[i]
         if k >= 0 and memo_has(memo, memo_n[0], k):
+            if blocking:
+                break
             continue
         d = demand[j]
         # victims' GPUs counted at entry: keeps since then only shrink them (a looser bound);
         # `free` follows this scan's claims and releases
         if free + vic[klass[i] + 1] < d:
+            if blocking:
+                break
             continue
         if not kfit[i]:
             counts[0], counts[1], counts[2] = nk, nrec, nrel
             return i
         # fewer usable GPUs than it needs: no placement on the free pool (`free` is exact here)
-        gpus = _kfit(usable_mask(online, claimed, held), type_req[j], d, topo) if free >= d else np.empty(0, np.int32)
+        gpus = _kfit(avail, type_req[j], d, topo) if free >= d else np.empty(0, np.int32)
         if gpus.shape[0] == 0 and nrun > 0:
             nv = 0
             for x in range(nrun):
@@ -292,11 +303,14 @@ def walk_run(order, start, undecided, slow, klass, num_classes, demand, type_req
                         if owner[g] == v and not claimed[g]:
                             if held[g] and online[g]:
                                 free += 1
+                                avail[g] = True
                             held[g] = False
         if gpus.shape[0] == 0:
             if k >= 0 and memo_n[0] < memo.shape[0]:  # (`Round.walk_failed`)
                 memo[memo_n[0]] = k
                 memo_n[0] += 1
+            if blocking:
+                break
             continue
         memo_n[0] = 0  # `Round.claim`
         rec[nrec] = j
@@ -304,8 +318,9 @@ def walk_run(order, start, undecided, slow, klass, num_classes, demand, type_req
         nrec += 2
         for y in range(gpus.shape[0]):
             gy = gpus[y]
-            if online[gy] and not claimed[gy] and not held[gy]:
+            if avail[gy]:
                 free -= 1
+                avail[gy] = False
             claimed[gy] = True
             held[gy] = False
             rec[nrec] = gy

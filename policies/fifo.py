@@ -66,8 +66,12 @@ class Fifo(BasePolicy):
         r = self.round(view)
         r.keep_all_undecided()
         placer = r.placer()
-        for j in arrival_order(view, view.queued()):
-            if r.place(int(j), placer) is None:
+        # the walk places the queue in arrival order and stops at the first job that cannot
+        # start; `consolidate` on a one-type cluster is placed inside its kernel, other
+        # strategies are handed back here
+        kernel = self.config.placement == "consolidate"
+        for j in r.walk(arrival_order(view, view.queued()), kernel=kernel, blocking=True):
+            if r.place(j, placer) is None:
                 break
         return r.decision()
 

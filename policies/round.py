@@ -397,7 +397,7 @@ class Round:
     # -- the walk ------------------------------------------------------------------------
     def walk(self, order: np.ndarray, klass: np.ndarray | None = None, keys: np.ndarray | None = None,
              num_classes: int | None = None, kernel: np.ndarray | bool = False, preempt: bool = False,
-             ran: int = -1):
+             ran: int = -1, blocking: bool = False):
         """Walk `order` (all jobs of the round in priority order) doing "for j in order: keep j
         if it runs, else place it (preempting, with `preempt`, running jobs of a strictly
         higher class, lowest priority first)", yielding the jobs Python must handle; the
@@ -415,6 +415,10 @@ class Round:
         skips are exact: the count bound is checked first by every placement and preemption
         attempt (before any random draw). So the walk costs Python time per job that needs
         Python only.
+
+        `blocking` (head-of-line blocking, FIFO's rule): the first job that holds nothing and
+        is passed over or not placed ends the walk; a caller whose yielded job is not placed
+        stops iterating (no later job starts).
 
         `ran` (≥ 0): the caller's kernel, which began this round (`Round(begun=)`), already ran
         `walk_run` from position 0 on this round's arrays and the workspace's `walk_state`
@@ -439,8 +443,8 @@ class Round:
             order, klass, keys, ncls, kfit = self._walk_inputs(order, klass, keys, num_classes, kernel, w[2])
             counts[3] = -1 if preempt else -2  # victim candidates: listed by the kernel's first call; -2: none
             i = RK.walk_run(order, 0, und, self._slow, klass, ncls, self.dem, self.view.jobs.gpu_type_req,
-                            self.view.jobs.alloc_count, keys, ws.memo, self.online, self.owner, w[5], kfit, w[3],
-                            w[4])
+                            self.view.jobs.alloc_count, keys, ws.memo, self.online, self.owner, w[5], kfit, blocking,
+                            w[3], w[4])
         while True:
             nrun = self.take_walk()
             if i >= n:
@@ -453,8 +457,8 @@ class Round:
                 self._walk_victims = (run_rev[:nrun].copy(), run_cls[:nrun].copy(), int(klass[i]))
             yield int(order[i])
             i = RK.walk_run(order, i + 1, und, self._slow, klass, ncls, self.dem, self.view.jobs.gpu_type_req,
-                            self.view.jobs.alloc_count, keys, ws.memo, self.online, self.owner, w[5], kfit, w[3],
-                            w[4])
+                            self.view.jobs.alloc_count, keys, ws.memo, self.online, self.owner, w[5], kfit, blocking,
+                            w[3], w[4])
 
     def take_walk(self) -> int:
         """Take the outcome of the walk kernel's last run (`walk_run`) from the workspace's
@@ -489,24 +493,25 @@ class Round:
             self.released.extend(w[10][:nrel].tolist())
         return nrun
 
-    @staticmethod
-    def _walk_inputs(order, klass, keys, num_classes, kernel, one_type: bool) -> tuple:
+    def _walk_inputs(self, order, klass, keys, num_classes, kernel, one_type: bool) -> tuple:
         """`walk`'s inputs as `walk_run` takes them: int64 order, classes and shape keys (-1:
         none), the number of classes, and the per-position kernel-placer mask (all False off
-        a one-type cluster)."""
+        a one-type cluster). Inputs left at their defaults are slices of the workspace's
+        constant arrays (`Workspace.walk_defaults`: the kernel only reads them)."""
         n = order.shape[0]
         order = _i64(order)
+        zeros, none, no, yes = self._ws.walk_defaults(n)
         if klass is None:
-            klass = np.zeros(n, np.int64)
+            klass = zeros
             ncls = 1
         else:
             klass = _i64(klass)
             ncls = int(klass.max()) + 1 if num_classes is None else int(num_classes)
-        keys = np.full(n, -1, np.int64) if keys is None else _i64(keys)
+        keys = none if keys is None else _i64(keys)
         if kernel is False or not one_type:
-            kfit = np.zeros(n, bool)
+            kfit = no
         elif kernel is True or type(kernel) is np.bool_:
-            kfit = np.ones(n, bool)
+            kfit = yes
         elif kernel.dtype == np.bool_ and kernel.flags.c_contiguous:
             kfit = kernel
         else:

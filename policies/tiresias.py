@@ -676,8 +676,9 @@ def _round_kernel(owner, online, running, active, undecided, now, submit, execut
                                fstate, istate, thr, eps, knob, with_keys, order, klass, keys, kernel, ibuf, masks)
     n = active.shape[0]
     start = n - n  # an int64, not the literal 0 (a literal compiles a second walk_run)
+    blocking = n < 0  # False (no head-of-line blocking), not a literal, for the same reason
     i = RK.walk_run(order[:n], start, undecided, slow, klass[:n], thr.shape[0] + 1, demand, type_req, alloc_count, keys[:n],
-                    memo, online, owner, masks, kernel[:n], topo, ibuf)
+                    memo, online, owner, masks, kernel[:n], blocking, topo, ibuf)
     if i < n:
         return n_off, i, math.inf
     return n_off, i, _round_wake(undecided.shape[0], owner.shape[0], active, now, executed, attained, fstate, istate,

@@ -49,6 +49,7 @@ class Workspace:
         self._topo_of = None
         self._topo: tuple | None = None
         self._walk: tuple | None = None
+        self._defaults = (_NO_I64, _NO_I64, _NO_BOOL, _NO_BOOL)  # `walk_defaults`
         #: the failed-shape memo of the current round (`Round.failed_before`): keys, count
         self.memo = np.empty(64, np.int64)
         self.memo_n = np.zeros(1, np.int64)
@@ -78,6 +79,16 @@ class Workspace:
             if self.memo.shape[0] <= n_jobs:
                 self.memo = np.empty(n_jobs + 1, np.int64)
         return w
+
+    def walk_defaults(self, n: int) -> tuple:
+        """The walk's default inputs for n positions (`Round.walk`): classes all 0, shape keys
+        all -1, kernel-placer masks all False and all True; slices of arrays kept across
+        rounds (grown as needed), which callers must not modify."""
+        d = self._defaults
+        if d[0].shape[0] < n:
+            m = max(n, 2 * d[0].shape[0])
+            d = self._defaults = (np.zeros(m, np.int64), np.full(m, -1, np.int64), np.zeros(m, bool), np.ones(m, bool))
+        return d[0][:n], d[1][:n], d[2][:n], d[3][:n]
 
     def demands(self, view: ClusterView) -> np.ndarray:
         """`demands(view)`, recomputed only when the engine hands over different request arrays
@@ -125,3 +136,7 @@ class Workspace:
 def demands_cached(view: ClusterView, workspace: Workspace | None = None) -> np.ndarray:
     """`demands(view)` through a policy's `Workspace` (computed afresh without one)."""
     return workspace.demands(view) if workspace is not None else demands(view)
+
+
+_NO_I64 = np.zeros(0, np.int64)
+_NO_BOOL = np.zeros(0, bool)

@@ -84,6 +84,29 @@ def test_walk_preempts_lower_class_in_kernel_and_victims_for_python():
     assert r.decision().allocations[1].gpus == (0, 1, 2, 3)
 
 
+def test_blocking_walk_stops_at_the_first_job_that_cannot_start():
+    # job 0 holds node 0; job 1 wants 8 GPUs (4 are free), job 2 wants 2, job 3 wants 1
+    jobs = [Job(gpus=4, alloc=(0, 1, 2, 3)), Job(gpus=8, submit=1.0), Job(gpus=2, submit=2.0),
+            Job(gpus=1, submit=3.0)]
+    v = _with_current(build_view(jobs, nodes=2))
+    order = np.array([1, 2, 3])
+    r = Round(v)
+    assert list(r.walk(order, kernel=True, blocking=True)) == []  # the head cannot start: nothing does
+    assert set(r.decision().allocations) == set()
+    r = Round(v)
+    assert list(r.walk(order, kernel=True)) == []  # without blocking the others start
+    assert {j: len(a.gpus) for j, a in r.decision().allocations.items()} == {2: 2, 3: 1}
+    # a Python placer: the jobs before the head are handed back, none after it
+    order = np.array([2, 1, 3])
+    for blocking, want in ((True, [2]), (False, [2, 3])):
+        r = Round(v)
+        seen = []
+        for j in r.walk(order, kernel=False, blocking=blocking):
+            seen.append(j)
+            assert r.place(j, r.placer()) is not None
+        assert seen == want
+
+
 def test_workspace_scratch_comes_back_clean():
     ws = Workspace()
 

@@ -6,13 +6,16 @@ settings, each from the same supervised start, with the per-step diagnostics of
         --config advantage=episode,lr=1e-3,episodes=6,entropy=0 --config advantage=to-go
 
 Each `--config` overrides `policies.drl.train.RlOptions` (keys: advantage, lr, episodes, entropy,
-normalise, horizon_s, traces_per_step); the supervised stage, trace sets and every other setting
-are `cli.drl_train`'s defaults (its options after `--`). Per step it prints: the trace, the sampled
+normalise, horizon_s, traces_per_step, critic_hidden, critic_lr, critic_epochs, critic_warmup); the
+supervised stage, trace sets and every other setting are `cli.drl_train`'s defaults (its options
+after `--`). Per step it prints: the trace, the sampled
 episodes' mean and spread of average JCT, the advantage scale before normalisation (std and mean
 |A|, reward units of 1000 s), the gradient norm, the cosine between the gradients of the two halves
 of the step's episodes, each half with its own baseline (near 0: the step is mostly noise), the
 fraction of sampled actions the greedy policy would also take, the policy's entropy, and the greedy
-policy's average JCT on the step's training trace and the validation and test sets.
+policy's average JCT on the step's training trace and the validation and test sets; with
+`advantage=critic`, the fraction of the reward-to-go's variance the critic explained before the
+step's fit (1 − var(return − V) / var(return)).
 """
 
 from __future__ import annotations
@@ -30,7 +33,7 @@ from policies.drl.train import RlOptions, collect_teacher, reinforce, supervised
 
 COLUMNS = ("iteration", "trace", "sampled_avg_jct_s", "sampled_jct_spread_s", "advantage_std",
            "advantage_mean_abs", "grad_norm", "grad_halves_cosine", "sampled_greedy_agreement", "entropy_nats",
-           "train_greedy_avg_jct_s", "val_greedy_avg_jct_s", "test_greedy_avg_jct_s")
+           "train_greedy_avg_jct_s", "val_greedy_avg_jct_s", "test_greedy_avg_jct_s", "critic_explained_variance")
 
 
 def options(base: RlOptions, text: str) -> RlOptions:
@@ -67,12 +70,14 @@ def main(argv: list[str] | None = None) -> int:
         exc.show()
         return exc.exit_code
     net = Net(targs.slots, targs.hidden, seed=targs.seed)
-    losses = supervised(net, collect_teacher(simulate, net, teacher), targs.sl_epochs, targs.sl_lr)
+    data = collect_teacher(simulate, net, teacher, base.horizon_s)
+    losses = supervised(net, data, targs.sl_epochs, targs.sl_lr)
     print(f"supervised: cross-entropy {losses[0]:.3f} -> {losses[-1]:.3f}", flush=True)
     for opt in configs:
         print(f"\n== {opt}", flush=True)
         print(" ".join(f"{c[:12]:>12}" for c in COLUMNS), flush=True)
-        rows, sel = reinforce(simulate, copy.deepcopy(net), opt, rl, val, test, log=lambda s: None)
+        rows, sel = reinforce(simulate, copy.deepcopy(net), opt, rl, val, test, log=lambda s: None,
+                              warmup=(data[0], data[3]))
         for r in rows:
             print(" ".join(f"{r.get(c, np.nan):>12.4g}" if not isinstance(r.get(c), str) else f"{r[c]:>12}"
                            for c in COLUMNS))

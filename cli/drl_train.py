@@ -63,7 +63,8 @@ def check(a: argparse.Namespace) -> tuple[RlOptions, list[Setting], list[Setting
     """The options checked: (REINFORCE options, teacher, RL, validation, test settings)."""
     opt = RlOptions(iters=a.rl_iters, episodes=a.rl_episodes, lr=a.rl_lr, entropy=a.rl_entropy,
                     advantage=a.rl_advantage, normalise=a.rl_normalise, horizon_s=a.rl_horizon_s,
-                    traces_per_step=a.rl_traces_per_step)
+                    traces_per_step=a.rl_traces_per_step, critic_hidden=a.rl_critic_hidden,
+                    critic_lr=a.rl_critic_lr, critic_epochs=a.rl_critic_epochs, critic_warmup=a.rl_critic_warmup)
     bad = [("--rl-" + f.replace("_", "-"), what, getattr(opt, f)) for f, what in opt.problems()]
     bad += [(name, what, v) for name, ok, what, v in (
         ("--sl-epochs", a.sl_epochs >= 0, "0 or more epochs", a.sl_epochs),
@@ -113,7 +114,18 @@ def parser() -> argparse.ArgumentParser:
     ap.add_argument("--rl-advantage", choices=ADVANTAGES, default=d.advantage,
                     help="credit of an action: 'to-go' = the reward after its decision time minus the other "
                          "episodes' at that time; 'episode' = the whole episode's reward minus the other "
-                         f"episodes' mean (default {d.advantage})")
+                         "episodes' mean; 'critic' = the reward after its decision time minus a learnt "
+                         f"state value V(s) (DL2's actor-critic) (default {d.advantage})")
+    ap.add_argument("--rl-critic-hidden", type=int, default=d.critic_hidden,
+                    help=f"hidden units of the critic V(s) (--rl-advantage critic; default {d.critic_hidden})")
+    ap.add_argument("--rl-critic-lr", type=float, default=d.critic_lr,
+                    help=f"the critic's Adam learning rate (default {d.critic_lr:g})")
+    ap.add_argument("--rl-critic-epochs", type=int, default=d.critic_epochs,
+                    help="full-batch Adam steps fitting the critic to each step's reward-to-go "
+                         f"(default {d.critic_epochs})")
+    ap.add_argument("--rl-critic-warmup", type=int, default=d.critic_warmup,
+                    help="full-batch Adam steps fitting the critic to the Optimus-teacher runs' reward-to-go "
+                         f"before the first REINFORCE step (default {d.critic_warmup}; 0 = none)")
     ap.add_argument("--rl-horizon-s", type=float, default=d.horizon_s,
                     help="discount: reward tau s after an action weighs exp(-tau / this) (DL2's per-slot "
                          f"discount); 0 = undiscounted (default {d.horizon_s:g})")
@@ -135,14 +147,14 @@ def main(argv: list[str] | None = None) -> int:
         return exc.exit_code
     t0 = time.perf_counter()
     net = Net(a.slots, a.hidden, seed=a.seed)
-    data = collect_teacher(simulate, net, teacher)
+    data = collect_teacher(simulate, net, teacher, opt.horizon_s)
     print(f"teacher: {data[2].size} actions from {len(teacher)} runs ({time.perf_counter() - t0:.0f} s)")
     losses = supervised(net, data, a.sl_epochs, a.sl_lr)
     acc = float((np.argmax(net.probs(data[0], data[1])[0], 1) == data[2]).mean())
     print(f"supervised: loss {losses[0]:.3f} -> {losses[-1]:.3f}, action accuracy {acc:.3f} "
           f"({time.perf_counter() - t0:.0f} s)")
     rows = [{"stage": "supervised", "iteration": i, "loss": v} for i, v in enumerate(losses)]
-    curve, sel = reinforce(simulate, net, opt, rl, val, test)
+    curve, sel = reinforce(simulate, net, opt, rl, val, test, warmup=(data[0], data[3]))
     rows += [{"stage": "reinforce", **r, "selected": i == sel} for i, r in enumerate(curve)]
     print(f"kept the weights after REINFORCE step {sel} (0 = the supervised stage): validation "
           f"{curve[sel]['val_greedy_avg_jct_s']:.1f} s, test {curve[sel]['test_greedy_avg_jct_s']:.1f} s "

@@ -3,7 +3,9 @@
 Input: `slots` job slots of `FEATURES` features each plus `GLOBAL` cluster features (flat, as DL2
 lays its state out); output: one logit per slot ("add one GPU to this job") and one for "stop".
 Gradients are written out by hand (cross-entropy and REINFORCE both need d log π(a|s) / d logits
-= onehot(a) − π), with Adam as the optimiser.
+= onehot(a) − π), with Adam as the optimiser. `Critic` is the state-value network V(s) of DL2's
+actor-critic variant (same state, one tanh hidden layer, one output), fitted by least squares with
+its own Adam.
 """
 
 from __future__ import annotations
@@ -21,7 +23,28 @@ FEATURES = 8
 GLOBAL = 2
 
 
-class Net:
+class Adam:
+    """Adam over the parameter dict `self.p` (set by the subclass before `reset_optimiser`)."""
+
+    p: dict[str, np.ndarray]
+
+    def reset_optimiser(self) -> None:
+        """Forget Adam's moment estimates (a new training stage starts its own)."""
+        self._m = {k: np.zeros_like(v) for k, v in self.p.items()}
+        self._v = {k: np.zeros_like(v) for k, v in self.p.items()}
+        self._t = 0
+
+    def adam(self, g: dict, lr: float, b1: float = 0.9, b2: float = 0.999, eps: float = 1e-8) -> None:
+        self._t += 1
+        for k, gk in g.items():
+            self._m[k] = b1 * self._m[k] + (1 - b1) * gk
+            self._v[k] = b2 * self._v[k] + (1 - b2) * gk * gk
+            mh = self._m[k] / (1 - b1 ** self._t)
+            vh = self._v[k] / (1 - b2 ** self._t)
+            self.p[k] = self.p[k] - lr * mh / (np.sqrt(vh) + eps)
+
+
+class Net(Adam):
     """π(a | s) = softmax over the valid actions of `W2 · tanh(W1 · s + b1) + b2`."""
 
     def __init__(self, slots: int, hidden: int, seed: int = 0) -> None:
@@ -73,21 +96,6 @@ class Net:
         pr, _ = self.probs(x, mask)
         return -(pr * np.log(np.where(pr > 0, pr, 1.0))).sum(1)
 
-    def reset_optimiser(self) -> None:
-        """Forget Adam's moment estimates (a new training stage starts its own)."""
-        self._m = {k: np.zeros_like(v) for k, v in self.p.items()}
-        self._v = {k: np.zeros_like(v) for k, v in self.p.items()}
-        self._t = 0
-
-    def adam(self, g: dict, lr: float, b1: float = 0.9, b2: float = 0.999, eps: float = 1e-8) -> None:
-        self._t += 1
-        for k, gk in g.items():
-            self._m[k] = b1 * self._m[k] + (1 - b1) * gk
-            self._v[k] = b2 * self._v[k] + (1 - b2) * gk * gk
-            mh = self._m[k] / (1 - b1 ** self._t)
-            vh = self._v[k] / (1 - b2 ** self._t)
-            self.p[k] = self.p[k] - lr * mh / (np.sqrt(vh) + eps)
-
     def save(self, path: Path, **meta: object) -> None:
         Path(path).parent.mkdir(parents=True, exist_ok=True)
         np.savez_compressed(path, **{k: v.astype(np.float32) for k, v in self.p.items()},
@@ -109,3 +117,37 @@ class Net:
         if net.p["W1"].shape != (net.input_dim, net.hidden):
             raise InputError.at(p, field="W1", expected=(net.input_dim, net.hidden), got=net.p["W1"].shape)
         return net
+
+
+class Critic(Adam):
+    """V(s) = w2 · tanh(W1 · s + b1) + b2: the expected reward-to-go from state `s` (DL2's critic),
+    fitted by regression on observed reward-to-go; REINFORCE's advantage is then return − V(s)."""
+
+    def __init__(self, input_dim: int, hidden: int, seed: int = 0) -> None:
+        rng = np.random.default_rng(seed)
+        self.p = {"W1": rng.normal(0, 1 / np.sqrt(input_dim), (input_dim, hidden)), "b1": np.zeros(hidden),
+                  "w2": rng.normal(0, 1 / np.sqrt(hidden), hidden), "b2": np.zeros(())}
+        self.reset_optimiser()
+
+    def value(self, x: np.ndarray) -> np.ndarray:
+        """V(x_i) for states `x` [B, d]."""
+        return np.tanh(x @ self.p["W1"] + self.p["b1"]) @ self.p["w2"] + self.p["b2"]
+
+    def grads(self, x: np.ndarray, y: np.ndarray) -> tuple[dict, float]:
+        """Gradients of the mean squared error ½ · mean (V(x_i) − y_i)² and that loss."""
+        h = np.tanh(x @ self.p["W1"] + self.p["b1"])
+        r = h @ self.p["w2"] + self.p["b2"] - y
+        n = max(y.size, 1)
+        dv = r / n
+        dh = np.outer(dv, self.p["w2"]) * (1 - h * h)
+        g = {"W1": x.T @ dh, "b1": dh.sum(0), "w2": h.T @ dv, "b2": np.asarray(dv.sum())}
+        return g, float(0.5 * (r * r).sum() / n)
+
+    def fit(self, x: np.ndarray, y: np.ndarray, steps: int, lr: float) -> list[float]:
+        """`steps` full-batch Adam steps on the squared error to the targets `y`; the loss before each."""
+        losses = []
+        for _ in range(steps):
+            g, loss = self.grads(x, y)
+            losses.append(loss)
+            self.adam(g, lr)
+        return losses

@@ -15,7 +15,14 @@ takes `simulate(policy, jobs, nodes, seed) -> (submit s, end s) per job`).
         −(1/N) Σ_j (end_j − max(t, submit_j))⁺ / 1000 s (what happened before t cannot depend on it);
       - `advantage="episode"`: the whole episode's reward (every action of an episode gets the same);
     minus a baseline: the mean of the same quantity, at the same t, over the step's other episodes
-    of the same trace (a time-based baseline: the expected reward-to-go at the state's time).
+    of the same trace (a time-based baseline: the expected reward-to-go at the state's time);
+      - `advantage="critic"` (DL2's actor-critic variant): the reward still to come after t minus
+        V(s_t), a state-value network (`Critic`, `critic_hidden` tanh units, its own Adam at
+        `critic_lr`). V is warmed up by `critic_warmup` full-batch Adam steps on the reward-to-go
+        of the supervised stage's Optimus rollouts, and after every policy step fitted by
+        `critic_epochs` full-batch steps on that step's (state, reward-to-go); each step's
+        advantages use V as it was before that step's fit (so V has not learnt the very returns
+        it is subtracted from).
     `horizon_s` > 0 discounts the reward τ seconds after the action by exp(−τ / horizon_s).
     `normalise` divides the step's advantages by their standard deviation; `entropy` adds
     β · H(π) to the objective (DL2 uses an entropy term to keep exploring). The gradient of
@@ -38,7 +45,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from policies.drl.net import Net
+from policies.drl.net import Critic, Net
 from policies.drl.policy import Drl, DrlConfig
 from policies.optimus import Optimus, OptimusConfig
 
@@ -46,7 +53,7 @@ from policies.optimus import Optimus, OptimusConfig
 Simulate = Callable[[Drl, int, int, int], tuple[np.ndarray, np.ndarray]]
 #: a trace setting: (jobs, nodes, trace seed)
 Setting = tuple[int, int, int]
-ADVANTAGES = ("to-go", "episode")
+ADVANTAGES = ("to-go", "episode", "critic")
 
 
 @dataclass(frozen=True)
@@ -61,6 +68,10 @@ class RlOptions:
     normalise: bool = True
     horizon_s: float = 0.0
     traces_per_step: int = 1
+    critic_hidden: int = 64
+    critic_lr: float = 1e-3
+    critic_epochs: int = 50
+    critic_warmup: int = 200
 
     def problems(self) -> list[tuple[str, str]]:
         """(field, what was expected) for every value out of range; empty when all are valid."""
@@ -71,7 +82,11 @@ class RlOptions:
                 ("entropy", self.entropy >= 0 and np.isfinite(self.entropy), "a non-negative entropy weight"),
                 ("horizon_s", self.horizon_s >= 0 and np.isfinite(self.horizon_s),
                  "0 (no discount) or positive seconds"),
-                ("advantage", self.advantage in ADVANTAGES, f"one of {', '.join(ADVANTAGES)}")]
+                ("advantage", self.advantage in ADVANTAGES, f"one of {', '.join(ADVANTAGES)}"),
+                ("critic_hidden", self.critic_hidden >= 1, "at least 1 hidden unit"),
+                ("critic_lr", self.critic_lr > 0 and np.isfinite(self.critic_lr), "a positive learning rate"),
+                ("critic_epochs", self.critic_epochs >= 0, "0 or more Adam steps"),
+                ("critic_warmup", self.critic_warmup >= 0, "0 or more Adam steps")]
         return [(f, what) for f, ok, what in need if not ok]
 
 
@@ -84,20 +99,24 @@ def avg_jct(episode: tuple[np.ndarray, np.ndarray]) -> float:
     return float(np.mean(end - submit))
 
 
-def collect_teacher(simulate: Simulate, net: Net, settings: list[Setting]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(states, masks, actions) of Optimus-as-teacher runs, one per (jobs, nodes, seed) setting."""
+def collect_teacher(simulate: Simulate, net: Net, settings: list[Setting],
+                    horizon_s: float = 0.0) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(states, masks, actions, reward-to-go at each action's time) of Optimus-as-teacher runs, one
+    per (jobs, nodes, seed) setting; the returns warm up the critic (`reward_to_go`, `horizon_s`)."""
     traj: list = []
+    returns = [np.zeros(0)]
     for jobs, nodes, seed in settings:
         teacher = Optimus(OptimusConfig(interval_s=60.0, remaining="continuous"))
         p = Drl(DrlConfig(), net=net, teacher=teacher)
-        simulate(p, jobs, nodes, seed)
+        ep = simulate(p, jobs, nodes, seed)
         traj += p.trajectory
-    return _stack(traj)
+        returns.append(reward_to_go(ep, np.array([t[3] for t in p.trajectory], float), horizon_s))
+    return (*_stack(traj), np.concatenate(returns))
 
 
 def supervised(net: Net, data: tuple, epochs: int, lr: float) -> list[float]:
     """Full-batch cross-entropy fit; the loss before each step."""
-    x, m, a = data
+    x, m, a = data[:3]
     w = np.ones(a.size)
     losses = []
     for _ in range(epochs):
@@ -134,7 +153,7 @@ def advantages(episodes: list[tuple[np.ndarray, np.ndarray]], times: list[np.nda
                horizon_s: float = 0.0) -> list[np.ndarray]:
     """Per episode, each action's return (mode "to-go": from its decision time; "episode": the
     whole episode's; discounted by `horizon_s`, `reward_to_go`) minus the mean of the other
-    episodes' returns at the same time."""
+    episodes' returns at the same time (mode "critic": `critic_advantages` instead)."""
     k = len(episodes)
     at = [np.zeros_like(t) if mode == "episode" else t for t in times]
     out = []
@@ -145,16 +164,24 @@ def advantages(episodes: list[tuple[np.ndarray, np.ndarray]], times: list[np.nda
     return out
 
 
+def critic_advantages(episodes: list[tuple[np.ndarray, np.ndarray]], times: list[np.ndarray],
+                      states: list[np.ndarray], critic: Critic,
+                      horizon_s: float = 0.0) -> tuple[list[np.ndarray], list[np.ndarray]]:
+    """Per episode (reward-to-go from each action's time, that minus the critic's V(state))."""
+    ret = [reward_to_go(ep, t, horizon_s) for ep, t in zip(episodes, times)]
+    return ret, [r - critic.value(x) if r.size else r for r, x in zip(ret, states)]
+
+
 def best_step(val: list[float]) -> int:
     """Index of the lowest validation JCT (the earliest on a tie; NaN never chosen unless all are)."""
     v = np.asarray(val, float)
     return int(np.nanargmin(v)) if np.isfinite(v).any() else 0
 
 
-def _episodes(simulate: Simulate, net: Net, opt: RlOptions, setting: Setting,
-              seed0: int) -> tuple[list, list, list, list]:
+def _episodes(simulate: Simulate, net: Net, opt: RlOptions, setting: Setting, seed0: int,
+              critic: Critic | None) -> tuple[list, list, list, list, list | None]:
     """`opt.episodes` sampled runs of one trace: (per-job (submit, end), trajectories, advantages,
-    advantages within each half of the episodes)."""
+    advantages within each half of the episodes, with a critic: each action's reward-to-go)."""
     jobs, nodes, seed = setting
     eps, trajs = [], []
     for e in range(opt.episodes):
@@ -162,35 +189,47 @@ def _episodes(simulate: Simulate, net: Net, opt: RlOptions, setting: Setting,
         eps.append(simulate(p, jobs, nodes, seed))
         trajs.append(p.trajectory)
     times = [np.array([t[3] for t in tr], float) for tr in trajs]
+    if critic is not None:  # the baseline is V(s), not the other episodes: the halves share it
+        ret, adv = critic_advantages(eps, times, [np.array([t[0] for t in tr]) for tr in trajs], critic,
+                                     opt.horizon_s)
+        return eps, trajs, adv, adv, ret
     h = opt.episodes // 2  # the halves' own advantages (each half's baseline from itself) for the noise check
     if h >= 2:
         halves = (advantages(eps[:h], times[:h], opt.advantage, opt.horizon_s)
                   + advantages(eps[h:], times[h:], opt.advantage, opt.horizon_s))
     else:
         halves = [t * np.nan for t in times]
-    return eps, trajs, advantages(eps, times, opt.advantage, opt.horizon_s), halves
+    return eps, trajs, advantages(eps, times, opt.advantage, opt.horizon_s), halves, None
 
 
 def reinforce(simulate: Simulate, net: Net, opt: RlOptions, train: list[Setting], val: list[Setting],
-              test: list[Setting], log=print) -> tuple[list[dict], int]:
+              test: list[Setting], log=print, warmup: tuple | None = None) -> tuple[list[dict], int]:
     """REINFORCE steps (module docstring, (b)) with best-on-validation selection ((c)). Returns the
     curve (row 0: after the supervised stage; row i: after step i, with its diagnostics) and the
-    selected row; `net` ends holding the selected row's weights."""
+    selected row; `net` ends holding the selected row's weights. `warmup`: (states, reward-to-go)
+    that the critic is first fitted on (`collect_teacher`'s first and last arrays; advantage
+    "critic" only)."""
     rows = [{"iteration": 0, "val_greedy_avg_jct_s": greedy_jct(simulate, net, val),
              "test_greedy_avg_jct_s": greedy_jct(simulate, net, test)}]
     best = {k: v.copy() for k, v in net.p.items()}
     net.reset_optimiser()  # the supervised stage's moment estimates would scale the first steps
     log(f"after supervised: validation {rows[0]['val_greedy_avg_jct_s']:.1f} s, "
         f"test {rows[0]['test_greedy_avg_jct_s']:.1f} s")
+    critic = Critic(net.input_dim, opt.critic_hidden) if opt.advantage == "critic" else None
+    if critic is not None and warmup is not None and warmup[1].size:
+        cl = critic.fit(warmup[0], warmup[1], opt.critic_warmup, opt.critic_lr)
+        if cl:
+            log(f"critic warm-up on {warmup[1].size} teacher actions: squared error {cl[0]:.4f} -> {cl[-1]:.4f}")
     for it in range(1, opt.iters + 1):
         k0 = (it - 1) * opt.traces_per_step
         traces = [train[k % len(train)] for k in range(k0, k0 + opt.traces_per_step)]
-        # parts, per episode: (x, mask, action, advantage, within-half advantage, first half?)
+        # parts, per episode: (x, mask, action, advantage, within-half advantage, first half?, reward-to-go)
         jcts, parts = [], []
         for t, setting in enumerate(traces):
-            eps, trajs, adv, hadv = _episodes(simulate, net, opt, setting, 1000 * it + 100 * t)
+            eps, trajs, adv, hadv, ret = _episodes(simulate, net, opt, setting, 1000 * it + 100 * t, critic)
             jcts += [avg_jct(ep) for ep in eps]
-            parts += [(*_stack(tr), adv[i], hadv[i], i < opt.episodes // 2) for i, tr in enumerate(trajs) if tr]
+            parts += [(*_stack(tr), adv[i], hadv[i], i < opt.episodes // 2, None if ret is None else ret[i])
+                      for i, tr in enumerate(trajs) if tr]
         if not parts:
             raise ValueError(f"REINFORCE step {it}: no episode took an action")
         x, m, a, w, wh = (np.concatenate([q[k] for q in parts]) for k in range(5))
@@ -208,13 +247,20 @@ def reinforce(simulate: Simulate, net: Net, opt: RlOptions, train: list[Setting]
         g, _ = net.grads(x, m, a, w, entropy=opt.entropy)
         gnorm = float(np.sqrt(sum(float((v * v).sum()) for v in g.values())))
         net.adam(g, opt.lr)
+        critic_row = {}
+        if critic is not None:
+            r = np.concatenate([q[6] for q in parts])
+            resid = float(np.var(r - critic.value(x)))  # V before this step's fit: what the advantage used
+            cl = critic.fit(x, r, opt.critic_epochs, opt.critic_lr)
+            critic_row = {"critic_explained_variance": 1.0 - resid / max(float(np.var(r)), 1e-300),
+                          "critic_loss_after_fit": float(0.5 * np.mean((critic.value(x) - r) ** 2)) if cl else np.nan}
         row = {"iteration": it, "trace": "+".join(f"{j}x{n}x{s}" for j, n, s in traces),
                "sampled_avg_jct_s": float(np.mean(jcts)), "sampled_jct_spread_s": float(np.std(jcts)),
                "advantage_std": scale, "advantage_mean_abs": mean_abs, "grad_norm": gnorm, "grad_halves_cosine": cos,
                "sampled_greedy_agreement": agree, "entropy_nats": ent, "actions": int(a.size),
                "train_greedy_avg_jct_s": greedy_jct(simulate, net, traces),
                "val_greedy_avg_jct_s": greedy_jct(simulate, net, val),
-               "test_greedy_avg_jct_s": greedy_jct(simulate, net, test)}
+               "test_greedy_avg_jct_s": greedy_jct(simulate, net, test), **critic_row}
         rows.append(row)
         if best_step([r["val_greedy_avg_jct_s"] for r in rows]) == it:
             best = {k: v.copy() for k, v in net.p.items()}

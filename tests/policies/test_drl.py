@@ -89,7 +89,8 @@ def test_supervised_stage_lowers_loss_deterministically():
         data = collect_teacher(simulate, net, [(6, 4, 100)])
         return data, supervised(net, data, 30, 3e-3)
 
-    (_, _, a), losses = once()
+    (_, _, a, r), losses = once()
+    assert r.shape == a.shape and (r <= 0).all()  # reward-to-go of −average JCT: never positive
     assert a.size > 5 and (a < 21).all()
     assert losses[-1] < 0.8 * losses[0]
     _, again = once()
@@ -145,7 +146,9 @@ def test_training_options_bad_values_are_one_line_errors(capsys):
     from cli.drl_train import main
 
     for argv in (["--rl-lr", "0"], ["--rl-episodes", "1"], ["--rl-entropy", "-0.1"], ["--rl-iters", "-1"],
-                 ["--rl-traces-per-step", "0"], ["--rl-horizon-s", "-5"],
+                 ["--rl-traces-per-step", "0"], ["--rl-horizon-s", "-5"], ["--rl-critic-lr", "0"],
+                 ["--rl-critic-lr", "nan"], ["--rl-critic-epochs", "-1"], ["--rl-critic-warmup", "-2"],
+                 ["--rl-critic-hidden", "0"],
                  ["--val", "20x4"], ["--test", "20x0x140"], ["--test", "20x4x120"],
                  ["--rl-traces", "20x4x130"]):
         assert main(argv) == 2, argv
@@ -167,3 +170,56 @@ def test_reinforce_keeps_the_weights_best_on_validation():
     assert len(rows) == 4 and sel == best_step([r["val_greedy_avg_jct_s"] for r in rows])
     assert greedy_jct(simulate, net, val) == rows[sel]["val_greedy_avg_jct_s"]
     assert all(0 <= r["sampled_greedy_agreement"] <= 1 and r["grad_norm"] > 0 for r in rows[1:])
+
+
+def test_critic_gradient_matches_finite_differences_and_fit_lowers_the_error():
+    from policies.drl.net import Critic
+
+    rng = np.random.default_rng(5)
+    c = Critic(7, 5, seed=3)
+    c.p["b2"] = np.asarray(0.2)
+    x, y = rng.normal(size=(9, 7)), rng.normal(size=9)
+    g, loss = c.grads(x, y)
+    assert abs(loss - 0.5 * np.mean((c.value(x) - y) ** 2)) < 1e-12
+    eps = 1e-6
+    for k, idx in (("W1", (3, 2)), ("b1", (4,)), ("w2", (1,)), ("b2", ())):
+        c.p[k][idx] += eps
+        up = c.grads(x, y)[1]
+        c.p[k][idx] -= 2 * eps
+        down = c.grads(x, y)[1]
+        c.p[k][idx] += eps
+        assert abs((up - down) / (2 * eps) - g[k][idx]) < 1e-7, k
+    losses = c.fit(x, y, 200, 1e-2)
+    assert losses[-1] < 0.5 * losses[0]
+
+
+def test_critic_advantage_is_reward_to_go_minus_the_state_value():
+    from policies.drl.net import Critic
+    from policies.drl.train import critic_advantages
+
+    c = Critic(2, 1)
+    c.p = {"W1": np.array([[1.0], [0.0]]), "b1": np.zeros(1), "w2": np.array([2.0]), "b2": np.asarray(0.1)}
+    ep = (np.array([0.0, 100.0, 200.0]), np.array([1000.0, 400.0, 2200.0]))  # JCTs 1000, 300, 2000
+    states = [np.array([[0.0, 9.0], [np.arctanh(0.5), -3.0]]), np.zeros((0, 2))]
+    times = [np.array([0.0, 500.0]), np.zeros(0)]
+    ret, adv = critic_advantages([ep, ep], times, states, c)
+    # V = 2·tanh(x0) + 0.1 = 0.1 and 1.1; reward-to-go at 0 s: −3300/3000, at 500 s: −2200/3000
+    assert np.allclose(ret[0], [-1.1, -2200 / 3000])
+    assert np.allclose(adv[0], [-1.1 - 0.1, -2200 / 3000 - 1.1])
+    assert ret[1].size == 0 and adv[1].size == 0  # an episode without actions
+
+
+def test_reinforce_with_the_critic_fits_it_and_reports_its_explained_variance():
+    from cli.drl_train import simulate
+    from policies.drl.train import RlOptions, collect_teacher, reinforce, supervised
+
+    net = Net(20, 16, seed=4)
+    data = collect_teacher(simulate, net, [(6, 4, 100)])
+    supervised(net, data, 60, 3e-3)
+    logs: list[str] = []
+    rows, sel = reinforce(simulate, net, RlOptions(iters=2, episodes=2, lr=3e-2, advantage="critic",
+                                                   critic_hidden=8, critic_warmup=20),
+                          [(6, 4, 200)], [(6, 4, 201)], [(6, 4, 202)], log=logs.append,
+                          warmup=(data[0], data[3]))
+    assert any(s.startswith("critic warm-up") for s in logs)
+    assert all(np.isfinite(r["critic_explained_variance"]) and r["critic_loss_after_fit"] >= 0 for r in rows[1:])

@@ -151,8 +151,11 @@ class ClusterState:
     gpu_owner: np.ndarray  # int32[G], -1 free
     gpu_online: np.ndarray  # bool[G]
     node_free: np.ndarray | None = None  # int32[N], usable GPUs per node; computed when not given
+    #: each GPU's node as Python ints (a list lookup per GPU is cheaper than a numpy scalar)
+    _node_of: list = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
+        self._node_of = np.asarray(self.topology.gpu_node).tolist()
         if self.node_free is None:
             self.node_free = np.zeros(np.asarray(self.topology.node_num_gpus).shape[0], np.int32)
             self.recount_free()
@@ -174,17 +177,18 @@ class ClusterState:
 
     def hold(self, j: int, gpus: tuple[int, ...]) -> None:
         """Job j takes `gpus` (free, online)."""
-        owner, node, free = self.gpu_owner, self.topology.gpu_node, self.node_free
+        owner, node, free = self.gpu_owner, self._node_of, self.node_free
         for x in gpus:  # a few scalar stores beat one fancy-index store on short arrays
             owner[x] = j
             free[node[x]] -= 1
 
     def release(self, gpus: tuple[int, ...]) -> None:
         """The owner of `gpus` lets them go; those online become usable again."""
-        owner, online, node, free = self.gpu_owner, self.gpu_online, self.topology.gpu_node, self.node_free
+        owner, online, node, free = self.gpu_owner, self.gpu_online, self._node_of, self.node_free
         for x in gpus:
             owner[x] = -1
-            free[node[x]] += online[x]
+            if online[x]:
+                free[node[x]] += 1
 
     def set_online(self, gpus: np.ndarray, online: bool) -> None:
         """Bring `gpus` into the cluster (`online`) or take them out; owners are unchanged."""

@@ -24,7 +24,7 @@ the run: a stale list costs time, never correctness. Per-kernel compile times:
 A stamp file in the cache folder (keyed by the list, the kernel modules' sizes and mtimes,
 the checkout's folder, Python's and numba's version) marks a primed cache, so a warm run pays
 only a few `stat` calls. Nothing is primed without a free second core (`spare_core()`: one
-core, or a 1-minute load average above cores - 0.5): the run then compiles lazily in one process. `COSIM_PRIME=1` primes regardless, `COSIM_PRIME=0` never.
+core, or a 1-minute system load (`os.getloadavg`) above cores - 0.5): the run then compiles lazily in one process. `COSIM_PRIME=1` primes regardless, `COSIM_PRIME=0` never.
 
 The units' compile times, recorded in the list, guide the order only. On a 2-core host the
 default run's units take 2-8 s of CPU each (costs, Tiresias, placement, walk, gps, contention,
@@ -184,10 +184,10 @@ def _cores() -> int:
 
 
 def spare_core() -> bool:
-    """Whether a second core is free: at least two cores and a 1-minute load average below
-    cores - 0.5 (the average lags: just after a previous run it reads ≈ 1.0 on an idle 2-core
-    host, where priming still halves the first run's wall time: 28.8 s vs 42-46 s). On a saturated host a worker process gains no wall time (measured at load 8 on
-    the 2-core project machine: both groups at once 84 s, one after the other 80 s) and only
+    """Whether a second core is free: at least two cores and a 1-minute system load (`os.getloadavg`)
+    below cores - 0.5 (the figure lags: just after another run it reads ≈ 1.0 on an idle 2-core
+    host, where priming still halves the first run's wall time: 28.8 s vs 42-46 s). On a saturated host a worker process gains no wall time (measured with 8 runnable
+    processes on a 2-core host: both groups at once 84 s, one after the other 80 s) and only
     adds the work both processes repeat (numba's own helpers, imports: ≈ 5 s of CPU)."""
     cores = _cores()
     try:

@@ -336,8 +336,7 @@ class DeviceModel:
     def _benchmark(self, gpu: str) -> tuple[str, float]:
         """(reference type, this type's speed ÷ the reference's) of a published benchmark, or ("", 0)."""
         g = self._gpu(gpu)
-        ratio = float(getattr(g, "benchmark_ratio", 0.0) or 0.0)
-        return (g.benchmark_ref, ratio) if ratio and g.benchmark_ref else ("", 0.0)
+        return (g.benchmark_ref, g.benchmark_ratio) if g.benchmark_ratio and g.benchmark_ref else ("", 0.0)
 
     def speed_u(self, gpu: str, model: str, host: str = SYNTHETIC) -> float:
         """log speed of `gpu` for `model`'s compute class under `host`'s math mode."""

@@ -9,7 +9,7 @@ then runs the command itself (`--perf measured-pollux-sim --progress goodput --c
 sums the CPU of the calls of the functions in `PART_HOOKS` (backends, cluster, fabric, perf
 model, trace, job table, the engine's run, Parquet writes, the printed table, and inside those
 the kernels' first calls and numba's cached-kernel loads). The table gives each stage's and
-part's median CPU seconds over the repetitions and whether pandas was imported (it should not be, with the trace cache warm).
+part's median CPU seconds over the repetitions (with their range) and whether pandas was imported (it should not be, with the trace cache warm).
 
     python -m benchmarks.process_floor --repeat 5 --workload 3 --policy tiresias-pollux
     python -m benchmarks.process_floor --repeat 11 --workload 6 --repo . --repo BEFORE_CHECKOUT
@@ -126,16 +126,20 @@ def _report(repo: Path, runs: list[dict], args) -> None:
     prev = [0.0] * len(runs)
     for k, name in enumerate(names):
         cum = [r["stages"][k][1] for r in runs]
-        print(f"  {name:56s} {statistics.median(c - p for c, p in zip(cum, prev)):6.3f}")
+        print(f"  {name:56s} {_spread([c - p for c, p in zip(cum, prev)])}")
         prev = cum
-    print(f"  {'total (in-process; exit not counted)':56s} {statistics.median(prev):6.3f}")
-    print("  the command's parts (median CPU s of each over the processes):")
+    print(f"  {'total (in-process; exit not counted)':56s} {_spread(prev)}")
+    print("  the command's parts (median (min-max) CPU s of each over the processes):")
     for _, _, label in PART_HOOKS:
-        print(f"    {label:64s} {statistics.median(r['parts'].get(label, 0.0) for r in runs):6.3f}")
+        print(f"    {label:64s} {_spread([r['parts'].get(label, 0.0) for r in runs])}")
     rest = [(r["stages"][-1][1] - r["stages"][-2][1])
             - sum(v for k, v in r["parts"].items() if not k.startswith(" ")) for r in runs]
-    print(f"    {'rest (options, checks, policy, goodput, FTF reference, summaries)':64s} "
-          f"{statistics.median(rest):6.3f}")
+    print(f"    {'rest (options, checks, policy, goodput, FTF reference, summaries)':64s} {_spread(rest)}")
+
+
+def _spread(values: list[float]) -> str:
+    """`median (min-max)` of CPU seconds."""
+    return f"{statistics.median(values):6.3f} ({min(values):.3f}-{max(values):.3f})"
 
 
 if __name__ == "__main__":

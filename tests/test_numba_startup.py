@@ -144,3 +144,24 @@ def test_cache_folder_probe_runs_once_per_folder(tmp_path):
     # one probe per folder: kmods/ (two kernels) then the test folder (removed kmods/ is made again on save)
     assert outs[0][:2] == ["1", "2"] and outs[0][2:] == ["6.0", "4.0"]
     assert outs[1] == outs[0]
+
+
+def test_cosim_kernels_load_without_the_entry_point_scan_and_extensions_still_initialise(tmp_path):
+    """`cosim.numba_cache.defer_extension_init`: a cached cosim kernel is called without numba
+    importing `importlib.metadata` and scanning every distribution's entry points; an installed
+    numba extension (a `numba_extensions` entry point, here a distribution in a folder on
+    `sys.path`) is still initialised before any other kernel is typed, as numba does it."""
+    dist = tmp_path / "site" / "cosimtestext-1.0.dist-info"
+    dist.mkdir(parents=True)
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: cosimtestext\nVersion: 1.0\n")
+    (dist / "entry_points.txt").write_text("[numba_extensions]\ninit = cosimtestext:init\n")
+    (tmp_path / "site" / "cosimtestext.py").write_text("CALLS = []\n\ndef init():\n    CALLS.append(1)\n")
+    code = ("import sys\nsys.path.insert(0, %r)\nimport cosim, numba, numpy as np\nimport cosimtestext\n"
+            "from cosim.nsort import sorted_copy\n"
+            "print(sorted_copy(np.array([3.0, 1.0, 2.0]))[0], 'importlib.metadata' in sys.modules, "
+            "len(cosimtestext.CALLS))\n"
+            "print(numba.njit(lambda a: a.sum())(np.ones(3)), 'importlib.metadata' in sys.modules, "
+            "len(cosimtestext.CALLS))\n") % str(tmp_path / "site")
+    first, second = _run_twice(code, tmp_path / "cache")
+    assert first[:1] == ["1.0"] and first[3:] == ["3.0", "True", "1"]  # compiled: the compiler initialised it
+    assert second == ["1.0", "False", "0", "3.0", "True", "1"]  # loaded: no scan until another kernel's first call

@@ -26,7 +26,7 @@ from cosim.errors import CosimError, InputError
 from experiments.runner import RunConfig, real_backends, run
 from policies.drl.net import Net
 from policies.drl.policy import DEFAULT_WEIGHTS, Drl
-from policies.drl.train import ADVANTAGES, RlOptions, Setting, collect_teacher, plot_curve, reinforce, supervised
+from policies.drl.train import ADVANTAGES, UPDATES, RlOptions, Setting, collect_teacher, plot_curve, reinforce, supervised
 
 #: the default trace sets (JOBSxNODESxSEED): the catalog's two sizes (20 jobs on 16 GPUs, 50 on 64),
 #: disjoint seeds; the catalog's evaluation seeds (0-2) are in none of them
@@ -64,7 +64,9 @@ def check(a: argparse.Namespace) -> tuple[RlOptions, list[Setting], list[Setting
     opt = RlOptions(iters=a.rl_iters, episodes=a.rl_episodes, lr=a.rl_lr, entropy=a.rl_entropy,
                     advantage=a.rl_advantage, normalise=a.rl_normalise, horizon_s=a.rl_horizon_s,
                     traces_per_step=a.rl_traces_per_step, critic_hidden=a.rl_critic_hidden,
-                    critic_lr=a.rl_critic_lr, critic_epochs=a.rl_critic_epochs, critic_warmup=a.rl_critic_warmup)
+                    critic_lr=a.rl_critic_lr, critic_epochs=a.rl_critic_epochs, critic_warmup=a.rl_critic_warmup,
+                    update=a.rl_update, ppo_clip=a.rl_ppo_clip, ppo_epochs=a.rl_ppo_epochs,
+                    ppo_minibatch=a.rl_ppo_minibatch)
     bad = [("--rl-" + f.replace("_", "-"), what, getattr(opt, f)) for f, what in opt.problems()]
     bad += [(name, what, v) for name, ok, what, v in (
         ("--sl-epochs", a.sl_epochs >= 0, "0 or more epochs", a.sl_epochs),
@@ -129,6 +131,16 @@ def parser() -> argparse.ArgumentParser:
     ap.add_argument("--rl-horizon-s", type=float, default=d.horizon_s,
                     help="discount: reward tau s after an action weighs exp(-tau / this) (DL2's per-slot "
                          f"discount); 0 = undiscounted (default {d.horizon_s:g})")
+    ap.add_argument("--rl-update", choices=UPDATES, default=d.update,
+                    help="how a step's episodes move the weights: 'reinforce' = one Adam step along the policy "
+                         "gradient; 'ppo' = PPO's clipped surrogate (Schulman et al. 2017), --rl-ppo-epochs passes "
+                         f"over the step's actions in minibatches, one Adam step each (default {d.update})")
+    ap.add_argument("--rl-ppo-clip", type=float, default=d.ppo_clip,
+                    help=f"PPO's clip range epsilon of the probability ratio (default {d.ppo_clip:g}, the paper's)")
+    ap.add_argument("--rl-ppo-epochs", type=int, default=d.ppo_epochs,
+                    help=f"PPO's passes K over each step's actions (default {d.ppo_epochs}, the paper's MuJoCo setting)")
+    ap.add_argument("--rl-ppo-minibatch", type=int, default=d.ppo_minibatch,
+                    help=f"PPO's minibatch, in actions (default {d.ppo_minibatch}, the paper's MuJoCo setting)")
     ap.add_argument("--rl-normalise", action=argparse.BooleanOptionalAction, default=d.normalise,
                     help="divide each step's advantages by their standard deviation (default on)")
     ap.add_argument("--val", default=VAL_TRACES,

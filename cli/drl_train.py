@@ -135,12 +135,11 @@ def parser() -> argparse.ArgumentParser:
                     help="how a step's episodes move the weights: 'reinforce' = one Adam step along the policy "
                          "gradient; 'ppo' = PPO's clipped surrogate (Schulman et al. 2017), --rl-ppo-epochs passes "
                          f"over the step's actions in minibatches, one Adam step each (default {d.update})")
-    ap.add_argument("--rl-ppo-clip", type=float, default=d.ppo_clip,
-                    help=f"PPO's clip range epsilon of the probability ratio (default {d.ppo_clip:g}, the paper's)")
-    ap.add_argument("--rl-ppo-epochs", type=int, default=d.ppo_epochs,
-                    help=f"PPO's passes K over each step's actions (default {d.ppo_epochs}, the paper's MuJoCo setting)")
-    ap.add_argument("--rl-ppo-minibatch", type=int, default=d.ppo_minibatch,
-                    help=f"PPO's minibatch, in actions (default {d.ppo_minibatch}, the paper's MuJoCo setting)")
+    for field, what in (("ppo_clip", "PPO's clip range epsilon of the probability ratio (the paper's)"),
+                        ("ppo_epochs", "PPO's passes K over each step's actions (the paper's MuJoCo setting)"),
+                        ("ppo_minibatch", "PPO's minibatch, in actions (the paper's MuJoCo setting)")):
+        v = getattr(d, field)
+        ap.add_argument("--rl-" + field.replace("_", "-"), type=type(v), default=v, help=f"{what}; default {v:g}")
     ap.add_argument("--rl-normalise", action=argparse.BooleanOptionalAction, default=d.normalise,
                     help="divide each step's advantages by their standard deviation (default on)")
     ap.add_argument("--val", default=VAL_TRACES,

@@ -30,7 +30,9 @@ from policies.drl.train import ADVANTAGES, UPDATES, RlOptions, Setting, collect_
 
 #: the default trace sets (JOBSxNODESxSEED): the catalog's two sizes (20 jobs on 16 GPUs, 50 on 64),
 #: disjoint seeds; the catalog's evaluation seeds (0-2) are in none of them
-RL_TRACES = "20x4x110,50x16x111,20x4x112,50x16x113,20x4x114,50x16x115,20x4x116,50x16x117"
+#: REINFORCE's training traces: seeds 200-279 alternating the two sizes, 8 per step for the default 10 steps,
+#: so that every step samples traces it has not seen (the same 8 traces every step fit those traces only)
+RL_TRACES = ",".join(f"20x4x{s}" if s % 2 == 0 else f"50x16x{s}" for s in range(200, 280))
 VAL_TRACES = "20x4x120,50x16x121,20x4x122,50x16x123,20x4x124,50x16x125,20x4x126,50x16x127"
 TEST_TRACES = "20x4x130,50x16x131,20x4x132,50x16x133,20x4x134,50x16x135,20x4x136,50x16x137"
 
@@ -137,7 +139,8 @@ def parser() -> argparse.ArgumentParser:
                          f"over the step's actions in minibatches, one Adam step each (default {d.update})")
     for field, what in (("ppo_clip", "PPO's clip range epsilon of the probability ratio (the paper's)"),
                         ("ppo_epochs", "PPO's passes K over each step's actions (the paper's MuJoCo setting)"),
-                        ("ppo_minibatch", "PPO's minibatch, in actions (the paper's MuJoCo setting)")):
+                        ("ppo_minibatch", "PPO's minibatch, in actions (about 34 per pass over a default step's "
+                                          "~34,000 actions, as the paper's MuJoCo setting has 32 of 64 in 2,048)")):
         v = getattr(d, field)
         ap.add_argument("--rl-" + field.replace("_", "-"), type=type(v), default=v, help=f"{what}; default {v:g}")
     ap.add_argument("--rl-normalise", action=argparse.BooleanOptionalAction, default=d.normalise,

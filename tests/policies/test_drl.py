@@ -165,7 +165,8 @@ def test_reinforce_keeps_the_weights_best_on_validation():
     net = Net(20, 16, seed=4)
     supervised(net, collect_teacher(simulate, net, [(6, 4, 100)]), 60, 3e-3)  # a random network may start no job
     val = [(6, 4, 201)]
-    rows, sel = reinforce(simulate, net, RlOptions(iters=3, episodes=2, lr=3e-2, traces_per_step=2),
+    rows, sel = reinforce(simulate, net, RlOptions(iters=3, episodes=2, lr=3e-2, traces_per_step=2,
+                                                         update="reinforce"),
                           [(6, 4, 200), (5, 4, 203)], val, [(6, 4, 202)],
                           log=lambda s: None)
     assert len(rows) == 4 and sel == best_step([r["val_greedy_avg_jct_s"] for r in rows])
@@ -219,7 +220,8 @@ def test_reinforce_with_the_critic_fits_it_and_reports_its_explained_variance():
     supervised(net, data, 60, 3e-3)
     logs: list[str] = []
     rows, sel = reinforce(simulate, net, RlOptions(iters=2, episodes=2, lr=3e-2, advantage="critic",
-                                                   critic_hidden=8, critic_warmup=20),
+                                                   critic_hidden=8, critic_warmup=20, traces_per_step=1,
+                                                   update="reinforce"),
                           [(6, 4, 200)], [(6, 4, 201)], [(6, 4, 202)], log=logs.append,
                           warmup=(data[0], data[3]))
     assert any(s.startswith("critic warm-up") for s in logs)
@@ -329,7 +331,7 @@ def test_reinforce_with_ppo_updates_reports_its_clipping():
     net = Net(20, 16, seed=4)
     supervised(net, collect_teacher(simulate, net, [(6, 4, 100)]), 60, 3e-3)
     rows, _ = reinforce(simulate, net, RlOptions(iters=2, episodes=2, lr=3e-3, update="ppo", ppo_epochs=3,
-                                                 ppo_minibatch=8),
+                                                 ppo_minibatch=8, traces_per_step=1),
                         [(6, 4, 200)], [(6, 4, 201)], [(6, 4, 202)], log=lambda s: None)
     assert all(0 <= r["ppo_clipped_fraction"] <= 1 and np.isfinite(r["ppo_kl"]) for r in rows[1:])
     assert all(r["ppo_adam_steps"] == 3 * -(-r["actions"] // 8) for r in rows[1:])

@@ -322,7 +322,7 @@ def reinforce(simulate: Simulate, net: Net, opt: RlOptions, train: list[Setting]
 def plot_curve(curve_csv: Path, png: Path) -> None:
     """The training curve as a PNG: (a) supervised loss per epoch; (b) the greedy policy's average JCT
     on the validation and test traces after every REINFORCE step (step 0: after the supervised
-    stage), the weights kept marked; (c) the step's training trace, sampled (mean of the episodes)
+    stage), the weights kept marked; (c) the step's training traces, sampled (mean of the episodes)
     and greedy after the step."""
     import matplotlib
 
@@ -338,12 +338,13 @@ def plot_curve(curve_csv: Path, png: Path) -> None:
     b.plot(rl["iteration"], rl["test_greedy_avg_jct_s"], label="test traces (mean)")
     sel = rl[rl["selected"].astype(bool)]
     b.scatter(sel["iteration"], sel["val_greedy_avg_jct_s"], marker="o", color="k", zorder=3, label="weights kept")
-    b.set(xlabel="REINFORCE step (0 = after the supervised stage)", ylabel="greedy avg JCT (s)",
+    b.set(xlabel="policy-gradient step (0 = after the supervised stage)", ylabel="greedy avg JCT (s)",
           title="(b) held-out traces, greedy")
     b.legend(fontsize=7)
     c.plot(rl["iteration"], rl["sampled_avg_jct_s"], ".:", label="sampled (mean of the episodes)")
     c.plot(rl["iteration"], rl["train_greedy_avg_jct_s"], ".-", label="greedy after the step")
-    c.set(xlabel="REINFORCE step", ylabel="avg JCT (s)", yscale="log", title="(c) the step's training trace")
+    c.set(xlabel="policy-gradient step", ylabel="avg JCT (s)", yscale="log",
+          title="(c) the step's training traces (mean)")
     c.legend(fontsize=7)
     fig.tight_layout()
     fig.savefig(png, dpi=90)

@@ -6,7 +6,8 @@ settings, each from the same supervised start, with the per-step diagnostics of
         --config advantage=episode,lr=1e-3,episodes=6,entropy=0 --config advantage=to-go
 
 Each `--config` overrides `policies.drl.train.RlOptions` (keys: advantage, lr, episodes, entropy,
-normalise, horizon_s, traces_per_step, critic_hidden, critic_lr, critic_epochs, critic_warmup); the
+normalise, horizon_s, traces_per_step, critic_hidden, critic_lr, critic_epochs, critic_warmup, update,
+ppo_clip, ppo_epochs, ppo_minibatch); the
 supervised stage, trace sets and every other setting are `cli.drl_train`'s defaults (its options
 after `--`). Per step it prints: the trace, the sampled
 episodes' mean and spread of average JCT, the advantage scale before normalisation (std and mean
@@ -15,7 +16,8 @@ of the step's episodes, each half with its own baseline (near 0: the step is mos
 fraction of sampled actions the greedy policy would also take, the policy's entropy, and the greedy
 policy's average JCT on the step's training trace and the validation and test sets; with
 `advantage=critic`, the fraction of the reward-to-go's variance the critic explained before the
-step's fit (1 − var(return − V) / var(return)).
+step's fit (1 − var(return − V) / var(return)); with `update=ppo`, the fraction of the step's
+actions whose probability ratio ended outside the clip range and the estimated KL(π_old ‖ π).
 """
 
 from __future__ import annotations
@@ -33,7 +35,8 @@ from policies.drl.train import RlOptions, collect_teacher, reinforce, supervised
 
 COLUMNS = ("iteration", "trace", "sampled_avg_jct_s", "sampled_jct_spread_s", "advantage_std",
            "advantage_mean_abs", "grad_norm", "grad_halves_cosine", "sampled_greedy_agreement", "entropy_nats",
-           "train_greedy_avg_jct_s", "val_greedy_avg_jct_s", "test_greedy_avg_jct_s", "critic_explained_variance")
+           "train_greedy_avg_jct_s", "val_greedy_avg_jct_s", "test_greedy_avg_jct_s", "critic_explained_variance",
+           "ppo_clipped_fraction", "ppo_kl")
 
 
 def options(base: RlOptions, text: str) -> RlOptions:

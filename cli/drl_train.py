@@ -26,11 +26,13 @@ from cosim.errors import CosimError, InputError
 from experiments.runner import RunConfig, real_backends, run
 from policies.drl.net import Net
 from policies.drl.policy import DEFAULT_WEIGHTS, Drl
-from policies.drl.train import ADVANTAGES, RlOptions, Setting, collect_teacher, plot_curve, reinforce, supervised
+from policies.drl.train import ADVANTAGES, UPDATES, RlOptions, Setting, collect_teacher, plot_curve, reinforce, supervised
 
 #: the default trace sets (JOBSxNODESxSEED): the catalog's two sizes (20 jobs on 16 GPUs, 50 on 64),
 #: disjoint seeds; the catalog's evaluation seeds (0-2) are in none of them
-RL_TRACES = "20x4x110,50x16x111,20x4x112,50x16x113,20x4x114,50x16x115,20x4x116,50x16x117"
+#: REINFORCE's training traces: seeds 200-279 alternating the two sizes, 8 per step for the default 10 steps,
+#: so that every step samples traces it has not seen (the same 8 traces every step fit those traces only)
+RL_TRACES = ",".join(f"20x4x{s}" if s % 2 == 0 else f"50x16x{s}" for s in range(200, 280))
 VAL_TRACES = "20x4x120,50x16x121,20x4x122,50x16x123,20x4x124,50x16x125,20x4x126,50x16x127"
 TEST_TRACES = "20x4x130,50x16x131,20x4x132,50x16x133,20x4x134,50x16x135,20x4x136,50x16x137"
 
@@ -64,7 +66,9 @@ def check(a: argparse.Namespace) -> tuple[RlOptions, list[Setting], list[Setting
     opt = RlOptions(iters=a.rl_iters, episodes=a.rl_episodes, lr=a.rl_lr, entropy=a.rl_entropy,
                     advantage=a.rl_advantage, normalise=a.rl_normalise, horizon_s=a.rl_horizon_s,
                     traces_per_step=a.rl_traces_per_step, critic_hidden=a.rl_critic_hidden,
-                    critic_lr=a.rl_critic_lr, critic_epochs=a.rl_critic_epochs, critic_warmup=a.rl_critic_warmup)
+                    critic_lr=a.rl_critic_lr, critic_epochs=a.rl_critic_epochs, critic_warmup=a.rl_critic_warmup,
+                    update=a.rl_update, ppo_clip=a.rl_ppo_clip, ppo_epochs=a.rl_ppo_epochs,
+                    ppo_minibatch=a.rl_ppo_minibatch)
     bad = [("--rl-" + f.replace("_", "-"), what, getattr(opt, f)) for f, what in opt.problems()]
     bad += [(name, what, v) for name, ok, what, v in (
         ("--sl-epochs", a.sl_epochs >= 0, "0 or more epochs", a.sl_epochs),
@@ -129,6 +133,16 @@ def parser() -> argparse.ArgumentParser:
     ap.add_argument("--rl-horizon-s", type=float, default=d.horizon_s,
                     help="discount: reward tau s after an action weighs exp(-tau / this) (DL2's per-slot "
                          f"discount); 0 = undiscounted (default {d.horizon_s:g})")
+    ap.add_argument("--rl-update", choices=UPDATES, default=d.update,
+                    help="how a step's episodes move the weights: 'reinforce' = one Adam step along the policy "
+                         "gradient; 'ppo' = PPO's clipped surrogate (Schulman et al. 2017), --rl-ppo-epochs passes "
+                         f"over the step's actions in minibatches, one Adam step each (default {d.update})")
+    for field, what in (("ppo_clip", "PPO's clip range epsilon of the probability ratio (the paper's)"),
+                        ("ppo_epochs", "PPO's passes K over each step's actions (the paper's MuJoCo setting)"),
+                        ("ppo_minibatch", "PPO's minibatch, in actions (about 34 per pass over a default step's "
+                                          "~34,000 actions, as the paper's MuJoCo setting has 32 of 64 in 2,048)")):
+        v = getattr(d, field)
+        ap.add_argument("--rl-" + field.replace("_", "-"), type=type(v), default=v, help=f"{what}; default {v:g}")
     ap.add_argument("--rl-normalise", action=argparse.BooleanOptionalAction, default=d.normalise,
                     help="divide each step's advantages by their standard deviation (default on)")
     ap.add_argument("--val", default=VAL_TRACES,

@@ -2,10 +2,10 @@
 
 Input: `slots` job slots of `FEATURES` features each plus `GLOBAL` cluster features (flat, as DL2
 lays its state out); output: one logit per slot ("add one GPU to this job") and one for "stop".
-Gradients are written out by hand (cross-entropy and REINFORCE both need d log π(a|s) / d logits
-= onehot(a) − π), with Adam as the optimiser. `Critic` is the state-value network V(s) of DL2's
-actor-critic variant (same state, one tanh hidden layer, one output), fitted by least squares with
-its own Adam.
+Gradients are written out by hand (cross-entropy, REINFORCE and PPO's clipped surrogate all need
+d log π(a|s) / d logits = onehot(a) − π), with Adam as the optimiser. `Critic` is the state-value
+network V(s) of DL2's actor-critic variant (same state, one tanh hidden layer, one output), fitted
+by least squares with its own Adam.
 """
 
 from __future__ import annotations
@@ -75,12 +75,35 @@ class Net(Adam):
         REINFORCE estimator) with an optional entropy bonus (H over the valid actions), which keeps
         the sampled policy exploring."""
         pr, h = self.probs(x, mask)
+        loss = float(-(w * np.log(np.maximum(pr[np.arange(a.size), a], 1e-300))).sum() / max(a.size, 1))
+        return self._backward(x, h, pr, a, w, entropy, loss)
+
+    def ppo_grads(self, x: np.ndarray, mask: np.ndarray, a: np.ndarray, adv: np.ndarray, logp_old: np.ndarray,
+                  clip: float, entropy: float = 0.0) -> tuple[dict, float]:
+        """Gradients of PPO's clipped surrogate (Schulman et al. 2017, eq. 7) as a loss to minimise,
+        `−mean_i min(r_i A_i, clip(r_i, 1 − clip, 1 + clip) A_i) − entropy · mean_i H(π(· | x_i))`
+        with r_i = π(a_i | x_i) / π_old(a_i | x_i) = exp(log π − `logp_old`), and that loss. A sample
+        whose clipped term is the smaller one contributes no gradient; at r = 1 the gradient is the
+        REINFORCE estimator's (`grads` with w = A)."""
+        pr, h = self.probs(x, mask)
+        r = np.exp(np.log(np.maximum(pr[np.arange(a.size), a], 1e-300)) - logp_old)
+        rc = np.clip(r, 1.0 - clip, 1.0 + clip)
+        surr = np.minimum(r * adv, rc * adv)
+        loss = float(-surr.sum() / max(a.size, 1))
+        return self._backward(x, h, pr, a, adv * r * (r * adv <= rc * adv), entropy, loss)
+
+    def log_prob(self, x: np.ndarray, mask: np.ndarray, a: np.ndarray) -> np.ndarray:
+        """log π(a_i | x_i) per sample."""
+        return np.log(np.maximum(self.probs(x, mask)[0][np.arange(a.size), a], 1e-300))
+
+    def _backward(self, x: np.ndarray, h: np.ndarray, pr: np.ndarray, a: np.ndarray, coef: np.ndarray,
+                  entropy: float, loss: float) -> tuple[dict, float]:
+        """Backpropagation of a loss whose derivative in the logits is coef_i · (π − onehot(a_i)) / n
+        per sample, plus the entropy bonus (its term added to `loss`)."""
         n = max(a.size, 1)
-        idx = np.arange(a.size)
-        loss = float(-(w * np.log(np.maximum(pr[idx, a], 1e-300))).sum() / n)
         dz = pr.copy()
-        dz[idx, a] -= 1.0
-        dz *= (w / n)[:, None]
+        dz[np.arange(a.size), a] -= 1.0
+        dz *= (coef / n)[:, None]
         if entropy:
             logp = np.log(np.where(pr > 0, pr, 1.0))  # invalid actions (π = 0) add nothing
             ent = -(pr * logp).sum(1)

@@ -14,9 +14,11 @@ network says so, when no GPU is free, or after `max_actions`. Training (numpy, s
         --curve docs/reproductions/ones/drl-training.csv --plot docs/reproductions/ones/drl-training.png
 
 (a) supervised warm start: Optimus' round allocations on `synth:ones` traces become action sequences
-(the largest GPU deficit first, then stop) fitted by cross-entropy; (b) REINFORCE on sampled
+(the largest GPU deficit first, then stop) fitted by cross-entropy; (b) policy gradient on sampled
 episodes, reward = −average JCT (the objective DL2 and ONES' DRL minimise), each action credited
-with the reward still to come after it minus the other episodes' at the same time; (c) the weights
+with the reward still to come after it minus the other episodes' at the same time, each step's
+episodes reused by PPO's clipped surrogate (Schulman et al. 2017; `--rl-update reinforce` takes one
+plain policy-gradient step instead); (c) the weights
 kept are the best of (a) and every step of (b) on validation traces (policies/drl/train.py).
 """
 
@@ -44,7 +46,8 @@ class DrlConfig(PlacedConfig):
     """A DL2-style DRL scheduler (ONES' DRL baseline): each round, a small policy network adds GPUs
     to jobs one at a time (one action = one more GPU for one job, or stop), never preempting or
     shrinking a running job. Weights trained by `python -m cli.drl_train` (supervised from
-    Optimus, then REINFORCE on −average JCT; the weights kept are the best on validation traces) on
+    Optimus, then policy gradient on −average JCT with PPO's clipped update; the weights kept are
+    the best on validation traces) on
     synthetic `synth:ones` traces in the ONES experiment's setting (`--progress batch-history`,
     the `ones-artifact` speeds)."""
 

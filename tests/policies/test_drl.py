@@ -148,7 +148,8 @@ def test_training_options_bad_values_are_one_line_errors(capsys):
     for argv in (["--rl-lr", "0"], ["--rl-episodes", "1"], ["--rl-entropy", "-0.1"], ["--rl-iters", "-1"],
                  ["--rl-traces-per-step", "0"], ["--rl-horizon-s", "-5"], ["--rl-critic-lr", "0"],
                  ["--rl-critic-lr", "nan"], ["--rl-critic-epochs", "-1"], ["--rl-critic-warmup", "-2"],
-                 ["--rl-critic-hidden", "0"],
+                 ["--rl-critic-hidden", "0"], ["--rl-ppo-clip", "0"], ["--rl-ppo-clip", "1"],
+                 ["--rl-ppo-clip", "nan"], ["--rl-ppo-epochs", "0"], ["--rl-ppo-minibatch", "0"],
                  ["--val", "20x4"], ["--test", "20x0x140"], ["--test", "20x4x120"],
                  ["--rl-traces", "20x4x130"]):
         assert main(argv) == 2, argv
@@ -164,7 +165,8 @@ def test_reinforce_keeps_the_weights_best_on_validation():
     net = Net(20, 16, seed=4)
     supervised(net, collect_teacher(simulate, net, [(6, 4, 100)]), 60, 3e-3)  # a random network may start no job
     val = [(6, 4, 201)]
-    rows, sel = reinforce(simulate, net, RlOptions(iters=3, episodes=2, lr=3e-2, traces_per_step=2),
+    rows, sel = reinforce(simulate, net, RlOptions(iters=3, episodes=2, lr=3e-2, traces_per_step=2,
+                                                         update="reinforce"),
                           [(6, 4, 200), (5, 4, 203)], val, [(6, 4, 202)],
                           log=lambda s: None)
     assert len(rows) == 4 and sel == best_step([r["val_greedy_avg_jct_s"] for r in rows])
@@ -218,8 +220,118 @@ def test_reinforce_with_the_critic_fits_it_and_reports_its_explained_variance():
     supervised(net, data, 60, 3e-3)
     logs: list[str] = []
     rows, sel = reinforce(simulate, net, RlOptions(iters=2, episodes=2, lr=3e-2, advantage="critic",
-                                                   critic_hidden=8, critic_warmup=20),
+                                                   critic_hidden=8, critic_warmup=20, traces_per_step=1,
+                                                   update="reinforce"),
                           [(6, 4, 200)], [(6, 4, 201)], [(6, 4, 202)], log=logs.append,
                           warmup=(data[0], data[3]))
     assert any(s.startswith("critic warm-up") for s in logs)
     assert all(np.isfinite(r["critic_explained_variance"]) and r["critic_loss_after_fit"] >= 0 for r in rows[1:])
+
+
+def test_update_rule_and_ppo_values_are_checked_by_rl_options():
+    from policies.drl.train import RlOptions
+
+    assert RlOptions().problems() == [] and RlOptions(update="ppo").problems() == []
+    bad = RlOptions(update="sgd", ppo_clip=1.5, ppo_epochs=0, ppo_minibatch=-3).problems()
+    assert [f for f, _ in bad] == ["update", "ppo_clip", "ppo_epochs", "ppo_minibatch"]
+    assert "reinforce" in dict(bad)["update"] and "ppo" in dict(bad)["update"]
+
+
+def _uniform_two_action_net():
+    """One slot: actions "add a GPU to slot 0" and "stop"; zero output weights give π = (½, ½)."""
+    net = Net(1, 2, seed=0)
+    net.p["W2"][:] = 0.0
+    net.p["b2"][:] = 0.0
+    x = np.random.default_rng(0).normal(size=(4, net.input_dim))
+    return net, x, np.ones((4, 2), bool)
+
+
+def test_ppo_clipped_surrogate_hand_computed():
+    net, x, mask = _uniform_two_action_net()
+    a = np.array([0, 1, 0, 1])
+    adv = np.array([1.0, 1.0, -1.0, -1.0])
+    logp_old = np.log([0.25, 0.5, 0.25, 0.7])  # ratios r = 0.5 / π_old = 2, 1, 2, 5/7
+    g, loss = net.ppo_grads(x, mask, a, adv, logp_old, clip=0.2)
+    # min(rA, clip(r)A): 1.2 (clipped), 1 (r = 1), −2 (the unclipped term is smaller), −0.8 (clipped)
+    assert np.isclose(loss, -(1.2 + 1.0 - 2.0 - 0.8) / 4)
+    # clipped samples give no gradient; the others A·r·(π − onehot(a)) / n in the logits:
+    # sample 1 (a = 1, A·r = 1): (½, −½) / 4; sample 2 (a = 0, A·r = −2): −2 · (−½, ½) / 4
+    assert np.allclose(g["b2"], [0.375, -0.375])
+    ref, _ = net.grads(x, mask, a, np.array([0.0, 1.0, -2.0, 0.0]))
+    assert all(np.allclose(g[k], ref[k]) for k in g)
+    # a clip range of [−0.5, 2.5] clips no sample: every gradient comes back, sample 0 with
+    # 2 · (−½, ½) / 4 and sample 3 (a = 1, A·r = −5/7) with −5/7 · (½, −½) / 4
+    g2, loss2 = net.ppo_grads(x, mask, a, adv, logp_old, clip=1.5)
+    assert np.isclose(loss2, -(2.0 + 1.0 - 2.0 - 5 / 7) / 4)
+    assert np.allclose(g2["b2"], [0.375 - 0.25 - 5 / 56, -0.375 + 0.25 + 5 / 56])
+
+
+def test_ppo_at_the_sampling_weights_is_the_reinforce_gradient():
+    net = Net(3, 5, seed=7)
+    rng = np.random.default_rng(2)
+    x = rng.normal(size=(6, net.input_dim))
+    mask = np.array([[True, True, False, True]] * 6)
+    a = np.array([0, 1, 3, 3, 0, 1])
+    adv = rng.normal(size=6)
+    g, loss = net.ppo_grads(x, mask, a, adv, net.log_prob(x, mask, a), clip=0.2, entropy=0.05)
+    ref, _ = net.grads(x, mask, a, adv, entropy=0.05)
+    assert all(np.allclose(g[k], ref[k], atol=1e-12) for k in g)
+    assert np.isclose(loss, -adv.mean() - 0.05 * net.entropy(x, mask).mean())
+
+
+def test_ppo_gradient_matches_finite_differences_with_clipped_samples():
+    net = Net(3, 5, seed=2)
+    rng = np.random.default_rng(3)
+    n = 40
+    x = rng.normal(size=(n, net.input_dim))
+    mask = np.array([[True, True, False, True]] * n)
+    a = rng.choice([0, 1, 3], size=n)
+    adv = rng.normal(size=n)
+    logp_old = net.log_prob(x, mask, a) + rng.normal(0.0, 0.3, n)
+    r = np.exp(net.log_prob(x, mask, a) - logp_old)
+    clipped = np.minimum(r * adv, np.clip(r, 0.8, 1.2) * adv) != r * adv
+    assert 5 <= clipped.sum() <= n - 5  # both kinds of sample are present
+    assert np.abs(np.abs(r - 1) - 0.2).min() > 1e-3  # no ratio at a kink of the objective
+    g, _ = net.ppo_grads(x, mask, a, adv, logp_old, 0.2, entropy=0.1)
+    eps = 1e-6
+    for k, idx in (("W1", (4, 2)), ("W1", (20, 0)), ("b1", (3,)), ("W2", (2, 1)), ("W2", (0, 3)), ("b2", (0,))):
+        net.p[k][idx] += eps
+        up = net.ppo_grads(x, mask, a, adv, logp_old, 0.2, entropy=0.1)[1]
+        net.p[k][idx] -= 2 * eps
+        down = net.ppo_grads(x, mask, a, adv, logp_old, 0.2, entropy=0.1)[1]
+        net.p[k][idx] += eps
+        assert abs((up - down) / (2 * eps) - g[k][idx]) < 1e-7, (k, idx)
+
+
+def test_ppo_update_reuses_the_batch_and_raises_the_surrogate():
+    from policies.drl.train import RlOptions, ppo_update
+
+    net = Net(3, 8, seed=5)
+    rng = np.random.default_rng(4)
+    n = 100
+    x = rng.normal(size=(n, net.input_dim))
+    mask = np.ones((n, 4), bool)
+    a = rng.integers(0, 4, n)
+    adv = rng.normal(size=n)
+    logp_old = net.log_prob(x, mask, a)
+    opt = RlOptions(update="ppo", lr=1e-2, entropy=0.0, ppo_epochs=4, ppo_minibatch=32)
+    d = ppo_update(net, x, mask, a, adv, opt, seed=0)
+    assert d["ppo_adam_steps"] == 4 * 4  # 4 epochs × ⌈100 / 32⌉ minibatches
+    _, after = net.ppo_grads(x, mask, a, adv, logp_old, 0.2)
+    assert after < -adv.mean()  # the clipped surrogate rose above its value at the sampling weights
+    r = np.exp(net.log_prob(x, mask, a) - logp_old)
+    assert np.isclose(d["ppo_clipped_fraction"], np.mean(np.abs(r - 1) > 0.2))
+    assert np.isclose(d["ppo_kl"], np.mean(logp_old - net.log_prob(x, mask, a)))
+
+
+def test_reinforce_with_ppo_updates_reports_its_clipping():
+    from cli.drl_train import simulate
+    from policies.drl.train import RlOptions, collect_teacher, reinforce, supervised
+
+    net = Net(20, 16, seed=4)
+    supervised(net, collect_teacher(simulate, net, [(6, 4, 100)]), 60, 3e-3)
+    rows, _ = reinforce(simulate, net, RlOptions(iters=2, episodes=2, lr=3e-3, update="ppo", ppo_epochs=3,
+                                                 ppo_minibatch=8, traces_per_step=1),
+                        [(6, 4, 200)], [(6, 4, 201)], [(6, 4, 202)], log=lambda s: None)
+    assert all(0 <= r["ppo_clipped_fraction"] <= 1 and np.isfinite(r["ppo_kl"]) for r in rows[1:])
+    assert all(r["ppo_adam_steps"] == 3 * -(-r["actions"] // 8) for r in rows[1:])

@@ -37,6 +37,17 @@ VAL_TRACES = "20x4x120,50x16x121,20x4x122,50x16x123,20x4x124,50x16x125,20x4x126,
 TEST_TRACES = "20x4x130,50x16x131,20x4x132,50x16x133,20x4x134,50x16x135,20x4x136,50x16x137"
 
 
+#: the project's root: the weights' provenance names files inside it relative to it
+_ROOT = Path(__file__).resolve().parents[1]
+
+
+def _recorded(path: str) -> str:
+    """`path` as the weights file records it: relative to the project when inside it (the default
+    `--out`), so a shipped file names no folder of the machine that trained it."""
+    p = Path(path).resolve()
+    return p.relative_to(_ROOT).as_posix() if p.is_relative_to(_ROOT) else str(path)
+
+
 def simulate(policy: Drl, jobs: int, nodes: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
     """Per job (submit s, end s) of `policy` on `synth:ones:jobs` (trace seed `seed`) on `nodes` Longhorn nodes."""
     cfg = RunConfig(trace=f"synth:ones:{jobs}", cluster="ones-longhorn", cluster_nodes=nodes, policies=("drl",),
@@ -173,7 +184,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"kept the weights after REINFORCE step {sel} (0 = the supervised stage): validation "
           f"{curve[sel]['val_greedy_avg_jct_s']:.1f} s, test {curve[sel]['test_greedy_avg_jct_s']:.1f} s "
           f"(after the supervised stage: {curve[0]['test_greedy_avg_jct_s']:.1f} s)")
-    net.save(Path(a.out), args=vars(a), teacher_accuracy=acc, selected_step=sel)
+    net.save(Path(a.out), args={**vars(a), "out": _recorded(a.out)}, teacher_accuracy=acc, selected_step=sel)
     if a.curve:
         Path(a.curve).parent.mkdir(parents=True, exist_ok=True)
         pd.DataFrame(rows).to_csv(a.curve, index=False)

@@ -335,3 +335,19 @@ def test_reinforce_with_ppo_updates_reports_its_clipping():
                         [(6, 4, 200)], [(6, 4, 201)], [(6, 4, 202)], log=lambda s: None)
     assert all(0 <= r["ppo_clipped_fraction"] <= 1 and np.isfinite(r["ppo_kl"]) for r in rows[1:])
     assert all(r["ppo_adam_steps"] == 3 * -(-r["actions"] // 8) for r in rows[1:])
+
+
+def test_shipped_weights_record_their_provenance_without_a_machine_folder():
+    """The weights file's metadata is its provenance: the trainer's options, every path in them
+    relative to the project (a shipped file names no folder of the machine that trained it)."""
+    import ast
+
+    from cli.drl_train import _recorded
+
+    meta = ast.literal_eval(str(np.load(DEFAULT_WEIGHTS, allow_pickle=False)["meta"]))
+    args = meta["args"]
+    assert args["out"] == "policies/drl/data/drl_ones.npz"
+    assert not any(isinstance(v, str) and v.startswith("/") for v in args.values()), args
+    assert 0 <= meta["selected_step"] <= args["rl_iters"]
+    assert _recorded(str(DEFAULT_WEIGHTS)) == "policies/drl/data/drl_ones.npz"
+    assert _recorded("/elsewhere/w.npz") == "/elsewhere/w.npz"

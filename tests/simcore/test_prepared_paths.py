@@ -356,3 +356,44 @@ def test_large_group_kernel_is_called_only_once_a_large_group_comes_up(monkeypat
         got, want = both(idx, link_of)
         assert got[0].tobytes() == want[0].tobytes() and got[1].tobytes() == want[1].tobytes()
     assert pc.memo.large_groups and len(calls) == 2
+
+
+def test_large_group_kernel_hands_python_only_the_groups_it_has_work_for():
+    """`solve_large_groups` lists the groups its caller still has to visit: those it left to
+    the phase simulation (at most `min_jobs` jobs), those that stopped unconverged (to log)
+    and those with a link busier than the memo is wide (to widen it); a group it solved
+    cleanly is not visited again, and the answers equal a fresh `solve` bit for bit."""
+    from collectives.contention import _GH
+    from collectives.contention_dutycycle import solve_large_groups
+
+    rng = np.random.default_rng(11)
+    # link 0: jobs 0-1 (a 2-job group); link 1: jobs 2-6 (5 jobs); link 2: jobs 7-16 (10 jobs)
+    sizes = (2, 5, 10)
+    n = sum(sizes)
+    ids = np.repeat(np.arange(3, dtype=np.int64), sizes)
+    cap = np.full(3, 1e10)
+    C = quantise(rng.uniform(0.1, 1.0, n))
+    s, M = quantise(C * 0.5), quantise(rng.uniform(0.2, 0.5, n))
+    dem = np.full(n, 6e9)
+    ptr = np.arange(n + 1, dtype=np.int64)
+    w = np.ones(n)
+
+    def kernel(memo, max_rounds):
+        return solve_large_groups(C, s, M, w, ptr, ids, dem, cap, 2, _GH[0], _GH[1], 3, 256, False, True, 1e-4,
+                                  max_rounds, *memo.arrays())
+
+    memo = LinkMemo(3, width=8)  # the 10-user link does not fit
+    it, split, info, todo = kernel(memo, 10_000)
+    assert info[0, 0] == -1 and info[1, 1] == 1 and info[1, 3] == 0 and info[2, 3] == 10
+    assert todo.tolist() == [0, 2]  # left to the phase simulation; asks the memo to widen
+    _, _, info, todo = kernel(LinkMemo(3, width=16), 1)  # one round: neither large group settles
+    assert info[1:, 1].tolist() == [0, 0] and todo.tolist() == [0, 1, 2]
+
+    opt = ContentionOptions(exact_max_jobs=2)
+    pc = PreparedContention(cap, options=opt, cache=None)
+    pc.memo = LinkMemo(3, width=8)
+    for _ in range(2):  # the first solve widens the memo, the second finds every link in it
+        got = pc.solve(C, s, M, ptr, ids, dem)
+        want = solve(C, s, M, ptr, ids, dem, cap, options=opt, cache=None)
+        assert got[0].tobytes() == want[0].tobytes() and got[1].tobytes() == want[1].tobytes()
+    assert pc.memo.r.shape[2] == 16

@@ -356,9 +356,14 @@ def _solve_groups(C, s, M, w, ptr, lids, dem, cap, opt: ContentionOptions, cache
 
 def _solve_large(C, s, M, w, ptr, lids, dem, cap, opt: ContentionOptions, memo: LinkMemo):
     """`solve_large_groups` with the memo: (iter_s, the split, per-group info, the groups left to Python)."""
-    return solve_large_groups(C, s, M, w, ptr, lids, dem, cap, opt.exact_max_jobs, _GH[0], _GH[1],
-                              opt.enum_max_others, opt.dp_max_others, opt.dutycycle_average == "work",
-                              opt.elsewhere_correction, opt.fixed_point_tol, _MAX_ROUNDS, *memo.arrays())
+    return solve_large_groups(C, s, M, w, ptr, lids, dem, *_large_args(cap, opt, memo))
+
+
+def _large_args(cap, opt: ContentionOptions, memo: LinkMemo) -> tuple:
+    """`solve_large_groups`'s arguments after the jobs' own seven: capacities, options, memo."""
+    return (cap, opt.exact_max_jobs, _GH[0], _GH[1], opt.enum_max_others, opt.dp_max_others,
+            opt.dutycycle_average == "work", opt.elsewhere_correction, opt.fixed_point_tol, _MAX_ROUNDS,
+            *memo.arrays())
 
 
 def _feasible_demands(M, dem, cap, ptr, lids, mode):
@@ -497,6 +502,19 @@ class PreparedContention:
                                          lids, self.options.infeasible_demand)
             csm[2] = m[0]
         return JobInputs(float(csm[0]), float(csm[1]), float(csm[2]), lids, dem_q)
+
+    def large_group_args(self) -> tuple | None:
+        """For a caller that runs the duty-cycle kernel inside its own (the engine's re-solve,
+        `simcore.kernels.linked_resolve`): `solve_large_groups`'s arguments after the jobs'
+        own seven — capacities, options, this solver's memo — once ``solve`` itself has gone
+        over to that kernel (a group above ``exact_max_jobs`` came up; None before, so a run
+        without one never compiles it). Equal weights only, as ``solve``. Where the kernel
+        leaves a group to Python (phase-simulated, unconverged, a memo to widen), the caller
+        calls ``solve`` on the same jobs instead; it solves them again (the memo holds the
+        kernel's link evaluations, so the duty-cycle groups cost little the second time)."""
+        if not self.memo.large_groups:
+            return None
+        return _large_args(self.link_capacity_Bps, self.options, self.memo)
 
     def solve(self, compute_s: np.ndarray, comm_start_s: np.ndarray, comm_s: np.ndarray, ptr: np.ndarray,
               link_ids: np.ndarray, link_demand_Bps: np.ndarray,

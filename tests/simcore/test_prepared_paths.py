@@ -397,3 +397,45 @@ def test_large_group_kernel_hands_python_only_the_groups_it_has_work_for():
         want = solve(C, s, M, ptr, ids, dem, cap, options=opt, cache=None)
         assert got[0].tobytes() == want[0].tobytes() and got[1].tobytes() == want[1].tobytes()
     assert pc.memo.r.shape[2] == 16
+
+
+class _DutyCycleSolve:
+    """`solve` sending groups above `exact_max_jobs` jobs to the duty-cycle solver, with
+    its prepared form (the engine's one-call re-solve, `kernels.linked_resolve`, then runs
+    from the first such group on)."""
+
+    def __init__(self, exact_max_jobs: int) -> None:
+        self.options = ContentionOptions(exact_max_jobs=exact_max_jobs)
+
+    def __call__(self, *args, **kwargs):
+        return solve(*args, options=self.options, **kwargs)
+
+    def prepared(self, link_capacity_Bps):
+        return PreparedContention(link_capacity_Bps, options=self.options)
+
+
+@pytest.mark.parametrize("exact_max_jobs", [0, 2])
+def test_engine_one_call_resolve_equals_generic_path(monkeypatch, exact_max_jobs):
+    """With groups for the duty-cycle kernel, the engine's re-solves run in one kernel call
+    (`linked_resolve`), falling back to `PreparedContention.solve` where a group is left to
+    the phase simulation (2-job groups when `exact_max_jobs=2`); job table, timeline and
+    decisions equal those of the same solver without a prepared form, and of re-solving
+    every group on every change, bit for bit."""
+    from simcore import kernels
+
+    outcomes = []
+    kernel = kernels.linked_resolve
+    monkeypatch.setattr(kernels, "linked_resolve", lambda *a: outcomes.append(kernel(*a)) or outcomes[-1])
+    rng = np.random.default_rng(7)
+    rows = rows_of([dict(submit_time=float(t), num_gpus=int(g), duration=float(d), model=str(m), elastic=False)
+                    for t, g, d, m in zip(np.sort(rng.uniform(0, 200, 14)).round(1), rng.choice([2, 4, 6], 14),
+                                          rng.uniform(50, 400, 14), rng.choice(["small", "big"], 14))])
+    fast, perf = _run(rows, FifoTest(), _DutyCycleSolve(exact_max_jobs))
+    assert isinstance(perf.prepared, PreparedContention) and perf.prepared.memo.large_groups
+    assert True in outcomes and (False in outcomes) == (exact_max_jobs == 2)
+    plain = _DutyCycleSolve(exact_max_jobs)
+    generic, perf2 = _run(rows, FifoTest(), lambda *a, **k: plain(*a, **k))
+    assert not isinstance(perf2.prepared, PreparedContention)
+    _same(fast, generic)
+    full, _ = _run(rows, FifoTest(), _DutyCycleSolve(exact_max_jobs), incremental=False)
+    _same(fast, full)

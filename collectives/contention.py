@@ -312,19 +312,22 @@ def _solve_groups(C, s, M, w, ptr, lids, dem, cap, opt: ContentionOptions, cache
     never compiles the duty-cycle solver (≈ 4.6 s of CPU on a first run)."""
     info = None
     if memo is not None and memo.large_groups:
-        it, (gjp, jobs, eptr, elink, edem, glp, lglob), info = _solve_large(C, s, M, w, ptr, lids, dem, cap, opt, memo)
+        it, (gjp, jobs, eptr, elink, edem, glp, lglob), info, todo = _solve_large(C, s, M, w, ptr, lids, dem, cap,
+                                                                                  opt, memo)
     else:
         it = solo_iteration_s(C, s, M)
         gjp, jobs, eptr, elink, edem, glp, lglob = split_groups(cap.shape[0], ptr, lids, dem, M)
         if memo is not None and gjp.shape[0] > 1 and np.diff(gjp).max() > opt.exact_max_jobs:
             memo.large_groups = True  # from now on one kernel call splits and solves (see above)
-            it, (gjp, jobs, eptr, elink, edem, glp, lglob), info = _solve_large(C, s, M, w, ptr, lids, dem, cap,
-                                                                                opt, memo)
-    tags = opt.tags()
+            it, (gjp, jobs, eptr, elink, edem, glp, lglob), info, todo = _solve_large(C, s, M, w, ptr, lids, dem,
+                                                                                      cap, opt, memo)
     if info is None or stats is not None:
         todo = range(gjp.shape[0] - 1)
+    elif todo.shape[0] == 0:  # every group solved by the kernel, converged, within the memo
+        return it, it - C
     else:  # a group the kernel solved needs Python only to widen the memo or log a non-convergence
-        todo = np.flatnonzero((info[:, 0] < 0) | (info[:, 1] == 0) | (info[:, 3] != 0)).tolist()
+        todo = todo.tolist()
+    tags = opt.tags()
     for g in todo:
         a, b = gjp[g], gjp[g + 1]
         exact = (b - a) <= opt.exact_max_jobs
@@ -352,10 +355,15 @@ def _solve_groups(C, s, M, w, ptr, lids, dem, cap, opt: ContentionOptions, cache
 
 
 def _solve_large(C, s, M, w, ptr, lids, dem, cap, opt: ContentionOptions, memo: LinkMemo):
-    """`solve_large_groups` with the memo: (iter_s, the split, per-group info)."""
-    return solve_large_groups(C, s, M, w, ptr, lids, dem, cap, opt.exact_max_jobs, _GH[0], _GH[1],
-                              opt.enum_max_others, opt.dp_max_others, opt.dutycycle_average == "work",
-                              opt.elsewhere_correction, opt.fixed_point_tol, _MAX_ROUNDS, *memo.arrays())
+    """`solve_large_groups` with the memo: (iter_s, the split, per-group info, the groups left to Python)."""
+    return solve_large_groups(C, s, M, w, ptr, lids, dem, *_large_args(cap, opt, memo))
+
+
+def _large_args(cap, opt: ContentionOptions, memo: LinkMemo) -> tuple:
+    """`solve_large_groups`'s arguments after the jobs' own seven: capacities, options, memo."""
+    return (cap, opt.exact_max_jobs, _GH[0], _GH[1], opt.enum_max_others, opt.dp_max_others,
+            opt.dutycycle_average == "work", opt.elsewhere_correction, opt.fixed_point_tol, _MAX_ROUNDS,
+            *memo.arrays())
 
 
 def _feasible_demands(M, dem, cap, ptr, lids, mode):
@@ -471,6 +479,7 @@ class PreparedContention:
         self.link_capacity_Bps = quantise(cap)
         self.num_links = int(cap.shape[0])
         self.memo = LinkMemo(self.num_links)  # capacities and options are fixed here
+        self._ones = np.ones(64)  # equal weights, sliced per solve (nothing writes them)
 
     def job(self, compute_s: float, comm_start_s: float, comm_s: float, link_ids, link_demand_Bps) -> JobInputs:
         """Check and prepare one job's inputs: what ``solve`` does to them, once (numba).
@@ -494,6 +503,19 @@ class PreparedContention:
             csm[2] = m[0]
         return JobInputs(float(csm[0]), float(csm[1]), float(csm[2]), lids, dem_q)
 
+    def large_group_args(self) -> tuple | None:
+        """For a caller that runs the duty-cycle kernel inside its own (the engine's re-solve,
+        `simcore.kernels.linked_resolve`): `solve_large_groups`'s arguments after the jobs'
+        own seven — capacities, options, this solver's memo — once ``solve`` itself has gone
+        over to that kernel (a group above ``exact_max_jobs`` came up; None before, so a run
+        without one never compiles it). Equal weights only, as ``solve``. Where the kernel
+        leaves a group to Python (phase-simulated, unconverged, a memo to widen), the caller
+        calls ``solve`` on the same jobs instead; it solves them again (the memo holds the
+        kernel's link evaluations, so the duty-cycle groups cost little the second time)."""
+        if not self.memo.large_groups:
+            return None
+        return _large_args(self.link_capacity_Bps, self.options, self.memo)
+
     def solve(self, compute_s: np.ndarray, comm_start_s: np.ndarray, comm_s: np.ndarray, ptr: np.ndarray,
               link_ids: np.ndarray, link_demand_Bps: np.ndarray,
               stats: dict | None = None) -> tuple[np.ndarray, np.ndarray]:
@@ -504,8 +526,10 @@ class PreparedContention:
         if compute_s.shape[0] == 0:
             it = solo_iteration_s(compute_s, comm_start_s, comm_s)
             return it, it - compute_s
-        w = np.ones(compute_s.shape[0])
-        return _solve_groups(compute_s, comm_start_s, comm_s, w, ptr, link_ids, link_demand_Bps,
+        n = compute_s.shape[0]
+        if self._ones.shape[0] < n:
+            self._ones = np.ones(max(n, 2 * self._ones.shape[0]))
+        return _solve_groups(compute_s, comm_start_s, comm_s, self._ones[:n], ptr, link_ids, link_demand_Bps,
                              self.link_capacity_Bps, self.options, self.cache, stats, self.memo)
 
 

@@ -388,11 +388,13 @@ def solve_large_groups(compute_s, comm_start_s, comm_s, weight, ptr, lidx, deman
     instead of a Python loop slicing each group out (in the full Philly run that loop and
     the split cost 2.3 s against the solver's 3.6 s).
 
-    Returns ``(iter_s, split, info)``: iteration times (``max(C, s + M)`` for singletons
-    and for the groups left to the caller), the seven ``split_groups`` arrays, and per group
-    ``info[g] = (rounds, converged, link_evals, need_users)`` with ``rounds = -1`` for a
-    group not solved here. A solved group's times are ``max(dutycycle_group(...), solo)``,
-    exactly what the caller's per-group path computes.
+    Returns ``(iter_s, split, info, todo)``: iteration times (``max(C, s + M)`` for
+    singletons and for the groups left to the caller), the seven ``split_groups`` arrays, per
+    group ``info[g] = (rounds, converged, link_evals, need_users)`` with ``rounds = -1`` for a
+    group not solved here, and ``todo``, ascending, the groups the caller still has work for:
+    those not solved here, those that did not converge (to log) and those whose links
+    outgrew the memo (to widen it). A solved group's times are
+    ``max(dutycycle_group(...), solo)``, exactly what the caller's per-group path computes.
     """
     n = compute_s.shape[0]
     it = np.empty(n)
@@ -401,12 +403,16 @@ def solve_large_groups(compute_s, comm_start_s, comm_s, weight, ptr, lidx, deman
     gjp, jobs, eptr, elink, edem, glp, lglob = split_groups(cap_Bps.shape[0], ptr, lidx, demand_Bps, comm_s)
     n_groups = gjp.shape[0] - 1
     info = np.zeros((n_groups, 4), np.int64)
+    todo = np.empty(n_groups, np.int64)
+    n_todo = 0
     for g in range(n_groups):
         a = gjp[g]
         b = gjp[g + 1]
         k = b - a
         if k <= min_jobs:
             info[g, 0] = -1
+            todo[n_todo] = g
+            n_todo += 1
             continue
         gc = np.empty(k)
         gs = np.empty(k)
@@ -435,4 +441,7 @@ def solve_large_groups(compute_s, comm_start_s, comm_s, weight, ptr, lidx, deman
         info[g, 1] = 1 if ok else 0
         info[g, 2] = evals
         info[g, 3] = need
-    return it, (gjp, jobs, eptr, elink, edem, glp, lglob), info
+        if not ok or need != 0:
+            todo[n_todo] = g
+            n_todo += 1
+    return it, (gjp, jobs, eptr, elink, edem, glp, lglob), info, todo[:n_todo]

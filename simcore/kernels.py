@@ -1,5 +1,5 @@
 """Numba kernels of the engine's hot path: advancing time, finding the next completion,
-merging the active set, and gathering the contention inputs a change touches.
+merging the active set, and gathering and re-solving the contention a change touches.
 
 The time kernels walk only the jobs holding GPUs (`held[:n]`: RUNNING or RESTARTING, kept
 by the engine in an unordered array updated in O(1) per start and stop), so an event costs
@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from collectives.contention_dutycycle import solve_large_groups
 from collectives.contention_groups import find, union
 from cosim.nsort import sorted_copy
 
@@ -297,3 +298,34 @@ def linked_inputs(seeds, n_links, slot_job, slot_of, nlink, links, demand, compu
             ids[ptr[i] + k] = links[s, k]
             dem[ptr[i] + k] = demand[s, k]
     return members, c, st, m, ptr, ids, dem
+
+
+@njit(cache=True, no_cfunc_wrapper=True)
+def linked_resolve(seeds, n_links, slot_job, slot_of, nlink, links, demand, compute, start, comm, gain,
+                   work_iters, rate, exposed_frac, cap, min_jobs, gh_z, gh_w, enum_max_others, dp_max_others,
+                   per_work, elsewhere, tol, max_rounds, memo_n, memo_key,
+                   memo_r):  # pragma: no cover - compiled
+    """A re-solve in one call: the touched jobs and their inputs (`linked_inputs`), their
+    groups solved by the duty-cycle kernel (`solve_large_groups`, the arguments from `cap`
+    on being `PreparedContention.large_group_args()`), and each touched job's `rate` and
+    `exposed_frac` written as `RateBook` writes them from `PreparedContention.solve`:
+    `gain / (work_iters * iter_s)` and `(iter_s - compute_s) / iter_s`.
+
+    Returns False, writing nothing, when the kernel leaves a group to Python (one of at
+    most `min_jobs` jobs, an unconverged one, a link busier than the memo): the caller then
+    solves the same jobs through `PreparedContention.solve`."""
+    members, c, st, m, ptr, ids, dem = linked_inputs(seeds, n_links, slot_job, slot_of, nlink, links, demand,
+                                                     compute, start, comm)
+    n = members.shape[0]
+    if n == 0:
+        return True
+    it, _, _, todo = solve_large_groups(c, st, m, np.ones(n), ptr, ids, dem, cap, min_jobs, gh_z, gh_w,
+                                        enum_max_others, dp_max_others, per_work, elsewhere, tol, max_rounds,
+                                        memo_n, memo_key, memo_r)
+    if todo.shape[0] > 0:
+        return False
+    for i in range(n):
+        j = members[i]
+        rate[j] = gain[j] / (work_iters[j] * it[i])
+        exposed_frac[j] = (it[i] - c[i]) / it[i]
+    return True

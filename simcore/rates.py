@@ -13,7 +13,11 @@ Running jobs with links sit in a slot table of numpy arrays holding their prepar
 (checked, quantised) solver inputs (`PerfModel.prepared`; a solver without a prepared form
 runs behind the same interface, so tests with fake solvers take this path too); one numba
 pass (`kernels.linked_inputs`) finds the touched components and gathers their inputs, so a
-re-solve costs no Python loop over the group. Without contention every job runs solo.
+re-solve costs no Python loop over the group. Once the solver has gone over to its duty-cycle
+kernel (a group above `exact_max_jobs` came up: `PreparedContention.large_group_args`), one
+numba call (`kernels.linked_resolve`) gathers, solves and writes the touched jobs' rates; a
+re-solve that meets a group the kernel leaves to Python goes through `PreparedContention.solve`,
+to the same values. Without contention every job runs solo.
 """
 
 from __future__ import annotations
@@ -80,6 +84,12 @@ class _LinkedJobs:
         return kernels.linked_inputs(seeds, self.num_links, self.slot_job, self.slot_of, self.nlink, self.links,
                                      self.demand, self.compute, self.start, self.comm)
 
+    def resolve(self, seeds: np.ndarray, jobs: JobTable, large_args: tuple) -> bool:
+        """`kernels.linked_resolve` over this table, writing `jobs.rate` and `jobs.exposed_frac`."""
+        return kernels.linked_resolve(seeds, self.num_links, self.slot_job, self.slot_of, self.nlink, self.links,
+                                      self.demand, self.compute, self.start, self.comm, jobs.gain, jobs.work_iters,
+                                      jobs.rate, jobs.exposed_frac, *large_args)
+
     def _resize(self, slots: int, width: int) -> None:
         old = self.slot_job.shape[0]
         w0 = self.links.shape[1]
@@ -118,6 +128,7 @@ class RateBook:
         prepared = perf.prepared  # None: contention off (every job solo)
         self._net = _LinkedJobs(jobs.num_jobs, prepared.num_links) if prepared is not None else None
         self._all_links = np.arange(prepared.num_links if prepared is not None else 0, dtype=np.int64)
+        self._large_group_args = getattr(prepared, "large_group_args", None)  # a solver with a duty-cycle kernel
 
     def mark(self, j: int) -> None:
         """Job j's allocation, batch or state changed."""
@@ -152,6 +163,9 @@ class RateBook:
             return
         else:
             seed = seeds[0] if len(seeds) == 1 else np.concatenate(seeds)
+        large = self._large_group_args() if self._large_group_args is not None else None
+        if large is not None and net.resolve(seed, jobs, large):
+            return  # gathered, solved and written in one kernel call
         idx, c, s, m, ptr, ids, dem = net.touched(seed)
         if idx.shape[0] == 0:
             return

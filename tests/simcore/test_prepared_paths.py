@@ -356,3 +356,86 @@ def test_large_group_kernel_is_called_only_once_a_large_group_comes_up(monkeypat
         got, want = both(idx, link_of)
         assert got[0].tobytes() == want[0].tobytes() and got[1].tobytes() == want[1].tobytes()
     assert pc.memo.large_groups and len(calls) == 2
+
+
+def test_large_group_kernel_hands_python_only_the_groups_it_has_work_for():
+    """`solve_large_groups` lists the groups its caller still has to visit: those it left to
+    the phase simulation (at most `min_jobs` jobs), those that stopped unconverged (to log)
+    and those with a link busier than the memo is wide (to widen it); a group it solved
+    cleanly is not visited again, and the answers equal a fresh `solve` bit for bit."""
+    from collectives.contention import _GH
+    from collectives.contention_dutycycle import solve_large_groups
+
+    rng = np.random.default_rng(11)
+    # link 0: jobs 0-1 (a 2-job group); link 1: jobs 2-6 (5 jobs); link 2: jobs 7-16 (10 jobs)
+    sizes = (2, 5, 10)
+    n = sum(sizes)
+    ids = np.repeat(np.arange(3, dtype=np.int64), sizes)
+    cap = np.full(3, 1e10)
+    C = quantise(rng.uniform(0.1, 1.0, n))
+    s, M = quantise(C * 0.5), quantise(rng.uniform(0.2, 0.5, n))
+    dem = np.full(n, 6e9)
+    ptr = np.arange(n + 1, dtype=np.int64)
+    w = np.ones(n)
+
+    def kernel(memo, max_rounds):
+        return solve_large_groups(C, s, M, w, ptr, ids, dem, cap, 2, _GH[0], _GH[1], 3, 256, False, True, 1e-4,
+                                  max_rounds, *memo.arrays())
+
+    memo = LinkMemo(3, width=8)  # the 10-user link does not fit
+    it, split, info, todo = kernel(memo, 10_000)
+    assert info[0, 0] == -1 and info[1, 1] == 1 and info[1, 3] == 0 and info[2, 3] == 10
+    assert todo.tolist() == [0, 2]  # left to the phase simulation; asks the memo to widen
+    _, _, info, todo = kernel(LinkMemo(3, width=16), 1)  # one round: neither large group settles
+    assert info[1:, 1].tolist() == [0, 0] and todo.tolist() == [0, 1, 2]
+
+    opt = ContentionOptions(exact_max_jobs=2)
+    pc = PreparedContention(cap, options=opt, cache=None)
+    pc.memo = LinkMemo(3, width=8)
+    for _ in range(2):  # the first solve widens the memo, the second finds every link in it
+        got = pc.solve(C, s, M, ptr, ids, dem)
+        want = solve(C, s, M, ptr, ids, dem, cap, options=opt, cache=None)
+        assert got[0].tobytes() == want[0].tobytes() and got[1].tobytes() == want[1].tobytes()
+    assert pc.memo.r.shape[2] == 16
+
+
+class _DutyCycleSolve:
+    """`solve` sending groups above `exact_max_jobs` jobs to the duty-cycle solver, with
+    its prepared form (the engine's one-call re-solve, `kernels.linked_resolve`, then runs
+    from the first such group on)."""
+
+    def __init__(self, exact_max_jobs: int) -> None:
+        self.options = ContentionOptions(exact_max_jobs=exact_max_jobs)
+
+    def __call__(self, *args, **kwargs):
+        return solve(*args, options=self.options, **kwargs)
+
+    def prepared(self, link_capacity_Bps):
+        return PreparedContention(link_capacity_Bps, options=self.options)
+
+
+@pytest.mark.parametrize("exact_max_jobs", [0, 2])
+def test_engine_one_call_resolve_equals_generic_path(monkeypatch, exact_max_jobs):
+    """With groups for the duty-cycle kernel, the engine's re-solves run in one kernel call
+    (`linked_resolve`), falling back to `PreparedContention.solve` where a group is left to
+    the phase simulation (2-job groups when `exact_max_jobs=2`); job table, timeline and
+    decisions equal those of the same solver without a prepared form, and of re-solving
+    every group on every change, bit for bit."""
+    from simcore import kernels
+
+    outcomes = []
+    kernel = kernels.linked_resolve
+    monkeypatch.setattr(kernels, "linked_resolve", lambda *a: outcomes.append(kernel(*a)) or outcomes[-1])
+    rng = np.random.default_rng(7)
+    rows = rows_of([dict(submit_time=float(t), num_gpus=int(g), duration=float(d), model=str(m), elastic=False)
+                    for t, g, d, m in zip(np.sort(rng.uniform(0, 200, 14)).round(1), rng.choice([2, 4, 6], 14),
+                                          rng.uniform(50, 400, 14), rng.choice(["small", "big"], 14))])
+    fast, perf = _run(rows, FifoTest(), _DutyCycleSolve(exact_max_jobs))
+    assert isinstance(perf.prepared, PreparedContention) and perf.prepared.memo.large_groups
+    assert True in outcomes and (False in outcomes) == (exact_max_jobs == 2)
+    plain = _DutyCycleSolve(exact_max_jobs)
+    generic, perf2 = _run(rows, FifoTest(), lambda *a, **k: plain(*a, **k))
+    assert not isinstance(perf2.prepared, PreparedContention)
+    _same(fast, generic)
+    full, _ = _run(rows, FifoTest(), _DutyCycleSolve(exact_max_jobs), incremental=False)
+    _same(fast, full)

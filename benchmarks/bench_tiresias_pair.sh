@@ -1,5 +1,5 @@
 #!/bin/bash
-# Hot-path check for start-up work: Tiresias on the full Philly trace (philly-512,
+# Paired check of the full-Philly run: Tiresias on the full Philly trace (philly-512,
 # contention on), alternating two checkouts, each run in a fresh process; prints cpu_s (process
 # CPU of the run, the comparable number on a shared host), wall_s and policy_s, and the jobs table's
 # hash (`jobs_sha1`, where the checkout's `_child_philly` reports it: equal hashes, equal outputs).

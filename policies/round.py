@@ -104,10 +104,14 @@ class Round:
         # its own per-call pass, and the walk's first run: `walk(ran=)`) and emptied the memo
         self._w = w = ws.walk_state(c, view.jobs.num_jobs)
         self._claimed, self._held = w[14], w[15]
+        # the usable GPUs per node (online, unclaimed, not held): a copy of the cluster's
+        # counts at the start (`round_begin`), kept in step by every claim and release
+        self._nfree = w[16]
         self._memo_n = w[7]
         if begun is None:
             und = ws.take_mask(view.jobs.num_jobs)
-            n_off = RK.round_begin(owner, online, running, und, self._claimed, self._held)
+            n_off = RK.round_begin(owner, online, running, und, self._claimed, self._held, ws.node_free(c),
+                                   c.gpu_node, self._nfree)
             w[7][0] = 0
         else:
             und, n_off = begun
@@ -218,8 +222,7 @@ class Round:
         keep its batch); `keep`: it held GPUs before and is not counted as started."""
         self._memo_n[0] = 0
         gpus = np.asarray(gpus, np.int64)
-        self._claimed[gpus] = True
-        self._held[gpus] = False
+        RK.claim_gpus(gpus, self.online, self._claimed, self._held, self.c.gpu_node, self._nfree)
         self._record(j, gpus.tolist(), batch, keep)
 
     def release(self, k: int) -> None:
@@ -229,8 +232,7 @@ class Round:
             self.undecided[k] = False
             self._n_und -= 1
             self.released.append(k)
-            g = self.cur[k]
-            self._held[g[~self._claimed[g]]] = False
+            RK.release_gpus(self.cur[k], self.online, self._claimed, self._held, self.c.gpu_node, self._nfree)
 
     def preempt(self, k: int) -> None:
         """Stop running job k this round (its GPUs become usable); same as `release`."""
@@ -443,8 +445,8 @@ class Round:
             order, klass, keys, ncls, kfit = self._walk_inputs(order, klass, keys, num_classes, kernel, w[2])
             counts[3] = -1 if preempt else -2  # victim candidates: listed by the kernel's first call; -2: none
             i = RK.walk_run(order, 0, und, self._slow, klass, ncls, self.dem, self.view.jobs.gpu_type_req,
-                            self.view.jobs.alloc_count, keys, ws.memo, self.online, self.owner, w[5], kfit, blocking,
-                            w[3], w[4])
+                            self.view.jobs.alloc_count, keys, ws.memo, self.online, self.owner, w[5], w[16], kfit,
+                            blocking, w[3], w[4])
         while True:
             nrun = self.take_walk()
             if i >= n:
@@ -457,8 +459,8 @@ class Round:
                 self._walk_victims = (run_rev[:nrun].copy(), run_cls[:nrun].copy(), int(klass[i]))
             yield int(order[i])
             i = RK.walk_run(order, i + 1, und, self._slow, klass, ncls, self.dem, self.view.jobs.gpu_type_req,
-                            self.view.jobs.alloc_count, keys, ws.memo, self.online, self.owner, w[5], kfit, blocking,
-                            w[3], w[4])
+                            self.view.jobs.alloc_count, keys, ws.memo, self.online, self.owner, w[5], w[16], kfit,
+                            blocking, w[3], w[4])
 
     def take_walk(self) -> int:
         """Take the outcome of the walk kernel's last run (`walk_run`) from the workspace's

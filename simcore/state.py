@@ -220,6 +220,7 @@ class ClusterState:
             gpu_type_mem_gb=read_only(np.asarray(t.gpu_type_mem_gb, np.float64)),
             gpu_online=read_only(self.gpu_online),
             gpu_owner=read_only(self.gpu_owner),
+            node_free=read_only(self.node_free),
             **_node_groups(t),
         )
 

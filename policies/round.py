@@ -5,11 +5,13 @@ Roles stay separate (as in Blox): the policy orders jobs and names who may be pr
 placement helpers (`Round.fit`, `policies.placement`) choose GPUs for any count.
 
 Round state: per GPU, whether it is online, already claimed this round, or held by a running
-job that has not been visited yet (`online`, `claimed`, `held`; `avail()` = usable now). A
-running job visited with all its GPUs still online and unclaimed keeps them (`keep`, no
-needless migration). A job that needs GPUs is placed on the usable pool (`place(job,
-count_or_gpus_or_placer, batch=, gpu_type=)`); a running job changes its GPU count or batch
-size with `resize`; `preempt` stops one. If a placement fails and the policy allows it, the
+job that has not been visited yet (`online`, `claimed`, `held`; `avail()` = usable now), and
+per node the number of usable GPUs: the cluster's `node_free` at the start, kept in step by
+every claim and release, from which the walk counts its free pool and its kernel placer picks
+nodes (reading only the GPUs of the nodes it picks). A running job visited with all its GPUs
+still online and unclaimed keeps them (`keep`, no needless migration). A job that needs GPUs
+is placed on the usable pool (`place(job, count_or_gpus_or_placer, batch=, gpu_type=)`); a
+running job changes its GPU count or batch size with `resize`; `preempt` stops one. If a placement fails and the policy allows it, the
 round preempts: the policy names the victims it may take (unvisited running jobs, lowest
 priority first); the round keeps those holding usable GPUs of the job's type, takes the
 shortest prefix of that list whose GPUs make a placement possible (`_round_kernels.

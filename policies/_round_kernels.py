@@ -103,20 +103,66 @@ def prefix_next(st, ok):
 
 
 @njit(cache=True, no_cfunc_wrapper=True)
-def round_begin(owner, online, running, undecided, claimed, held):
-    """A round's initial masks in one pass, in place: `claimed` all False, `held` = GPUs with
-    an owner, `undecided` set for the running jobs. Returns the number of offline GPUs held
-    by a job: when not 0, the jobs holding them must be checked one by one instead of kept as
-    they are (`slow_jobs`)."""
+def round_begin(owner, online, running, undecided, claimed, held, node_free, gpu_node, nfree):
+    """A round's initial state in one pass, in place: `claimed` all False, `held` = GPUs with
+    an owner, `undecided` set for the running jobs, and `nfree`, the round's usable GPUs per
+    node (online, unclaimed, not held): at a round's start exactly the cluster's usable GPUs
+    per node, so a copy of `node_free` (the cluster state's counts), or counted in the pass
+    over the GPUs where the view carries none (`node_free` empty). Returns the number of
+    offline GPUs held by a job: when not 0, the jobs holding them must be checked one by one
+    instead of kept as they are (`slow_jobs`)."""
     off = 0
     for g in range(owner.shape[0]):  # no branch: the loop vectorises
         h = owner[g] >= 0
         claimed[g] = False
         held[g] = h
         off += h & (not online[g])
+    if node_free.shape[0] == nfree.shape[0]:
+        for n in range(nfree.shape[0]):
+            nfree[n] = node_free[n]
+    else:
+        nfree[:] = 0
+        for g in range(owner.shape[0]):
+            if online[g] and owner[g] < 0:
+                nfree[gpu_node[g]] += 1
     for i in range(running.shape[0]):
         undecided[running[i]] = True
     return off
+
+
+@njit(cache=True, no_cfunc_wrapper=True)
+def claim_gpus(gpus, online, claimed, held, gpu_node, nfree):
+    """Mark `gpus` claimed this round (no longer held); those usable until now leave the
+    round's per-node counts `nfree`. Returns how many were usable. The one claim of the
+    round's state: `Round.claim` and the walk kernel's placements."""
+    took = 0
+    for y in range(gpus.shape[0]):
+        g = gpus[y]
+        if online[g] and not (claimed[g] or held[g]):
+            nfree[gpu_node[g]] -= 1
+            took += 1
+        claimed[g] = True
+        held[g] = False
+    return took
+
+
+@njit(cache=True, no_cfunc_wrapper=True)
+def unhold_gpu(g, online, claimed, held, gpu_node, nfree):
+    """GPU g of a released job stops being held (unless claimed this round); if online it
+    becomes usable and joins the round's per-node counts `nfree`. Returns 1 if it did."""
+    if held[g] and not claimed[g]:
+        held[g] = False
+        if online[g]:
+            nfree[gpu_node[g]] += 1
+            return 1
+    return 0
+
+
+@njit(cache=True, no_cfunc_wrapper=True)
+def release_gpus(gpus, online, claimed, held, gpu_node, nfree):
+    """`unhold_gpu` for each of `gpus` (the GPUs of a job `Round.release` lets go)."""
+    for y in range(gpus.shape[0]):
+        unhold_gpu(gpus[y], online, claimed, held, gpu_node, nfree)
 
 
 @njit(cache=True, no_cfunc_wrapper=True)
@@ -180,7 +226,7 @@ def walk_buffers(ibuf, n_jobs, n_gpus):
 
 @njit(cache=True, no_cfunc_wrapper=True)
 def walk_run(order, start, undecided, slow, klass, num_classes, demand, type_req, alloc_count, keys, memo, online,
-             owner, masks, kfit, blocking, topo, ibuf):
+             owner, masks, nfree, kfit, blocking, topo, ibuf):
     """Advance a priority walk (`policies.base.Round.walk`) to the next job Python must handle,
     doing in between everything the round's own rules decide.
 
@@ -207,21 +253,24 @@ def walk_run(order, start, undecided, slow, klass, num_classes, demand, type_req
     is placed. `counts[:3]` receives (kept, rec length, released). Returns the position of
     the job to hand back, or len(order).
 
-    The round's GPU masks are the rows of `masks` (claimed, held); its integer buffers
+    The usable GPUs are counted per node in `nfree` (the round's counts: `round_begin`,
+    `claim_gpus`, `unhold_gpu`), which this scan reads and keeps in step with its claims and
+    releases: the free-pool placement picks its nodes from them and reads the GPUs of those
+    nodes only (`_kfit`), so no step of a scan that places from the free pool passes over all
+    GPUs. The round's GPU masks are the rows of `masks` (claimed, held, and the placer's
+    scratch `pool`, meaningful only on the nodes `_kfit` picks); its integer buffers
     (counts, memo length, kept, rec, rel, run_rev, run_cls, rank) are parts of `ibuf`
     (`walk_buffers`): one argument each, not ten.
     """
-    claimed, held = masks[0], masks[1]
+    claimed, held, pool = masks[0], masks[1], masks[2]
+    gpu_node = topo[0]
     counts, memo_n, kept, rec, rel, run_rev, run_cls, rank = walk_buffers(ibuf, undecided.shape[0], owner.shape[0])
     n = order.shape[0]
-    # the usable GPUs now (online, not claimed this round, not held by an unvisited job) and
-    # their number, in one pass; both follow this scan's claims and releases
-    avail = np.empty(online.shape[0], np.bool_)
+    # the number of usable GPUs now (online, not claimed this round, not held by an unvisited
+    # job), from the per-node counts; it follows this scan's claims and releases
     free = 0
-    for g in range(online.shape[0]):
-        u = online[g] & (not (claimed[g] | held[g]))  # no branch (as `usable_mask`)
-        avail[g] = u
-        free += u
+    for x in range(nfree.shape[0]):
+        free += nfree[x]
     vic = np.zeros(num_classes + 1, np.int64)
     # GPUs per class of every undecided job (also one a caller passed over without deciding).
     # `counts[3]`: -1, list the victim candidates (running at the round's start, lowest
@@ -278,7 +327,7 @@ def walk_run(order, start, undecided, slow, klass, num_classes, demand, type_req
             counts[0], counts[1], counts[2] = nk, nrec, nrel
             return i
         # fewer usable GPUs than it needs: no placement on the free pool (`free` is exact here)
-        gpus = _kfit(avail, type_req[j], d, topo) if free >= d else np.empty(0, np.int32)
+        gpus = _kfit(nfree, online, claimed, held, pool, type_req[j], d, topo) if free >= d else np.empty(0, np.int32)
         if gpus.shape[0] == 0 and nrun > 0:
             nv = 0
             for x in range(nrun):
@@ -300,11 +349,8 @@ def walk_run(order, start, undecided, slow, klass, num_classes, demand, type_req
                     nrel += 1
                     memo_n[0] = 0
                     for g in range(owner.shape[0]):
-                        if owner[g] == v and not claimed[g]:
-                            if held[g] and online[g]:
-                                free += 1
-                                avail[g] = True
-                            held[g] = False
+                        if owner[g] == v:
+                            free += unhold_gpu(g, online, claimed, held, gpu_node, nfree)
         if gpus.shape[0] == 0:
             if k >= 0 and memo_n[0] < memo.shape[0]:  # (`Round.walk_failed`)
                 memo[memo_n[0]] = k
@@ -316,28 +362,43 @@ def walk_run(order, start, undecided, slow, klass, num_classes, demand, type_req
         rec[nrec] = j
         rec[nrec + 1] = gpus.shape[0]
         nrec += 2
+        free -= claim_gpus(gpus, online, claimed, held, gpu_node, nfree)
         for y in range(gpus.shape[0]):
-            gy = gpus[y]
-            if avail[gy]:
-                free -= 1
-                avail[gy] = False
-            claimed[gy] = True
-            held[gy] = False
-            rec[nrec] = gy
+            rec[nrec] = gpus[y]
             nrec += 1
     counts[0], counts[1], counts[2] = nk, nrec, nrel
     return n
 
 
-# `_kfit` and `_kpreempt` are inlined into `walk_run` (numba IR): as separate kernels each was
-# its own LLVM module holding a copy of `consolidate_gpus` and everything it calls, optimised
-# and compiled to machine code again (≈ 1.3 s and 1.7 s of the first run's CPU)
+# `_kfit`, `_kfit_mask` and `_kpreempt` are inlined into `walk_run` (numba IR): as separate
+# kernels each was its own LLVM module holding a copy of `consolidate_gpus` and everything it
+# calls, optimised and compiled to machine code again (≈ 1.3 s and 1.7 s of the first run's CPU)
 @njit(cache=True, no_cfunc_wrapper=True, inline="always")
-def _kfit(avail, req, demand, topo):
-    """The kernel placer of `walk_run`: `consolidate_gpus` on a one-type cluster (what
-    `placement.place(strategy="consolidate")` does there: a job asking for type > 0 fits
-    nothing). `topo` = (gpu_node, gpu_type, node_first_gpu, node_num_gpus, node_leaf,
+def _kfit(nfree, online, claimed, held, pool, req, demand, topo):
+    """The kernel placer of `walk_run` on the free pool: `consolidate_gpus` on a one-type
+    cluster (what `placement.place(strategy="consolidate")` does there: a job asking for
+    type > 0 fits nothing), its nodes picked from the round's per-node usable counts `nfree`
+    (`consolidate_nodes`, as `consolidate_gpus` does on the counts it takes from a mask), its
+    GPUs read on those nodes only: `pool` is set there from the round's masks for
+    `take_gpus`. `topo` = (gpu_node, gpu_type, node_first_gpu, node_num_gpus, node_leaf,
     leaf_pod, num_leaves, num_pods). Empty when it fails."""
+    if req > 0:
+        return np.empty(0, np.int32)
+    gpu_node, gpu_type, first, num, node_leaf, leaf_pod, num_leaves, num_pods = topo
+    nodes, counts = K.consolidate_nodes(nfree, demand, node_leaf, leaf_pod, num_leaves, num_pods)
+    if nodes.shape[0] == 0:
+        return np.empty(0, np.int32)
+    for i in range(nodes.shape[0]):
+        s = first[nodes[i]]
+        for g in range(s, s + num[nodes[i]]):
+            pool[g] = online[g] & (not (claimed[g] | held[g]))
+    return K.take_gpus(pool, gpu_type, np.int64(-1), first, num, nodes, counts)
+
+
+@njit(cache=True, no_cfunc_wrapper=True, inline="always")
+def _kfit_mask(avail, req, demand, topo):
+    """The kernel placer on a mask (a preemption's pool: the usable GPUs plus the victims'):
+    `consolidate_gpus` on a one-type cluster, as `_kfit`. Empty when it fails."""
     if req > 0:
         return np.empty(0, np.int32)
     gpu_node, gpu_type, first, num, node_leaf, leaf_pod, num_leaves, num_pods = topo
@@ -357,7 +418,7 @@ def _kpreempt(j, d, req, victims, owner, online, claimed, held, topo, undecided,
     m = prefix_next(st, np.bool_(False))
     gpus = np.empty(0, np.int32)
     while m >= 0:
-        gpus = _kfit(pool_mask(online, claimed, held, vr, m), req, d, topo)
+        gpus = _kfit_mask(pool_mask(online, claimed, held, vr, m), req, d, topo)
         m = prefix_next(st, gpus.shape[0] > 0)
     if m == PREFIX_FAIL:
         return np.empty(0, np.int32), none

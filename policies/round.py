@@ -5,11 +5,13 @@ Roles stay separate (as in Blox): the policy orders jobs and names who may be pr
 placement helpers (`Round.fit`, `policies.placement`) choose GPUs for any count.
 
 Round state: per GPU, whether it is online, already claimed this round, or held by a running
-job that has not been visited yet (`online`, `claimed`, `held`; `avail()` = usable now). A
-running job visited with all its GPUs still online and unclaimed keeps them (`keep`, no
-needless migration). A job that needs GPUs is placed on the usable pool (`place(job,
-count_or_gpus_or_placer, batch=, gpu_type=)`); a running job changes its GPU count or batch
-size with `resize`; `preempt` stops one. If a placement fails and the policy allows it, the
+job that has not been visited yet (`online`, `claimed`, `held`; `avail()` = usable now), and
+per node the number of usable GPUs: the cluster's `node_free` at the start, kept in step by
+every claim and release, from which the walk counts its free pool and its kernel placer picks
+nodes (reading only the GPUs of the nodes it picks). A running job visited with all its GPUs
+still online and unclaimed keeps them (`keep`, no needless migration). A job that needs GPUs
+is placed on the usable pool (`place(job, count_or_gpus_or_placer, batch=, gpu_type=)`); a
+running job changes its GPU count or batch size with `resize`; `preempt` stops one. If a placement fails and the policy allows it, the
 round preempts: the policy names the victims it may take (unvisited running jobs, lowest
 priority first); the round keeps those holding usable GPUs of the job's type, takes the
 shortest prefix of that list whose GPUs make a placement possible (`_round_kernels.
@@ -104,10 +106,14 @@ class Round:
         # its own per-call pass, and the walk's first run: `walk(ran=)`) and emptied the memo
         self._w = w = ws.walk_state(c, view.jobs.num_jobs)
         self._claimed, self._held = w[14], w[15]
+        # the usable GPUs per node (online, unclaimed, not held): a copy of the cluster's
+        # counts at the start (`round_begin`), kept in step by every claim and release
+        self._nfree = w[16]
         self._memo_n = w[7]
         if begun is None:
             und = ws.take_mask(view.jobs.num_jobs)
-            n_off = RK.round_begin(owner, online, running, und, self._claimed, self._held)
+            n_off = RK.round_begin(owner, online, running, und, self._claimed, self._held, ws.node_free(c),
+                                   c.gpu_node, self._nfree)
             w[7][0] = 0
         else:
             und, n_off = begun
@@ -218,8 +224,7 @@ class Round:
         keep its batch); `keep`: it held GPUs before and is not counted as started."""
         self._memo_n[0] = 0
         gpus = np.asarray(gpus, np.int64)
-        self._claimed[gpus] = True
-        self._held[gpus] = False
+        RK.claim_gpus(gpus, self.online, self._claimed, self._held, self.c.gpu_node, self._nfree)
         self._record(j, gpus.tolist(), batch, keep)
 
     def release(self, k: int) -> None:
@@ -229,8 +234,7 @@ class Round:
             self.undecided[k] = False
             self._n_und -= 1
             self.released.append(k)
-            g = self.cur[k]
-            self._held[g[~self._claimed[g]]] = False
+            RK.release_gpus(self.cur[k], self.online, self._claimed, self._held, self.c.gpu_node, self._nfree)
 
     def preempt(self, k: int) -> None:
         """Stop running job k this round (its GPUs become usable); same as `release`."""
@@ -443,8 +447,8 @@ class Round:
             order, klass, keys, ncls, kfit = self._walk_inputs(order, klass, keys, num_classes, kernel, w[2])
             counts[3] = -1 if preempt else -2  # victim candidates: listed by the kernel's first call; -2: none
             i = RK.walk_run(order, 0, und, self._slow, klass, ncls, self.dem, self.view.jobs.gpu_type_req,
-                            self.view.jobs.alloc_count, keys, ws.memo, self.online, self.owner, w[5], kfit, blocking,
-                            w[3], w[4])
+                            self.view.jobs.alloc_count, keys, ws.memo, self.online, self.owner, w[5], w[16], kfit,
+                            blocking, w[3], w[4])
         while True:
             nrun = self.take_walk()
             if i >= n:
@@ -457,8 +461,8 @@ class Round:
                 self._walk_victims = (run_rev[:nrun].copy(), run_cls[:nrun].copy(), int(klass[i]))
             yield int(order[i])
             i = RK.walk_run(order, i + 1, und, self._slow, klass, ncls, self.dem, self.view.jobs.gpu_type_req,
-                            self.view.jobs.alloc_count, keys, ws.memo, self.online, self.owner, w[5], kfit, blocking,
-                            w[3], w[4])
+                            self.view.jobs.alloc_count, keys, ws.memo, self.online, self.owner, w[5], w[16], kfit,
+                            blocking, w[3], w[4])
 
     def take_walk(self) -> int:
         """Take the outcome of the walk kernel's last run (`walk_run`) from the workspace's

@@ -229,7 +229,8 @@ class Tiresias(BasePolicy):
         n_off, i, t = _round_kernel(
             c.gpu_owner, c.gpu_online, view.running(), active, und, float(now), jobs.submit_time, jobs.executed_s,
             jobs.attained_gpu_s, jobs.first_start, self._fstate, self._istate, self._thr, _EPS_GPU_S, self._knob,
-            self._flags[0], *wb, ws.demands(view), jobs.gpu_type_req, jobs.alloc_count, ws.memo, w[3], w[4], w[5])
+            self._flags[0], *wb, ws.demands(view), jobs.gpu_type_req, jobs.alloc_count, ws.memo, w[3], w[4], w[5],
+            ws.node_free(c), w[16])
         r = Round(view, self, begun=(und, n_off))
         n = active.shape[0]
         if i >= n:  # the kernel ran the whole walk: nothing for Python
@@ -653,12 +654,13 @@ def _aligned(shape: tuple[int, int], dtype) -> np.ndarray:
 @njit(cache=True, no_cfunc_wrapper=True)
 def _round_kernel(owner, online, running, active, undecided, now, submit, executed, attained, first_start, fstate,
                   istate, thr, eps, knob, with_keys, order, klass, keys, kernel, demand, type_req, alloc_count, memo,
-                  topo, ibuf, masks):
+                  topo, ibuf, masks, node_free, nfree):
     """The round toolkit's begin (`_round_kernels.round_begin`: the masks; `undecided` marks
     the running jobs, which `prepare` reads as holding), `prepare` with the walk inputs
     written into the first len(active) entries of `order`, `klass`, `keys`, `kernel` and
     the victim candidates into `run_rev`, `run_cls`, then the walk's first run
-    (`_round_kernels.walk_run`, the one walk, on the workspace's `masks` and `ibuf`). Where
+    (`_round_kernels.walk_run`, the one walk, on the workspace's `masks`, `ibuf` and per-node
+    counts `nfree`, which start from the cluster's `node_free`). Where
     that run finished the walk (nothing for Python), also the wake-up time (`next_jump` on
     its outcome). Returns (`round_begin`'s count, the position the walk stopped at, the
     wake-up time or inf) for `Round(begun=)` and `Round.walk(ran=)`.
@@ -673,12 +675,13 @@ def _round_kernel(owner, online, running, active, undecided, now, submit, execut
     `fstate` (float64): svc_base, exec_base, pend_base, waited; `istate` (int64):
     promotions, q, shape key × 2 + skewed, kernel placer, `next_jump`'s scratch (all 0)."""
     n_off, slow = _round_begin(owner, online, running, active, undecided, now, submit, executed, attained, first_start,
-                               fstate, istate, thr, eps, knob, with_keys, order, klass, keys, kernel, ibuf, masks)
+                               fstate, istate, thr, eps, knob, with_keys, order, klass, keys, kernel, ibuf, masks,
+                               node_free, topo[0], nfree)
     n = active.shape[0]
     start = n - n  # an int64, not the literal 0 (a literal compiles a second walk_run)
     blocking = n < 0  # False (no head-of-line blocking), not a literal, for the same reason
     i = RK.walk_run(order[:n], start, undecided, slow, klass[:n], thr.shape[0] + 1, demand, type_req, alloc_count, keys[:n],
-                    memo, online, owner, masks, kernel[:n], blocking, topo, ibuf)
+                    memo, online, owner, masks, nfree, kernel[:n], blocking, topo, ibuf)
     if i < n:
         return n_off, i, math.inf
     return n_off, i, _round_wake(undecided.shape[0], owner.shape[0], active, now, executed, attained, fstate, istate,
@@ -687,12 +690,12 @@ def _round_kernel(owner, online, running, active, undecided, now, submit, execut
 
 @njit(cache=True, no_cfunc_wrapper=True)
 def _round_begin(owner, online, running, active, undecided, now, submit, executed, attained, first_start, fstate,
-                 istate, thr, eps, knob, with_keys, order, klass, keys, kernel, ibuf, masks):
+                 istate, thr, eps, knob, with_keys, order, klass, keys, kernel, ibuf, masks, node_free, gpu_node, nfree):
     """`_round_kernel`'s first part: `round_begin`, the jobs to check one by one (`slow_jobs`),
     the memo emptied, `_prepare` with the walk inputs and victim candidates. Returns
     (`round_begin`'s count, the `slow` mask)."""
     counts, memo_n, kept, rec, rel, run_rev, run_cls, rank = RK.walk_buffers(ibuf, undecided.shape[0], owner.shape[0])
-    n_off = RK.round_begin(owner, online, running, undecided, masks[0], masks[1])
+    n_off = RK.round_begin(owner, online, running, undecided, masks[0], masks[1], node_free, gpu_node, nfree)
     slow = RK.slow_jobs(owner, online, undecided.shape[0], n_off)
     memo_n[0] = 0
     svc_base, exec_base, pend_base, waited = fstate[:, 0], fstate[:, 1], fstate[:, 2], fstate[:, 3]

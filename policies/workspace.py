@@ -58,10 +58,12 @@ class Workspace:
         """The round's arrays besides the undecided mask, built once per (cluster, number of
         jobs): (cluster, J, whether the cluster has one GPU type — where the walk kernel's
         placer applies —, that placer's topology arguments, the walk's integer buffer `ibuf`,
-        the GPU masks `masks` (claimed, held: `round_begin` fills them in place each round),
-        then views: counts, memo length, kept jobs, placement records, released jobs, victim
-        candidates, their classes, the `rank` scratch, claimed, held). Kernels take `ibuf`
-        and `masks` whole (`_round_kernels.walk_buffers`). The failed-shape memo gets room
+        the GPU masks `masks` (claimed, held: `round_begin` fills them in place each round;
+        the kernel placer's scratch pool), then views: counts, memo length, kept jobs,
+        placement records, released jobs, victim candidates, their classes, the `rank`
+        scratch, claimed, held; last the round's usable GPUs per node `nfree`, int64, which
+        `round_begin` starts from `node_free(c)`). Kernels take `ibuf` and `masks` whole
+        (`_round_kernels.walk_buffers`). The failed-shape memo gets room
         for one shape per job (the walk kernel records while it has room;
         `Round.note_failure` grows it beyond)."""
         w = self._walk
@@ -72,13 +74,22 @@ class Workspace:
             # run, loading its compiled form from numba's cache would cost ~3-4 ms for nothing
             parts = RK.walk_buffers.py_func(ibuf, n_jobs, g_n)
             parts[-1][:] = -1  # rank
-            masks = np.zeros((2, g_n), bool)
+            masks = np.zeros((3, g_n), bool)
+            nfree = np.zeros(c.node_num_gpus.shape[0], np.int64)
             w = self._walk = (c, n_jobs, len(c.gpu_type_names) <= 1, self.kernel_topo(c), ibuf, masks,
-                              *parts, masks[0], masks[1])
+                              *parts, masks[0], masks[1], nfree)
             self.memo_n = parts[1]
             if self.memo.shape[0] <= n_jobs:
                 self.memo = np.empty(n_jobs + 1, np.int64)
         return w
+
+    @staticmethod
+    def node_free(c) -> np.ndarray:
+        """The cluster's usable GPUs per node as `round_begin` takes them: the engine's counts
+        (`ClusterArrays.node_free`), or an empty array for a view built without them, whose
+        round counts them from the GPU arrays."""
+        f = c.node_free
+        return _NO_COUNTS if f is None else f
 
     def walk_defaults(self, n: int) -> tuple:
         """The walk's default inputs for n positions (`Round.walk`): classes all 0, shape keys
@@ -140,3 +151,5 @@ def demands_cached(view: ClusterView, workspace: Workspace | None = None) -> np.
 
 _NO_I64 = np.zeros(0, np.int64)
 _NO_BOOL = np.zeros(0, bool)
+_NO_COUNTS = np.zeros(0, np.int32)
+_NO_COUNTS.flags.writeable = False  # typed as the engine's read-only counts: one compiled `round_begin`

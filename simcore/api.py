@@ -68,6 +68,10 @@ class ClusterArrays:
     #: names are `node_group_names` (e.g. Aryl's training vs loaned inference servers)
     node_group: np.ndarray | None = None
     node_group_names: tuple[str, ...] = ()
+    #: (additive) usable GPUs per node (online, no owner; int32[N]), kept by the engine at each
+    #: hold, release and capacity change; None in a view built without them (the round
+    #: toolkit then counts them from `gpu_online` and `gpu_owner`)
+    node_free: np.ndarray | None = None
 
     @property
     def num_gpus(self) -> int:

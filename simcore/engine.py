@@ -147,6 +147,7 @@ class Engine(Stepping, EventHandling, NodeChanges, PolicyView, Applying, Recordi
         if capacity_plan is not None:  # nodes a load series gives inference first are not ours yet
             t = cluster.topology
             capacity_plan.take_offline(cluster.gpu_online, np.asarray(t.node_first_gpu), np.asarray(t.node_num_gpus))
+            cluster.recount_free()
         self.jobs, self.cluster, self.perf, self.policy, self.costs = jobs, cluster, perf, policy, costs
         self.eff = efficiency or goodput or ConstantEfficiency()
         self.goodput = goodput  # simcore.goodput.GoodputModel (epoch ends refresh efficiency) or None

@@ -102,9 +102,7 @@ class Applying:
         kept as the engine's own object when it says exactly that (GPUs ascending, batch
         None), so the policy can hand back the very object next time."""
         g = tuple(gpus.tolist())
-        owner = self.cluster.gpu_owner
-        for x in g:  # a few scalar stores beat one fancy-index store on short arrays
-            owner[x] = j
+        self.cluster.hold(j, g)
         self._alloc[j] = gpus
         self._alloc_t[j] = g
         obj = a if type(a) is Allocation and a.batch_size is None and a.gpus == g else Allocation(g)
@@ -120,9 +118,7 @@ class Applying:
         gpus = self._alloc.pop(j, None)
         if gpus is None:
             return
-        owner = self.cluster.gpu_owner
-        for x in self._alloc_t.pop(j):
-            owner[x] = -1
+        self.cluster.release(self._alloc_t.pop(j))
         del self._current[j]
         self._restarting.discard(j)
         self._held_remove(j)
@@ -155,3 +151,5 @@ class Applying:
             raise AssertionError(f"gpu_owner out of sync with allocations at t={self.now}")
         if self._busy != int((owner >= 0).sum()):
             raise AssertionError(f"busy count {self._busy} != {(owner >= 0).sum()} at t={self.now}")
+        if not np.array_equal(self.cluster.node_free, self.cluster.free_recount()):
+            raise AssertionError(f"per-node usable GPU counts out of sync at t={self.now}")

@@ -31,7 +31,7 @@ class NodeChanges:
             owners = sorted({int(o) for o in self.cluster.gpu_owner[gpus] if o >= 0})
             for j in owners:  # forced preemption: the node's jobs lose all their GPUs
                 self._preempt(j, t, action="evicted")
-        self.cluster.gpu_online[gpus] = online
+        self.cluster.set_online(gpus, online)
         self._changed = True
         self._online += int(online) * int((~was).sum()) - int(not online) * int(was.sum())
 

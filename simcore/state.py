@@ -138,16 +138,65 @@ STATIC_COLUMNS = frozenset(("job_id", "submit_time", "num_gpus", "min_gpus", "ma
 
 @dataclass
 class ClusterState:
-    """Static topology arrays plus occupancy (`gpu_owner`) and availability (`gpu_online`)."""
+    """Static topology arrays plus occupancy (`gpu_owner`) and availability (`gpu_online`).
+
+    `node_free[n]` counts node n's usable GPUs (online and without an owner). A node has one
+    GPU type, so this is also the node's usable count of its type. The engine changes owners
+    and online flags only through `hold`, `release` and `set_online`, which keep the counts
+    in step at a cost of the GPUs they touch, so nothing has to pass over all GPUs to learn
+    how many each node has free; `recount_free` recomputes them from the GPU arrays (after
+    the GPU arrays were written directly, e.g. nodes taken offline before the run)."""
 
     topology: Any
     gpu_owner: np.ndarray  # int32[G], -1 free
     gpu_online: np.ndarray  # bool[G]
+    node_free: np.ndarray | None = None  # int32[N], usable GPUs per node; computed when not given
+    #: each GPU's node as Python ints (a list lookup per GPU is cheaper than a numpy scalar)
+    _node_of: list = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        self._node_of = np.asarray(self.topology.gpu_node).tolist()
+        if self.node_free is None:
+            self.node_free = np.zeros(np.asarray(self.topology.node_num_gpus).shape[0], np.int32)
+            self.recount_free()
 
     @classmethod
     def from_topology(cls, topology: Any) -> "ClusterState":
         g = int(np.asarray(topology.gpu_node).shape[0])
         return cls(topology, np.full(g, -1, np.int32), np.ones(g, bool))
+
+    def free_recount(self) -> np.ndarray:
+        """Usable GPUs per node counted from `gpu_owner` and `gpu_online` (one pass over all GPUs)."""
+        usable = self.gpu_online & (self.gpu_owner < 0)
+        n = self.node_free.shape[0]
+        return np.bincount(np.asarray(self.topology.gpu_node)[usable], minlength=n).astype(np.int32)
+
+    def recount_free(self) -> None:
+        """Set `node_free` from the GPU arrays."""
+        self.node_free[:] = self.free_recount()
+
+    def hold(self, j: int, gpus: tuple[int, ...]) -> None:
+        """Job j takes `gpus` (free, online)."""
+        owner, node, free = self.gpu_owner, self._node_of, self.node_free
+        for x in gpus:  # a few scalar stores beat one fancy-index store on short arrays
+            owner[x] = j
+            free[node[x]] -= 1
+
+    def release(self, gpus: tuple[int, ...]) -> None:
+        """The owner of `gpus` lets them go; those online become usable again."""
+        owner, online, node, free = self.gpu_owner, self.gpu_online, self._node_of, self.node_free
+        for x in gpus:
+            owner[x] = -1
+            if online[x]:
+                free[node[x]] += 1
+
+    def set_online(self, gpus: np.ndarray, online: bool) -> None:
+        """Bring `gpus` into the cluster (`online`) or take them out; owners are unchanged."""
+        usable = self.gpu_online[gpus] & (self.gpu_owner[gpus] < 0)
+        self.gpu_online[gpus] = online
+        now = self.gpu_online[gpus] & (self.gpu_owner[gpus] < 0)
+        np.add.at(self.node_free, np.asarray(self.topology.gpu_node)[gpus],
+                  now.astype(np.int32) - usable.astype(np.int32))
 
     @property
     def num_gpus(self) -> int:
@@ -171,6 +220,7 @@ class ClusterState:
             gpu_type_mem_gb=read_only(np.asarray(t.gpu_type_mem_gb, np.float64)),
             gpu_online=read_only(self.gpu_online),
             gpu_owner=read_only(self.gpu_owner),
+            node_free=read_only(self.node_free),
             **_node_groups(t),
         )
 

@@ -1,6 +1,6 @@
 """The round kernels give exactly what the plain formulations they replace give.
 
-The walk kernel's placer (`_round_kernels._kfit`) against `placement.place(strategy="consolidate")`;
+The walk kernel's placers (`_round_kernels._kfit` on per-node counts, `_kfit_mask` on a mask) against `placement.place(strategy="consolidate")`;
 `preempt_plan` / `hit_victims` against the NumPy arithmetic of a preemption attempt (per-GPU
 victim ranks, cumsum, searchsorted, pool, unique hit ranks); `prefix_next`'s search against the
 plain binary search it encodes; Tiresias' `walk_inputs` against NumPy expressions; `prepare`
@@ -24,14 +24,22 @@ G = 24
 
 
 @settings(max_examples=150, deadline=None)
-@given(st.lists(st.booleans(), min_size=G, max_size=G), st.integers(-1, 30), st.integers(-1, 1))
-def test_kernel_placer_equals_place(free, demand, req):
-    avail = np.array(free, bool)
-    got = K._kfit(avail, req, demand, Workspace().kernel_topo(CLUSTER))
+@given(st.lists(st.tuples(st.booleans(), st.booleans(), st.booleans()), min_size=G, max_size=G),
+       st.lists(st.booleans(), min_size=G, max_size=G), st.integers(-1, 30), st.integers(-1, 1))
+def test_kernel_placer_equals_place(flags, scratch, demand, req):
+    """Both kernel placers give `placement.place`'s consolidate: on the round's per-node
+    counts and masks (`_kfit`, whatever its scratch pool held before) and on a mask
+    (`_kfit_mask`)."""
+    online, claimed, held = (np.array(x, bool) for x in zip(*flags))
+    avail = online & ~claimed & ~held
+    nfree = np.bincount(CLUSTER.gpu_node[avail], minlength=CLUSTER.node_num_gpus.shape[0]).astype(np.int64)
+    topo = Workspace().kernel_topo(CLUSTER)
     ref = P.place(CLUSTER, avail, demand, gpu_type=req, strategy="consolidate")
-    assert (got.size == 0) == (ref is None)
-    if ref is not None:
-        assert got.tolist() == ref.tolist()
+    for got in (K._kfit(nfree, online, claimed, held, np.array(scratch, bool), req, demand, topo),
+                K._kfit_mask(avail, req, demand, topo)):
+        assert (got.size == 0) == (ref is None)
+        if ref is not None:
+            assert got.tolist() == ref.tolist()
 
 
 def _reference_search(feasible, lo, n_all):

@@ -19,10 +19,14 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
+# cosim before numpy: importing it sets one OpenBLAS thread before numpy loads OpenBLAS
+# (cosim/__init__.py). Training's result depends on the summation order of its matrix products:
+# with two threads the same options give another curve from the second policy-gradient step on.
+from cosim.errors import CosimError, InputError  # noqa: I001
+
 import numpy as np
 import pandas as pd
 
-from cosim.errors import CosimError, InputError
 from experiments.runner import RunConfig, real_backends, run
 from policies.drl.net import Net
 from policies.drl.policy import DEFAULT_WEIGHTS, Drl

@@ -301,6 +301,7 @@ def _reference_ftf(tput, sf, num, a, c, max_iter=30):
 @example(411, True, False)
 @example(411, False, True)
 @example(411, True, True)
+@example(8636, True, False)  # the past-dominated bound is not reachable: ρ is 2e-6 above it
 def test_ftf_dinkelbach_keeps_the_reference_optimum(seed, past_dominates, some_done):
     """The Dinkelbach LPs in one kept HiGHS model (scaled rows, restarts from the last basis,
     no presolve, devex pricing) with the stop at the lower bound max_j (a_j + c_j) reach the
@@ -340,9 +341,12 @@ def test_ftf_dinkelbach_keeps_the_reference_optimum(seed, past_dominates, some_d
     assert np.max((a + c / np.maximum(u, 1e-9))[live]) == pytest.approx(obj, rel=1e-12)
     lower = float(np.max((a + c)[live]))
     assert obj >= lower * (1 - 1e-7)
-    if past_dominates and live[0] and c[0] > 0:
-        # the certificate ends the loop once an LP's ρ is within 1e-7 of this bound; HiGHS' own 1e-7
-        # tolerances can leave the first LP's ρ a few 1e-7 above it, and then at most two more LPs end it
+    if past_dominates and live[0] and c[0] > 0 and ref <= lower * (1 + 1e-6):
+        # where the bound is the optimum (the reference reaches it), the certificate ends the loop once
+        # an LP's ρ is within 1e-7 of it; HiGHS' own 1e-7 tolerances can leave the first LP's ρ a few
+        # 1e-7 above it, and then at most two more LPs end it. The bound is not always the optimum:
+        # with seed 8636 the dominating job needs all 8 GPUs of the only type that other jobs can use,
+        # so both solvers give it 0.997 of its best rate and ρ ends 2e-6 above the bound
         assert obj == pytest.approx(lower, rel=1e-6) and it <= 3
 
 

@@ -18,7 +18,8 @@ from numba import njit
 
 from cosim.nsort import argsort_stable
 
-from policies import _round_kernels as RK
+from policies import _round_state_kernels as RS
+from policies import _walk_kernels as WK
 from policies.base import BasePolicy, Round
 from policies import placement as P
 from policies.config import PlacedConfig, param
@@ -260,7 +261,7 @@ class Tiresias(BasePolicy):
         self._flags = (self.placement_is_deterministic(view, self.config.placement),
                        self.config.placement == "consolidate")
         skew = self._is_skewed(view)
-        self._istate[:, 2] = RK.shape_key(self.workspace.demands(view), jobs.gpu_type_req.astype(np.int64)) * 2 + skew
+        self._istate[:, 2] = RS.shape_key(self.workspace.demands(view), jobs.gpu_type_req.astype(np.int64)) * 2 + skew
         self._istate[:, 3] = (self._flags[1] and one_type) & ~skew
 
     def _decide_by_count(self, view: ClusterView, now: float) -> Decision:
@@ -613,7 +614,7 @@ def walk_inputs(order, q, demand, type_req, skewed, num_queues, with_keys, conso
     rows = np.zeros((J, 4), np.int64)
     for j in range(J):
         rows[j, 1] = q[j]
-        rows[j, 2] = RK.shape_key(np.int64(demand[j]), np.int64(type_req[j])) * 2 + np.int64(skewed[j])
+        rows[j, 2] = RS.shape_key(np.int64(demand[j]), np.int64(type_req[j])) * 2 + np.int64(skewed[j])
         rows[j, 3] = consolidate and not skewed[j]
     klass = np.empty(n, np.int64)
     keys = np.empty(n, np.int64)
@@ -655,11 +656,11 @@ def _aligned(shape: tuple[int, int], dtype) -> np.ndarray:
 def _round_kernel(owner, online, running, active, undecided, now, submit, executed, attained, first_start, fstate,
                   istate, thr, eps, knob, with_keys, order, klass, keys, kernel, demand, type_req, alloc_count, memo,
                   topo, ibuf, masks, node_free, nfree):
-    """The round toolkit's begin (`_round_kernels.round_begin`: the masks; `undecided` marks
+    """The round toolkit's begin (`_round_state_kernels.round_begin`: the masks; `undecided` marks
     the running jobs, which `prepare` reads as holding), `prepare` with the walk inputs
     written into the first len(active) entries of `order`, `klass`, `keys`, `kernel` and
     the victim candidates into `run_rev`, `run_cls`, then the walk's first run
-    (`_round_kernels.walk_run`, the one walk, on the workspace's `masks`, `ibuf` and per-node
+    (`_walk_kernels.walk_run`, the one walk, on the workspace's `masks`, `ibuf` and per-node
     counts `nfree`, which start from the cluster's `node_free`). Where
     that run finished the walk (nothing for Python), also the wake-up time (`next_jump` on
     its outcome). Returns (`round_begin`'s count, the position the walk stopped at, the
@@ -680,7 +681,7 @@ def _round_kernel(owner, online, running, active, undecided, now, submit, execut
     n = active.shape[0]
     start = n - n  # an int64, not the literal 0 (a literal compiles a second walk_run)
     blocking = n < 0  # False (no head-of-line blocking), not a literal, for the same reason
-    i = RK.walk_run(order[:n], start, undecided, slow, klass[:n], thr.shape[0] + 1, demand, type_req, alloc_count, keys[:n],
+    i = WK.walk_run(order[:n], start, undecided, slow, klass[:n], thr.shape[0] + 1, demand, type_req, alloc_count, keys[:n],
                     memo, online, owner, masks, nfree, kernel[:n], blocking, topo, ibuf)
     if i < n:
         return n_off, i, math.inf
@@ -694,9 +695,9 @@ def _round_begin(owner, online, running, active, undecided, now, submit, execute
     """`_round_kernel`'s first part: `round_begin`, the jobs to check one by one (`slow_jobs`),
     the memo emptied, `_prepare` with the walk inputs and victim candidates. Returns
     (`round_begin`'s count, the `slow` mask)."""
-    counts, memo_n, kept, rec, rel, run_rev, run_cls, rank = RK.walk_buffers(ibuf, undecided.shape[0], owner.shape[0])
-    n_off = RK.round_begin(owner, online, running, undecided, masks[0], masks[1], node_free, gpu_node, nfree)
-    slow = RK.slow_jobs(owner, online, undecided.shape[0], n_off)
+    counts, memo_n, kept, rec, rel, run_rev, run_cls, rank = WK.walk_buffers(ibuf, undecided.shape[0], owner.shape[0])
+    n_off = RS.round_begin(owner, online, running, undecided, masks[0], masks[1], node_free, gpu_node, nfree)
+    slow = RS.slow_jobs(owner, online, undecided.shape[0], n_off)
     memo_n[0] = 0
     svc_base, exec_base, pend_base, waited = fstate[:, 0], fstate[:, 1], fstate[:, 2], fstate[:, 3]
     promotions, q = istate[:, 0], istate[:, 1]
@@ -711,7 +712,7 @@ def _round_wake(n_jobs, n_gpus, active, now, executed, attained, fstate, istate,
     """`_round_kernel`'s last part, after a walk that needed no Python: the wake-up time
     (`next_jump`) of the jobs that run after the call — the walk's placements (records: job,
     GPU count, ids) and the jobs it kept."""
-    counts, memo_n, kept, rec, rel, run_rev, run_cls, rank = RK.walk_buffers(ibuf, n_jobs, n_gpus)
+    counts, memo_n, kept, rec, rel, run_rev, run_cls, rank = WK.walk_buffers(ibuf, n_jobs, n_gpus)
     svc_base, exec_base, pend_base, waited = fstate[:, 0], fstate[:, 1], fstate[:, 2], fstate[:, 3]
     q, scratch = istate[:, 1], istate[:, 4]
     nrec = counts[1]

@@ -14,9 +14,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from policies import _preempt_kernels as PK
+from policies import _tiresias_kernels as TK
 from policies import _walk_kernels as WK
 from policies import placement as P
-from policies import tiresias as TK
 from policies.base import Workspace, shape_key
 from tests.policies.conftest import build_arrays
 

@@ -161,7 +161,8 @@ _UNITS = {"collectives.shape": "costs", "collectives.algorithms": "costs", "coll
           "collectives.contention": "contention", "collectives.contention_dutycycle": "contention",
           "collectives.contention_exact": "contention", "collectives.contention_groups": "groups",
           "simcore.kernels": "engine", "simcore.gps": "gps",
-          "policies._kernels": "placement", "policies._round_kernels": "walk", "policies.tiresias": "tiresias"}
+          "policies._kernels": "placement", "policies._round_state_kernels": "walk",
+          "policies._preempt_kernels": "walk", "policies._walk_kernels": "walk", "policies._tiresias_kernels": "tiresias"}
 #: units that call another unit's kernels, compiled after it (then they load those from the cache):
 #: the walk kernel places with `consolidate_gpus`, Tiresias' round kernel runs the walk kernel
 _AFTER = {"walk": ("placement",), "tiresias": ("placement", "walk")}

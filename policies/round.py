@@ -14,13 +14,13 @@ is placed on the usable pool (`place(job, count_or_gpus_or_placer, batch=, gpu_t
 running job changes its GPU count or batch size with `resize`; `preempt` stops one. If a placement fails and the policy allows it, the
 round preempts: the policy names the victims it may take (unvisited running jobs, lowest
 priority first); the round keeps those holding usable GPUs of the job's type, takes the
-shortest prefix of that list whose GPUs make a placement possible (`_round_kernels.
+shortest prefix of that list whose GPUs make a placement possible (`_preempt_kernels.
 preempt_plan` by GPU count, then `prefix_next`'s search), and preempts only the victims whose
 GPUs the placement uses. A preempted job is visited later like any queued job.
 
-The walk (`Round.walk`): policies that visit jobs in priority order ("for j in order: keep
+The walk (`Round.walk`, from `policies.round_walk`): policies that visit jobs in priority order ("for j in order: keep
 it if it runs, else place it, preempting jobs of a strictly higher class") call it, and it
-does that in one numba kernel (`_round_kernels.walk_run`) wherever the job's placer is the
+does that in one numba kernel (`_walk_kernels.walk_run`) wherever the job's placer is the
 kernel one (`consolidate` on a one-type cluster), keeping running jobs in bulk and passing
 over jobs that cannot be placed (a shape that just failed on the same pool, or fewer free
 plus preemptible GPUs than the job needs); it hands back to Python only the jobs that need
@@ -42,8 +42,10 @@ from typing import TYPE_CHECKING, Callable
 
 import numpy as np
 
-from policies import _round_kernels as RK
+from policies import _preempt_kernels as PK
+from policies import _round_state_kernels as RS
 from policies import placement as P
+from policies.round_walk import _NO_INT, RoundWalk, _new
 from policies.workspace import Workspace
 from simcore.api import Allocation, ClusterView, Decision
 
@@ -68,7 +70,7 @@ class _Cur(dict):
         return g
 
 
-class Round:
+class Round(RoundWalk):
     """One scheduling call's state and its operations (see the module docstring).
 
     `Round(view, policy=None, demand=None)`: with a policy, its workspace, placement strategy
@@ -112,13 +114,13 @@ class Round:
         self._memo_n = w[7]
         if begun is None:
             und = ws.take_mask(view.jobs.num_jobs)
-            n_off = RK.round_begin(owner, online, running, und, self._claimed, self._held, ws.node_free(c),
+            n_off = RS.round_begin(owner, online, running, und, self._claimed, self._held, ws.node_free(c),
                                    c.gpu_node, self._nfree)
             w[7][0] = 0
         else:
             und, n_off = begun
         # running jobs kept one by one (a GPU offline); empty: none
-        self._slow = RK.slow_jobs(owner, online, und.shape[0], n_off) if n_off else _NO_BOOL
+        self._slow = RS.slow_jobs(owner, online, und.shape[0], n_off) if n_off else _NO_BOOL
         self.undecided = und  # handed back by `decision`
         self._n_und = running.shape[0]  # running jobs still undecided (all leave it by keep or release)
         self.dem = ws.demands(view) if demand is None else np.asarray(demand, np.int64)
@@ -140,8 +142,6 @@ class Round:
     _running_set: set[int] | None = None  # `running`, built on first use
     _cur: "_Cur | None" = None  # `cur`, built on first use
     _returned = False  # undecided mask handed back (`decision`)
-    _walk_key = -1  # shape of the job `walk` yielded last
-    _walk_victims: tuple | None = None  # (candidates, their classes, the job's class)
 
     # -- reading the state -----------------------------------------------------------
     @property
@@ -182,13 +182,13 @@ class Round:
             if self._pending:
                 ks.append(np.asarray(self._pending, np.int64))
             ks = ks[0] if len(ks) == 1 else np.concatenate(ks)
-            RK.claim_kept(self._held, self._claimed, self.owner, self._ws.mark(self.view.jobs.num_jobs), ks)
+            RS.claim_kept(self._held, self._claimed, self.owner, self._ws.mark(self.view.jobs.num_jobs), ks)
             self._pending.clear()
             self._pending_arr = []
 
     def avail(self) -> np.ndarray:
         """GPUs a placement may take now: online, unclaimed, not held."""
-        return RK.usable_mask(self.online, self._claimed, self._held)
+        return RS.usable_mask(self.online, self._claimed, self._held)
 
     # -- the failed-shape memo ---------------------------------------------------------
     def failed_before(self, key: int) -> bool:
@@ -199,7 +199,7 @@ class Round:
         (see `BasePolicy.placement_is_deterministic`); the caller records failures with
         `note_failure` (`walk` callers: `walk_failed`). Any claim or release forgets them.
         """
-        return bool(RK.memo_has(self._ws.memo, self._memo_n[0], int(key)))
+        return bool(RS.memo_has(self._ws.memo, self._memo_n[0], int(key)))
 
     def note_failure(self, key: int) -> None:
         ws = self._ws
@@ -224,7 +224,7 @@ class Round:
         keep its batch); `keep`: it held GPUs before and is not counted as started."""
         self._memo_n[0] = 0
         gpus = np.asarray(gpus, np.int64)
-        RK.claim_gpus(gpus, self.online, self._claimed, self._held, self.c.gpu_node, self._nfree)
+        RS.claim_gpus(gpus, self.online, self._claimed, self._held, self.c.gpu_node, self._nfree)
         self._record(j, gpus.tolist(), batch, keep)
 
     def release(self, k: int) -> None:
@@ -234,7 +234,7 @@ class Round:
             self.undecided[k] = False
             self._n_und -= 1
             self.released.append(k)
-            RK.release_gpus(self.cur[k], self.online, self._claimed, self._held, self.c.gpu_node, self._nfree)
+            RS.release_gpus(self.cur[k], self.online, self._claimed, self._held, self.c.gpu_node, self._nfree)
 
     def preempt(self, k: int) -> None:
         """Stop running job k this round (its GPUs become usable); same as `release`."""
@@ -380,160 +380,23 @@ class Round:
         req = int(self.view.jobs.gpu_type_req[j]) if gpu_type is None else int(gpu_type)
         # candidates, each GPU's owner rank among them, the fewest victims by GPU count (`lo`;
         # 0: not enough even preempting every candidate): one numba call
-        cand, vr, lo, _ = RK.preempt_plan(self.owner, self.online, self._claimed, self._held, self.c.gpu_type, req,
+        cand, vr, lo, _ = PK.preempt_plan(self.owner, self.online, self._claimed, self._held, self.c.gpu_type, req,
                                           self.undecided, self.view.jobs.alloc_count,
                                           np.asarray(victims_fn(), np.int64), j, n,
                                           self._w[13])
         if lo == 0:
             return None
-        st = RK.prefix_start(lo, cand.size)
-        m = RK.prefix_next(st, False)
+        st = PK.prefix_start(lo, cand.size)
+        m = PK.prefix_next(st, False)
         gpus = None
         while m >= 0:  # the shortest prefix of victims with a feasible placement
-            gpus = placer(j, RK.pool_mask(self.online, self._claimed, self._held, vr, m))
-            m = RK.prefix_next(st, gpus is not None)
-        if m == RK.PREFIX_FAIL:
+            gpus = placer(j, RS.pool_mask(self.online, self._claimed, self._held, vr, m))
+            m = PK.prefix_next(st, gpus is not None)
+        if m == PK.PREFIX_FAIL:
             return None
-        for k in RK.hit_victims(vr, np.asarray(gpus, np.int64), st[4], cand).tolist():
+        for k in PK.hit_victims(vr, np.asarray(gpus, np.int64), st[4], cand).tolist():
             self.release(k)
         return gpus
-
-    # -- the walk ------------------------------------------------------------------------
-    def walk(self, order: np.ndarray, klass: np.ndarray | None = None, keys: np.ndarray | None = None,
-             num_classes: int | None = None, kernel: np.ndarray | bool = False, preempt: bool = False,
-             ran: int = -1, blocking: bool = False):
-        """Walk `order` (all jobs of the round in priority order) doing "for j in order: keep j
-        if it runs, else place it (preempting, with `preempt`, running jobs of a strictly
-        higher class, lowest priority first)", yielding the jobs Python must handle; the
-        caller `keep`s or places each (with `victims=r.victims`) before the walk goes on.
-
-        The scan is one numba kernel (`_round_kernels.walk_run`): it keeps running jobs as they
-        are (all but the `slow` ones), passes over every job that holds nothing and cannot be
-        placed now — its shape (`keys`, one int per position, or None) already failed on this
-        pool (a failed attempt of a yielded job is reported with `walk_failed`), or the free
-        GPUs plus all GPUs of the running jobs it may preempt are fewer than it needs — and
-        places the jobs whose placer is the kernel one (`kernel`: per position, or for all;
-        only honoured on a one-type cluster, where it means `consolidate` with no veto or tier
-        cap), preempting as above. `klass[i]` is the preemption class of position i (default
-        all zeros: no victims); `num_classes` (optional) an upper bound on `klass` + 1. Both
-        skips are exact: the count bound is checked first by every placement and preemption
-        attempt (before any random draw). So the walk costs Python time per job that needs
-        Python only.
-
-        `blocking` (head-of-line blocking, FIFO's rule): the first job that holds nothing and
-        is passed over or not placed ends the walk; a caller whose yielded job is not placed
-        stops iterating (no later job starts).
-
-        `ran` (≥ 0): the caller's kernel, which began this round (`Round(begun=)`), already ran
-        `walk_run` from position 0 on this round's arrays and the workspace's `walk_state`
-        buffers, with these very inputs (int64 `order`, `klass`, `keys`; a bool `kernel` array
-        already cleared off a one-type cluster; `num_classes` given; the memo emptied; with
-        `preempt`, the victim candidates — the undecided jobs of `order` from the last position
-        to the first, with their classes — written to buffers 8 and 9 and their number to
-        `counts[3]`, as the walk kernel's first call would), and it returned `ran`: the walk
-        takes its outcome instead of making that call. The same kernel, run from the policy's
-        own per-call kernel (Tiresias), so a round that Python need not see costs one dispatch.
-        """
-        n = order.shape[0]
-        if n == 0:
-            return
-        und = self.undecided
-        ws = self._ws
-        w = self._w
-        counts, run_rev, run_cls = w[6], w[11], w[12]
-        if ran >= 0:
-            i = ran
-        else:
-            order, klass, keys, ncls, kfit = self._walk_inputs(order, klass, keys, num_classes, kernel, w[2])
-            counts[3] = -1 if preempt else -2  # victim candidates: listed by the kernel's first call; -2: none
-            i = RK.walk_run(order, 0, und, self._slow, klass, ncls, self.dem, self.view.jobs.gpu_type_req,
-                            self.view.jobs.alloc_count, keys, ws.memo, self.online, self.owner, w[5], w[16], kfit,
-                            blocking, w[3], w[4])
-        while True:
-            nrun = self.take_walk()
-            if i >= n:
-                return
-            if ran >= 0:  # the later runs take the inputs as `walk_run` needs them
-                order, klass, keys, ncls, kfit = self._walk_inputs(order, klass, keys, num_classes, kernel, w[2])
-                ran = -1
-            self._walk_key = int(keys[i])
-            if preempt:
-                self._walk_victims = (run_rev[:nrun].copy(), run_cls[:nrun].copy(), int(klass[i]))
-            yield int(order[i])
-            i = RK.walk_run(order, i + 1, und, self._slow, klass, ncls, self.dem, self.view.jobs.gpu_type_req,
-                            self.view.jobs.alloc_count, keys, ws.memo, self.online, self.owner, w[5], w[16], kfit,
-                            blocking, w[3], w[4])
-
-    def take_walk(self) -> int:
-        """Take the outcome of the walk kernel's last run (`walk_run`) from the workspace's
-        buffers: its kept jobs, placements and preempted jobs; returns the number of victim
-        candidates. `walk` calls it after each run; a policy whose own kernel ran the whole
-        walk (`walk(ran=)` with nothing left for Python) may call it instead of `walk`."""
-        w = self._w
-        nk, nrec, nrel, nrun = w[6].tolist()
-        self._n_und -= nk + nrel
-        if nk:
-            ks = w[8][:nk].copy()
-            self._kept.append(ks)
-            self._pending_arr.append(ks)
-        if nrec:  # the kernel's placements (`_record` of a started job, batch kept), inlined
-            rl = w[9][:nrec].tolist()
-            cur, alloc, alloc_n, started = self._current, self.alloc, self._alloc_n, self.started
-            x = 0
-            while x < nrec:
-                j = rl[x]
-                m = rl[x + 1]
-                e = x + 2 + m
-                g = tuple(rl[x + 2:e])
-                a = cur.get(j)
-                if a is None or a.gpus != g:
-                    a = _new(Allocation)  # `Allocation(g)` (ints already) without its __post_init__
-                    a.__dict__.update(gpus=g, batch_size=None)
-                alloc[j] = a
-                alloc_n[j] = m
-                started.append(j)
-                x = e
-        if nrel:
-            self.released.extend(w[10][:nrel].tolist())
-        return nrun
-
-    def _walk_inputs(self, order, klass, keys, num_classes, kernel, one_type: bool) -> tuple:
-        """`walk`'s inputs as `walk_run` takes them: int64 order, classes and shape keys (-1:
-        none), the number of classes, and the per-position kernel-placer mask (all False off
-        a one-type cluster). Inputs left at their defaults are slices of the workspace's
-        constant arrays (`Workspace.walk_defaults`: the kernel only reads them)."""
-        n = order.shape[0]
-        order = _i64(order)
-        zeros, none, no, yes = self._ws.walk_defaults(n)
-        if klass is None:
-            klass = zeros
-            ncls = 1
-        else:
-            klass = _i64(klass)
-            ncls = int(klass.max()) + 1 if num_classes is None else int(num_classes)
-        keys = none if keys is None else _i64(keys)
-        if kernel is False or not one_type:
-            kfit = no
-        elif kernel is True or type(kernel) is np.bool_:
-            kfit = yes
-        elif kernel.dtype == np.bool_ and kernel.flags.c_contiguous:
-            kfit = kernel
-        else:
-            kfit = np.ascontiguousarray(kernel, bool)
-        return order, klass, keys, ncls, kfit
-
-    def victims(self) -> np.ndarray:
-        """The victims of the job `walk` just yielded (running at the round's start, of a
-        strictly higher class, lowest priority first); empty for a walk without `preempt`."""
-        if self._walk_victims is None:
-            return _NO_INT
-        rev, cls, c = self._walk_victims
-        return rev[cls > c]
-
-    def walk_failed(self) -> None:
-        """The job `walk` just yielded found no placement: skip its shape until the pool grows."""
-        if self._walk_key >= 0:
-            self.note_failure(self._walk_key)
 
     # -- the outcome -------------------------------------------------------------------
     def kept_jobs(self) -> np.ndarray:
@@ -591,14 +454,5 @@ class Round:
         return Decision(allocations=allocs, wake_at=wake_at, quiet_until=quiet_until)
 
 
-def _i64(a) -> np.ndarray:
-    """`a` as a contiguous int64 array (itself when it is one already: no call per walk)."""
-    if type(a) is np.ndarray and a.dtype == np.int64 and a.flags.c_contiguous:
-        return a
-    return np.ascontiguousarray(a, np.int64)
-
-
-_new = object.__new__
 _NO_BOOL = np.zeros(0, bool)
-_NO_INT = np.zeros(0, np.int64)
 _STOP = Allocation(())  # in a changes-only decision: the job stops (is preempted)

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from policies import _round_kernels as RK
+from policies import _round_state_kernels as RS
+from policies import _walk_kernels as WK
 from policies import placement as P
 from simcore.api import ClusterView
 
@@ -21,11 +22,11 @@ def demands(view: ClusterView) -> np.ndarray:
 
 def shape_key(demand, gpu_type_req):
     """The failed-shape memo key of a (GPU count, required type) pair, for ints or int arrays
-    (`Round.failed_before`): `_round_kernels.shape_key`, the one encoding, which the walk
+    (`Round.failed_before`): `_round_state_kernels.shape_key`, the one encoding, which the walk
     kernel and Tiresias' walk inputs use too."""
     if isinstance(demand, np.ndarray) or isinstance(gpu_type_req, np.ndarray):
-        return RK.shape_key(np.asarray(demand, np.int64), np.asarray(gpu_type_req, np.int64))
-    return int(RK.shape_key(int(demand), int(gpu_type_req)))
+        return RS.shape_key(np.asarray(demand, np.int64), np.asarray(gpu_type_req, np.int64))
+    return int(RS.shape_key(int(demand), int(gpu_type_req)))
 
 
 class Workspace:
@@ -63,16 +64,16 @@ class Workspace:
         placement records, released jobs, victim candidates, their classes, the `rank`
         scratch, claimed, held; last the round's usable GPUs per node `nfree`, int64, which
         `round_begin` starts from `node_free(c)`). Kernels take `ibuf` and `masks` whole
-        (`_round_kernels.walk_buffers`). The failed-shape memo gets room
+        (`_walk_kernels.walk_buffers`). The failed-shape memo gets room
         for one shape per job (the walk kernel records while it has room;
         `Round.note_failure` grows it beyond)."""
         w = self._walk
         if w is None or w[0] is not c or w[1] != n_jobs:
             g_n = c.num_gpus
-            ibuf = np.zeros(RK.walk_buffer_size(n_jobs, g_n), np.int64)
+            ibuf = np.zeros(WK.walk_buffer_size(n_jobs, g_n), np.int64)
             # the kernels' own layout function, run as Python (slices: the same views): once per
             # run, loading its compiled form from numba's cache would cost ~3-4 ms for nothing
-            parts = RK.walk_buffers.py_func(ibuf, n_jobs, g_n)
+            parts = WK.walk_buffers.py_func(ibuf, n_jobs, g_n)
             parts[-1][:] = -1  # rank
             masks = np.zeros((3, g_n), bool)
             nfree = np.zeros(c.node_num_gpus.shape[0], np.int64)

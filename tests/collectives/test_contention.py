@@ -267,7 +267,7 @@ def test_unknown_option_names_valid_ones():
 
 
 def test_options_object_and_keyword_overrides_agree():
-    from collectives.contention import ContentionOptions
+    from collectives.contention_options import ContentionOptions
 
     args = one_link_pair(1.0, 1.0, 1.0)
     a = solve(*args, options=ContentionOptions(offsets="zero"), cache=None)

@@ -1,6 +1,6 @@
 """The round kernels give exactly what the plain formulations they replace give.
 
-The walk kernel's placers (`_round_kernels._kfit` on per-node counts, `_kfit_mask` on a mask) against `placement.place(strategy="consolidate")`;
+The walk kernel's placers (`_walk_kernels._kfit` on per-node counts, `_kfit_mask` on a mask) against `placement.place(strategy="consolidate")`;
 `preempt_plan` / `hit_victims` against the NumPy arithmetic of a preemption attempt (per-GPU
 victim ranks, cumsum, searchsorted, pool, unique hit ranks); `prefix_next`'s search against the
 plain binary search it encodes; Tiresias' `walk_inputs` against NumPy expressions; `prepare`
@@ -13,9 +13,10 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from policies import _round_kernels as K
+from policies import _preempt_kernels as PK
+from policies import _tiresias_kernels as TK
+from policies import _walk_kernels as WK
 from policies import placement as P
-from policies import tiresias as TK
 from policies.base import Workspace, shape_key
 from tests.policies.conftest import build_arrays
 
@@ -35,8 +36,8 @@ def test_kernel_placer_equals_place(flags, scratch, demand, req):
     nfree = np.bincount(CLUSTER.gpu_node[avail], minlength=CLUSTER.node_num_gpus.shape[0]).astype(np.int64)
     topo = Workspace().kernel_topo(CLUSTER)
     ref = P.place(CLUSTER, avail, demand, gpu_type=req, strategy="consolidate")
-    for got in (K._kfit(nfree, online, claimed, held, np.array(scratch, bool), req, demand, topo),
-                K._kfit_mask(avail, req, demand, topo)):
+    for got in (WK._kfit(nfree, online, claimed, held, np.array(scratch, bool), req, demand, topo),
+                WK._kfit_mask(avail, req, demand, topo)):
         assert (got.size == 0) == (ref is None)
         if ref is not None:
             assert got.tolist() == ref.tolist()
@@ -74,14 +75,14 @@ def test_prefix_search_equals_binary_search(n_all, data):
     lo = data.draw(st.integers(1, n_all))
     ok = data.draw(st.lists(st.booleans(), min_size=n_all + 1, max_size=n_all + 1))  # not monotone in general
     tries, want = _reference_search(lambda n: ok[n], lo, n_all)
-    st_ = K.prefix_start(lo, n_all)
+    st_ = PK.prefix_start(lo, n_all)
     got = []
-    m = K.prefix_next(st_, False)
+    m = PK.prefix_next(st_, False)
     while m >= 0:
         got.append(int(m))
-        m = K.prefix_next(st_, ok[m])
+        m = PK.prefix_next(st_, ok[m])
     assert got == tries
-    assert (m == K.PREFIX_DONE) == (want is not None)
+    assert (m == PK.PREFIX_DONE) == (want is not None)
     if want is not None:
         assert st_[4] == want
 
@@ -133,7 +134,7 @@ def test_preempt_plan_equals_numpy(data):
     job = data.draw(st.integers(0, n_jobs - 1))
     dem = data.draw(st.integers(1, G))
     rank = np.full(n_jobs, -1, np.int64)
-    cand, vr, lo, pool = K.preempt_plan(owner, online, claimed, held, gpu_type, want, undecided, alloc_count,
+    cand, vr, lo, pool = PK.preempt_plan(owner, online, claimed, held, gpu_type, want, undecided, alloc_count,
                                         victims, job, dem, rank)
     r_cand, r_vr, r_lo, r_pool = _reference_plan(owner, online, claimed, held, gpu_type, want, undecided,
                                                  alloc_count, victims, job, dem)
@@ -145,15 +146,15 @@ def test_preempt_plan_equals_numpy(data):
         assert pool.tolist() == r_pool.tolist()
         gpus = np.flatnonzero(pool)[:dem]
         hit = np.unique(r_vr[gpus])
-        assert K.hit_victims(vr, gpus, lo, cand).tolist() == r_cand[hit[hit < lo]].tolist()
+        assert PK.hit_victims(vr, gpus, lo, cand).tolist() == r_cand[hit[hit < lo]].tolist()
 
 
 def test_hit_victims_hand_example():
     # GPUs 0..5 held by candidates of ranks 2, 2, 0, 1, 3(not a victim), 0; prefix lo = 2
     vr = np.array([2, 2, 0, 1, 3, 0], np.int64)
     cand = np.array([40, 41, 42], np.int64)
-    assert K.hit_victims(vr, np.array([5, 3, 2], np.int64), 2, cand).tolist() == [40, 41]
-    assert K.hit_victims(vr, np.array([0, 4], np.int64), 2, cand).tolist() == []
+    assert PK.hit_victims(vr, np.array([5, 3, 2], np.int64), 2, cand).tolist() == [40, 41]
+    assert PK.hit_victims(vr, np.array([0, 4], np.int64), 2, cand).tolist() == []
 
 
 @settings(max_examples=100, deadline=None)

@@ -20,7 +20,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from collectives.contention import ContentionCache, ContentionOptions, PreparedContention, quantise, solve
+from collectives.contention import ContentionCache, PreparedContention, quantise, solve
+from collectives.contention_options import ContentionOptions
 from collectives.contention_dutycycle import LinkMemo
 from cosim.errors import InputError
 from simcore.costs import ChangeCosts
@@ -363,7 +364,7 @@ def test_large_group_kernel_hands_python_only_the_groups_it_has_work_for():
     the phase simulation (at most `min_jobs` jobs), those that stopped unconverged (to log)
     and those with a link busier than the memo is wide (to widen it); a group it solved
     cleanly is not visited again, and the answers equal a fresh `solve` bit for bit."""
-    from collectives.contention import _GH
+    from collectives.contention_options import _GH
     from collectives.contention_dutycycle import solve_large_groups
 
     rng = np.random.default_rng(11)

@@ -119,9 +119,11 @@ def compare(per: dict[str, pd.DataFrame], ref: str = "ones") -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def idle_gpus(timeline: pd.DataFrame) -> dict[str, float]:
+def idle_gpus(timeline: pd.DataFrame, last_arrival_s: float | None = None) -> dict[str, float]:
     """Capacity and idle GPU-seconds of one run's timeline.parquet (each row's state holds until
-    the next row), the idle ones split by whether a job was queued; idle_share = idle / capacity."""
+    the next row), the idle ones split by whether a job was queued; idle_share = idle / capacity.
+    With the run's `last_arrival_s`, also the idle GPU-seconds after it while one job is left
+    (running, restarting or queued): the tail where one job's width sets the utilisation."""
     for c in ("time_s", "busy_gpus", "online_gpus", "queued"):
         if c not in timeline.columns:
             raise InputError.at(field=c, expected="a column of timeline.parquet")
@@ -134,6 +136,10 @@ def idle_gpus(timeline: pd.DataFrame) -> dict[str, float]:
     out = {"capacity_gpu_s": cap, "idle_gpu_s": float(idle.sum()), "idle_no_queue_gpu_s": float(idle[~queued].sum()),
            "idle_queued_gpu_s": float(idle[queued].sum())}
     out["idle_share"] = out["idle_gpu_s"] / cap if cap > 0 else float("nan")
+    if last_arrival_s is not None:
+        left = sum(timeline[c].to_numpy()[:-1] for c in ("running", "restarting", "queued") if c in timeline.columns)
+        tail = (t[:-1] >= last_arrival_s) & (left == 1)
+        out["idle_last_job_gpu_s"] = float(idle[tail].sum())
     return out
 
 
@@ -190,7 +196,9 @@ def idle_table(dirs: list[Path]) -> pd.DataFrame:
         found = [(d / "timeline.parquet", _label(cfg, d.name))] if (d / "timeline.parquet").is_file() \
             else [(tp, tp.parent.name) for tp in sorted(d.glob("*/timeline.parquet"))]
         for tp, pol in found:
-            rows.append({"run": d.name, "policy": pol, "seed": cfg.get("seed"), **idle_gpus(pd.read_parquet(tp))})
+            jobs = tp.parent / "jobs.parquet"
+            last = float(pd.read_parquet(jobs, columns=["submit_time_s"])["submit_time_s"].max()) if jobs.is_file() else None
+            rows.append({"run": d.name, "policy": pol, "seed": cfg.get("seed"), **idle_gpus(pd.read_parquet(tp), last)})
     return pd.DataFrame(rows)
 
 

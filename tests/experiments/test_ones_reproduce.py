@@ -99,6 +99,17 @@ def test_idle_gpus_split_by_whether_a_job_waits():
         M.idle_gpus(tl.drop(columns=["queued"]))
 
 
+def test_idle_gpus_after_the_last_arrival_with_one_job_left():
+    # arrivals up to 10 s; 10-20 s: two jobs run, 1 GPU idle; 20-50 s: one job left on 1 of 4 GPUs
+    tl = pd.DataFrame({"time_s": [0.0, 10.0, 20.0, 50.0], "busy_gpus": [2, 3, 1, 0], "online_gpus": [4, 4, 4, 4],
+                       "running": [1, 2, 1, 0], "restarting": [0, 0, 0, 0], "queued": [1, 0, 0, 0]})
+    d = M.idle_gpus(tl, last_arrival_s=10.0)
+    assert d["idle_gpu_s"] == 20.0 + 10.0 + 90.0
+    assert d["idle_last_job_gpu_s"] == 90.0
+    assert M.idle_gpus(tl, last_arrival_s=25.0)["idle_last_job_gpu_s"] == 0.0  # a job may still arrive at 20-25 s
+    assert "idle_last_job_gpu_s" not in M.idle_gpus(tl)
+
+
 def test_fitted_predictor_beats_the_prior_on_held_out_jobs():
     from benchmarks.bench_ones import predictor_accuracy
 

@@ -1,5 +1,7 @@
 """Speed and scale measurements (not timed tests): `bench_<area>.py` modules, run by `benchmarks.run`."""
 
+import cosim  # noqa: F401  first: OpenBLAS' kernels and threads are set before numpy loads (cosim.blas)
+
 import time
 from typing import Any, Callable
 

@@ -14,6 +14,8 @@ the policies.
 
 from __future__ import annotations
 
+import cosim  # noqa: F401  first: OpenBLAS' kernels and threads are set before numpy loads (cosim.blas)
+
 from typing import Any
 
 

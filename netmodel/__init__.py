@@ -4,6 +4,8 @@
     topo = netmodel.build_topology(spec)
 """
 
+import cosim  # noqa: F401  first: OpenBLAS' kernels and threads are set before numpy loads (cosim.blas)
+
 from netmodel.spec import (ClusterSpec, IntraNode, Nic, NodeGroup, NodeType, Tier, load_cluster,
                            preset_names, spec_from_dict)
 from netmodel.topology import LINK_TIER_NAMES, Topology, build_topology

@@ -6,6 +6,8 @@ from pathlib import Path
 
 import pytest
 
+import cosim  # noqa: F401  before any test module loads numpy: cosim sets OpenBLAS' kernels (cosim.blas)
+
 REPO = Path(__file__).resolve().parents[1]
 SHARED_DATA = REPO.parent / "shared" / "data"
 

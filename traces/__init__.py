@@ -7,6 +7,8 @@ canonical table; `traces.sample`, `traces.workload` and `traces.synth` build wor
 
 from __future__ import annotations
 
+import cosim  # noqa: F401  first: OpenBLAS' kernels and threads are set before numpy loads (cosim.blas)
+
 import os
 from typing import TYPE_CHECKING
 

@@ -86,12 +86,20 @@ def take_gpus(avail, gpu_type, want_type, node_first_gpu, node_num_gpus, nodes, 
 
 @njit(cache=True, no_cfunc_wrapper=True)
 def _best_fit_node(f, demand):
-    """Node with the fewest usable GPUs that still holds `demand` (lowest index on ties), or -1."""
-    best = -1
+    """Node with the fewest usable GPUs that still holds `demand` (lowest index on ties), or -1.
+    Two passes: the fewest such GPUs (a branch-free minimum, which vectorises), then the first
+    node with that many (stopping there)."""
+    none = np.iinfo(np.int64).max
+    m = none
     for n in range(f.shape[0]):
-        if f[n] >= demand and (best < 0 or f[n] < f[best]):
-            best = n
-    return best
+        v = f[n]
+        m = min(m, v if v >= demand else none)
+    if m == none:
+        return -1
+    for n in range(f.shape[0]):
+        if f[n] == m:
+            return n
+    return -1
 
 
 @njit(cache=True, no_cfunc_wrapper=True)

@@ -235,6 +235,9 @@ class PerfModel:
         self._inputs: dict[int, tuple[Phases, Any]] = {}  # id(Phases) → (Phases, prepared inputs)
         self._placed: dict[tuple[int, ...], tuple[np.ndarray, int]] = {}  # allocation tuple → (GPUs, type)
         self._compute_part: dict[tuple[str, int, int, int], tuple[float, float, int] | None] = {}
+        #: the fitted step form's answers (`StepForm.phases`, a pure function of these inputs):
+        #: placements of one shape share them, and each costs ~70 us of small numpy operations
+        self._step_phases: dict[tuple[str, float, float, int, int, int], tuple[float, float, float, float]] = {}
         #: per-GPU compute-time multipliers ≥ 1 (`gpu_variability`), applied in `phases_of`;
         #: None: every GPU of a type equally fast (the default, results unchanged)
         self.gpu_slowdown: np.ndarray | None = None
@@ -348,7 +351,11 @@ class PerfModel:
         m, link_bytes = float(cost.seconds), np.asarray(cost.link_bytes, dtype=np.float64)
         if self.step is not None:  # the fitted form (calibration.stepform): solo = C' + S exactly
             gmax, nodes = self._node_counts(gpus)
-            c, start, m, scale = self.step.form(model).phases(c, m, n, gmax, nodes)
+            key = (model, c, m, n, gmax, nodes)
+            step = self._step_phases.get(key)
+            if step is None:
+                step = _put(self._step_phases, key, self.step.form(model).phases(c, m, n, gmax, nodes))
+            c, start, m, scale = step
             if scale != 1.0:
                 link_bytes = link_bytes * scale
         return Phases(c, start, m, np.asarray(cost.link_ids, dtype=np.int32), link_bytes, steps)

@@ -86,52 +86,75 @@ def take_gpus(avail, gpu_type, want_type, node_first_gpu, node_num_gpus, nodes, 
 
 @njit(cache=True, no_cfunc_wrapper=True)
 def _best_fit_node(f, demand):
-    """Node with the fewest usable GPUs that still holds `demand` (lowest index on ties), or -1."""
-    best = -1
+    """Node with the fewest usable GPUs that still holds `demand` (lowest index on ties), or -1.
+    Two passes: the fewest such GPUs (a branch-free minimum, which vectorises), then the first
+    node with that many (stopping there)."""
+    none = np.iinfo(np.int64).max
+    m = none
     for n in range(f.shape[0]):
-        if f[n] >= demand and (best < 0 or f[n] < f[best]):
-            best = n
-    return best
+        v = f[n]
+        m = min(m, v if v >= demand else none)
+    if m == none:
+        return -1
+    for n in range(f.shape[0]):
+        if f[n] == m:
+            return n
+    return -1
+
+
+@njit(cache=True, no_cfunc_wrapper=True)
+def _max_count(f):
+    """The largest per-node count (0 when none is positive)."""
+    maxf = 0
+    for n in range(f.shape[0]):
+        if f[n] > maxf:
+            maxf = f[n]
+    return maxf
+
+
+@njit(cache=True, no_cfunc_wrapper=True)
+def _fewest_from_counts(hist, demand):
+    """Fewest nodes, fullest first, whose usable GPUs add up to `demand`, from `hist[v]` = the
+    number of nodes with v usable GPUs (`_NONE` if impossible): the nodes with v GPUs are
+    taken together, so a count needs no sort."""
+    acc = 0
+    nodes = 0
+    for v in range(hist.shape[0] - 1, 0, -1):
+        c = hist[v]
+        if c == 0:
+            continue
+        if acc + c * v >= demand:
+            return nodes + (demand - acc + v - 1) // v
+        acc += c * v
+        nodes += c
+    return _NONE
 
 
 @njit(cache=True, no_cfunc_wrapper=True)
 def _min_nodes(f, demand):
     """Fewest nodes whose usable GPUs add up to `demand` (`_NONE` if impossible)."""
-    s = sorted_copy(f)[::-1]  # values only: same result as np.sort, without compiling numba's quicksort
-    acc = 0
-    for i in range(s.shape[0]):
-        if s[i] <= 0:
-            break
-        acc += s[i]
-        if acc >= demand:
-            return i + 1
-    return _NONE
+    hist = np.zeros(_max_count(f) + 1, np.int64)
+    for n in range(f.shape[0]):
+        if f[n] > 0:
+            hist[f[n]] += 1
+    return _fewest_from_counts(hist, demand)
 
 
 @njit(cache=True, no_cfunc_wrapper=True)
 def _group_nodes_needed(f, group_of, num_groups, demand):
-    """Per group (leaf or pod): fewest of its nodes that hold `demand`, and its usable total."""
-    # sort nodes by (group, -f, node) with a stable sort on a composite key
-    maxf = 0
-    for n in range(f.shape[0]):
-        if f[n] > maxf:
-            maxf = f[n]
-    key = np.empty(f.shape[0], np.int64)
-    for n in range(f.shape[0]):
-        key[n] = group_of[n] * (maxf + 1) + (maxf - f[n])
-    order = argsort_stable(key)
-    needed = np.full(num_groups, _NONE, np.int64)
+    """Per group (leaf or pod): fewest of its nodes that hold `demand`, and its usable total
+    (from each group's count of nodes per number of usable GPUs)."""
+    width = _max_count(f) + 1
+    hist = np.zeros((num_groups, width), np.int64)
     total = np.zeros(num_groups, np.int64)
-    cnt = np.zeros(num_groups, np.int64)
-    for i in range(order.shape[0]):
-        n = order[i]
-        grp = group_of[n]
-        if f[n] <= 0:
-            continue
-        total[grp] += f[n]
-        cnt[grp] += 1
-        if needed[grp] == _NONE and total[grp] >= demand:
-            needed[grp] = cnt[grp]
+    for n in range(f.shape[0]):
+        if f[n] > 0:
+            hist[group_of[n], f[n]] += 1
+            total[group_of[n]] += f[n]
+    needed = np.full(num_groups, _NONE, np.int64)
+    for grp in range(num_groups):
+        if total[grp] >= demand:
+            needed[grp] = _fewest_from_counts(hist[grp], demand)
     return needed, total
 
 
@@ -141,43 +164,57 @@ def _select(f, member, demand, k, node_leaf, leaf_total):
 
     The k-1 fullest nodes (ties: fuller leaf, then lower index) are taken whole; the last node
     is the best fit for the remainder, preferring a leaf already used, so the placement spans
-    the fewest leaves this greedy can find and leaves large holes intact elsewhere.
+    the fewest leaves this greedy can find and leaves large holes intact elsewhere. The k-1
+    come from one pass keeping the smallest keys seen, in order (the keys are distinct: they
+    end in the node id), so the candidates are never sorted whole; the last node's rule is a
+    total order (used leaf, fewer GPUs, lower index), so the pass over the others finds it in
+    any order.
     """
     n_nodes = f.shape[0]
-    cand = np.empty(n_nodes, np.int64)
-    m = 0
-    for n in range(n_nodes):
-        if member[n] and f[n] > 0:
-            cand[m] = n
-            m += 1
-    cand = cand[:m]
     maxf = 0
     maxl = 0
-    for i in range(m):
-        if f[cand[i]] > maxf:
-            maxf = f[cand[i]]
-        if leaf_total[node_leaf[cand[i]]] > maxl:
-            maxl = leaf_total[node_leaf[cand[i]]]
-    key = np.empty(m, np.int64)
-    for i in range(m):
-        n = cand[i]
-        key[i] = ((maxf - f[n]) * (maxl + 1) + (maxl - leaf_total[node_leaf[n]])) * (n_nodes + 1) + n
-    cand = cand[argsort_stable(key)]  # keys are distinct (they end in the node id): any sort agrees
+    for n in range(n_nodes):
+        if member[n] and f[n] > 0:
+            if f[n] > maxf:
+                maxf = f[n]
+            if leaf_total[node_leaf[n]] > maxl:
+                maxl = leaf_total[node_leaf[n]]
+    top = k - 1
+    best_keys = np.empty(max(top, 1), np.int64)  # the smallest keys so far, ascending
+    best_nodes = np.empty(max(top, 1), np.int64)
+    held = 0
+    for n in range(n_nodes):
+        if not (member[n] and f[n] > 0) or top == 0:
+            continue
+        key = ((maxf - f[n]) * (maxl + 1) + (maxl - leaf_total[node_leaf[n]])) * (n_nodes + 1) + n
+        if held == top and key >= best_keys[top - 1]:
+            continue
+        i = held if held < top else top - 1
+        while i > 0 and best_keys[i - 1] > key:
+            if i < top:
+                best_keys[i] = best_keys[i - 1]
+                best_nodes[i] = best_nodes[i - 1]
+            i -= 1
+        best_keys[i] = key
+        best_nodes[i] = n
+        if held < top:
+            held += 1
     nodes = np.empty(k, np.int64)
     counts = np.empty(k, np.int64)
     used_leaf = np.zeros(leaf_total.shape[0], np.bool_)
+    taken = np.zeros(n_nodes, np.bool_)
     acc = 0
-    for i in range(k - 1):
-        n = cand[i]
+    for i in range(top):
+        n = best_nodes[i]
         nodes[i] = n
         counts[i] = f[n]
         acc += f[n]
         used_leaf[node_leaf[n]] = True
+        taken[n] = True
     rem = demand - acc
     best = -1
-    for i in range(k - 1, m):
-        n = cand[i]
-        if f[n] < rem:
+    for n in range(n_nodes):
+        if not (member[n] and f[n] > 0) or taken[n] or f[n] < rem:
             continue
         if best < 0:
             best = n

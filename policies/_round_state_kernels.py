@@ -28,21 +28,71 @@ def memo_has(failed, n, key):  # pragma: no cover - compiled
     return False
 
 
+#: the round's list of touched GPUs is used while it and the GPUs held are at most this share of
+#: all GPUs (1/16): a pass over the list reads and writes scattered entries, the full pass
+#: streams three arrays, so past that share the full pass is the cheaper one
+_TOUCHED_SHARE = 16
+
+
 @njit(cache=True, no_cfunc_wrapper=True)
-def round_begin(owner, online, running, undecided, claimed, held, node_free, gpu_node, nfree):
-    """A round's initial state in one pass, in place: `claimed` all False, `held` = GPUs with
-    an owner, `undecided` set for the running jobs, and `nfree`, the round's usable GPUs per
-    node (online, unclaimed, not held): at a round's start exactly the cluster's usable GPUs
-    per node, so a copy of `node_free` (the cluster state's counts), or counted in the pass
-    over the GPUs where the view carries none (`node_free` empty). Returns the number of
-    offline GPUs held by a job: when not 0, the jobs holding them must be checked one by one
-    instead of kept as they are (`slow_jobs`)."""
+def round_begin(owner, online, running, alloc_count, undecided, claimed, held, node_free, gpu_node, nfree, touched):
+    """A round's initial state, in place: `claimed` all False, `held` = GPUs with an owner,
+    `undecided` set for the running jobs, and `nfree`, the round's usable GPUs per node
+    (online, unclaimed, not held): at a round's start exactly the cluster's usable GPUs per
+    node, so a copy of `node_free` (the cluster state's counts), or counted in the pass over
+    the GPUs where the view carries none (`node_free` empty). Returns the number of offline
+    GPUs held by a job: when not 0, the jobs holding them must be checked one by one instead
+    of kept as they are (`slow_jobs`).
+
+    The masks are reset over what earlier rounds of the workspace touched, not over all GPUs:
+    `touched[0]` counts the GPUs listed in `touched[1:]` (-1: no list kept), every GPU whose
+    `claimed` or `held` may be True — the GPUs held at the last begin, and every GPU
+    `claim_gpus` claimed since (the only writes of True besides this one; `claim_kept`
+    claims held GPUs only). Every GPU held now was held at the last begin or claimed since,
+    unless the view changed owners in another way: the GPUs found held on the list are
+    counted against the running jobs' GPU counts (`alloc_count`), and any shortfall falls
+    back to the full pass. The full pass lists the GPUs held when its count agrees with
+    `alloc_count` and they are few (`_TOUCHED_SHARE`)."""
+    want = 0
+    for i in range(running.shape[0]):
+        undecided[running[i]] = True
+        want += alloc_count[running[i]]
+    n_gpus = owner.shape[0]
+    n = touched[0]
     off = 0
-    for g in range(owner.shape[0]):  # no branch: the loop vectorises
-        h = owner[g] >= 0
-        claimed[g] = False
-        held[g] = h
-        off += h & (not online[g])
+    found = -1
+    if n >= 0 and _TOUCHED_SHARE * (n + want) <= n_gpus:
+        for i in range(1, n + 1):
+            g = touched[i]
+            claimed[g] = False
+            held[g] = False
+        found = 0
+        for i in range(1, n + 1):
+            g = touched[i]
+            if owner[g] >= 0 and not held[g]:  # listed twice at most: held once
+                held[g] = True
+                found += 1
+                touched[found] = g  # compacted in place: found <= i
+                off += not online[g]
+    if found == want:
+        touched[0] = found
+    else:
+        off = 0
+        for g in range(n_gpus):  # no branch: the loop vectorises
+            h = owner[g] >= 0
+            claimed[g] = False
+            held[g] = h
+            off += h & (not online[g])
+        touched[0] = -1
+        if _TOUCHED_SHARE * want <= n_gpus:
+            m = 0
+            for g in range(n_gpus):
+                if owner[g] >= 0:
+                    m += 1
+                    if m < touched.shape[0]:
+                        touched[m] = g
+            if m == want and m < touched.shape[0]:
+                touched[0] = m
     if node_free.shape[0] == nfree.shape[0]:
         for n in range(nfree.shape[0]):
             nfree[n] = node_free[n]
@@ -51,22 +101,30 @@ def round_begin(owner, online, running, undecided, claimed, held, node_free, gpu
         for g in range(owner.shape[0]):
             if online[g] and owner[g] < 0:
                 nfree[gpu_node[g]] += 1
-    for i in range(running.shape[0]):
-        undecided[running[i]] = True
     return off
 
 
 @njit(cache=True, no_cfunc_wrapper=True)
-def claim_gpus(gpus, online, claimed, held, gpu_node, nfree):
+def claim_gpus(gpus, online, claimed, held, gpu_node, nfree, touched):
     """Mark `gpus` claimed this round (no longer held); those usable until now leave the
     round's per-node counts `nfree`. Returns how many were usable. The one claim of the
-    round's state: `Round.claim` and the walk kernel's placements."""
+    round's state: `Round.claim` and the walk kernel's placements. A GPU neither claimed nor
+    held until now joins the workspace's touched list (`round_begin`); a full list stops
+    being kept (`touched[0]` = -1)."""
     took = 0
     for y in range(gpus.shape[0]):
         g = gpus[y]
-        if online[g] and not (claimed[g] or held[g]):
-            nfree[gpu_node[g]] -= 1
-            took += 1
+        if not (claimed[g] or held[g]):
+            if online[g]:
+                nfree[gpu_node[g]] -= 1
+                took += 1
+            k = touched[0] + 1
+            if k > 0:
+                if k < touched.shape[0]:
+                    touched[k] = g
+                    touched[0] = k
+                else:
+                    touched[0] = -1
         claimed[g] = True
         held[g] = False
     return took

@@ -238,7 +238,7 @@ def _round_kernel(owner, online, running, active, undecided, now, submit, execut
     promotions, q, shape key × 2 + skewed, kernel placer, `next_jump`'s scratch (all 0)."""
     n_off, slow = _round_begin(owner, online, running, active, undecided, now, submit, executed, attained, first_start,
                                fstate, istate, thr, eps, knob, with_keys, order, klass, keys, kernel, ibuf, masks,
-                               node_free, topo[0], nfree)
+                               node_free, topo[0], nfree, alloc_count)
     n = active.shape[0]
     start = n - n  # an int64, not the literal 0 (a literal compiles a second walk_run)
     blocking = n < 0  # False (no head-of-line blocking), not a literal, for the same reason
@@ -252,12 +252,14 @@ def _round_kernel(owner, online, running, active, undecided, now, submit, execut
 
 @njit(cache=True, no_cfunc_wrapper=True)
 def _round_begin(owner, online, running, active, undecided, now, submit, executed, attained, first_start, fstate,
-                 istate, thr, eps, knob, with_keys, order, klass, keys, kernel, ibuf, masks, node_free, gpu_node, nfree):
+                 istate, thr, eps, knob, with_keys, order, klass, keys, kernel, ibuf, masks, node_free, gpu_node, nfree,
+                 alloc_count):
     """`_round_kernel`'s first part: `round_begin`, the jobs to check one by one (`slow_jobs`),
     the memo emptied, `_prepare` with the walk inputs and victim candidates. Returns
     (`round_begin`'s count, the `slow` mask)."""
     counts, memo_n, kept, rec, rel, run_rev, run_cls, rank = WK.walk_buffers(ibuf, undecided.shape[0], owner.shape[0])
-    n_off = RS.round_begin(owner, online, running, undecided, masks[0], masks[1], node_free, gpu_node, nfree)
+    n_off = RS.round_begin(owner, online, running, alloc_count, undecided, masks[0], masks[1], node_free, gpu_node,
+                           nfree, WK.touched_part(ibuf, owner.shape[0]))
     slow = RS.slow_jobs(owner, online, undecided.shape[0], n_off)
     memo_n[0] = 0
     svc_base, exec_base, pend_base, waited = fstate[:, 0], fstate[:, 1], fstate[:, 2], fstate[:, 3]

@@ -16,8 +16,8 @@ from policies._preempt_kernels import PREFIX_FAIL, hit_victims, preempt_plan, pr
 from policies._round_state_kernels import claim_gpus, memo_has, pool_mask, unhold_gpu
 
 def walk_buffer_size(n_jobs, n_gpus):
-    """Entries of the walk's integer buffer (`walk_buffers`) for J jobs and G GPUs."""
-    return 8 + 4 * n_jobs + 4 * n_gpus + 3
+    """Entries of the walk's integer buffer (`walk_buffers`, `touched_part`) for J jobs and G GPUs."""
+    return 8 + 4 * n_jobs + 5 * n_gpus + 4
 
 
 @njit(cache=True, no_cfunc_wrapper=True)
@@ -40,6 +40,13 @@ def walk_buffers(ibuf, n_jobs, n_gpus):
     o += n_jobs
     rank = ibuf[o:o + n_jobs]
     return ibuf[0:4], ibuf[4:5], kept, rec, rel, run_rev, run_cls, rank
+
+
+@njit(cache=True, no_cfunc_wrapper=True)
+def touched_part(ibuf, n_gpus):
+    """The last part of the walk's integer buffer: the round's touched GPUs (count, then up
+    to G ids; `_round_state_kernels.round_begin`, `claim_gpus`), after `walk_buffers`' parts."""
+    return ibuf[ibuf.shape[0] - n_gpus - 1:]
 
 
 @njit(cache=True, no_cfunc_wrapper=True)
@@ -83,6 +90,7 @@ def walk_run(order, start, undecided, slow, klass, num_classes, demand, type_req
     claimed, held, pool = masks[0], masks[1], masks[2]
     gpu_node = topo[0]
     counts, memo_n, kept, rec, rel, run_rev, run_cls, rank = walk_buffers(ibuf, undecided.shape[0], owner.shape[0])
+    touched = touched_part(ibuf, owner.shape[0])
     n = order.shape[0]
     # the number of usable GPUs now (online, not claimed this round, not held by an unvisited
     # job), from the per-node counts; it follows this scan's claims and releases
@@ -180,7 +188,7 @@ def walk_run(order, start, undecided, slow, klass, num_classes, demand, type_req
         rec[nrec] = j
         rec[nrec + 1] = gpus.shape[0]
         nrec += 2
-        free -= claim_gpus(gpus, online, claimed, held, gpu_node, nfree)
+        free -= claim_gpus(gpus, online, claimed, held, gpu_node, nfree, touched)
         for y in range(gpus.shape[0]):
             rec[nrec] = gpus[y]
             nrec += 1

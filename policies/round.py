@@ -114,8 +114,8 @@ class Round(RoundWalk):
         self._memo_n = w[7]
         if begun is None:
             und = ws.take_mask(view.jobs.num_jobs)
-            n_off = RS.round_begin(owner, online, running, und, self._claimed, self._held, ws.node_free(c),
-                                   c.gpu_node, self._nfree)
+            n_off = RS.round_begin(owner, online, running, view.jobs.alloc_count, und, self._claimed, self._held,
+                                   ws.node_free(c), c.gpu_node, self._nfree, w[17])
             w[7][0] = 0
         else:
             und, n_off = begun
@@ -224,7 +224,7 @@ class Round(RoundWalk):
         keep its batch); `keep`: it held GPUs before and is not counted as started."""
         self._memo_n[0] = 0
         gpus = np.asarray(gpus, np.int64)
-        RS.claim_gpus(gpus, self.online, self._claimed, self._held, self.c.gpu_node, self._nfree)
+        RS.claim_gpus(gpus, self.online, self._claimed, self._held, self.c.gpu_node, self._nfree, self._w[17])
         self._record(j, gpus.tolist(), batch, keep)
 
     def release(self, k: int) -> None:

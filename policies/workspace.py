@@ -62,8 +62,9 @@ class Workspace:
         the GPU masks `masks` (claimed, held: `round_begin` fills them in place each round;
         the kernel placer's scratch pool), then views: counts, memo length, kept jobs,
         placement records, released jobs, victim candidates, their classes, the `rank`
-        scratch, claimed, held; last the round's usable GPUs per node `nfree`, int64, which
-        `round_begin` starts from `node_free(c)`). Kernels take `ibuf` and `masks` whole
+        scratch, claimed, held; the round's usable GPUs per node `nfree`, int64, which
+        `round_begin` starts from `node_free(c)`; last the GPUs the rounds touched since the
+        last begin (`_walk_kernels.touched_part`: count, ids; -1 until a begin lists them)). Kernels take `ibuf` and `masks` whole
         (`_walk_kernels.walk_buffers`). The failed-shape memo gets room
         for one shape per job (the walk kernel records while it has room;
         `Round.note_failure` grows it beyond)."""
@@ -75,10 +76,12 @@ class Workspace:
             # run, loading its compiled form from numba's cache would cost ~3-4 ms for nothing
             parts = WK.walk_buffers.py_func(ibuf, n_jobs, g_n)
             parts[-1][:] = -1  # rank
+            touched = WK.touched_part.py_func(ibuf, g_n)
+            touched[0] = -1  # no list of touched GPUs yet: the first round's begin passes over all
             masks = np.zeros((3, g_n), bool)
             nfree = np.zeros(c.node_num_gpus.shape[0], np.int64)
             w = self._walk = (c, n_jobs, len(c.gpu_type_names) <= 1, self.kernel_topo(c), ibuf, masks,
-                              *parts, masks[0], masks[1], nfree)
+                              *parts, masks[0], masks[1], nfree, touched)
             self.memo_n = parts[1]
             if self.memo.shape[0] <= n_jobs:
                 self.memo = np.empty(n_jobs + 1, np.int64)

@@ -5,8 +5,8 @@ ones, …), and the kernels add a product's terms in different orders. A simulat
 (a fitted step form's features × weights, Gavel's throughputs × shares, Pollux's optimiser steps)
 then differ in the last bit between CPUs, and one last bit can move an event time and every
 decision after it: the 100,000-job benchmark's jobs table (`python -m benchmarks.bench_scale
---jobs 100000 --hash`) hashed 9b1dc2b77acb with the Haswell kernels and bb575b256b97 with the
-SkylakeX ones. So on an x86-64 CPU with AVX2 and FMA, cosim asks for the Haswell kernels, which
+--jobs 100000 --hash`) hashed differently with the Haswell kernels and with the SkylakeX ones.
+So on an x86-64 CPU with AVX2 and FMA, cosim asks for the Haswell kernels, which
 every such CPU runs: the same seed gives the same Parquet on all of them. CPUs without AVX2 and
 other architectures (ARM) keep OpenBLAS' own choice, and their outputs may differ in the last bits.
 

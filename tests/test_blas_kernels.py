@@ -50,3 +50,26 @@ def test_numpy_loads_the_pinned_kernels_and_the_environment_wins():
         pytest.skip("numpy's OpenBLAS does not report its core name")
     assert set(names) == {X86_KERNELS}
     assert set(_corenames({**env, "OPENBLAS_CORETYPE": "Sandybridge"})) == {"Sandybridge"}
+
+
+def test_numpy_targets_by_version(monkeypatch):
+    import cosim.blas as B
+
+    assert B.numpy_avx512_targets() in (B.NUMPY_AVX512_TARGETS, B.NUMPY_AVX512_TARGETS_BEFORE_2_4)
+    monkeypatch.setattr("importlib.util.find_spec", lambda name: None)
+    assert B.numpy_avx512_targets() is None
+
+
+@pytest.mark.skipif(not (sys.platform.startswith("linux") and "avx512f" in cpu_flags()
+                         and kernels_for(platform.machine(), cpu_flags())),
+                    reason="numpy's AVX-512 loops are switched off only on AVX-512 CPUs")
+def test_numpy_runs_its_avx2_loops_on_an_avx512_cpu():
+    env = {k: v for k, v in os.environ.items() if k != "NPY_DISABLE_CPU_FEATURES"}
+    probe = ("import cosim, numpy\n"
+             "try:\n    from numpy._core._multiarray_umath import __cpu_features__ as f\n"
+             "except ImportError:\n    from numpy.core._multiarray_umath import __cpu_features__ as f\n"
+             "print(f.get('X86_V4', f.get('AVX512_SKX')), f.get('X86_V3', f.get('AVX2')))")
+    out = subprocess.run([sys.executable, "-W", "error::ImportWarning", "-c", probe], capture_output=True,
+                         text=True, env=env, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["False", "True"]

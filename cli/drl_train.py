@@ -134,7 +134,9 @@ def parser() -> argparse.ArgumentParser:
                     help="credit of an action: 'to-go' = the reward after its decision time minus the other "
                          "episodes' at that time; 'episode' = the whole episode's reward minus the other "
                          "episodes' mean; 'critic' = the reward after its decision time minus a learnt "
-                         f"state value V(s) (DL2's actor-critic) (default {d.advantage})")
+                         "state value V(s) (DL2's actor-critic); 'greedy' = the reward after its decision time "
+                         "minus a greedy run's on the same trace at that time (self-critical baseline) "
+                         f"(default {d.advantage})")
     ap.add_argument("--rl-critic-hidden", type=int, default=d.critic_hidden,
                     help=f"hidden units of the critic V(s) (--rl-advantage critic; default {d.critic_hidden})")
     ap.add_argument("--rl-critic-lr", type=float, default=d.critic_lr,
@@ -185,9 +187,12 @@ def main(argv: list[str] | None = None) -> int:
     rows = [{"stage": "supervised", "iteration": i, "loss": v} for i, v in enumerate(losses)]
     curve, sel = reinforce(simulate, net, opt, rl, val, test, warmup=(data[0], data[3]))
     rows += [{"stage": "reinforce", **r, "selected": i == sel} for i, r in enumerate(curve)]
+    k = curve[sel]
     print(f"kept the weights after REINFORCE step {sel} (0 = the supervised stage): validation "
-          f"{curve[sel]['val_greedy_avg_jct_s']:.1f} s, test {curve[sel]['test_greedy_avg_jct_s']:.1f} s "
-          f"(after the supervised stage: {curve[0]['test_greedy_avg_jct_s']:.1f} s)")
+          f"{k['val_greedy_avg_jct_s']:.1f} s, test {k['test_greedy_avg_jct_s']:.1f} s "
+          f"(after the supervised stage: {curve[0]['test_greedy_avg_jct_s']:.1f} s); gain over the supervised "
+          f"stage, paired by trace: validation {k['val_gain_s']:.1f} ± {k['val_gain_se_s']:.1f} s, test "
+          f"{k['test_gain_s']:.1f} ± {k['test_gain_se_s']:.1f} s")
     net.save(Path(a.out), args={**vars(a), "out": _recorded(a.out)}, teacher_accuracy=acc, selected_step=sel)
     if a.curve:
         Path(a.curve).parent.mkdir(parents=True, exist_ok=True)

@@ -366,7 +366,8 @@ def plot_curve(curve_csv: Path, png: Path) -> None:
     """The training curve as a PNG: (a) supervised loss per epoch; (b) the greedy policy's average JCT
     on the validation and test traces after every REINFORCE step (step 0: after the supervised
     stage), the weights kept marked; (c) the step's training traces, sampled (mean of the episodes)
-    and greedy after the step."""
+    and greedy after the step; (d), when the curve has them, each step's gain over the supervised
+    stage on the validation and test traces, paired by trace, ± one standard error."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -374,7 +375,9 @@ def plot_curve(curve_csv: Path, png: Path) -> None:
 
     df = pd.read_csv(curve_csv)
     sl, rl = df[df["stage"] == "supervised"], df[df["stage"] == "reinforce"]
-    fig, (a, b, c) = plt.subplots(1, 3, figsize=(13, 3.4))
+    gains = "val_gain_s" in rl
+    fig, axes = plt.subplots(1, 4 if gains else 3, figsize=(17 if gains else 13, 3.4))
+    a, b, c = axes[:3]
     a.plot(sl["iteration"], sl["loss"])
     a.set(xlabel="Adam step (full batch)", ylabel="cross-entropy", title="(a) supervised from Optimus")
     b.plot(rl["iteration"], rl["val_greedy_avg_jct_s"], label="validation traces (mean)")
@@ -389,6 +392,15 @@ def plot_curve(curve_csv: Path, png: Path) -> None:
     c.set(xlabel="policy-gradient step", ylabel="avg JCT (s)", yscale="log",
           title="(c) the step's training traces (mean)")
     c.legend(fontsize=7)
+    if gains:
+        d = axes[3]
+        for k, label, dx in (("val", "validation", -0.12), ("test", "test", 0.12)):
+            d.errorbar(rl["iteration"] + dx, rl[f"{k}_gain_s"], yerr=rl[f"{k}_gain_se_s"], fmt=".", capsize=2,
+                       label=f"{label} (± paired SE)")
+        d.axhline(0, color="k", lw=0.6)
+        d.set(xlabel="policy-gradient step", ylabel="gain over step 0 (s, + = faster)",
+              title="(d) held-out gain, paired by trace")
+        d.legend(fontsize=7)
     fig.tight_layout()
     fig.savefig(png, dpi=90)
     plt.close(fig)

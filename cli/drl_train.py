@@ -6,7 +6,10 @@ each episode is one `experiments.runner.run` of a `synth:ones` trace on the `one
 with the ONES catalog's setting (20-s checkpoint-restart per resize, ONES' convergence model
 `--progress batch-history`, the `ones-artifact` speeds). Three disjoint sets of trace seeds:
 training (`--teacher-traces`, `--rl-traces`), validation (`--val`: picks the weights kept) and test
-(`--test`: reported only). Defaults reproduce the committed policies/drl/data/drl_ones.npz:
+(`--test`: reported only). The defaults are the command that trained the committed
+policies/drl/data/drl_ones.npz (its metadata records the options); the run repeats exactly only where
+the matrix products are summed in the same order (the same OpenBLAS threads and kernels), and
+elsewhere can keep another step (docs/reproductions/ones/REPORT.md, DRL section):
 
     python -m cli.drl_train --curve docs/reproductions/ones/drl-training.csv \\
         --plot docs/reproductions/ones/drl-training.png
@@ -21,7 +24,7 @@ from pathlib import Path
 
 # cosim before numpy: importing it sets one OpenBLAS thread before numpy loads OpenBLAS
 # (cosim/__init__.py). Training's result depends on the summation order of its matrix products:
-# with two threads the same options give another curve from the second policy-gradient step on.
+# another thread count (or CPU) gives another curve after a few policy-gradient steps.
 from cosim.errors import CosimError, InputError  # noqa: I001
 
 import numpy as np

@@ -45,7 +45,8 @@ takes `simulate(policy, jobs, nodes, seed) -> (submit s, end s) per job`).
     policy runs on the validation traces; the weights kept are those with the lowest mean validation
     average JCT (the earliest on a tie). The test traces are run only to report the curve.
 
-Seeded and deterministic (numpy + the deterministic engine). Writes the weights (.npz, float32) and a
+Seeded and deterministic (numpy + the deterministic engine) for a given summation order of the
+matrix products: another OpenBLAS thread count or CPU can give another curve after a few steps. Writes the weights (.npz, float32) and a
 training-curve CSV (stage, iteration, loss or JCTs and the step's diagnostics).
 """
 

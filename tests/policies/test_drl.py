@@ -415,3 +415,23 @@ def test_reinforce_with_the_greedy_baseline_runs_one_greedy_episode_per_trace_an
     # per step: 2 traces × (3 sampled + 1 greedy baseline) + 2 greedy on the step's traces + validation + test
     assert calls.count(True) == 2 * 2 * 3 and calls.count(False) == 2 + 2 * (2 + 2 + 1 + 1)
     assert all(r["grad_norm"] > 0 and np.isfinite(r["advantage_std"]) for r in rows[1:])
+
+
+def test_drl_diagnose_weights_evaluates_files_paired_by_trace(tmp_path, capsys):
+    from benchmarks.drl_diagnose import main
+    from cli.drl_train import simulate
+    from policies.drl.train import collect_teacher, greedy_jcts, supervised
+
+    a, b = Net(20, 16, seed=4), Net(20, 16, seed=5)
+    for net, epochs in ((a, 60), (b, 20)):  # a random network may start no job
+        supervised(net, collect_teacher(simulate, net, [(6, 4, 100)]), epochs, 3e-3)
+    a.save(tmp_path / "a.npz")
+    b.save(tmp_path / "b.npz")
+    sets = ["--", "--val", "6x4x901,5x4x903", "--test", "6x4x902"]
+    assert main(["--weights", str(tmp_path / "a.npz"), "--weights", str(tmp_path / "b.npz"), *sets]) == 0
+    out = capsys.readouterr().out
+    va, vb = (greedy_jcts(simulate, Net.load(tmp_path / f), [(6, 4, 901), (5, 4, 903)]) for f in ("a.npz", "b.npz"))
+    assert "validation (2 traces):" in out and f"gain over the first {va.mean() - vb.mean():7.1f}" in out
+    assert main(["--weights", str(tmp_path / "missing.npz"), *sets]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "missing.npz" in err and "\n" not in err

@@ -18,6 +18,13 @@ policy's average JCT on the step's training trace and the validation and test se
 `advantage=critic`, the fraction of the reward-to-go's variance the critic explained before the
 step's fit (1 − var(return − V) / var(return)); with `update=ppo`, the fraction of the step's
 actions whose probability ratio ended outside the clip range and the estimated KL(π_old ‖ π).
+
+With `--weights A.npz --weights B.npz ...` it trains nothing: it runs each weights file's greedy
+policy on the validation and test traces (`cli.drl_train`'s `--val`/`--test`, after `--`) and prints
+each set's mean average JCT and every file's gain over the first, paired by trace, with its
+standard error (`policies.drl.train.paired_gain`): the noise floor a training step's gain is read against.
+
+    python -m benchmarks.drl_diagnose --weights SUPERVISED.npz --weights policies/drl/data/drl_ones.npz
 """
 
 from __future__ import annotations
@@ -25,13 +32,14 @@ from __future__ import annotations
 import argparse
 import copy
 from dataclasses import fields, replace
+from pathlib import Path
 
 import numpy as np
 
 from cli.drl_train import check, parser, simulate
 from cosim.errors import CosimError, InputError
 from policies.drl.net import Net
-from policies.drl.train import RlOptions, collect_teacher, reinforce, supervised
+from policies.drl.train import RlOptions, collect_teacher, greedy_jcts, paired_gain, reinforce, supervised
 
 COLUMNS = ("iteration", "trace", "sampled_avg_jct_s", "sampled_jct_spread_s", "advantage_std",
            "advantage_mean_abs", "grad_norm", "grad_halves_cosine", "sampled_greedy_agreement", "entropy_nats",
@@ -59,19 +67,41 @@ def options(base: RlOptions, text: str) -> RlOptions:
     return out
 
 
+def evaluate(names: list[str], nets: list[Net], sets: dict[str, list]) -> dict[str, np.ndarray]:
+    """Each network's greedy average JCT on every trace of each set (printed: the set's mean, and
+    each network's gain over the first, paired by trace, ± its standard error, in s and %). Returns
+    per set the (networks × traces) JCTs."""
+    out = {}
+    for label, traces in sets.items():
+        jct = np.array([greedy_jcts(simulate, net, traces) for net in nets])
+        out[label] = jct
+        print(f"{label} ({len(traces)} traces):", flush=True)
+        for name, row in zip(names, jct):
+            gain, se = paired_gain(jct[0], row)
+            print(f"  {row.mean():9.1f} s  gain over the first {gain:7.1f} ± {se:5.1f} s "
+                  f"({100 * gain / jct[0].mean():5.2f} ± {100 * se / jct[0].mean():4.2f} %)  {name}", flush=True)
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m benchmarks.drl_diagnose", description=__doc__.splitlines()[0])
     ap.add_argument("--steps", type=int, default=6, help="REINFORCE steps per config (default 6)")
     ap.add_argument("--config", action="append", default=[], help="key=value,... over cli.drl_train's defaults")
+    ap.add_argument("--weights", action="append", default=[],
+                    help="a weights .npz to evaluate (repeatable; gains are against the first): trains nothing")
     ap.add_argument("train_args", nargs="*", help="cli.drl_train options (after --)")
     a = ap.parse_args(argv)
     try:
         targs = parser().parse_args(a.train_args)
         base, teacher, rl, val, test = check(targs)
         configs = [options(replace(base, iters=a.steps), c) for c in (a.config or [""])]
+        nets = [Net.load(Path(w)) for w in a.weights]
     except CosimError as exc:
         exc.show()
         return exc.exit_code
+    if nets:
+        evaluate(a.weights, nets, {"validation": val, "test": test})
+        return 0
     net = Net(targs.slots, targs.hidden, seed=targs.seed)
     data = collect_teacher(simulate, net, teacher, base.horizon_s)
     losses = supervised(net, data, targs.sl_epochs, targs.sl_lr)

@@ -6,7 +6,10 @@ each episode is one `experiments.runner.run` of a `synth:ones` trace on the `one
 with the ONES catalog's setting (20-s checkpoint-restart per resize, ONES' convergence model
 `--progress batch-history`, the `ones-artifact` speeds). Three disjoint sets of trace seeds:
 training (`--teacher-traces`, `--rl-traces`), validation (`--val`: picks the weights kept) and test
-(`--test`: reported only). Defaults reproduce the committed policies/drl/data/drl_ones.npz:
+(`--test`: reported only). The defaults are the command that trained the committed
+policies/drl/data/drl_ones.npz (its metadata records the options); the run repeats exactly only where
+the matrix products are summed in the same order (the same OpenBLAS threads and kernels), and
+elsewhere can keep another step (docs/reproductions/ones/REPORT.md, DRL section):
 
     python -m cli.drl_train --curve docs/reproductions/ones/drl-training.csv \\
         --plot docs/reproductions/ones/drl-training.png
@@ -21,7 +24,7 @@ from pathlib import Path
 
 # cosim before numpy: importing it sets one OpenBLAS thread before numpy loads OpenBLAS
 # (cosim/__init__.py). Training's result depends on the summation order of its matrix products:
-# with two threads the same options give another curve from the second policy-gradient step on.
+# another thread count (or CPU) gives another curve after a few policy-gradient steps.
 from cosim.errors import CosimError, InputError  # noqa: I001
 
 import numpy as np
@@ -134,7 +137,9 @@ def parser() -> argparse.ArgumentParser:
                     help="credit of an action: 'to-go' = the reward after its decision time minus the other "
                          "episodes' at that time; 'episode' = the whole episode's reward minus the other "
                          "episodes' mean; 'critic' = the reward after its decision time minus a learnt "
-                         f"state value V(s) (DL2's actor-critic) (default {d.advantage})")
+                         "state value V(s) (DL2's actor-critic); 'greedy' = the reward after its decision time "
+                         "minus a greedy run's on the same trace at that time (self-critical baseline) "
+                         f"(default {d.advantage})")
     ap.add_argument("--rl-critic-hidden", type=int, default=d.critic_hidden,
                     help=f"hidden units of the critic V(s) (--rl-advantage critic; default {d.critic_hidden})")
     ap.add_argument("--rl-critic-lr", type=float, default=d.critic_lr,
@@ -185,9 +190,12 @@ def main(argv: list[str] | None = None) -> int:
     rows = [{"stage": "supervised", "iteration": i, "loss": v} for i, v in enumerate(losses)]
     curve, sel = reinforce(simulate, net, opt, rl, val, test, warmup=(data[0], data[3]))
     rows += [{"stage": "reinforce", **r, "selected": i == sel} for i, r in enumerate(curve)]
+    k = curve[sel]
     print(f"kept the weights after REINFORCE step {sel} (0 = the supervised stage): validation "
-          f"{curve[sel]['val_greedy_avg_jct_s']:.1f} s, test {curve[sel]['test_greedy_avg_jct_s']:.1f} s "
-          f"(after the supervised stage: {curve[0]['test_greedy_avg_jct_s']:.1f} s)")
+          f"{k['val_greedy_avg_jct_s']:.1f} s, test {k['test_greedy_avg_jct_s']:.1f} s "
+          f"(after the supervised stage: {curve[0]['test_greedy_avg_jct_s']:.1f} s); gain over the supervised "
+          f"stage, paired by trace: validation {k['val_gain_s']:.1f} ± {k['val_gain_se_s']:.1f} s, test "
+          f"{k['test_gain_s']:.1f} ± {k['test_gain_se_s']:.1f} s")
     net.save(Path(a.out), args={**vars(a), "out": _recorded(a.out)}, teacher_accuracy=acc, selected_step=sel)
     if a.curve:
         Path(a.curve).parent.mkdir(parents=True, exist_ok=True)

@@ -16,6 +16,9 @@ takes `simulate(policy, jobs, nodes, seed) -> (submit s, end s) per job`).
       - `advantage="episode"`: the whole episode's reward (every action of an episode gets the same);
     minus a baseline: the mean of the same quantity, at the same t, over the step's other episodes
     of the same trace (a time-based baseline: the expected reward-to-go at the state's time);
+      - `advantage="greedy"` (self-critical training, Rennie et al. 2017; Kool et al. 2019's
+        greedy-rollout baseline): the reward still to come after t minus that of one run of the
+        greedy policy (the weights that sampled the step) on the same trace, at the same t;
       - `advantage="critic"` (DL2's actor-critic variant): the reward still to come after t minus
         V(s_t), a state-value network (`Critic`, `critic_hidden` tanh units, its own Adam at
         `critic_lr`). V is warmed up by `critic_warmup` full-batch Adam steps on the reward-to-go
@@ -42,7 +45,8 @@ takes `simulate(policy, jobs, nodes, seed) -> (submit s, end s) per job`).
     policy runs on the validation traces; the weights kept are those with the lowest mean validation
     average JCT (the earliest on a tie). The test traces are run only to report the curve.
 
-Seeded and deterministic (numpy + the deterministic engine). Writes the weights (.npz, float32) and a
+Seeded and deterministic (numpy + the deterministic engine) for a given summation order of the
+matrix products: another OpenBLAS thread count or CPU can give another curve after a few steps. Writes the weights (.npz, float32) and a
 training-curve CSV (stage, iteration, loss or JCTs and the step's diagnostics).
 """
 
@@ -63,7 +67,7 @@ from policies.optimus import Optimus, OptimusConfig
 Simulate = Callable[[Drl, int, int, int], tuple[np.ndarray, np.ndarray]]
 #: a trace setting: (jobs, nodes, trace seed)
 Setting = tuple[int, int, int]
-ADVANTAGES = ("to-go", "episode", "critic")
+ADVANTAGES = ("to-go", "episode", "critic", "greedy")
 UPDATES = ("reinforce", "ppo")
 
 
@@ -145,11 +149,39 @@ def supervised(net: Net, data: tuple, epochs: int, lr: float) -> list[float]:
     return losses
 
 
+def greedy_jcts(simulate: Simulate, net: Net, settings: list[Setting]) -> np.ndarray:
+    """The greedy policy's average JCT on each (jobs, nodes, seed) trace, in order."""
+    return np.array([avg_jct(simulate(Drl(DrlConfig(), net=net), j, n, s)) for j, n, s in settings], float)
+
+
 def greedy_jct(simulate: Simulate, net: Net, settings: list[Setting]) -> float:
     """Mean over (jobs, nodes, seed) traces of the greedy policy's average JCT (NaN: none)."""
     if not settings:
         return float("nan")
-    return float(np.mean([avg_jct(simulate(Drl(DrlConfig(), net=net), j, n, s)) for j, n, s in settings]))
+    return float(np.mean(greedy_jcts(simulate, net, settings)))
+
+
+def paired_gain(before: np.ndarray, after: np.ndarray) -> tuple[float, float]:
+    """(mean over traces of before − after, its paired standard error std(before − after) / sqrt(n)),
+    per-trace values of the same traces in the same order; positive: `after` is better. The error is
+    NaN below two traces, both are NaN with none."""
+    d = np.asarray(before, float) - np.asarray(after, float)
+    if d.size == 0:
+        return float("nan"), float("nan")
+    return float(d.mean()), float(d.std(ddof=1) / np.sqrt(d.size)) if d.size > 1 else float("nan")
+
+
+def _held_out(simulate: Simulate, net: Net, val: list[Setting], test: list[Setting],
+              first: dict | None) -> tuple[dict, dict]:
+    """The greedy policy on the validation and test traces: (curve columns, per-trace JCTs). With
+    `first` (the per-trace JCTs after the supervised stage), each set's gain over it and its paired
+    standard error (`paired_gain`)."""
+    per = {"val": greedy_jcts(simulate, net, val), "test": greedy_jcts(simulate, net, test)}
+    row = {f"{k}_greedy_avg_jct_s": float(v.mean()) if v.size else float("nan") for k, v in per.items()}
+    for k, v in per.items():
+        gain, se = paired_gain(first[k], v) if first is not None else paired_gain(v, v)
+        row |= {f"{k}_gain_s": gain, f"{k}_gain_se_s": se}
+    return row, per
 
 
 def reward_to_go(episode: tuple[np.ndarray, np.ndarray], t: np.ndarray, horizon_s: float = 0.0) -> np.ndarray:
@@ -183,6 +215,14 @@ def advantages(episodes: list[tuple[np.ndarray, np.ndarray]], times: list[np.nda
     return out
 
 
+def greedy_advantages(episodes: list[tuple[np.ndarray, np.ndarray]], times: list[np.ndarray],
+                      greedy: tuple[np.ndarray, np.ndarray], horizon_s: float = 0.0) -> list[np.ndarray]:
+    """Per episode, each action's reward-to-go (`reward_to_go`, `horizon_s`) minus the greedy policy's
+    episode's on the same trace at the same time: the greedy rollout as the baseline (self-critical
+    training, Rennie et al. 2017; Kool et al. 2019's greedy-rollout baseline with the current policy)."""
+    return [reward_to_go(ep, t, horizon_s) - reward_to_go(greedy, t, horizon_s) for ep, t in zip(episodes, times)]
+
+
 def critic_advantages(episodes: list[tuple[np.ndarray, np.ndarray]], times: list[np.ndarray],
                       states: list[np.ndarray], critic: Critic,
                       horizon_s: float = 0.0) -> tuple[list[np.ndarray], list[np.ndarray]]:
@@ -212,6 +252,9 @@ def _episodes(simulate: Simulate, net: Net, opt: RlOptions, setting: Setting, se
         ret, adv = critic_advantages(eps, times, [np.array([t[0] for t in tr]) for tr in trajs], critic,
                                      opt.horizon_s)
         return eps, trajs, adv, adv, ret
+    if opt.advantage == "greedy":  # the baseline is the greedy episode, not the other episodes: the halves share it
+        adv = greedy_advantages(eps, times, simulate(Drl(DrlConfig(), net=net), jobs, nodes, seed), opt.horizon_s)
+        return eps, trajs, adv, adv, None
     h = opt.episodes // 2  # the halves' own advantages (each half's baseline from itself) for the noise check
     if h >= 2:
         halves = (advantages(eps[:h], times[:h], opt.advantage, opt.horizon_s)
@@ -251,8 +294,8 @@ def reinforce(simulate: Simulate, net: Net, opt: RlOptions, train: list[Setting]
     selected row; `net` ends holding the selected row's weights. `warmup`: (states, reward-to-go)
     that the critic is first fitted on (`collect_teacher`'s first and last arrays; advantage
     "critic" only)."""
-    rows = [{"iteration": 0, "val_greedy_avg_jct_s": greedy_jct(simulate, net, val),
-             "test_greedy_avg_jct_s": greedy_jct(simulate, net, test)}]
+    held, first = _held_out(simulate, net, val, test, None)
+    rows = [{"iteration": 0, **held}]
     best = {k: v.copy() for k, v in net.p.items()}
     net.reset_optimiser()  # the supervised stage's moment estimates would scale the first steps
     log(f"after supervised: validation {rows[0]['val_greedy_avg_jct_s']:.1f} s, "
@@ -305,15 +348,16 @@ def reinforce(simulate: Simulate, net: Net, opt: RlOptions, train: list[Setting]
                "advantage_std": scale, "advantage_mean_abs": mean_abs, "grad_norm": gnorm, "grad_halves_cosine": cos,
                "sampled_greedy_agreement": agree, "entropy_nats": ent, "actions": int(a.size),
                "train_greedy_avg_jct_s": greedy_jct(simulate, net, traces),
-               "val_greedy_avg_jct_s": greedy_jct(simulate, net, val),
-               "test_greedy_avg_jct_s": greedy_jct(simulate, net, test), **critic_row, **update_row}
+               **_held_out(simulate, net, val, test, first)[0], **critic_row, **update_row}
         rows.append(row)
         if best_step([r["val_greedy_avg_jct_s"] for r in rows]) == it:
             best = {k: v.copy() for k, v in net.p.items()}
         log(f"step {it} ({row['trace']}): sampled {row['sampled_avg_jct_s']:.1f} s, adv std {scale:.4f}, |grad| "
             f"{gnorm:.4f} (halves' cosine {cos:.2f}), agree {agree:.3f}, H {ent:.3f}, greedy train "
             f"{row['train_greedy_avg_jct_s']:.1f} / val {row['val_greedy_avg_jct_s']:.1f} / test "
-            f"{row['test_greedy_avg_jct_s']:.1f} s")
+            f"{row['test_greedy_avg_jct_s']:.1f} s (gain over the supervised stage: val "
+            f"{row['val_gain_s']:.1f} ± {row['val_gain_se_s']:.1f} s, test {row['test_gain_s']:.1f} ± "
+            f"{row['test_gain_se_s']:.1f} s)")
     sel = best_step([r["val_greedy_avg_jct_s"] for r in rows])
     net.p = best
     return rows, sel
@@ -323,7 +367,8 @@ def plot_curve(curve_csv: Path, png: Path) -> None:
     """The training curve as a PNG: (a) supervised loss per epoch; (b) the greedy policy's average JCT
     on the validation and test traces after every REINFORCE step (step 0: after the supervised
     stage), the weights kept marked; (c) the step's training traces, sampled (mean of the episodes)
-    and greedy after the step."""
+    and greedy after the step; (d), when the curve has them, each step's gain over the supervised
+    stage on the validation and test traces, paired by trace, ± one standard error."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -331,7 +376,9 @@ def plot_curve(curve_csv: Path, png: Path) -> None:
 
     df = pd.read_csv(curve_csv)
     sl, rl = df[df["stage"] == "supervised"], df[df["stage"] == "reinforce"]
-    fig, (a, b, c) = plt.subplots(1, 3, figsize=(13, 3.4))
+    gains = "val_gain_s" in rl
+    fig, axes = plt.subplots(1, 4 if gains else 3, figsize=(17 if gains else 13, 3.4))
+    a, b, c = axes[:3]
     a.plot(sl["iteration"], sl["loss"])
     a.set(xlabel="Adam step (full batch)", ylabel="cross-entropy", title="(a) supervised from Optimus")
     b.plot(rl["iteration"], rl["val_greedy_avg_jct_s"], label="validation traces (mean)")
@@ -346,6 +393,15 @@ def plot_curve(curve_csv: Path, png: Path) -> None:
     c.set(xlabel="policy-gradient step", ylabel="avg JCT (s)", yscale="log",
           title="(c) the step's training traces (mean)")
     c.legend(fontsize=7)
+    if gains:
+        d = axes[3]
+        for k, label, dx in (("val", "validation", -0.12), ("test", "test", 0.12)):
+            d.errorbar(rl["iteration"] + dx, rl[f"{k}_gain_s"], yerr=rl[f"{k}_gain_se_s"], fmt=".", capsize=2,
+                       label=f"{label} (± paired SE)")
+        d.axhline(0, color="k", lw=0.6)
+        d.set(xlabel="policy-gradient step", ylabel="gain over step 0 (s, + = faster)",
+              title="(d) held-out gain, paired by trace")
+        d.legend(fontsize=7)
     fig.tight_layout()
     fig.savefig(png, dpi=90)
     plt.close(fig)

@@ -351,3 +351,87 @@ def test_shipped_weights_record_their_provenance_without_a_machine_folder():
     assert 0 <= meta["selected_step"] <= args["rl_iters"]
     assert _recorded(str(DEFAULT_WEIGHTS)) == "policies/drl/data/drl_ones.npz"
     assert _recorded("/elsewhere/w.npz") == "/elsewhere/w.npz"
+
+
+def test_paired_gain_is_the_mean_difference_and_its_standard_error():
+    from policies.drl.train import paired_gain
+
+    # differences 10, -5, 20 s: mean 25/3, sample variance ((5/3)² + (40/3)² + (35/3)²) / 2 = 950/6
+    gain, se = paired_gain(np.array([100.0, 200.0, 300.0]), np.array([90.0, 205.0, 280.0]))
+    assert np.isclose(gain, 25 / 3) and np.isclose(se, np.sqrt(950 / 6 / 3))
+    assert paired_gain(np.array([5.0]), np.array([4.0]))[0] == 1.0 and np.isnan(paired_gain([5.0], [4.0])[1])
+    assert all(np.isnan(paired_gain(np.zeros(0), np.zeros(0))))
+
+
+def test_reinforce_curve_reports_each_steps_gain_over_the_supervised_stage_paired_by_trace():
+    from cli.drl_train import simulate
+    from policies.drl.train import RlOptions, collect_teacher, greedy_jcts, paired_gain, reinforce, supervised
+
+    net = Net(20, 16, seed=4)
+    supervised(net, collect_teacher(simulate, net, [(6, 4, 100)]), 60, 3e-3)
+    val, test = [(6, 4, 201), (5, 4, 205)], [(6, 4, 202), (5, 4, 207)]
+    first = {"val": greedy_jcts(simulate, net, val), "test": greedy_jcts(simulate, net, test)}
+    rows, sel = reinforce(simulate, net, RlOptions(iters=2, episodes=2, lr=3e-2, traces_per_step=1,
+                                                   update="reinforce"),
+                          [(6, 4, 200)], val, test, log=lambda s: None)
+    assert rows[0]["val_gain_s"] == 0 and rows[0]["test_gain_se_s"] == 0
+    last = {"val": greedy_jcts(simulate, net, val), "test": greedy_jcts(simulate, net, test)}  # kept weights
+    for k in ("val", "test"):
+        assert (rows[sel][f"{k}_gain_s"], rows[sel][f"{k}_gain_se_s"]) == paired_gain(first[k], last[k])
+        assert np.isclose(rows[sel][f"{k}_gain_s"],
+                          rows[0][f"{k}_greedy_avg_jct_s"] - rows[sel][f"{k}_greedy_avg_jct_s"])
+
+
+def test_greedy_advantage_is_reward_to_go_minus_the_greedy_episodes_at_the_same_time():
+    from policies.drl.train import ADVANTAGES, RlOptions, greedy_advantages
+
+    ep = (np.array([0.0, 100.0, 200.0]), np.array([1000.0, 400.0, 2200.0]))  # JCTs 1000, 300, 2000
+    greedy = (ep[0], ep[1] + 30.0)  # every job 30 s longer under the greedy policy
+    adv = greedy_advantages([ep, greedy], [np.array([0.0, 500.0]), np.array([150.0])], greedy)
+    # at 0 s the three jobs are each 30 s shorter (0.09 / 3 in 1000 s); at 500 s two jobs are left
+    assert np.allclose(adv[0], [0.03, 0.02]) and np.allclose(adv[1], [0.0])
+    one = (np.array([50.0]), np.array([150.0]))
+    assert np.allclose(greedy_advantages([one], [np.array([0.0])], (one[0], one[1] + 100.0), 100.0),
+                       [100 * (np.exp(-1.5) - np.exp(-2.5)) / 1000])  # discounted like reward_to_go
+    assert "greedy" in ADVANTAGES and RlOptions(advantage="greedy").problems() == []
+    assert RlOptions(advantage="greed").problems()[0][0] == "advantage"
+
+
+def test_reinforce_with_the_greedy_baseline_runs_one_greedy_episode_per_trace_and_step():
+    from cli.drl_train import simulate
+    from policies.drl.train import RlOptions, collect_teacher, reinforce, supervised
+
+    calls: list[bool] = []
+
+    def counted(policy, jobs, nodes, seed):
+        calls.append(policy.config.sample)
+        return simulate(policy, jobs, nodes, seed)
+
+    net = Net(20, 16, seed=4)
+    supervised(net, collect_teacher(simulate, net, [(6, 4, 100)]), 60, 3e-3)
+    opt = RlOptions(iters=2, episodes=3, lr=3e-2, traces_per_step=2, advantage="greedy", update="reinforce")
+    rows, _ = reinforce(counted, net, opt, [(6, 4, 200), (5, 4, 203)], [(6, 4, 201)], [(6, 4, 202)],
+                        log=lambda s: None)
+    # per step: 2 traces × (3 sampled + 1 greedy baseline) + 2 greedy on the step's traces + validation + test
+    assert calls.count(True) == 2 * 2 * 3 and calls.count(False) == 2 + 2 * (2 + 2 + 1 + 1)
+    assert all(r["grad_norm"] > 0 and np.isfinite(r["advantage_std"]) for r in rows[1:])
+
+
+def test_drl_diagnose_weights_evaluates_files_paired_by_trace(tmp_path, capsys):
+    from benchmarks.drl_diagnose import main
+    from cli.drl_train import simulate
+    from policies.drl.train import collect_teacher, greedy_jcts, supervised
+
+    a, b = Net(20, 16, seed=4), Net(20, 16, seed=5)
+    for net, epochs in ((a, 60), (b, 20)):  # a random network may start no job
+        supervised(net, collect_teacher(simulate, net, [(6, 4, 100)]), epochs, 3e-3)
+    a.save(tmp_path / "a.npz")
+    b.save(tmp_path / "b.npz")
+    sets = ["--", "--val", "6x4x901,5x4x903", "--test", "6x4x902"]
+    assert main(["--weights", str(tmp_path / "a.npz"), "--weights", str(tmp_path / "b.npz"), *sets]) == 0
+    out = capsys.readouterr().out
+    va, vb = (greedy_jcts(simulate, Net.load(tmp_path / f), [(6, 4, 901), (5, 4, 903)]) for f in ("a.npz", "b.npz"))
+    assert "validation (2 traces):" in out and f"gain over the first {va.mean() - vb.mean():7.1f}" in out
+    assert main(["--weights", str(tmp_path / "missing.npz"), *sets]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "missing.npz" in err and "\n" not in err

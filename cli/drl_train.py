@@ -7,9 +7,10 @@ with the ONES catalog's setting (20-s checkpoint-restart per resize, ONES' conve
 `--progress batch-history`, the `ones-artifact` speeds). Three disjoint sets of trace seeds:
 training (`--teacher-traces`, `--rl-traces`), validation (`--val`: picks the weights kept) and test
 (`--test`: reported only). The defaults are the command that trained the committed
-policies/drl/data/drl_ones.npz (its metadata records the options); the run repeats exactly only where
-the matrix products are summed in the same order (the same OpenBLAS threads and kernels), and
-elsewhere can keep another step (docs/reproductions/ones/REPORT.md, DRL section):
+policies/drl/data/drl_ones.npz (its metadata records the options). The run repeats it bit for bit
+where the matrix products are summed in the same order: one OpenBLAS thread, and the OpenBLAS
+kernels and numpy loops `cosim.blas` asks for on x86-64 CPUs with AVX2; another thread count or other
+kernels can keep another step (docs/reproductions/ones/REPORT.md, DRL section):
 
     python -m cli.drl_train --curve docs/reproductions/ones/drl-training.csv \\
         --plot docs/reproductions/ones/drl-training.png
@@ -22,9 +23,9 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-# cosim before numpy: importing it sets one OpenBLAS thread before numpy loads OpenBLAS
-# (cosim/__init__.py). Training's result depends on the summation order of its matrix products:
-# another thread count (or CPU) gives another curve after a few policy-gradient steps.
+# cosim before numpy: importing it sets OpenBLAS' thread count and kernels and numpy's loops before
+# numpy loads (cosim.blas). Training's result depends on the summation order of its matrix products:
+# another thread count or other kernels give another curve after a few policy-gradient steps.
 from cosim.errors import CosimError, InputError  # noqa: I001
 
 import numpy as np

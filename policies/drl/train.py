@@ -46,7 +46,8 @@ takes `simulate(policy, jobs, nodes, seed) -> (submit s, end s) per job`).
     average JCT (the earliest on a tie). The test traces are run only to report the curve.
 
 Seeded and deterministic (numpy + the deterministic engine) for a given summation order of the
-matrix products: another OpenBLAS thread count or CPU can give another curve after a few steps. Writes the weights (.npz, float32) and a
+matrix products (cosim.blas fixes OpenBLAS' kernels and numpy's loops on x86-64 CPUs with AVX2): another
+OpenBLAS thread count or other kernels can give another curve after a few steps. Writes the weights (.npz, float32) and a
 training-curve CSV (stage, iteration, loss or JCTs and the step's diagnostics).
 """
 

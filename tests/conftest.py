@@ -14,10 +14,15 @@ SHARED_DATA = REPO.parent / "shared" / "data"
 
 @pytest.fixture(scope="session")
 def shared_data() -> Path:
-    """Path to ../shared/data, or skip the test with a message naming what is missing."""
-    if not SHARED_DATA.is_dir():
-        pytest.skip(f"real data not found at {SHARED_DATA} (clone with ../shared beside the repo)")
-    return SHARED_DATA
+    """The shared data folder as cosim finds it (`$COSIM_SHARED_DATA`, else ../shared/data beside the
+    checkout: `cosim.paths.shared_data_dir`), or skip the test with a message saying what is missing."""
+    from cosim.errors import InputError
+    from cosim.paths import shared_data_dir
+
+    try:
+        return shared_data_dir()
+    except InputError as e:
+        pytest.skip(f"real data not found: {e}")
 
 
 @pytest.fixture(scope="module")

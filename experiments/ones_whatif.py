@@ -18,16 +18,15 @@ measured sub-linear run, read two ways, and how far ONES' own rules bound its ex
   for the trace's epochs.
 
 The scalings wrap `PerfModel._compute_phases` in this process only, so a sweep runs them with one
-worker (in-process): `python -m experiments.ones_whatif pow sweep docs/reproductions/ones/ci-seeds.toml
--o OUT -j 1`; any cosim command follows the mode. `python -m experiments.ones_whatif bound` prints
-the bound.
+worker (in-process). The command line is `cli.ones_whatif`: `python -m cli.ones_whatif pow sweep
+docs/reproductions/ones/ci-seeds.toml -o OUT -j 1` (any cosim command follows the mode) and
+`python -m cli.ones_whatif bound`.
 """
 
 from __future__ import annotations
 
 import contextlib
 import math
-import sys
 from typing import Any, Iterator
 
 import numpy as np
@@ -116,36 +115,3 @@ def bound(rows: int = 50) -> dict[str, float]:
         req.append(epochs * samples * s_per_sample(model, c, b * c))
     return {"phi": phi, "warmup": float(np.mean(warm)), "ones": float(np.mean(ones)),
             "requested": float(np.mean(req))}
-
-
-def main(argv: list[str] | None = None) -> None:
-    args = list(sys.argv[1:] if argv is None else argv)
-    usage = "usage: python -m experiments.ones_whatif {pow|host} COSIM-ARGS… | bound [ROWS]"
-    if not args or args[0] not in (*MODES, "bound"):
-        raise SystemExit(usage)
-    mode, rest = args[0], args[1:]
-    if mode == "bound":
-        b = bound(int(rest[0]) if rest else 50)
-        print(f"phi {b['phi']:.3f}; mean per job: warm-up {b['warmup']:.0f} s, ONES' execution bound "
-              f"{b['ones']:.0f} s, at the requested size {b['requested']:.0f} s")
-        return
-    if rest[:1] == ["sweep"] and not _one_worker(rest):
-        raise SystemExit("error: the what-if applies in this process only: run the sweep with -j 1")
-    from cli.app import main as cosim
-
-    with applied(mode):
-        sys.argv = ["cosim", *rest]
-        cosim()
-
-
-def _one_worker(args: list[str]) -> bool:
-    for i, a in enumerate(args):
-        if a in ("-j", "--workers") and i + 1 < len(args):
-            return args[i + 1] == "1"
-        if a.startswith("--workers="):
-            return a.split("=", 1)[1] == "1"
-    return False
-
-
-if __name__ == "__main__":
-    main()

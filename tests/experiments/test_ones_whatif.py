@@ -1,4 +1,4 @@
-"""The ONES report's what-ifs and bound (experiments.ones_whatif): the scalings multiply exactly the
+"""The ONES report's what-ifs and bound (experiments.ones_whatif, cli.ones_whatif): the scalings multiply exactly the
 compute and communication-start times they name, leave the all-reduce and other processes' models
 alone, and the bound is the one the report quotes."""
 
@@ -57,13 +57,15 @@ def test_applied_scales_compute_only_inside_the_block(perf_factory, mode):
     assert (after.compute_s, after.comm_s) == (plain.compute_s, plain.comm_s)
 
 
-def test_a_sweep_needs_one_worker():
-    from experiments.ones_whatif import main
+def test_command_line_errors():
+    from cli.ones_whatif import main
 
     with pytest.raises(SystemExit, match="-j 1"):
         main(["pow", "sweep", "x.toml", "-o", "out", "-j", "2"])
     with pytest.raises(SystemExit, match="usage"):
         main(["cube"])
+    with pytest.raises(SystemExit, match="ROWS: expected a positive integer"):
+        main(["bound", "ten"])
 
 
 def test_bound_is_the_reports():

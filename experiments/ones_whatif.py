@@ -26,7 +26,6 @@ docs/reproductions/ones/ci-seeds.toml -o OUT -j 1` (any cosim command follows th
 from __future__ import annotations
 
 import contextlib
-import math
 from typing import Any, Iterator
 
 import numpy as np
@@ -82,13 +81,14 @@ def bound(rows: int = 50) -> dict[str, float]:
     from cosim.paths import shared_file
     from experiments.run_perf import build_perf
     from experiments.runner import RunConfig, real_backends
-    from simcore.convergence_fit import fit_history
+    from simcore.convergence import ConvergenceModel
+    from traces.ones import epochs_to_target_of, total_epochs
     from traces.formats.workloads import ONES_CLASSES, ONES_EPOCHS
 
     cfg = RunConfig(trace="synth:ones:4", cluster="ones-longhorn", calibration="ones-artifact")
     be = real_backends(cfg)
     perf = build_perf(be.topology(cfg), be, cfg)
-    phi = fit_history().phi
+    conv = ConvergenceModel()  # the engine's, φ fitted to the artifact's run history
 
     def s_per_sample(model: str, g: int, batch: int) -> float:
         return perf.solo_iter_s(model, perf.consolidated_gpus(g, -1), batch) / batch
@@ -100,8 +100,8 @@ def bound(rows: int = 50) -> dict[str, float]:
         epochs = ONES_EPOCHS[(cls, int(r.epoch_size))]
         patience, b, c, samples = int(r.patience), int(r.batch_size), int(r.num_gpus), float(r.epoch_size)
         b_max = int(round(b * r.max_lr / r.lr))
-        j_ref = math.log2(c / 2) if c > 2 else 0.0  # the batch doublings of a job started at its request
-        e_ones = (epochs - patience + 1) / (1.0 + phi * j_ref) + patience - 1
+        # the epochs at gradual growth: the trace's epochs to target were taken at the requested batch
+        e_ones = total_epochs(conv.intrinsic(epochs_to_target_of(epochs, patience), b, b * c), patience)
         t, w, g, k = 0.0, 0.0, 1, 0
         while k < e_ones:
             if k >= 2:
@@ -113,5 +113,5 @@ def bound(rows: int = 50) -> dict[str, float]:
         warm.append(w)
         ones.append(t)
         req.append(epochs * samples * s_per_sample(model, c, b * c))
-    return {"phi": phi, "warmup": float(np.mean(warm)), "ones": float(np.mean(ones)),
+    return {"phi": conv.phi, "warmup": float(np.mean(warm)), "ones": float(np.mean(ones)),
             "requested": float(np.mean(req))}

@@ -10,13 +10,28 @@ from __future__ import annotations
 
 import sys
 
+#: characters that `str.splitlines` breaks a line at; a value quoted from a user's file may hold any of them
+_LINE_BREAKS = {ch: ch.encode("unicode_escape").decode("ascii")
+                for ch in "\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029"}
+_LINE_BREAK_TABLE = str.maketrans(_LINE_BREAKS)
+
+
+def one_line(message: str) -> str:
+    """`message` with every line break written as its escape (`\\n`), so that it prints as one line."""
+    return message.translate(_LINE_BREAK_TABLE)
+
 
 class CosimError(Exception):
-    """A problem with the user's input or request, reported in one line (exit code 2)."""
+    """A problem with the user's input or request, reported in one line (exit code 2).
+
+    The message is kept to one line whatever it quotes: a key or value from a user's file that holds a
+    line break is shown with the break escaped (`\\n`).
+    """
 
     exit_code = 2
 
     def __init__(self, message: str):
+        message = one_line(str(message))
         super().__init__(message)
         self.message = message
 

@@ -202,8 +202,25 @@ def idle_table(dirs: list[Path]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def main(argv: list[str]) -> None:
-    per = load_runs([Path(a) for a in argv])
+def main(argv: list[str] | None = None) -> int:
+    import argparse
+
+    from cosim.errors import CosimError
+
+    ap = argparse.ArgumentParser(prog="python -m experiments.ones_metrics", description=__doc__.splitlines()[0])
+    ap.add_argument("run_dirs", nargs="+", metavar="RUN_DIR",
+                    help="a `cosim simulate --out` folder or a sweep cell; several (seeds) are pooled job by job")
+    a = ap.parse_args(argv)
+    try:
+        _print_tables([Path(d) for d in a.run_dirs])
+    except CosimError as exc:
+        exc.show()
+        return exc.exit_code
+    return 0
+
+
+def _print_tables(dirs: list[Path]) -> None:
+    per = load_runs(dirs)
     pd.set_option("display.width", 200)
     print(summary(per).round(3).to_string(index=False))
     cls = by_class(per)
@@ -211,11 +228,11 @@ def main(argv: list[str]) -> None:
         print(cls.round(2).to_string(index=False))
     if "ones" in per:
         print(compare(per).to_string(index=False, float_format=lambda x: f"{x:.3g}"))
-    idle = idle_table([Path(a) for a in argv])
+    idle = idle_table(dirs)
     if len(idle):
         print(idle.round(3).to_string(index=False))
 
 
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    sys.exit(main())
 

@@ -18,6 +18,15 @@ def test_input_error_names_file_row_field():
     assert e.exit_code == 2
 
 
+@pytest.mark.parametrize("brk", ["\n", "\r", "\r\n", "\v", "\f", "\x1c", "\x85", "\u2028", "\u2029"])
+def test_error_quoting_a_line_break_stays_one_line(brk):
+    """A key from the user's file may hold a line break; the message shows it escaped, on one line."""
+    e = InputError.at("thr.json", row=f"v100/a{brk}b", expected="a key like \"('m', 1)\"")
+    assert len(e.format_message().splitlines()) == 1
+    assert e.format_message() == str(e)
+    assert brk.encode("unicode_escape").decode() in e.format_message()
+
+
 def test_registry_unknown_name_lists_valid():
     reg: Registry[int] = Registry("policy")
     reg.register("fifo")(1)

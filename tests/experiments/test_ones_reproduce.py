@@ -58,6 +58,17 @@ def test_small_runs_every_cell_and_reports_them(small):
     assert set(cmp["baseline"]) == {"tiresias", "optimus", "drl", "drl(interval_s=600)"}
 
 
+def test_command_line_help_and_a_folder_without_runs(tmp_path, capsys):
+    """`python -m experiments.ones_metrics`: --help prints the usage; a folder without jobs.parquet is one
+    `error:` line naming it (exit 2), not a traceback."""
+    with pytest.raises(SystemExit) as e:
+        M.main(["--help"])
+    assert e.value.code == 0 and "RUN_DIR" in capsys.readouterr().out
+    assert M.main([str(tmp_path)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == f"error: {tmp_path}: expected jobs.parquet (or <policy>/jobs.parquet)"
+
+
 def test_wilcoxon_relations_and_reductions():
     rng = np.random.default_rng(0)
     base = rng.uniform(100, 1000, 50)

@@ -106,6 +106,7 @@ GAVEL_ENTRY = st.one_of(st.fixed_dictionaries({"null": JSON_LEAF}), JSON_ANY)
 @example(doc={"v100": {"('ResNet-50 (batch size 64)', 1)": {"null": True}}}, raw=None)
 @example(doc=None, raw=b"\xff{}")
 @example(doc={"v100": {"('ResNet-50 (batch size 99999999999999999999)', 1)": {"null": 1.0}}}, raw=None)
+@example(doc={"v100": {"\n": {"null": None}}}, raw=None)  # a key quoted in the error holds a line break
 @given(doc=st.one_of(st.dictionaries(st.sampled_from(["v100", "p100", "k80", "a100"]),
                                      st.dictionaries(GAVEL_KEYS, GAVEL_ENTRY, max_size=3) | JSON_ANY, max_size=3),
                      JSON_ANY),

@@ -386,17 +386,14 @@ def _check_placements(p: str, d: pd.DataFrame) -> pd.DataFrame:
 
 
 def _check_numbers(p: str, d: pd.DataFrame, positive: tuple[str, ...], non_negative: tuple[str, ...] = ()) -> None:
-    """Rows present and the named columns finite numbers (> 0, or ≥ 0 for `non_negative`): a
-    measurement table read from Parquet is not checked by an importer."""
+    """Rows present and the named columns finite numbers (> 0, or ≥ 0 for `non_negative`) inside their
+    measured range (`importers.check_measured`): a measurement table read from Parquet is not checked
+    by an importer."""
+    from calibration.importers import check_measured
+
     if d.empty:
         raise InputError.at(p, expected="at least one measurement row", got="no rows")
-    for c in positive + non_negative:
-        v = pd.to_numeric(d[c], errors="coerce").to_numpy(dtype=float, na_value=np.nan)
-        bad = ~np.isfinite(v) | ((v < 0) if c in non_negative else (v <= 0))
-        if bad.any():
-            i = int(np.flatnonzero(bad)[0])
-            raise InputError.at(p, row=i, field=c, expected="a non-negative number" if c in non_negative
-                                else "a positive number", got=d[c].iloc[i])
+    check_measured(p, d, positive + non_negative, non_negative, first_row=1)
 
 
 def fit_files(paths, preset: str | None = None, folds: int = 5, platforms=None) -> FitReport:

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import ast
 import json
+import math
 import re
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -91,6 +92,15 @@ MAX_LOCAL_BSZ = 10**9
 #: bound on the nodes of one measured placement (a placement is a string of per-node digits, so an
 #: unbounded count such as 4294967296 would build a string of that length before any other check)
 MAX_NODES = 100_000
+#: the range a measured number may take, per column (CSV and Parquet names): a step or a collective
+#: between a nanosecond and a day, a message up to a pebibyte, counts within the bounds above. A value
+#: outside is not a measurement (a unit slip, a corrupted cell), and the fits would overflow or divide
+#: by almost zero on it.
+_TIME_S = (1e-9, 86400.0)
+MEASURED_RANGE = {"step_time_s": _TIME_S, "step_time": _TIME_S, "time_s": _TIME_S,
+                  "sync_time_s": (0.0, 86400.0), "sync_time": (0.0, 86400.0), "nbytes": (1, 2**50),
+                  "local_bsz": (1, MAX_LOCAL_BSZ), "num_nodes": (1, MAX_NODES), "num_gpus": (1, 9 * MAX_NODES),
+                  "group_size": (1, 9 * MAX_NODES)}
 
 STEP_COLUMNS = ["source", "file", "row", "model", "app", "platform", "preset", "gpu_type", "placement",
                 "num_nodes", "num_gpus", "local_bsz", "step_time_s", "sync_time_s"]
@@ -133,17 +143,26 @@ def _read_csv(file: Path, required: list[str]) -> pd.DataFrame:
     return df
 
 
-def _check_positive(file: Path, df: pd.DataFrame, cols: list[str], allow_zero: tuple[str, ...] = ()) -> None:
+def check_measured(file: object, df: pd.DataFrame, cols, allow_zero=(), first_row: int = 2) -> None:
+    """Each of `cols` a finite number, > 0 (≥ 0 for the `allow_zero` ones) and inside its
+    `MEASURED_RANGE`; the first bad cell is one error naming the file, its row (`first_row` for the
+    table's first: 2 in a CSV, whose line 1 is the header) and the field."""
     import pandas as pd
 
     for c in cols:
-        v = pd.to_numeric(df[c], errors="coerce")
-        bad = ~np.isfinite(v) | ((v < 0) if c in allow_zero else (v <= 0))
+        v = pd.to_numeric(df[c], errors="coerce").to_numpy(dtype=float, na_value=np.nan)
+        lo, hi = MEASURED_RANGE.get(c, (0, math.inf))
+        bad = ~np.isfinite(v) | ((v < 0) if c in allow_zero else (v <= 0)) | (v > hi) | ((v > 0) & (v < lo))
         if bad.any():
-            i = int(np.flatnonzero(bad.to_numpy())[0])
-            raise InputError.at(file, row=i + 2, field=c,
-                                expected="a non-negative number" if c in allow_zero else "a positive number",
-                                got=df[c].iloc[i])
+            i = int(np.flatnonzero(bad)[0])
+            kind = "a non-negative number" if c in allow_zero else "a positive number"
+            if c in MEASURED_RANGE:
+                kind += f" from {_bound(lo)} to {_bound(hi)}" if lo > 0 else f" up to {_bound(hi)}"
+            raise InputError.at(file, row=i + first_row, field=c, expected=kind, got=df[c].iloc[i])
+
+
+def _bound(x: float) -> str:
+    return f"{x:,}" if isinstance(x, int) else f"{x:g}"
 
 
 def _parse_name(file: Path) -> tuple[str, str]:
@@ -173,7 +192,7 @@ def read_pollux_placements(file: str | Path, app: str | None = None,
                                 got=df["placement"].iloc[i])
     else:
         df = _read_csv(file, ["local_bsz", "step_time", "sync_time", "num_nodes", "num_replicas"])
-        _check_positive(file, df, ["num_nodes", "num_replicas"])
+        check_measured(file, df, ["num_nodes", "num_replicas"])
         nodes, reps = pd.to_numeric(df["num_nodes"]), pd.to_numeric(df["num_replicas"])
         # whole numbers, at least one replica per node, at most 9 per node (a placement is a
         # string of per-node digits): 2e-12 nodes used to divide by zero, 1e30 to build a 1e30-long string
@@ -188,7 +207,7 @@ def read_pollux_placements(file: str | Path, app: str | None = None,
             base, extra = divmod(r, n)
             pl.append("".join(str(base + (1 if k < extra else 0)) for k in range(n)))
         pl = pd.Series(pl, index=df.index)
-    _check_positive(file, df, ["local_bsz", "step_time", "sync_time"])
+    check_measured(file, df, ["local_bsz", "step_time", "sync_time"])
     bsz = pd.to_numeric(df["local_bsz"]).round()
     if ((bsz < 1) | (bsz > MAX_LOCAL_BSZ)).any():  # 1e30 used to wrap to a negative batch
         i = int(np.flatnonzero(((bsz < 1) | (bsz > MAX_LOCAL_BSZ)).to_numpy())[0])

@@ -178,3 +178,34 @@ def test_step_table_with_a_bad_placement_is_one_line(tmp_path, bad):
     pd.DataFrame([row, dict(row, placement=bad)]).to_parquet(f)
     with pytest.raises(InputError, match=r"steps\.parquet.*row 2.*placement"):
         fit_files([str(f)])
+
+
+@pytest.mark.parametrize("field,value,expected", [
+    ("step_time_s", 1e308, "a positive number from 1e-09 to 86400"),   # overflowed the compute fit
+    ("step_time_s", 5e-324, "a positive number from 1e-09 to 86400"),  # divided the fit by ~0
+    ("local_bsz", 1e308, "a positive number from 1 to 1,000,000,000"),  # failed the fit's SVD
+])
+def test_compute_parquet_value_out_of_range_is_one_line(tmp_path, field, value, expected):
+    """A compute table's number outside its measured range (`importers.MEASURED_RANGE`) is one error
+    naming the file, the row (the table's first is row 1) and the field, before any fit runs."""
+    import pandas as pd
+
+    from calibration.fit import fit_files
+    from cosim.errors import InputError
+
+    rows = [dict(model="resnet18_cifar", gpu_type="h100", local_bsz=b, step_time_s=t) for b, t in ((32, 0.01), (64, 0.018))]
+    rows[1][field] = value
+    f = tmp_path / "compute.parquet"
+    pd.DataFrame(rows).to_parquet(f)
+    with pytest.raises(InputError) as e:
+        fit_files([str(f)])
+    assert str(e.value).startswith(f"{f}: row 2: field '{field}': expected {expected}, got ")
+
+
+def test_pollux_csv_step_time_out_of_range_is_one_line(tmp_path):
+    """The same range for the Pollux/Sia CSVs, whose rows count from 2 (line 1 is the header)."""
+    f = _write(tmp_path, "cifar10", "placements-aws.csv",
+               "placement,local_bsz,step_time,sync_time\n1,32,0.05,0.0005\n1,32,1e300,0.0005\n")
+    with pytest.raises(InputError, match=r"placements-aws\.csv: row 3: field 'step_time': expected a positive number "
+                                         r"from 1e-09 to 86400, got "):
+        importers.read_pollux_placements(f)

@@ -159,6 +159,9 @@ def _finite_numbers(obj, path="report") -> None:
 @example(kind="steps", edits=[], drop=None, rows=0, cut=None)  # an empty file used to write a NaN-error profile
 @example(kind="collectives", edits=[], drop="nbytes", rows=4, cut=None)
 @example(kind="compute", edits=[], drop=None, rows=4, cut=10)
+@example(kind="compute", edits=[(1, 0, 1e+308)], drop=None, rows=2, cut=None)  # the fit's SVD failed on it
+@example(kind="compute", edits=[(1, 1, 1e+308), (3, 0, 1e+308), (3, 2, 1e+308)], drop=None, rows=3, cut=None)
+@example(kind="collectives", edits=[(3, 0, 5e-324)], drop=None, rows=4, cut=None)  # a subnormal time
 @given(kind=st.sampled_from(sorted(TABLES)),
        edits=st.lists(st.tuples(st.integers(0, 20), st.integers(0, 3), PARQUET_VALUES), max_size=3),
        drop=st.none() | st.sampled_from(["placement", "step_time_s", "sync_time_s", "local_bsz", "model", "op",

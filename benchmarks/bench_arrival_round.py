@@ -5,7 +5,8 @@ nodes × 8 GPUs (20 nodes per leaf, 25 leaves per pod), 110 running jobs of 1-8 
 random GPUs, one queued job of 4 GPUs. Each round is what FIFO does then: a `Round` on the
 view (the engine's per-node usable counts handed over where `ClusterArrays` has them), the
 queue walked with the kernel placer and head-of-line blocking, the decision. Prints the
-median wall-clock µs of each of the three parts over 20,000 rounds, and of their sum. Run it
+median wall-clock µs of each of the three parts over 20,000 rounds, and of their sum; then the
+median of 20,000 calls of FIFO's own `decide` on the same view (its round as FIFO builds it). Run it
 from each checkout's root in turn, alternating, to compare two checkouts (the file alone runs
 in any checkout whose `Round` has `walk`):
 
@@ -93,6 +94,22 @@ def main() -> None:
     med = np.median(t, axis=0)
     print(f"µs per arrival round (median of {ROUNDS:,}): building the Round {med[0]:.1f}, the walk {med[1]:.1f}, "
           f"the decision {med[2]:.1f}; in all {np.median(t.sum(axis=1)):.1f}")
+
+    from policies.fifo import Fifo, FifoConfig
+
+    fifo = Fifo(FifoConfig())
+
+    def fifo_call():
+        t0 = clock()
+        d = fifo.decide(view, view.now)
+        return d, clock() - t0
+
+    assert fifo_call()[0].allocations == one_round()[0].allocations, "FIFO places the queued job as the round does"
+    for _ in range(300):
+        fifo_call()
+    f = np.array([fifo_call()[1] for _ in range(ROUNDS)]) * 1e6
+    print(f"µs per FIFO decide (median of {ROUNDS:,}): {np.median(f):.1f}")
+
 
 if __name__ == "__main__":
     main()

@@ -162,10 +162,11 @@ _UNITS = {"collectives.shape": "costs", "collectives.algorithms": "costs", "coll
           "collectives.contention_exact": "contention", "collectives.contention_groups": "groups",
           "simcore.kernels": "engine", "simcore.gps": "gps",
           "policies._kernels": "placement", "policies._round_state_kernels": "walk",
-          "policies._preempt_kernels": "walk", "policies._walk_kernels": "walk", "policies._tiresias_kernels": "tiresias"}
+          "policies._preempt_kernels": "walk", "policies._walk_kernels": "walk", "policies._tiresias_kernels": "tiresias",
+          "policies._fifo_kernels": "fifo"}
 #: units that call another unit's kernels, compiled after it (then they load those from the cache):
-#: the walk kernel places with `consolidate_gpus`, Tiresias' round kernel runs the walk kernel
-_AFTER = {"walk": ("placement",), "tiresias": ("placement", "walk")}
+#: the walk kernel places with `consolidate_gpus`, Tiresias' and FIFO's round kernels run the walk kernel
+_AFTER = {"walk": ("placement",), "tiresias": ("placement", "walk"), "fifo": ("placement", "walk")}
 
 
 def _family(module: str) -> str:

@@ -12,6 +12,7 @@ from typing import ClassVar
 
 import numpy as np
 
+from policies._fifo_kernels import fifo_round
 from policies.base import BasePolicy, Round, shape_key
 from policies.config import PlacedConfig, param
 from policies.registry import POLICIES
@@ -63,14 +64,29 @@ class Fifo(BasePolicy):
     ignores_restart_ends = True  # a restart end frees no GPU and changes no priority here
 
     def decide(self, view: ClusterView, now: float) -> Decision:
-        r = self.round(view)
-        r.keep_all_undecided()
-        placer = r.placer()
-        # the walk places the queue in arrival order and stops at the first job that cannot
-        # start; `consolidate` on a one-type cluster is placed inside its kernel, other
-        # strategies are handed back here
+        # the walk keeps the running jobs, then places the queue in arrival order and stops at
+        # the first job that cannot start; `consolidate` on a one-type cluster is placed inside
+        # its kernel, other strategies are handed back here. The round's begin, the order and
+        # the walk's first run are one kernel call (`_fifo_kernels.fifo_round`)
+        c, jobs, ws = view.cluster, view.jobs, self.workspace
+        w = ws.walk_state(c, jobs.num_jobs)
+        active = view.active()
+        zeros, none, no, yes = ws.walk_defaults(active.shape[0])
         kernel = self.config.placement == "consolidate"
-        for j in r.walk(arrival_order(view, view.queued()), kernel=kernel, blocking=True):
+        order = np.empty(active.shape[0], np.int64)
+        und = ws.take_mask(jobs.num_jobs)
+        n_off, n, i = fifo_round(c.gpu_owner, c.gpu_online, view.running(), active, jobs.state, jobs.submit_time,
+                                 und, ws.demands(view), jobs.gpu_type_req, jobs.alloc_count, ws.memo, w[3], w[4],
+                                 w[5], ws.node_free(c), w[16], order, zeros, none, yes if kernel and w[2] else no)
+        r = Round(view, self, begun=(und, n_off))
+        if i >= n:  # the kernel ran the whole walk: nothing for Python
+            r.take_walk()
+            return r.decision()
+        placer = r.placer()
+        for j in r.walk(order[:n], kernel=kernel, blocking=True, ran=i):
+            if r.undecided[j]:  # a running job with a GPU gone offline: kept if it can be, else stopped
+                r.keep(j)
+                continue
             if r.place(j, placer) is None:
                 break
         return r.decision()

@@ -30,10 +30,9 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from cosim.columns import TIMING_FILES
+from cosim.columns import TIMING_COLUMNS, TIMING_FILES
 
 POLICIES = ("tiresias-pollux", "optimus")
-WALL_COLUMNS = ("wall_s", "policy_wall_s")
 
 
 def workload_path(n: int) -> str:
@@ -118,7 +117,7 @@ def _diff(args) -> int:
     for rel in files:
         x, y = pd.read_parquet(a / rel), pd.read_parquet(b / rel)
         if rel.name == "summary.parquet":
-            x, y = (t.drop(columns=[c for c in WALL_COLUMNS if c in t]) for t in (x, y))
+            x, y = (t.drop(columns=[c for c in TIMING_COLUMNS if c in t]) for t in (x, y))
         try:
             pd.testing.assert_frame_equal(x, y, check_exact=True)
             print("same     ", rel, x.shape)

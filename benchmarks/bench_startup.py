@@ -53,8 +53,6 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-#: columns that measure the host, not the simulation
-WALL_COLUMNS = ("wall_s", "policy_wall_s", "sim_wall_s")
 _repo = REPO  # the checkout whose CLI runs (--repo: measure another one, e.g. main, for before/after)
 
 
@@ -109,7 +107,9 @@ def _frames(folder: Path) -> dict:
     import pandas as pd
 
     files = sorted(p for p in folder.rglob("*.parquet"))
-    return {str(p.relative_to(folder)): pd.read_parquet(p).drop(columns=list(WALL_COLUMNS), errors="ignore")
+    from cosim.columns import TIMING_COLUMNS  # measured on the clock: they differ between identical runs
+
+    return {str(p.relative_to(folder)): pd.read_parquet(p).drop(columns=list(TIMING_COLUMNS), errors="ignore")
             for p in files}
 
 

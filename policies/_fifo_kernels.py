@@ -15,6 +15,17 @@ _QUEUED = int(JobState.QUEUED)
 
 
 @njit(cache=True, no_cfunc_wrapper=True)
+def arrival_sorted(jobs, submit):  # pragma: no cover - compiled
+    """`jobs` (job indices, ascending) by submit time, ties by job index: FIFO's arrival order,
+    the one sort behind `fifo_round` and `fifo.arrival_order`. A stable sort of the ascending
+    indices by time gives the index tie-break without a second key."""
+    t = np.empty(jobs.shape[0])
+    for i in range(jobs.shape[0]):
+        t[i] = submit[jobs[i]]
+    return jobs[np.argsort(t, kind="mergesort")]
+
+
+@njit(cache=True, no_cfunc_wrapper=True)
 def fifo_round(owner, online, running, active, state, submit, undecided, demand, type_req, alloc_count, memo, topo,
                ibuf, masks, node_free, nfree, order, klass, keys, kfit):  # pragma: no cover - compiled
     """FIFO's round up to the first job Python must handle, in one call:
@@ -25,7 +36,7 @@ def fifo_round(owner, online, running, active, state, submit, undecided, demand,
       nobody), as `Round.__init__` and `Round.walk` set them up;
     - the walk's order written into `order`: the running jobs (ascending), which the walk keeps
       as they are, then the queued jobs of `active` (state QUEUED) by submit time, ties by job
-      index (a stable sort of the ascending queue: `fifo.arrival_order`'s order);
+      index (`arrival_sorted`, the order `fifo.arrival_order` gives FIFO-backfill);
     - the walk's first run (`_walk_kernels.walk_run`, head-of-line blocking) on that order with
       the walk's default inputs (`klass` zeros, `keys` -1, `kfit` the kernel-placer mask: all True
       where `consolidate` applies, else all False), each as long as `active` at least.
@@ -53,12 +64,7 @@ def fifo_round(owner, online, running, active, state, submit, undecided, demand,
         if state[j] == _QUEUED:
             queue[nq] = j
             nq += 1
-    t = np.empty(nq)
-    for i in range(nq):
-        t[i] = submit[queue[i]]
-    by_time = np.argsort(t, kind="mergesort")  # stable: equal times keep the ascending job order
-    for i in range(nq):
-        order[nr + i] = queue[by_time[i]]
+    order[nr:nr + nq] = arrival_sorted(queue[:nq], submit)
     n = nr + nq
     start = n - n  # an int64, not the literal 0 (a literal compiles a second walk_run)
     blocking = n >= 0  # True, not a literal, for the same reason

@@ -12,7 +12,7 @@ from typing import ClassVar
 
 import numpy as np
 
-from policies._fifo_kernels import fifo_round
+from policies._fifo_kernels import arrival_sorted, fifo_round
 from policies.base import BasePolicy, Round, shape_key
 from policies.config import PlacedConfig, param
 from policies.registry import POLICIES
@@ -31,11 +31,12 @@ class _NanInf:
 
 
 def arrival_order(view: ClusterView, jobs: np.ndarray) -> np.ndarray:
-    """`jobs` sorted by submit time, then index (stable, deterministic)."""
+    """`jobs` (ascending, as the view's index arrays are) sorted by submit time, then index:
+    the order FIFO's round kernel walks (`_fifo_kernels.arrival_sorted`, the one sort of both)."""
     jobs = np.asarray(jobs, np.int64)
     if jobs.shape[0] < 2:  # nothing to order (the usual call on a lightly loaded cluster: one arrival)
         return jobs
-    return jobs[np.lexsort((jobs, view.jobs.submit_time[jobs]))]
+    return arrival_sorted(jobs, view.jobs.submit_time)
 
 
 @dataclass(frozen=True)

@@ -22,6 +22,7 @@ several folders (seeds) are pooled job by job for the tests.
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -213,9 +214,13 @@ def main(argv: list[str] | None = None) -> int:
     a = ap.parse_args(argv)
     try:
         _print_tables([Path(d) for d in a.run_dirs])
+        sys.stdout.flush()  # here, not at exit, so that a closed pipe is caught below
     except CosimError as exc:
         exc.show()
         return exc.exit_code
+    except BrokenPipeError:  # the reader stopped (`… | head`): nothing left to deliver, no traceback
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
     return 0
 
 

@@ -5,6 +5,8 @@ ONES is smaller)."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -67,6 +69,20 @@ def test_command_line_help_and_a_folder_without_runs(tmp_path, capsys):
     assert M.main([str(tmp_path)]) == 2
     err = capsys.readouterr().err.strip()
     assert err == f"error: {tmp_path}: expected jobs.parquet (or <policy>/jobs.parquet)"
+
+
+def test_metrics_piped_into_a_reader_that_stops_is_not_a_traceback(small):
+    """`python -m experiments.ones_metrics CELLS | head -1`: the reader has closed the pipe before the
+    tables are written; the tool stops quietly with exit 0, without a BrokenPipeError on stderr."""
+    import subprocess
+    import sys
+
+    cells = sorted(str(d) for d in (small.out_dir / "runs" / "fig15" / "cells").glob("*"))
+    proc = subprocess.Popen([sys.executable, "-m", "experiments.ones_metrics", *cells], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, cwd=Path(__file__).resolve().parents[2])
+    proc.stdout.close()  # a reader that has stopped: every write to the pipe fails
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=300) == 0 and err == "", err
 
 
 def test_wilcoxon_relations_and_reductions():

@@ -207,12 +207,8 @@ def read_pollux_placements(file: str | Path, app: str | None = None,
             base, extra = divmod(r, n)
             pl.append("".join(str(base + (1 if k < extra else 0)) for k in range(n)))
         pl = pd.Series(pl, index=df.index)
+    # local_bsz from 1 to MAX_LOCAL_BSZ (`MEASURED_RANGE`), so its rounding below is a batch in that range
     check_measured(file, df, ["local_bsz", "step_time", "sync_time"])
-    bsz = pd.to_numeric(df["local_bsz"]).round()
-    if ((bsz < 1) | (bsz > MAX_LOCAL_BSZ)).any():  # 1e30 used to wrap to a negative batch
-        i = int(np.flatnonzero(((bsz < 1) | (bsz > MAX_LOCAL_BSZ)).to_numpy())[0])
-        raise InputError.at(file, row=i + 2, field="local_bsz", expected=f"a batch size from 1 to {MAX_LOCAL_BSZ:,}",
-                            got=df["local_bsz"].iloc[i])
     counts = [placement_counts(p) for p in pl]
     out = pd.DataFrame({
         "source": f"pollux-{kind}", "file": str(file), "row": np.arange(len(df)) + 2, "model": model, "app": app,

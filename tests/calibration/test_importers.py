@@ -46,7 +46,10 @@ def test_scalability_spreads_replicas(tmp_path):
      ("cifar10", "placements-tpu.csv", "placement,local_bsz,step_time,sync_time\n1,32,1,0.1\n", "platform"),
      ("alexnet2", "placements-aws.csv", "placement,local_bsz,step_time,sync_time\n1,32,1,0.1\n", "alexnet2"),
      ("cifar10", "placements-aws.csv", "placement,local_bsz,step_time,sync_time\n1x,32,1,0.1\n", "placement"),
-     ("cifar10", "placements-aws.csv", "placement,local_bsz,step_time,sync_time\n", "no rows")],
+     ("cifar10", "placements-aws.csv", "placement,local_bsz,step_time,sync_time\n", "no rows"),
+     # the local batch from 1 to MAX_LOCAL_BSZ: 1e30 once wrapped to a negative batch, 0.4 rounds to none
+     ("cifar10", "placements-aws.csv", "placement,local_bsz,step_time,sync_time\n1,1e30,1,0.1\n", "local_bsz"),
+     ("cifar10", "placements-aws.csv", "placement,local_bsz,step_time,sync_time\n1,0.4,1,0.1\n", "local_bsz")],
 )
 def test_bad_pollux_files_name_file_and_problem(tmp_path, app, name, text, needle):
     f = _write(tmp_path, app, name, text)

@@ -37,12 +37,19 @@ from policies.drl.policy import DEFAULT_WEIGHTS, Drl
 from policies.drl.train import ADVANTAGES, UPDATES, RlOptions, Setting, collect_teacher, plot_curve, reinforce, supervised
 
 #: the default trace sets (JOBSxNODESxSEED): the catalog's two sizes (20 jobs on 16 GPUs, 50 on 64),
-#: disjoint seeds; the catalog's evaluation seeds (0-2) are in none of them
-#: REINFORCE's training traces: seeds 200-279 alternating the two sizes, 8 per step for the default 10 steps,
-#: so that every step samples traces it has not seen (the same 8 traces every step fit those traces only)
-RL_TRACES = ",".join(f"20x4x{s}" if s % 2 == 0 else f"50x16x{s}" for s in range(200, 280))
-VAL_TRACES = "20x4x120,50x16x121,20x4x122,50x16x123,20x4x124,50x16x125,20x4x126,50x16x127"
-TEST_TRACES = "20x4x130,50x16x131,20x4x132,50x16x133,20x4x134,50x16x135,20x4x136,50x16x137"
+#: even seeds 20 jobs on 4 nodes, odd seeds 50 jobs on 16; disjoint seeds; the catalog's evaluation
+#: seeds (0-2) are in none of them.
+def _mix(seeds) -> str:
+    return ",".join(f"20x4x{s}" if s % 2 == 0 else f"50x16x{s}" for s in seeds)
+
+
+#: REINFORCE's training traces: 480 seeds (200-279, 400-559, 800-1039), 8 per step for the default
+#: 60 steps, so that every step samples traces it has not seen (the same 8 traces every step fit
+#: those traces only)
+RL_TRACES = _mix([*range(200, 280), *range(400, 560), *range(800, 1040)])
+#: validation (picks the step kept): 32 traces; test (reported only): 128 traces
+VAL_TRACES = _mix(range(300, 332))
+TEST_TRACES = _mix(range(600, 728))
 
 
 #: the project's root: the weights' provenance names files inside it relative to it

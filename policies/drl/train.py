@@ -39,7 +39,7 @@ takes `simulate(policy, jobs, nodes, seed) -> (submit s, end s) per job`).
     MuJoCo setting; its minibatch is 64 of 2,048 samples (32 per pass), and the default here, 1,024
     actions of a step's ~34,000 (8 traces × 16 episodes), keeps about that many per pass. The
     advantages are those above (the paper's generalised advantage estimation needs a critic; the
-    time-aligned baseline plays its part). Defaults (`cli.drl_train`): PPO, 10 steps of 8 traces ×
+    time-aligned baseline plays its part). Defaults (`cli.drl_train`): PPO, 60 steps of 8 traces ×
     16 episodes, each step on 8 traces not seen before.
 (c) Checkpoint selection: after the supervised stage and after every REINFORCE step the greedy
     policy runs on the validation traces; the weights kept are those with the lowest mean validation
@@ -76,7 +76,7 @@ UPDATES = ("reinforce", "ppo")
 class RlOptions:
     """REINFORCE's options (module docstring, (b)); `cli.drl_train` states their defaults."""
 
-    iters: int = 10
+    iters: int = 60
     episodes: int = 16
     lr: float = 3e-4
     entropy: float = 0.01

@@ -143,15 +143,17 @@ def test_entropy_gradient_matches_finite_differences():
 
 
 def test_training_options_bad_values_are_one_line_errors(capsys):
-    from cli.drl_train import main
+    from cli.drl_train import TEST_TRACES, VAL_TRACES, main
 
+    # a test trace in the default validation set, a training trace in the default test set: each
+    # must stop before any simulation (were the sets disjoint, the call would train for an hour)
+    in_val, in_test = VAL_TRACES.split(",")[0], TEST_TRACES.split(",")[0]
     for argv in (["--rl-lr", "0"], ["--rl-episodes", "1"], ["--rl-entropy", "-0.1"], ["--rl-iters", "-1"],
                  ["--rl-traces-per-step", "0"], ["--rl-horizon-s", "-5"], ["--rl-critic-lr", "0"],
                  ["--rl-critic-lr", "nan"], ["--rl-critic-epochs", "-1"], ["--rl-critic-warmup", "-2"],
                  ["--rl-critic-hidden", "0"], ["--rl-ppo-clip", "0"], ["--rl-ppo-clip", "1"],
                  ["--rl-ppo-clip", "nan"], ["--rl-ppo-epochs", "0"], ["--rl-ppo-minibatch", "0"],
-                 ["--val", "20x4"], ["--test", "20x0x140"], ["--test", "20x4x120"],
-                 ["--rl-traces", "20x4x130"]):
+                 ["--val", "20x4"], ["--test", "20x0x140"], ["--test", in_val], ["--rl-traces", in_test]):
         assert main(argv) == 2, argv
         err = capsys.readouterr().err.strip()
         assert err.startswith("error: ") and "\n" not in err, (argv, err)
@@ -353,6 +355,22 @@ def test_shipped_weights_record_their_provenance_without_a_machine_folder():
     assert _recorded("/elsewhere/w.npz") == "/elsewhere/w.npz"
 
 
+def test_shipped_weights_come_from_the_trainers_default_command():
+    """`python -m cli.drl_train` with no option is the command that trained the shipped weights
+    (its docstring and the ONES page say so): every option the file records is the default,
+    but the curve and plot files, which only say where the curve went."""
+    import ast
+
+    from cli.drl_train import parser
+
+    meta = ast.literal_eval(str(np.load(DEFAULT_WEIGHTS, allow_pickle=False)["meta"]))
+    recorded = {k: v for k, v in meta["args"].items() if k not in ("curve", "plot")}
+    defaults = {k: v for k, v in vars(parser().parse_args([])).items() if k not in ("curve", "plot")}
+    defaults["out"] = "policies/drl/data/drl_ones.npz"
+    assert recorded == defaults
+    assert meta["selected_step"] == 55
+
+
 def test_paired_gain_is_the_mean_difference_and_its_standard_error():
     from policies.drl.train import paired_gain
 
@@ -427,10 +445,10 @@ def test_drl_diagnose_weights_evaluates_files_paired_by_trace(tmp_path, capsys):
         supervised(net, collect_teacher(simulate, net, [(6, 4, 100)]), epochs, 3e-3)
     a.save(tmp_path / "a.npz")
     b.save(tmp_path / "b.npz")
-    sets = ["--", "--val", "6x4x901,5x4x903", "--test", "6x4x902"]
+    sets = ["--", "--val", "6x4x1901,5x4x1903", "--test", "6x4x1902"]  # seeds in none of the default sets
     assert main(["--weights", str(tmp_path / "a.npz"), "--weights", str(tmp_path / "b.npz"), *sets]) == 0
     out = capsys.readouterr().out
-    va, vb = (greedy_jcts(simulate, Net.load(tmp_path / f), [(6, 4, 901), (5, 4, 903)]) for f in ("a.npz", "b.npz"))
+    va, vb = (greedy_jcts(simulate, Net.load(tmp_path / f), [(6, 4, 1901), (5, 4, 1903)]) for f in ("a.npz", "b.npz"))
     assert "validation (2 traces):" in out and f"gain over the first {va.mean() - vb.mean():7.1f}" in out
     assert main(["--weights", str(tmp_path / "missing.npz"), *sets]) == 2
     err = capsys.readouterr().err.strip()

@@ -17,6 +17,10 @@ MAX_SEED = 2**63 - 1
 MAX_SYNTH_JOBS = 10_000_000
 
 
+#: the whitespace a number's text may carry around it: ASCII's, as `float` and `int` read it
+_ASCII_SPACE = " \t\n\r\x0b\x0c"
+
+
 def parse_number(value: object, field: str | None, *, source: object = None, row: object = None, integer: bool = False,
                  minimum: float | None = None, maximum: float | None = None) -> float | int:
     """One cell or option text as a number: ASCII digits only (Python's `float`/`int` read
@@ -40,7 +44,7 @@ def parse_number(value: object, field: str | None, *, source: object = None, row
         except (TypeError, ValueError, OverflowError):
             raise bad() from None
     else:
-        text = str(value).strip()
+        text = str(value).strip(_ASCII_SPACE)  # str.strip() also drops \x1c-\x1f and non-ASCII spaces
         if not text or not text.isascii() or "_" in text:  # int("1_000") is 1000; a file means no such thing
             raise bad()
         if integer and text.lstrip("+-").isdigit():  # exactly, not through a float (seeds up to 2**63)

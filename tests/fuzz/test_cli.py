@@ -69,6 +69,7 @@ def test_simulate_options(seed, costs, out_is_file):
 
 @SETTINGS
 @example(nodes="100000000", command="clusters")
+@example(nodes="1\x1f", command="clusters")  # a unit separator after the digit is not a number
 @given(nodes=NUMBERS.map(str) | HOSTILE_TEXT, command=st.sampled_from(["clusters", "net"]))
 def test_nodes_bound(nodes, command):
     from netmodel.spec import MAX_CLUSTER_GPUS

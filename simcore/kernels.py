@@ -42,8 +42,10 @@ def step(held, n, now, t_event, tol_s, state, rate, progress, mark, alloc_count,
     RUNNING jobs gain `rate * dt` progress (capped at their mark), GPU-seconds and exposed
     communication; RESTARTING jobs hold GPUs without progress (time counted in
     `restart_s`). A RUNNING job reaches its mark when it has no progress left to it or would
-    reach it within `tol_s` seconds (rounding of simultaneous events); its progress is
-    snapped to the mark.
+    reach it within `tol_s` seconds (rounding of simultaneous events), or within the clock's
+    resolution at `t` (one unit of roundoff of `t`: from 142 years on it exceeds the default 1 µs;
+    a job left a sliver of time that `now + x` cannot represent would otherwise never advance);
+    its progress is snapped to the mark.
     """
     best = np.inf
     for k in range(n):
@@ -56,6 +58,9 @@ def step(held, n, now, t_event, tol_s, state, rate, progress, mark, alloc_count,
     if not np.isfinite(t) or t < now:
         return t, 0, 0
     dt = t - now
+    tol = t * 2.220446049250313e-16  # the clock's resolution at t (float64 epsilon times t)
+    if tol < tol_s:
+        tol = tol_s
     if dt > 0.0:
         for k in range(n):
             j = held[k]
@@ -78,7 +83,7 @@ def step(held, n, now, t_event, tol_s, state, rate, progress, mark, alloc_count,
         if state[j] == RUNNING:
             mk = mark[j]
             left = mk - progress[j]
-            if left <= 0.0 or (rate[j] > 0.0 and left / rate[j] <= tol_s) or left <= 1e-12:
+            if left <= 0.0 or (rate[j] > 0.0 and left / rate[j] <= tol) or left <= 1e-12:
                 progress[j] = mk
                 if mk >= 1.0:
                     out[m] = j

@@ -163,6 +163,7 @@ def test_dally_specs(count, rate):
 @example(row=1, col="gpu_num", value="1", extra=["--cluster", "nope"])  # a bad preset after the trace
 @example(row=1, col="gpu_num", value="1", extra=["--calibration", "missing.toml"])  # a missing profile
 @example(row=1, col="gpu_num", value="1", extra=["--capacity", "CAP"])  # a node the cluster lacks
+@example(row=1, col="submit_time", value="1096", extra=[])  # year 1096: the others 924 years later
 @given(row=st.integers(1, 6), col=st.sampled_from(["gpu_num", "submit_time", "start_time", "end_time", "duration"]),
        value=HOSTILE_TEXT, extra=st.sampled_from([[], ["--cluster", "nope"], ["--calibration", "missing.toml"],
                                                   ["--capacity", "CAP"], ["--load-series", "LOAD"]]))

@@ -36,13 +36,13 @@ from policies.drl.net import Net
 from policies.drl.policy import DEFAULT_WEIGHTS, Drl
 from policies.drl.train import ADVANTAGES, UPDATES, RlOptions, Setting, collect_teacher, plot_curve, reinforce, supervised
 
-#: the default trace sets (JOBSxNODESxSEED): the catalog's two sizes (20 jobs on 16 GPUs, 50 on 64),
-#: even seeds 20 jobs on 4 nodes, odd seeds 50 jobs on 16; disjoint seeds; the catalog's evaluation
-#: seeds (0-2) are in none of them.
 def _mix(seeds) -> str:
+    """`seeds` as JOBSxNODESxSEED traces of the catalog's two sizes: even seeds 20 jobs on 4 nodes
+    (16 GPUs), odd seeds 50 jobs on 16 (64 GPUs)."""
     return ",".join(f"20x4x{s}" if s % 2 == 0 else f"50x16x{s}" for s in seeds)
 
 
+# The default trace sets: disjoint seeds; the catalog's evaluation seeds (0-2) are in none of them.
 #: REINFORCE's training traces: 480 seeds (200-279, 400-559, 800-1039), 8 per step for the default
 #: 60 steps, so that every step samples traces it has not seen (the same 8 traces every step fit
 #: those traces only)
